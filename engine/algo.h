@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Algorithm choice, per-channel context set-up and dispatch. Backend-neutral: the
+ * backend includes its primitives header (prims_cpu.h or the CUDA twin) first. */
+#ifndef DFCCL_ALGO_H
+#define DFCCL_ALGO_H
+
+#include "algo_chain.h"
+#include "algo_oneshot.h"
+#include "algo_pairwise.h"
+#include "algo_ring.h"
+
+/* The choice depends only on arguments every rank passes identically, so all ranks
+ * pick the same algorithm. */
+DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, uint64_t oneshot_max)
+{
+    if (nranks == 1)
+        return ENG_ALGO_SELF;
+    switch (a->coll) {
+    case ENG_COLL_ALLREDUCE:
+        return a->count * eng_type_size(a->dtype) <= oneshot_max ? ENG_ALGO_ONESHOT : ENG_ALGO_RING;
+    case ENG_COLL_BARRIER: return ENG_ALGO_ONESHOT;
+    case ENG_COLL_REDUCE:
+    case ENG_COLL_BCAST: return ENG_ALGO_CHAIN;
+    case ENG_COLL_ALLTOALL: return ENG_ALGO_PAIRWISE;
+    default: return ENG_ALGO_RING;
+    }
+}
+
+/* Channel c of C owns elements [lo, hi) of the range the algorithm splits. */
+DFCCL_INLINE void eng_ctx_init(const eng_coll_args_t *a, int nranks, int c, int C, eng_ctx_t *x)
+{
+    uint64_t span;
+    switch (a->algo) {
+    case ENG_ALGO_RING: span = ring_stride(a, nranks); break;
+    case ENG_ALGO_ONESHOT: span = c == 0 ? 1 : 0; C = 1; break; /* channel 0 only */
+    case ENG_ALGO_SELF: span = c == 0 ? 1 : 0; C = 1; break;
+    default: span = a->count; break;
+    }
+    x->lo = c < C ? span * (uint64_t)c / (uint64_t)C : span;
+    x->hi = c < C ? span * (uint64_t)(c + 1) / (uint64_t)C : span;
+    x->off = x->lo;
+    x->step = x->sub = x->sub2 = 0;
+    x->done = x->lo >= x->hi;
+}
+
+/* Bytes one rank's collective covers in its output (for the one-rank copy). */
+DFCCL_INLINE uint64_t eng_self_bytes(const eng_coll_args_t *a)
+{
+    return a->coll == ENG_COLL_BARRIER ? 0 : a->count * eng_type_size(a->dtype);
+}
+
+DFCCL_INLINE eng_prog_t eng_algo_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
+{
+    switch (a->algo) {
+    case ENG_ALGO_RING: return algo_ring_progress(a, v, x);
+    case ENG_ALGO_ONESHOT: return algo_oneshot_progress(a, v, x);
+    case ENG_ALGO_CHAIN: return algo_chain_progress(a, v, x);
+    case ENG_ALGO_PAIRWISE: return algo_pairwise_progress(a, v, x);
+    case ENG_ALGO_SELF:
+    default:
+        if (a->recvbuf)
+            prim_copy(a->recvbuf, a->sendbuf, eng_self_bytes(a));
+        x->off = x->hi;
+        return ENG_DONE;
+    }
+}
+
+#endif

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Pairwise all-to-all: at step s (1..N-1) rank r sends its block for r+s and receives
+ * the block of r-s, each in chunks; both directions progress independently, so the
+ * pair never waits on itself. Step 0 is the local block. Context: (step, chunks sent,
+ * chunks received). */
+#ifndef DFCCL_ALGO_PAIRWISE_H
+#define DFCCL_ALGO_PAIRWISE_H
+
+#include "eng_types.h"
+#include "prims.h"
+
+DFCCL_INLINE eng_prog_t algo_pairwise_progress(const eng_coll_args_t *a, eng_chan_view_t *v,
+                                               eng_ctx_t *x)
+{
+    const int N = v->nranks, r = v->rank;
+    const size_t ts = eng_type_size(a->dtype);
+    const uint64_t CE = v->chunk / ts, span = x->hi - x->lo;
+    const uint32_t nch = (uint32_t)DFCCL_DIV_UP(span, CE);
+    const char *sbuf = (const char *)a->sendbuf;
+    char *rbuf = (char *)a->recvbuf;
+    eng_prog_t prog = ENG_WAIT;
+
+    if (nch == 0)
+        return ENG_DONE;
+    if (x->step == 0) {
+        /* step 0: own block */
+        prim_copy(rbuf + ((uint64_t)r * a->count + x->lo) * ts,
+                  sbuf + ((uint64_t)r * a->count + x->lo) * ts, span * ts);
+        x->step = 1;
+        prog = ENG_PROGRESS;
+    }
+    while (x->step < (uint32_t)N) {
+        const int to = (r + (int)x->step) % N, from = (r - (int)x->step + N) % N;
+        eng_conn_t *out = &v->conns[to], *in = &v->conns[from];
+        while (x->sub < nch && prim_send_ready(out, v->depth)) {
+            const uint64_t off = x->lo + (uint64_t)x->sub * CE, n = DFCCL_MIN(CE, x->hi - off);
+            prim_send(out, v, sbuf + ((uint64_t)to * a->count + off) * ts, n * ts);
+            x->sub++;
+            prog = ENG_PROGRESS;
+        }
+        while (x->sub2 < nch && prim_recv_ready(in)) {
+            const uint64_t off = x->lo + (uint64_t)x->sub2 * CE, n = DFCCL_MIN(CE, x->hi - off);
+            prim_recv_copy(in, v, rbuf + ((uint64_t)from * a->count + off) * ts, n * ts);
+            x->sub2++;
+            prog = ENG_PROGRESS;
+        }
+        if (x->sub < nch || x->sub2 < nch)
+            return prog;
+        x->step++;
+        x->sub = x->sub2 = 0;
+    }
+    return ENG_DONE;
+}
+
+#endif

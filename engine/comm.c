@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Communicators: creation over the caller's bootstrap all-gather, the registry of live
+ * handles (so a destroyed one is reported, not dereferenced), destroy, queries. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "eng_comm.h"
+#include "eng_log.h"
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dfccl_comm *live_head;
+
+int eng_comm_is_live(struct dfccl_comm *c)
+{
+    int live = 0;
+    if (!c)
+        return 0;
+    pthread_mutex_lock(&live_lock);
+    for (struct dfccl_comm *p = live_head; p; p = p->live_next)
+        if (p == c) {
+            live = c->magic == ENG_COMM_MAGIC;
+            break;
+        }
+    pthread_mutex_unlock(&live_lock);
+    return live;
+}
+
+static void live_add(struct dfccl_comm *c)
+{
+    pthread_mutex_lock(&live_lock);
+    c->live_next = live_head;
+    live_head = c;
+    pthread_mutex_unlock(&live_lock);
+}
+
+static int live_remove(struct dfccl_comm *c)
+{
+    int found = 0;
+    pthread_mutex_lock(&live_lock);
+    for (struct dfccl_comm **pp = &live_head; *pp; pp = &(*pp)->live_next)
+        if (*pp == c) {
+            *pp = c->live_next;
+            found = 1;
+            break;
+        }
+    pthread_mutex_unlock(&live_lock);
+    return found;
+}
+
+typedef struct {
+    int32_t pid;
+    int32_t pad;
+    uint64_t uid;
+    char host[64];
+} eng_boot_info_t;
+
+static uint64_t fresh_uid(void)
+{
+    uint64_t u = 0;
+    if (getrandom(&u, sizeof(u), 0) != (ssize_t)sizeof(u))
+        u = eng_now_ns() ^ ((uint64_t)getpid() << 32);
+    return u;
+}
+
+dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllgatherFn_t allgather,
+                            void *ctx)
+{
+    dfcclResult_t res;
+    eng_boot_info_t me, *all = NULL;
+
+    if (!comm_p)
+        return DFCCL_ARG_ERROR("comm_p is NULL");
+    *comm_p = NULL;
+    if (nranks < 1)
+        return DFCCL_ARG_ERROR("nranks %d must be >= 1", nranks);
+    if (rank < 0 || rank >= nranks)
+        return DFCCL_ARG_ERROR("rank %d out of range [0, %d)", rank, nranks);
+    if (!allgather)
+        return DFCCL_ARG_ERROR("allgather is NULL");
+    if (eng_config_init() < 0)
+        return eng_set_error(dfcclInvalidArgument, __func__, "bad DFCCL_* environment variable: %s",
+                             dfcclGetLastError());
+
+    struct dfccl_comm *c = calloc(1, sizeof(*c));
+    all = calloc((size_t)nranks, sizeof(*all));
+    if (!c || !all) {
+        res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator of %d ranks", nranks);
+        goto err_free;
+    }
+    c->rank = rank;
+    c->nranks = nranks;
+    c->slots = eng_config.slots;
+    c->channels = eng_config.channels;
+    c->depth = eng_config.fifo_depth;
+    c->chunk = eng_config.chunk_size;
+
+    memset(&me, 0, sizeof(me));
+    me.pid = (int32_t)getpid();
+    me.uid = fresh_uid();
+    gethostname(me.host, sizeof(me.host) - 1);
+    if (allgather(&me, all, sizeof(me), ctx) != 0) {
+        res = eng_set_error(dfcclBootstrapError, __func__, "allgather callback failed");
+        goto err_free;
+    }
+    c->uid = all[0].uid; /* rank 0 names the communicator */
+    for (int p = 0; p < nranks; p++)
+        if (strncmp(all[p].host, all[0].host, sizeof(me.host))) {
+            /* every rank sees the same table, so every rank fails the same way */
+            res = eng_set_error(dfcclUnsupported, __func__,
+                                "rank %d is on host '%.64s' and rank 0 on '%.64s': peers on other "
+                                "hosts need the net transport, which this build does not have",
+                                p, all[p].host, all[0].host);
+            goto err_free;
+        }
+
+    int *pids = malloc(sizeof(int) * (size_t)nranks);
+    c->slot_next = calloc(c->slots, sizeof(uint64_t));
+    if (!pids || !c->slot_next) {
+        free(pids);
+        res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
+        goto err_free;
+    }
+    for (int p = 0; p < nranks; p++)
+        pids[p] = all[p].pid;
+    for (uint32_t s = 0; s < c->slots; s++)
+        c->slot_next[s] = s;
+
+    eng_shm_clean_stale();
+    DFCCL_CHECK_GOTO(eng_daemon_acquire(), res, err_pids);
+    DFCCL_CHECK_GOTO(eng_shm_setup(c, pids, allgather, ctx), res, err_daemon);
+    free(pids);
+    free(all);
+    c->magic = ENG_COMM_MAGIC;
+    live_add(c);
+    dfccl_info("communicator %016llx: rank %d of %d, %u slots x %u channels, %llu B chunks x %u, %zu B "
+               "shared memory",
+               (unsigned long long)c->uid, rank, nranks, c->slots, c->channels, (unsigned long long)c->chunk,
+               c->depth, c->seg_size);
+    *comm_p = c;
+    return dfcclSuccess;
+
+err_daemon:
+    eng_daemon_release();
+err_pids:
+    free(pids);
+err_free:
+    if (c)
+        free(c->slot_next);
+    free(c);
+    free(all);
+    return res;
+}
+
+dfcclResult_t dfcclCommDestroy(dfcclComm_t comm)
+{
+    if (!comm || !live_remove(comm))
+        return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or already destroyed)");
+    /* the daemon fails whatever is still pending on comm, in submission order */
+    struct dfccl_request req = {0, 0};
+    eng_daemon_submit(ENG_SQ_DESTROY, comm, NULL, &req);
+    eng_daemon_wait(&req);
+    comm->magic = 0;
+    eng_shm_teardown(comm);
+    free(comm->slot_next);
+    free(comm);
+    eng_daemon_release();
+    return dfcclSuccess;
+}
+
+dfcclResult_t dfcclCommRank(dfcclComm_t comm, int *rank_p)
+{
+    if (!eng_comm_is_live(comm))
+        return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or destroyed)");
+    if (!rank_p)
+        return DFCCL_ARG_ERROR("rank_p is NULL");
+    *rank_p = comm->rank;
+    return dfcclSuccess;
+}
+
+dfcclResult_t dfcclCommSize(dfcclComm_t comm, int *size_p)
+{
+    if (!eng_comm_is_live(comm))
+        return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or destroyed)");
+    if (!size_p)
+        return DFCCL_ARG_ERROR("size_p is NULL");
+    *size_p = comm->nranks;
+    return dfcclSuccess;
+}
+
+dfcclResult_t dfcclCommGetStats(dfcclComm_t comm, dfcclStats_t *stats_p)
+{
+    if (!eng_comm_is_live(comm))
+        return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or destroyed)");
+    if (!stats_p)
+        return DFCCL_ARG_ERROR("stats_p is NULL");
+    /* the daemon writes these words alone; a slightly stale copy is fine */
+    stats_p->submitted = DFCCL_READ_ONCE(comm->stats.submitted);
+    stats_p->completed = DFCCL_READ_ONCE(comm->stats.completed);
+    stats_p->preemptions = DFCCL_READ_ONCE(comm->stats.preemptions);
+    stats_p->stalls = DFCCL_READ_ONCE(comm->stats.stalls);
+    stats_p->stall_ns = DFCCL_READ_ONCE(comm->stats.stall_ns);
+    stats_p->shm_bytes = comm->stats.shm_bytes;
+    return dfcclSuccess;
+}

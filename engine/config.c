@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* DFCCL_* environment variables; defaults and units are in README.md. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "eng_config.h"
+#include "eng_log.h"
+
+eng_config_t eng_config;
+
+static pthread_once_t eng_config_once = PTHREAD_ONCE_INIT;
+static int eng_config_status;
+
+static int env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
+{
+    const char *s = getenv(name);
+    *out = def;
+    if (!s || !*s)
+        return 0;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || *end || s[0] == '-' || v < min || v > max) {
+        eng_set_error(dfcclInvalidArgument, "config", "%s=%s: expected an integer in [%llu, %llu]",
+                      name, s, (unsigned long long)min, (unsigned long long)max);
+        dfccl_error("%s", dfcclGetLastError());
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static void eng_config_parse(void)
+{
+    const char *lvl = getenv("DFCCL_LOG_LEVEL");
+    if (lvl) {
+        static const char *const names[] = {"error", "warn", "info", "debug", "trace"};
+        for (int i = 0; i < 5; i++)
+            if (!strcasecmp(lvl, names[i]))
+                eng_log_level = i;
+    }
+    uint64_t v[13];
+    int rc = 0;
+    rc |= env_u64("DFCCL_PREEMPT", 1, 0, 1, &v[0]);
+    rc |= env_u64("DFCCL_THRESHOLD_BASE_NS", 20000, 100, 60000000000ull, &v[1]);
+    rc |= env_u64("DFCCL_THRESHOLD_MAX_NS", 5000000, 100, 600000000000ull, &v[2]);
+    rc |= env_u64("DFCCL_THRESHOLD_GROWTH", 4, 1, 1024, &v[3]);
+    rc |= env_u64("DFCCL_HEAD_FACTOR", 4, 1, 1024, &v[4]);
+    rc |= env_u64("DFCCL_SLOTS", 2, 1, 64, &v[5]);
+    rc |= env_u64("DFCCL_CHANNELS", 1, 1, 32, &v[6]);
+    rc |= env_u64("DFCCL_CHUNK_SIZE", 65536, 1024, 64ull << 20, &v[7]);
+    rc |= env_u64("DFCCL_FIFO_DEPTH", 4, 2, 64, &v[8]);
+    rc |= env_u64("DFCCL_ONESHOT_MAX", 16384, 0, 64ull << 20, &v[9]);
+    rc |= env_u64("DFCCL_STALL_REPORT", 10000, 0, 86400000ull, &v[10]);
+    rc |= env_u64("DFCCL_TIMEOUT", 0, 0, 86400000ull, &v[11]);
+    rc |= env_u64("DFCCL_IDLE_US", 2000, 0, 10000000ull, &v[12]);
+    eng_config.preempt = (int)v[0];
+    eng_config.threshold_base_ns = v[1];
+    eng_config.threshold_max_ns = v[2] < v[1] ? v[1] : v[2];
+    eng_config.threshold_growth = (uint32_t)v[3];
+    eng_config.head_factor = (uint32_t)v[4];
+    eng_config.slots = (uint32_t)v[5];
+    eng_config.channels = (uint32_t)v[6];
+    /* chunks stay 64-byte multiples so every element type stays aligned inside a step */
+    eng_config.chunk_size = v[7] & ~(uint64_t)63;
+    eng_config.fifo_depth = (uint32_t)v[8];
+    eng_config.oneshot_max = v[9] > eng_config.chunk_size ? eng_config.chunk_size : v[9];
+    eng_config.stall_report_ms = v[10];
+    eng_config.timeout_ms = v[11];
+    eng_config.idle_sleep_us = v[12];
+    eng_config_status = rc ? -1 : 0;
+}
+
+int eng_config_init(void)
+{
+    pthread_once(&eng_config_once, eng_config_parse);
+    return eng_config_status;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Host-side engine objects: communicators, requests, tasks and the daemon. */
+#ifndef DFCCL_ENG_COMM_H
+#define DFCCL_ENG_COMM_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "dfccl.h"
+#include "eng_config.h"
+#include "eng_ring.h"
+#include "eng_types.h"
+#include "eng_sched.h"
+
+#define ENG_COMM_MAGIC 0x646663636c436f6dull /* "dfcclCom" */
+#define ENG_SEG_MAGIC 0x6466636c53656721ull
+
+/* One completion word per request, written by the daemon with release after the
+ * results are visible; the host reads it with acquire (dfcclTest/dfcclWait). */
+struct dfccl_request {
+    uint32_t done;
+    int32_t result;
+};
+
+typedef struct eng_task {
+    eng_coll_args_t args;
+    struct dfccl_comm *comm;
+    struct dfccl_request *req;
+    uint64_t seq;
+    uint32_t slot;
+    uint32_t channels_left;
+    uint64_t threshold_ns;
+    uint64_t progress_ns; /* last time it moved (or was taken in) */
+    int reported;
+    struct eng_task *next, *prev;
+    eng_ctx_t ctx[]; /* one per channel */
+} eng_task_t;
+
+struct dfccl_comm {
+    uint64_t magic;
+    int rank, nranks;
+    uint64_t uid;
+    uint32_t slots, channels, depth;
+    uint64_t chunk;
+    /* shared memory: one segment per rank, mapped by everyone */
+    size_t seg_size;
+    char **segs;               /* [nranks] */
+    eng_conn_t *conns;         /* [slots][channels][nranks] */
+    /* host side, under the daemon's submission lock */
+    uint64_t next_seq;
+    /* daemon side */
+    uint64_t *slot_next;       /* [slots] */
+    dfcclResult_t aborted;     /* 0, or why every later collective fails */
+    dfcclStats_t stats;        /* written by the daemon, read by the host */
+    struct dfccl_comm *live_next;
+};
+
+DFCCL_INLINE eng_seg_hdr_t *eng_seg_hdr(const struct dfccl_comm *c, int r)
+{
+    return (eng_seg_hdr_t *)c->segs[r];
+}
+
+DFCCL_INLINE eng_conn_t *eng_comm_conns(const struct dfccl_comm *c, uint32_t slot, uint32_t ch)
+{
+    return c->conns + ((size_t)slot * c->channels + ch) * (size_t)c->nranks;
+}
+
+/* shm.c */
+dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, dfcclAllgatherFn_t ag, void *ctx);
+void eng_shm_teardown(struct dfccl_comm *c);
+void eng_shm_clean_stale(void);
+
+/* daemon_cpu.c */
+dfcclResult_t eng_daemon_acquire(void);
+void eng_daemon_release(void);
+/* Submit a collective (assigns its sequence number) or a destroy marker. */
+dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const eng_coll_args_t *args,
+                                struct dfccl_request *req);
+/* Wait for a completion word, sleeping when it takes long. */
+void eng_daemon_wait(struct dfccl_request *req);
+
+/* comm.c: registry of live communicators (a destroyed handle is detected). */
+int eng_comm_is_live(struct dfccl_comm *c);
+
+uint64_t eng_now_ns(void);
+
+#endif

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Engine configuration: every knob is a DFCCL_* environment variable, read once per
+ * process (the Open MPI component sets them from its coll_dfccl_* MCA parameters
+ * before the first communicator). Defaults and units are documented in README.md. */
+#ifndef DFCCL_ENG_CONFIG_H
+#define DFCCL_ENG_CONFIG_H
+
+#include <stdint.h>
+
+typedef struct {
+    int preempt;                 /* DFCCL_PREEMPT: 1 = preempt stalled collectives */
+    uint64_t threshold_base_ns;  /* DFCCL_THRESHOLD_BASE_NS: first spin budget at a wait */
+    uint64_t threshold_max_ns;   /* DFCCL_THRESHOLD_MAX_NS: cap of the adaptive budget */
+    uint32_t threshold_growth;   /* DFCCL_THRESHOLD_GROWTH: k in "raise toward k*w" */
+    uint32_t head_factor;        /* DFCCL_HEAD_FACTOR: budget multiplier of the list head */
+    uint32_t slots;              /* DFCCL_SLOTS: K, instances in flight per communicator */
+    uint32_t channels;           /* DFCCL_CHANNELS: C, parallel parts of one collective */
+    uint64_t chunk_size;         /* DFCCL_CHUNK_SIZE: bytes per FIFO step */
+    uint32_t fifo_depth;         /* DFCCL_FIFO_DEPTH: FIFO steps per connection */
+    uint64_t oneshot_max;        /* DFCCL_ONESHOT_MAX: allreduce bytes run one-shot */
+    uint64_t stall_report_ms;    /* DFCCL_STALL_REPORT: report a stalled collective after */
+    uint64_t timeout_ms;         /* DFCCL_TIMEOUT: fail a stalled collective after (0=off) */
+    uint64_t idle_sleep_us;      /* DFCCL_IDLE_US: daemon sleeps after this long idle */
+} eng_config_t;
+
+extern eng_config_t eng_config;
+
+/* Parse the environment (idempotent, thread-safe). Returns <0 on a bad value. */
+int eng_config_init(void);
+
+#endif

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* One macro for code shared by the CPU backend (gcc, C11) and the GPU backend (nvcc):
+ * never write `static inline` directly in a shared header. */
+#ifndef DFCCL_ENG_INLINE_H
+#define DFCCL_ENG_INLINE_H
+
+#ifdef __CUDACC__
+#define DFCCL_INLINE static __host__ __device__ __forceinline__
+#define DFCCL_HOST_DEVICE __host__ __device__
+#else
+#define DFCCL_INLINE static inline
+#define DFCCL_HOST_DEVICE
+#endif
+
+#define DFCCL_LIKELY(_x) __builtin_expect(!!(_x), 1)
+#define DFCCL_UNLIKELY(_x) __builtin_expect(!!(_x), 0)
+#define DFCCL_CACHELINE 64
+#define DFCCL_MIN(_a, _b) ((_a) < (_b) ? (_a) : (_b))
+#define DFCCL_MAX(_a, _b) ((_a) > (_b) ? (_a) : (_b))
+#define DFCCL_DIV_UP(_a, _b) (((_a) + (_b) - 1) / (_b))
+
+#endif

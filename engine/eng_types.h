@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Data shared by the scheduler, the algorithms and the primitives: plain structs,
+ * compiled by gcc for the CPU daemon and meant for nvcc too (no libc types inside). */
+#ifndef DFCCL_ENG_TYPES_H
+#define DFCCL_ENG_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dfccl.h"
+#include "eng_inline.h"
+
+#define ENG_MAX_FIFO_DEPTH 64
+
+typedef enum {
+    ENG_COLL_ALLREDUCE = 0,
+    ENG_COLL_REDUCE,
+    ENG_COLL_BCAST,
+    ENG_COLL_ALLGATHER,
+    ENG_COLL_REDUCE_SCATTER,
+    ENG_COLL_ALLTOALL,
+    ENG_COLL_BARRIER,
+    ENG_COLL_NUM
+} eng_coll_t;
+
+typedef enum {
+    ENG_ALGO_SELF = 0, /* one rank: a local copy */
+    ENG_ALGO_RING,     /* allreduce, reduce_scatter, allgather */
+    ENG_ALGO_ONESHOT,  /* small allreduce, barrier */
+    ENG_ALGO_CHAIN,    /* bcast, reduce */
+    ENG_ALGO_PAIRWISE, /* alltoall */
+} eng_algo_t;
+
+/* Control words of one connection (one direction, one slot, one channel). They live in
+ * the receiver's shared segment, ahead of the FIFO data. Counters are free-running and
+ * never reset, so a stale value can never be mistaken for a new one. */
+typedef struct {
+    uint64_t posted;                          /* sender: steps posted (release) */
+    char pad0[DFCCL_CACHELINE - sizeof(uint64_t)];
+    uint64_t consumed;                        /* receiver: steps consumed (release) */
+    char pad1[DFCCL_CACHELINE - sizeof(uint64_t)];
+    uint64_t bytes[ENG_MAX_FIFO_DEPTH];       /* size of each posted step */
+} eng_conn_ctrl_t;
+
+/* Header at the start of each rank's segment. */
+typedef struct {
+    uint64_t magic;
+    uint64_t arrived; /* collectives this rank has submitted on the communicator */
+    char pad[DFCCL_CACHELINE - 2 * sizeof(uint64_t)];
+} eng_seg_hdr_t;
+
+/* This rank's view of the two directions of a connection with one peer. */
+typedef struct {
+    eng_conn_ctrl_t *recv_ctrl; /* in my segment: peer -> me */
+    char *recv_data;
+    eng_conn_ctrl_t *send_ctrl; /* in the peer's segment: me -> peer */
+    char *send_data;
+    uint64_t sent;  /* steps I have posted to the peer (mirror of send_ctrl->posted) */
+    uint64_t recvd; /* steps I have consumed from the peer */
+} eng_conn_t;
+
+/* Everything an algorithm needs about the communicator and the buffers. */
+typedef struct {
+    int rank, nranks;
+    uint32_t depth;      /* FIFO steps per connection */
+    uint64_t chunk;      /* bytes per step */
+    eng_conn_t *conns;   /* [nranks] for this slot and channel */
+} eng_chan_view_t;
+
+/* The collective as the user described it. */
+typedef struct {
+    uint8_t coll, dtype, op, algo;
+    int32_t root;
+    size_t count; /* allreduce/reduce/bcast: total; allgather: per rank; reduce_scatter:
+                     per rank; alltoall: per peer */
+    const void *sendbuf;
+    void *recvbuf;
+} eng_coll_args_t;
+
+/* Saved context of one channel of one collective: everything needed to resume at the
+ * exact step where it was preempted. Between waits a step runs to completion, so this
+ * is a handful of integers; data already in a FIFO stays there. */
+typedef struct {
+    uint64_t lo, hi;    /* element range of this channel (within a block) */
+    uint64_t off;       /* current chunk's offset in [lo, hi) */
+    uint32_t step;      /* algorithm step inside the current chunk */
+    uint32_t sub;       /* sub-step: peers posted (one-shot), chunks sent (pairwise) */
+    uint32_t sub2;      /* chunks received (pairwise) */
+    uint8_t done;
+} eng_ctx_t;
+
+/* Result of running a state machine until it would wait. */
+typedef enum { ENG_WAIT = 0, ENG_PROGRESS = 1, ENG_DONE = 2 } eng_prog_t;
+
+#endif

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Element-wise reductions dst[i] = a[i] op b[i] for every dfccl type and op. dst may
+ * alias a or b (in-place collectives rely on it). Integer arithmetic wraps (done on the
+ * unsigned type, so signed overflow is defined). float16 and bfloat16 are reduced in
+ * float and rounded back to nearest even, as the GPU does. */
+#ifndef DFCCL_REDUCE_H
+#define DFCCL_REDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "dfccl.h"
+#include "eng_inline.h"
+
+DFCCL_INLINE float eng_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, f;
+    if (exp == 0) {
+        if (man == 0) {
+            f = sign;
+        } else { /* subnormal: normalize */
+            exp = 127 - 15 + 1;
+            while (!(man & 0x400)) {
+                man <<= 1;
+                exp--;
+            }
+            f = sign | (exp << 23) | ((man & 0x3ff) << 13);
+        }
+    } else if (exp == 0x1f) {
+        f = sign | 0x7f800000u | (man << 13);
+    } else {
+        f = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float out;
+    memcpy(&out, &f, 4);
+    return out;
+}
+
+DFCCL_INLINE uint16_t eng_float_to_half(float fv)
+{
+    uint32_t f;
+    memcpy(&f, &fv, 4);
+    uint32_t sign = (f >> 16) & 0x8000;
+    int32_t exp = (int32_t)((f >> 23) & 0xff) - 127 + 15;
+    uint32_t man = f & 0x7fffff;
+    if (((f >> 23) & 0xff) == 0xff) /* inf or nan */
+        return (uint16_t)(sign | 0x7c00 | (man ? 0x200 : 0));
+    if (exp >= 0x1f)
+        return (uint16_t)(sign | 0x7c00);
+    if (exp <= 0) {
+        if (exp < -10)
+            return (uint16_t)sign;
+        man |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1)))
+            half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = sign | ((uint32_t)exp << 10) | (man >> 13), rem = man & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
+        half++; /* may carry into the exponent, which is the correct rounding */
+    return (uint16_t)half;
+}
+
+DFCCL_INLINE float eng_bf16_to_float(uint16_t b)
+{
+    uint32_t f = (uint32_t)b << 16;
+    float out;
+    memcpy(&out, &f, 4);
+    return out;
+}
+
+DFCCL_INLINE uint16_t eng_float_to_bf16(float fv)
+{
+    uint32_t f;
+    memcpy(&f, &fv, 4);
+    if ((f & 0x7fffffff) > 0x7f800000)
+        return (uint16_t)((f >> 16) | 0x40); /* quiet nan */
+    f += 0x7fff + ((f >> 16) & 1);
+    return (uint16_t)(f >> 16);
+}
+
+#define ENG_OP_SUM(_x, _y) ((_x) + (_y))
+#define ENG_OP_PROD(_x, _y) ((_x) * (_y))
+#define ENG_OP_MAX(_x, _y) ((_x) > (_y) ? (_x) : (_y))
+#define ENG_OP_MIN(_x, _y) ((_x) < (_y) ? (_x) : (_y))
+#define ENG_OP_BAND(_x, _y) ((_x) & (_y))
+#define ENG_OP_BOR(_x, _y) ((_x) | (_y))
+#define ENG_OP_BXOR(_x, _y) ((_x) ^ (_y))
+
+/* _T: storage type, _A: arithmetic type for sum/prod (unsigned for integers). */
+#define ENG_LOOP(_T, _A, _OPM)                                                             \
+    do {                                                                                   \
+        _T *d_ = (_T *)dst;                                                                \
+        const _T *a_ = (const _T *)a, *b_ = (const _T *)b;                                 \
+        for (size_t i_ = 0; i_ < n; i_++)                                                  \
+            d_[i_] = (_T)_OPM((_A)a_[i_], (_A)b_[i_]);                                     \
+    } while (0)
+
+#define ENG_INT_OPS(_T, _U)                                                                \
+    switch (op) {                                                                          \
+    case dfcclSum: ENG_LOOP(_T, _U, ENG_OP_SUM); return 0;                                 \
+    case dfcclProd: ENG_LOOP(_T, _U, ENG_OP_PROD); return 0;                               \
+    case dfcclMax: ENG_LOOP(_T, _T, ENG_OP_MAX); return 0;                                 \
+    case dfcclMin: ENG_LOOP(_T, _T, ENG_OP_MIN); return 0;                                 \
+    case dfcclBand: ENG_LOOP(_T, _T, ENG_OP_BAND); return 0;                               \
+    case dfcclBor: ENG_LOOP(_T, _T, ENG_OP_BOR); return 0;                                 \
+    case dfcclBxor: ENG_LOOP(_T, _T, ENG_OP_BXOR); return 0;                               \
+    default: return -1;                                                                    \
+    }
+
+#define ENG_FLOAT_OPS(_T)                                                                  \
+    switch (op) {                                                                          \
+    case dfcclSum: ENG_LOOP(_T, _T, ENG_OP_SUM); return 0;                                 \
+    case dfcclProd: ENG_LOOP(_T, _T, ENG_OP_PROD); return 0;                               \
+    case dfcclMax: ENG_LOOP(_T, _T, ENG_OP_MAX); return 0;                                 \
+    case dfcclMin: ENG_LOOP(_T, _T, ENG_OP_MIN); return 0;                                 \
+    default: return -1;                                                                    \
+    }
+
+#define ENG_HALF_LOOP(_TOF, _FROMF, _OPM)                                                  \
+    do {                                                                                   \
+        uint16_t *d_ = (uint16_t *)dst;                                                    \
+        const uint16_t *a_ = (const uint16_t *)a, *b_ = (const uint16_t *)b;               \
+        for (size_t i_ = 0; i_ < n; i_++)                                                  \
+            d_[i_] = _FROMF(_OPM(_TOF(a_[i_]), _TOF(b_[i_])));                             \
+    } while (0)
+
+#define ENG_HALF_OPS(_TOF, _FROMF)                                                         \
+    switch (op) {                                                                          \
+    case dfcclSum: ENG_HALF_LOOP(_TOF, _FROMF, ENG_OP_SUM); return 0;                      \
+    case dfcclProd: ENG_HALF_LOOP(_TOF, _FROMF, ENG_OP_PROD); return 0;                    \
+    case dfcclMax: ENG_HALF_LOOP(_TOF, _FROMF, ENG_OP_MAX); return 0;                      \
+    case dfcclMin: ENG_HALF_LOOP(_TOF, _FROMF, ENG_OP_MIN); return 0;                      \
+    default: return -1;                                                                    \
+    }
+
+/* Returns 0, or -1 for a type/op pair the engine does not reduce (checked at submit). */
+DFCCL_INLINE int eng_reduce(void *dst, const void *a, const void *b, size_t n, int dtype, int op)
+{
+    switch (dtype) {
+    case dfcclInt8: ENG_INT_OPS(int8_t, uint8_t)
+    case dfcclUint8: ENG_INT_OPS(uint8_t, uint8_t)
+    case dfcclInt32: ENG_INT_OPS(int32_t, uint32_t)
+    case dfcclUint32: ENG_INT_OPS(uint32_t, uint32_t)
+    case dfcclInt64: ENG_INT_OPS(int64_t, uint64_t)
+    case dfcclUint64: ENG_INT_OPS(uint64_t, uint64_t)
+    case dfcclFloat32: ENG_FLOAT_OPS(float)
+    case dfcclFloat64: ENG_FLOAT_OPS(double)
+    case dfcclFloat16: ENG_HALF_OPS(eng_half_to_float, eng_float_to_half)
+    case dfcclBfloat16: ENG_HALF_OPS(eng_bf16_to_float, eng_float_to_bf16)
+    default: return -1;
+    }
+}
+
+DFCCL_INLINE int eng_op_valid(int dtype, int op)
+{
+    if (dtype < 0 || dtype >= dfcclNumTypes || op < 0 || op >= dfcclNumOps)
+        return 0;
+    int is_int = dtype <= dfcclUint64;
+    return op <= dfcclMin || is_int;
+}
+
+DFCCL_INLINE size_t eng_type_size(int dtype)
+{
+    static const size_t sz[dfcclNumTypes] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+    return (dtype >= 0 && dtype < dfcclNumTypes) ? sz[dtype] : 0;
+}
+
+#endif

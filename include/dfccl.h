@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file dfccl.h
+ * @brief dfccl: a deadlock-free collective communication library.
+ *
+ * Every collective runs inside a persistent daemon (a host thread in the CPU
+ * backend, a GPU kernel in the GPU backend) that preempts a collective stalled on
+ * its peers and resumes it later exactly where it stopped. Ranks may therefore
+ * issue collectives on different communicators in different orders without
+ * deadlocking.
+ *
+ * Rules every caller must follow (as in MPI):
+ *  - on one communicator, every rank issues the same collectives in the same
+ *    order with matching counts, datatypes, ops and roots;
+ *  - across communicators any order is allowed.
+ */
+#ifndef DFCCL_H
+#define DFCCL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DFCCL_MAJOR 0
+#define DFCCL_MINOR 1
+#define DFCCL_PATCH 0
+#define DFCCL_VERSION_CODE (DFCCL_MAJOR * 10000 + DFCCL_MINOR * 100 + DFCCL_PATCH)
+
+/** @brief Result of every dfccl call: 0 success, 1 in progress, negative errors. */
+typedef enum {
+    dfcclSuccess = 0,
+    dfcclInProgress = 1,          /**< not an error: the operation is still running */
+    dfcclInvalidArgument = -1,    /**< an argument is wrong; the message names it */
+    dfcclInvalidUsage = -2,       /**< a call made in the wrong state */
+    dfcclSystemError = -3,        /**< a system call failed (errno in the log) */
+    dfcclNoMemory = -4,           /**< memory or shared memory could not be allocated */
+    dfcclTimeout = -5,            /**< a collective exceeded DFCCL_TIMEOUT */
+    dfcclCommAborted = -6,        /**< the communicator was destroyed or aborted */
+    dfcclUnsupported = -7,        /**< valid but not supported by this build/backend */
+    dfcclInternalError = -8,      /**< a bug in dfccl: please report it */
+    dfcclBootstrapError = -9,     /**< the bootstrap all-gather callback failed */
+} dfcclResult_t;
+
+/** @brief Element types. */
+typedef enum {
+    dfcclInt8 = 0,
+    dfcclUint8 = 1,
+    dfcclInt32 = 2,
+    dfcclUint32 = 3,
+    dfcclInt64 = 4,
+    dfcclUint64 = 5,
+    dfcclFloat16 = 6,
+    dfcclBfloat16 = 7,
+    dfcclFloat32 = 8,
+    dfcclFloat64 = 9,
+    dfcclNumTypes = 10
+} dfcclDataType_t;
+
+/** @brief Reduction operators. Bitwise ones are valid for integer types only. */
+typedef enum {
+    dfcclSum = 0,
+    dfcclProd = 1,
+    dfcclMax = 2,
+    dfcclMin = 3,
+    dfcclBand = 4,
+    dfcclBor = 5,
+    dfcclBxor = 6,
+    dfcclNumOps = 7
+} dfcclRedOp_t;
+
+/** @brief Opaque communicator handle. */
+typedef struct dfccl_comm *dfcclComm_t;
+/** @brief Opaque request handle, one per submitted collective. */
+typedef struct dfccl_request *dfcclRequest_t;
+
+/**
+ * @brief Bootstrap all-gather: gather @p bytes from every rank into @p recvbuf
+ *        (rank i's contribution at offset i * bytes). Collective over the ranks
+ *        that create the communicator.
+ * @return 0 on success, anything else fails communicator creation.
+ */
+typedef int (*dfcclAllgatherFn_t)(const void *sendbuf, void *recvbuf, size_t bytes, void *ctx);
+
+/** @brief Per-communicator statistics (dfcclCommGetStats). */
+typedef struct {
+    uint64_t submitted;     /**< collectives submitted on this rank */
+    uint64_t completed;     /**< collectives completed (with success or error) */
+    uint64_t preemptions;   /**< times a running collective was preempted at a wait */
+    uint64_t stalls;        /**< scheduling attempts that made no progress */
+    uint64_t stall_ns;      /**< total time spent waiting before a preemption, ns */
+    uint64_t shm_bytes;     /**< shared memory this rank holds for the communicator */
+} dfcclStats_t;
+
+/** @brief Human-readable text for a result code. Never NULL. */
+const char *dfcclGetErrorString(dfcclResult_t result);
+
+/** @brief Text of the last error on this thread (names the bad argument). Never NULL. */
+const char *dfcclGetLastError(void);
+
+/** @brief Version as DFCCL_VERSION_CODE. */
+dfcclResult_t dfcclGetVersion(int *version_p);
+
+/**
+ * @brief Create a communicator of @p nranks ranks; this process is @p rank.
+ * @param [out] comm_p     the new communicator
+ * @param [in]  nranks     number of ranks (>= 1)
+ * @param [in]  rank       this process's rank, 0 <= rank < nranks
+ * @param [in]  allgather  bootstrap all-gather over the nranks processes
+ * @param [in]  ctx        passed to @p allgather unchanged
+ * @return dfcclSuccess, dfcclInvalidArgument, dfcclBootstrapError, dfcclNoMemory,
+ *         dfcclSystemError, dfcclUnsupported (a peer on another host)
+ * @note Collective: every rank must call it. Configuration comes from the
+ *       DFCCL_* environment variables, read at the first call of the process.
+ */
+dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank,
+                            dfcclAllgatherFn_t allgather, void *ctx);
+
+/**
+ * @brief Destroy a communicator. Local: collectives still pending on it complete
+ *        with dfcclCommAborted; their requests must still be waited or tested.
+ *        Shared memory and the daemon (with the last communicator) are released.
+ */
+dfcclResult_t dfcclCommDestroy(dfcclComm_t comm);
+
+/** @brief This process's rank in @p comm. */
+dfcclResult_t dfcclCommRank(dfcclComm_t comm, int *rank_p);
+/** @brief Number of ranks in @p comm. */
+dfcclResult_t dfcclCommSize(dfcclComm_t comm, int *size_p);
+/** @brief Copy @p comm's statistics into @p stats_p. */
+dfcclResult_t dfcclCommGetStats(dfcclComm_t comm, dfcclStats_t *stats_p);
+
+/**
+ * @brief Non-blocking all-reduce of @p count elements. In place when
+ *        @p sendbuf == @p recvbuf.
+ * @param [out] request_p  completed through dfcclTest / dfcclWait
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
+dfcclResult_t dfcclAllReduce(const void *sendbuf, void *recvbuf, size_t count,
+                             dfcclDataType_t datatype, dfcclRedOp_t op, dfcclComm_t comm,
+                             dfcclRequest_t *request_p);
+
+/** @brief Non-blocking reduce to @p root; @p recvbuf is used on the root only. */
+dfcclResult_t dfcclReduce(const void *sendbuf, void *recvbuf, size_t count,
+                          dfcclDataType_t datatype, dfcclRedOp_t op, int root,
+                          dfcclComm_t comm, dfcclRequest_t *request_p);
+
+/** @brief Non-blocking broadcast of @p count elements from @p root's @p sendbuf into
+ *         every rank's @p recvbuf (in place when they are equal). */
+dfcclResult_t dfcclBroadcast(const void *sendbuf, void *recvbuf, size_t count,
+                             dfcclDataType_t datatype, int root, dfcclComm_t comm,
+                             dfcclRequest_t *request_p);
+
+/** @brief Non-blocking all-gather: @p sendcount elements per rank; recvbuf holds
+ *         nranks * sendcount. In place when sendbuf == recvbuf + rank * sendcount. */
+dfcclResult_t dfcclAllGather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                             dfcclDataType_t datatype, dfcclComm_t comm,
+                             dfcclRequest_t *request_p);
+
+/** @brief Non-blocking reduce-scatter: sendbuf holds nranks * recvcount elements,
+ *         rank i gets block i reduced. In place when recvbuf == sendbuf + rank *
+ *         recvcount. */
+dfcclResult_t dfcclReduceScatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                 dfcclDataType_t datatype, dfcclRedOp_t op,
+                                 dfcclComm_t comm, dfcclRequest_t *request_p);
+
+/** @brief Non-blocking all-to-all: block i (@p count elements) of sendbuf goes to
+ *         rank i. sendbuf and recvbuf must not overlap. */
+dfcclResult_t dfcclAllToAll(const void *sendbuf, void *recvbuf, size_t count,
+                            dfcclDataType_t datatype, dfcclComm_t comm,
+                            dfcclRequest_t *request_p);
+
+/** @brief Non-blocking barrier. */
+dfcclResult_t dfcclBarrier(dfcclComm_t comm, dfcclRequest_t *request_p);
+
+/**
+ * @brief Test a request. When it has completed, *@p done_p is 1, the request is
+ *        freed, *@p request_p becomes NULL and the collective's result is returned.
+ *        Otherwise *@p done_p is 0 and dfcclSuccess is returned.
+ */
+dfcclResult_t dfcclTest(dfcclRequest_t *request_p, int *done_p);
+
+/** @brief Wait for a request; frees it and sets *@p request_p to NULL. A NULL
+ *         request completes at once. Returns the collective's result. */
+dfcclResult_t dfcclWait(dfcclRequest_t *request_p);
+
+/** @brief Wait for @p n requests; returns the first error met, all are freed. */
+dfcclResult_t dfcclWaitAll(int n, dfcclRequest_t *requests);
+
+/** @brief Size of one element of @p datatype in bytes, 0 for an unknown type. */
+size_t dfcclTypeSize(dfcclDataType_t datatype);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DFCCL_H */

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file dfccl_mpi.h
+ * @brief Helper that creates a dfccl communicator over an MPI communicator.
+ *
+ * Header-only so that libdfccl itself never links MPI: the MPI calls are compiled
+ * into the caller, against the caller's MPI.
+ */
+#ifndef DFCCL_MPI_H
+#define DFCCL_MPI_H
+
+#include <mpi.h>
+
+#include "dfccl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @brief Bootstrap all-gather on host memory over the MPI communicator in @p ctx. */
+static inline int dfcclMpiAllgather(const void *sendbuf, void *recvbuf, size_t bytes, void *ctx)
+{
+    MPI_Comm mc = *(MPI_Comm *)ctx;
+    if (bytes > (size_t)INT32_MAX)
+        return -1;
+    return MPI_Allgather(sendbuf, (int)bytes, MPI_BYTE, recvbuf, (int)bytes, MPI_BYTE, mc) ==
+                   MPI_SUCCESS
+               ? 0
+               : -1;
+}
+
+/**
+ * @brief Create a dfccl communicator with the ranks and size of @p mpi_comm.
+ * @note Collective over @p mpi_comm.
+ */
+static inline dfcclResult_t dfcclCommInitMPI(dfcclComm_t *comm_p, MPI_Comm mpi_comm)
+{
+    int rank, size;
+    if (MPI_Comm_rank(mpi_comm, &rank) != MPI_SUCCESS || MPI_Comm_size(mpi_comm, &size) != MPI_SUCCESS)
+        return dfcclInvalidArgument;
+    return dfcclCommInit(comm_p, size, rank, dfcclMpiAllgather, &mpi_comm);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DFCCL_MPI_H */
