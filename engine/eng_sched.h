@@ -24,8 +24,8 @@ DFCCL_INLINE uint64_t sched_budget(const sched_params_t *p, uint64_t threshold_n
 {
     if (!p->preempt)
         return SCHED_FOREVER;
-    uint64_t b = threshold_ns * (is_head ? p->head_factor : 1u);
-    return b < threshold_ns ? SCHED_FOREVER : b; /* overflow */
+    uint64_t f = is_head ? p->head_factor : 1u;
+    return threshold_ns > SCHED_FOREVER / f ? SCHED_FOREVER : threshold_ns * f;
 }
 
 /* A wait was satisfied after waited_ns: the peers are active on this collective, so raise

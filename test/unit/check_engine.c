@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Unit tests (Check) of the backend-neutral engine pieces: the submission ring, the
+ * scheduler's decisions, the reductions, and every algorithm's state machine driven
+ * step by step for N simulated ranks in one process, with injected stalls and context
+ * copies, against a reference and against an uninterrupted run. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo.h"
+#include "eng_ring.h"
+#include "eng_sched.h"
+#include "reduce.h"
+
+/* ---- submission ring ------------------------------------------------------------------ */
+
+START_TEST(ring_order_full_and_wrap)
+{
+    enum { SZ = 8 };
+    eng_sq_entry_t ents[SZ];
+    memset(ents, 0, sizeof(ents));
+    eng_ring_t r = {.entries = ents, .mask = SZ - 1};
+    ck_assert_ptr_null(eng_ring_peek(&r));
+    uint64_t next_in = 0, next_out = 0;
+    for (int round = 0; round < 50; round++) {
+        int put = 1 + round % SZ;
+        for (int i = 0; i < put; i++) {
+            eng_sq_entry_t *e = eng_ring_get_entry(&r);
+            ck_assert_ptr_nonnull(e);
+            e->seq = next_in++;
+            eng_ring_commit(&r, e);
+        }
+        if (put == SZ)
+            ck_assert_ptr_null(eng_ring_get_entry(&r)); /* full: never blocks */
+        ck_assert_uint_eq(eng_ring_space_left(&r), (uint64_t)(SZ - put));
+        for (int i = 0; i < put; i++) {
+            eng_sq_entry_t *e = eng_ring_peek(&r);
+            ck_assert_ptr_nonnull(e);
+            ck_assert_uint_eq(e->seq, next_out++);
+            eng_ring_advance(&r);
+        }
+        ck_assert_ptr_null(eng_ring_peek(&r));
+    }
+}
+END_TEST
+
+START_TEST(ring_unstamped_entry_invisible)
+{
+    eng_sq_entry_t ents[4];
+    memset(ents, 0, sizeof(ents));
+    eng_ring_t r = {.entries = ents, .mask = 3};
+    eng_sq_entry_t *e = eng_ring_get_entry(&r);
+    e->seq = 42; /* filled but not committed: the consumer must not see it */
+    ck_assert_ptr_null(eng_ring_peek(&r));
+    eng_ring_commit(&r, e);
+    ck_assert_ptr_eq(eng_ring_peek(&r), e);
+}
+END_TEST
+
+/* ---- scheduler decisions -------------------------------------------------------------- */
+
+static const sched_params_t sp_on = {.preempt = 1, .base_ns = 1000, .max_ns = 100000, .growth = 4, .head_factor = 8};
+
+START_TEST(sched_budget_rules)
+{
+    sched_params_t off = sp_on;
+    off.preempt = 0;
+    ck_assert_uint_eq(sched_budget(&off, 1000, 0), SCHED_FOREVER);
+    ck_assert_uint_eq(sched_budget(&off, 1000, 1), SCHED_FOREVER);
+    ck_assert_uint_eq(sched_budget(&sp_on, 1000, 0), 1000);
+    ck_assert_uint_eq(sched_budget(&sp_on, 1000, 1), 8000); /* the head gets extra attempts */
+    ck_assert_uint_eq(sched_budget(&sp_on, UINT64_MAX / 2, 1), SCHED_FOREVER); /* no overflow */
+}
+END_TEST
+
+START_TEST(sched_threshold_adaptation)
+{
+    uint64_t t = sched_reset(&sp_on);
+    ck_assert_uint_eq(t, 1000);
+    t = sched_adapt(&sp_on, t, 100); /* quick wait: 4*100 < 1000, keep */
+    ck_assert_uint_eq(t, 1000);
+    t = sched_adapt(&sp_on, t, 2000); /* peers answer after 2 us: stick longer */
+    ck_assert_uint_eq(t, 8000);
+    t = sched_adapt(&sp_on, t, 10); /* never lowered while the task lives */
+    ck_assert_uint_eq(t, 8000);
+    t = sched_adapt(&sp_on, t, 1000000); /* capped */
+    ck_assert_uint_eq(t, 100000);
+    ck_assert_uint_eq(sched_reset(&sp_on), 1000); /* the next task starts over */
+}
+END_TEST
+
+START_TEST(sched_slot_gating)
+{
+    /* K = 2: seq 0 and 1 may start; seq 2 only after seq 0 freed slot 0 */
+    uint64_t slot_next[2] = {0, 1};
+    ck_assert(sched_slot_free(slot_next[0], 0));
+    ck_assert(sched_slot_free(slot_next[1], 1));
+    ck_assert(!sched_slot_free(slot_next[0], 2));
+    slot_next[0] = 0 + 2; /* seq 0 finished */
+    ck_assert(sched_slot_free(slot_next[0], 2));
+    ck_assert(!sched_slot_free(slot_next[0], 4));
+}
+END_TEST
+
+/* ---- reductions ---------------------------------------------------------------------- */
+
+START_TEST(reduce_int_and_float)
+{
+    int32_t a[5] = {1, -2, 3, INT32_MAX, 7}, b[5] = {4, 5, -6, 1, 7}, d[5];
+    eng_reduce(d, a, b, 5, dfcclInt32, dfcclSum);
+    ck_assert_int_eq(d[0], 5);
+    ck_assert_int_eq(d[1], 3);
+    ck_assert_int_eq(d[3], INT32_MIN); /* wraps, no UB */
+    eng_reduce(d, a, b, 5, dfcclInt32, dfcclMax);
+    ck_assert_int_eq(d[2], 3);
+    eng_reduce(d, a, b, 5, dfcclInt32, dfcclMin);
+    ck_assert_int_eq(d[2], -6);
+    eng_reduce(d, a, b, 5, dfcclInt32, dfcclBxor);
+    ck_assert_int_eq(d[4], 0);
+    uint8_t ua[3] = {0xf0, 0x0f, 200}, ub[3] = {0x3c, 0x3c, 100}, ud[3];
+    eng_reduce(ud, ua, ub, 3, dfcclUint8, dfcclBand);
+    ck_assert_uint_eq(ud[0], 0x30);
+    eng_reduce(ud, ua, ub, 3, dfcclUint8, dfcclBor);
+    ck_assert_uint_eq(ud[1], 0x3f);
+    eng_reduce(ud, ua, ub, 3, dfcclUint8, dfcclSum);
+    ck_assert_uint_eq(ud[2], 44);
+    double da[2] = {1.5, -2}, db[2] = {2, 3}, dd[2];
+    eng_reduce(dd, da, db, 2, dfcclFloat64, dfcclProd);
+    ck_assert(dd[0] == 3.0 && dd[1] == -6.0);
+    ck_assert_int_eq(eng_reduce(dd, da, db, 2, dfcclFloat64, dfcclBand), -1);
+    ck_assert(!eng_op_valid(dfcclFloat32, dfcclBor));
+    ck_assert(!eng_op_valid(dfcclFloat16, dfcclBxor));
+    ck_assert(eng_op_valid(dfcclInt64, dfcclBxor));
+    ck_assert(!eng_op_valid(dfcclNumTypes, dfcclSum));
+}
+END_TEST
+
+START_TEST(reduce_half_bf16)
+{
+    /* every half value round-trips through float */
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
+            continue; /* nan payloads */
+        ck_assert_uint_eq(eng_float_to_half(eng_half_to_float((uint16_t)h)), h);
+    }
+    ck_assert_uint_eq(eng_float_to_half(1.0f), 0x3c00);
+    ck_assert_uint_eq(eng_float_to_half(65520.0f), 0x7c00);    /* rounds to inf */
+    ck_assert_uint_eq(eng_float_to_half(1.0f + 0x1p-11f), 0x3c00); /* tie to even */
+    ck_assert_uint_eq(eng_float_to_bf16(1.0f), 0x3f80);
+    ck_assert(eng_bf16_to_float(eng_float_to_bf16(3.0f)) == 3.0f);
+    uint16_t a[2] = {eng_float_to_half(1.5f), eng_float_to_half(-2.f)}, b[2] = {eng_float_to_half(2.f), eng_float_to_half(8.f)}, d[2];
+    eng_reduce(d, a, b, 2, dfcclFloat16, dfcclSum);
+    ck_assert(eng_half_to_float(d[0]) == 3.5f && eng_half_to_float(d[1]) == 6.f);
+    uint16_t x[1] = {eng_float_to_bf16(3.f)}, y[1] = {eng_float_to_bf16(5.f)}, z[1];
+    eng_reduce(z, x, y, 1, dfcclBfloat16, dfcclMax);
+    ck_assert(eng_bf16_to_float(z[0]) == 5.f);
+}
+END_TEST
+
+/* ---- algorithms: N simulated ranks ---------------------------------------------------- */
+
+typedef struct {
+    int N;
+    uint32_t depth;
+    uint64_t chunk;
+    eng_conn_ctrl_t *ctrl; /* [receiver][sender] */
+    char *data;            /* [receiver][sender][depth][chunk] */
+    eng_conn_t *conns;     /* [rank][peer] */
+} sim_t;
+
+static void sim_init(sim_t *s, int N, uint32_t depth, uint64_t chunk)
+{
+    s->N = N;
+    s->depth = depth;
+    s->chunk = chunk;
+    s->ctrl = calloc((size_t)N * N, sizeof(eng_conn_ctrl_t));
+    s->data = calloc((size_t)N * N * depth, chunk);
+    s->conns = calloc((size_t)N * N, sizeof(eng_conn_t));
+    for (int r = 0; r < N; r++)
+        for (int p = 0; p < N; p++) {
+            eng_conn_t *c = &s->conns[r * N + p];
+            c->recv_ctrl = &s->ctrl[r * N + p];
+            c->recv_data = s->data + ((size_t)r * N + p) * depth * chunk;
+            c->send_ctrl = &s->ctrl[p * N + r];
+            c->send_data = s->data + ((size_t)p * N + r) * depth * chunk;
+        }
+}
+
+static void sim_free(sim_t *s)
+{
+    free(s->ctrl);
+    free(s->data);
+    free(s->conns);
+}
+
+/* Run every rank's state machine to completion. stall_pct: chance that a rank is
+ * skipped in a round (an injected stall); copy_ctx: resume every time from a copy of
+ * the saved context, as after a preemption. Returns the number of preemptions seen. */
+static long sim_run(sim_t *s, eng_coll_args_t *args, int channels, int stall_pct, int copy_ctx, unsigned seed)
+{
+    const int N = s->N;
+    eng_ctx_t *ctx = calloc((size_t)N * channels, sizeof(eng_ctx_t));
+    for (int r = 0; r < N; r++)
+        for (int c = 0; c < channels; c++)
+            eng_ctx_init(&args[r], N, c, channels, &ctx[r * channels + c]);
+    long waits = 0, rounds = 0;
+    for (;;) {
+        int left = 0;
+        for (int i = 0; i < N * channels; i++)
+            left += !ctx[i].done;
+        if (!left)
+            break;
+        for (int i = 0; i < N; i++) {
+            int r = (int)((i + (stall_pct ? rand_r(&seed) : 0)) % N);
+            for (int c = 0; c < channels; c++) {
+                eng_ctx_t *x = &ctx[r * channels + c];
+                if (x->done)
+                    continue;
+                if (stall_pct && (int)(rand_r(&seed) % 100) < stall_pct)
+                    continue;
+                /* channels of one slot share nothing but the comm: give each its own
+                 * connection set by offsetting into a per-channel simulation */
+                eng_chan_view_t v = {.rank = r, .nranks = N, .depth = s[c].depth, .chunk = s[c].chunk,
+                                     .conns = &s[c].conns[r * N]};
+                eng_ctx_t saved = *x, *run = x;
+                if (copy_ctx)
+                    run = &saved;
+                eng_prog_t p = eng_algo_progress(&args[r], &v, run);
+                if (copy_ctx)
+                    *x = saved;
+                if (p == ENG_DONE)
+                    x->done = 1;
+                else
+                    waits++; /* it stopped at a wait and will be resumed */
+            }
+        }
+        ck_assert_msg(++rounds < 10000000, "algorithm does not terminate");
+    }
+    free(ctx);
+    return waits;
+}
+
+static double val(int r, size_t i)
+{
+    return (double)((r * 7 + (int)(i % 23)) % 11) - 3.0; /* small integers: exact in float */
+}
+
+typedef struct {
+    eng_coll_t coll;
+    int N;
+    size_t count;
+    int root, inplace;
+    uint64_t chunk;
+    uint32_t depth;
+    int channels;
+    uint64_t oneshot;
+} algo_case_t;
+
+/* Fill inputs, run, check against the reference; returns outputs for comparisons. */
+static float **run_case(const algo_case_t *k, int stall_pct, int copy_ctx, unsigned seed, long *waits_p)
+{
+    const int N = k->N;
+    const size_t cnt = k->count;
+    size_t in_elems = cnt, out_elems = cnt;
+    if (k->coll == ENG_COLL_REDUCE_SCATTER)
+        in_elems = cnt * (size_t)N;
+    if (k->coll == ENG_COLL_ALLGATHER)
+        out_elems = cnt * (size_t)N;
+    if (k->coll == ENG_COLL_ALLTOALL)
+        in_elems = out_elems = cnt * (size_t)N;
+    float **in = calloc((size_t)N, sizeof(float *)), **out = calloc((size_t)N, sizeof(float *));
+    eng_coll_args_t *args = calloc((size_t)N, sizeof(*args));
+    for (int r = 0; r < N; r++) {
+        size_t big = in_elems > out_elems ? in_elems : out_elems;
+        out[r] = calloc(big + 1, sizeof(float));
+        in[r] = k->inplace ? out[r] : calloc(in_elems + 1, sizeof(float));
+        for (size_t i = 0; i < big; i++)
+            out[r][i] = -99.f;
+        float *src = in[r];
+        if (k->inplace && k->coll == ENG_COLL_ALLGATHER)
+            src = out[r] + (size_t)r * cnt;
+        size_t nin = k->coll == ENG_COLL_ALLGATHER ? cnt : in_elems;
+        for (size_t i = 0; i < nin; i++)
+            src[i] = (float)val(r, i);
+        args[r] = (eng_coll_args_t){.coll = (uint8_t)k->coll, .dtype = dfcclFloat32, .op = dfcclSum,
+                                    .root = k->root, .count = cnt, .sendbuf = src, .recvbuf = out[r]};
+        if (k->coll == ENG_COLL_REDUCE_SCATTER && k->inplace)
+            args[r].recvbuf = out[r] + (size_t)r * cnt;
+        args[r].algo = (uint8_t)eng_algo_select(&args[r], N, k->oneshot);
+    }
+    sim_t sims[4];
+    for (int c = 0; c < k->channels; c++)
+        sim_init(&sims[c], N, k->depth, k->chunk);
+    long waits = sim_run(sims, args, k->channels, stall_pct, copy_ctx, seed);
+    if (waits_p)
+        *waits_p = waits;
+    for (int c = 0; c < k->channels; c++)
+        sim_free(&sims[c]);
+
+    /* reference */
+    for (int r = 0; r < N; r++) {
+        for (size_t i = 0; i < out_elems; i++) {
+            double want;
+            int check = 1;
+            switch (k->coll) {
+            case ENG_COLL_ALLREDUCE:
+                want = 0;
+                for (int p = 0; p < N; p++)
+                    want += val(p, i);
+                break;
+            case ENG_COLL_REDUCE:
+                check = r == k->root;
+                want = 0;
+                for (int p = 0; p < N; p++)
+                    want += val(p, i);
+                break;
+            case ENG_COLL_BCAST: want = val(k->root, i); break;
+            case ENG_COLL_ALLGATHER: want = val((int)(i / cnt), i % cnt); break;
+            case ENG_COLL_REDUCE_SCATTER: {
+                check = i < cnt;
+                want = 0;
+                for (int p = 0; p < N; p++)
+                    want += val(p, (size_t)r * cnt + i);
+                float got = ((float *)args[r].recvbuf)[i];
+                if (check && got != (float)want)
+                    ck_abort_msg("coll %d N %d count %zu rank %d [%zu]: %g != %g", k->coll, N, cnt, r, i, got,
+                                 want);
+                check = 0;
+                break;
+            }
+            case ENG_COLL_ALLTOALL: want = val((int)(i / cnt), (size_t)r * cnt + i % cnt); break;
+            default: want = 0; check = 0;
+            }
+            if (check && out[r][i] != (float)want)
+                ck_abort_msg("coll %d N %d count %zu inplace %d rank %d [%zu]: %g != %g", k->coll, N, cnt,
+                             k->inplace, r, i, out[r][i], want);
+        }
+    }
+    for (int r = 0; r < N; r++)
+        if (!k->inplace)
+            free(in[r]);
+    free(in);
+    free(args);
+    return out;
+}
+
+static void free_out(float **out, int N)
+{
+    for (int r = 0; r < N; r++)
+        free(out[r]);
+    free(out);
+}
+
+static const algo_case_t cases[] = {
+    /* coll, N, count, root, inplace, chunk, depth, channels, oneshot_max */
+    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0},
+    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0},
+    {ENG_COLL_ALLREDUCE, 4, 7, 0, 0, 256, 2, 1, 0}, /* fewer elements than ranks */
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0},
+    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 0},
+    {ENG_COLL_ALLREDUCE, 8, 0, 0, 0, 256, 2, 1, 0},
+    {ENG_COLL_ALLREDUCE, 4, 50, 0, 0, 256, 2, 1, 1024},  /* one-shot */
+    {ENG_COLL_ALLREDUCE, 3, 50, 0, 1, 256, 2, 1, 1024},  /* one-shot in place */
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0},
+    {ENG_COLL_REDUCE_SCATTER, 3, 333, 0, 1, 256, 2, 2, 0},
+    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0},
+    {ENG_COLL_ALLGATHER, 5, 100, 0, 1, 128, 2, 3, 0},
+    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0},
+    {ENG_COLL_BCAST, 3, 1000, 1, 1, 256, 3, 2, 0},
+    {ENG_COLL_REDUCE, 4, 1000, 3, 0, 256, 2, 1, 0},
+    {ENG_COLL_REDUCE, 5, 999, 1, 1, 128, 2, 2, 0},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0},
+    {ENG_COLL_ALLTOALL, 3, 1, 0, 0, 256, 2, 2, 0},
+    {ENG_COLL_ALLTOALL, 1, 10, 0, 0, 256, 2, 1, 0},
+    {ENG_COLL_ALLREDUCE, 1, 10, 0, 0, 256, 2, 1, 0},
+};
+
+START_TEST(algo_uninterrupted_vs_stalled)
+{
+    const algo_case_t *k = &cases[_i];
+    float **plain = run_case(k, 0, 0, 1, NULL);
+    long waits = 0;
+    /* injected stalls (ranks skipped at random) and resumption from copied contexts must
+     * give bit-identical results */
+    float **stalled = run_case(k, 40, 1, 1234u + (unsigned)_i, &waits);
+    size_t elems = k->count * (size_t)(k->coll == ENG_COLL_ALLGATHER || k->coll == ENG_COLL_ALLTOALL ||
+                                               k->coll == ENG_COLL_REDUCE_SCATTER
+                                           ? k->N
+                                           : 1);
+    for (int r = 0; r < k->N; r++)
+        ck_assert_mem_eq(plain[r], stalled[r], elems * sizeof(float));
+    if (k->N > 1 && k->count > 0)
+        ck_assert_msg(waits > 0, "the stalled run never waited: the test did not bite");
+    free_out(plain, k->N);
+    free_out(stalled, k->N);
+}
+END_TEST
+
+START_TEST(algo_select_rules)
+{
+    eng_coll_args_t a = {.coll = ENG_COLL_ALLREDUCE, .dtype = dfcclFloat32, .count = 16};
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64), ENG_ALGO_ONESHOT);
+    a.count = 17;
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&a, 1, 64), ENG_ALGO_SELF);
+    a.coll = ENG_COLL_BCAST;
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64), ENG_ALGO_CHAIN);
+    a.coll = ENG_COLL_ALLTOALL;
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64), ENG_ALGO_PAIRWISE);
+    a.coll = ENG_COLL_BARRIER;
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64), ENG_ALGO_ONESHOT);
+}
+END_TEST
+
+START_TEST(algo_barrier_waits_for_all)
+{
+    /* rank 2 never arrives: the others must wait (not finish) */
+    sim_t s;
+    sim_init(&s, 3, 2, 256);
+    eng_coll_args_t a = {.coll = ENG_COLL_BARRIER, .algo = ENG_ALGO_ONESHOT};
+    eng_ctx_t x[3];
+    for (int r = 0; r < 3; r++)
+        eng_ctx_init(&a, 3, 0, 1, &x[r]);
+    for (int round = 0; round < 10; round++)
+        for (int r = 0; r < 2; r++) {
+            eng_chan_view_t v = {.rank = r, .nranks = 3, .depth = 2, .chunk = 256, .conns = &s.conns[r * 3]};
+            ck_assert_int_ne(eng_algo_progress(&a, &v, &x[r]), ENG_DONE);
+        }
+    eng_chan_view_t v2 = {.rank = 2, .nranks = 3, .depth = 2, .chunk = 256, .conns = &s.conns[6]};
+    ck_assert_int_eq(eng_algo_progress(&a, &v2, &x[2]), ENG_DONE);
+    for (int r = 0; r < 2; r++) {
+        eng_chan_view_t v = {.rank = r, .nranks = 3, .depth = 2, .chunk = 256, .conns = &s.conns[r * 3]};
+        ck_assert_int_eq(eng_algo_progress(&a, &v, &x[r]), ENG_DONE);
+    }
+    sim_free(&s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("engine");
+    TCase *t = tcase_create("ring");
+    tcase_add_test(t, ring_order_full_and_wrap);
+    tcase_add_test(t, ring_unstamped_entry_invisible);
+    suite_add_tcase(s, t);
+    t = tcase_create("sched");
+    tcase_add_test(t, sched_budget_rules);
+    tcase_add_test(t, sched_threshold_adaptation);
+    tcase_add_test(t, sched_slot_gating);
+    suite_add_tcase(s, t);
+    t = tcase_create("reduce");
+    tcase_add_test(t, reduce_int_and_float);
+    tcase_add_test(t, reduce_half_bf16);
+    suite_add_tcase(s, t);
+    t = tcase_create("algo");
+    tcase_set_timeout(t, 60);
+    tcase_add_loop_test(t, algo_uninterrupted_vs_stalled, 0, (int)(sizeof(cases) / sizeof(cases[0])));
+    tcase_add_test(t, algo_select_rules);
+    tcase_add_test(t, algo_barrier_waits_for_all);
+    suite_add_tcase(s, t);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
