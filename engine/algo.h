@@ -49,7 +49,7 @@ DFCCL_INLINE uint64_t eng_self_bytes(const eng_coll_args_t *a)
     return a->coll == ENG_COLL_BARRIER ? 0 : a->count * eng_type_size(a->dtype);
 }
 
-DFCCL_INLINE eng_prog_t eng_algo_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
+DFCCL_DEV_INLINE eng_prog_t eng_algo_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
 {
     switch (a->algo) {
     case ENG_ALGO_RING: return algo_ring_progress(a, v, x);

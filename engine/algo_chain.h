@@ -9,7 +9,7 @@
 #include "eng_types.h"
 #include "prims.h"
 
-DFCCL_INLINE eng_prog_t algo_chain_progress(const eng_coll_args_t *a, eng_chan_view_t *v,
+DFCCL_DEV_INLINE eng_prog_t algo_chain_progress(const eng_coll_args_t *a, eng_chan_view_t *v,
                                             eng_ctx_t *x)
 {
     const int N = v->nranks, r = v->rank, root = a->root;

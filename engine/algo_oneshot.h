@@ -9,7 +9,7 @@
 #include "eng_types.h"
 #include "prims.h"
 
-DFCCL_INLINE eng_prog_t algo_oneshot_progress(const eng_coll_args_t *a, eng_chan_view_t *v,
+DFCCL_DEV_INLINE eng_prog_t algo_oneshot_progress(const eng_coll_args_t *a, eng_chan_view_t *v,
                                               eng_ctx_t *x)
 {
     const int N = v->nranks, r = v->rank;
@@ -36,9 +36,11 @@ DFCCL_INLINE eng_prog_t algo_oneshot_progress(const eng_coll_args_t *a, eng_chan
             return prog;
     if (bytes) {
         prim_copy(a->recvbuf, prim_recv_buf(&v->conns[0], v, NULL), bytes);
-        for (int p = 1; p < N; p++)
+        for (int p = 1; p < N; p++) {
+            prim_barrier(); /* each pass reads what the previous one wrote */
             prim_reduce(a->recvbuf, a->recvbuf, prim_recv_buf(&v->conns[p], v, NULL), a->count,
                         a->dtype, a->op);
+        }
     }
     for (int p = 0; p < N; p++)
         prim_recv_done(&v->conns[p]);

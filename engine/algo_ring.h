@@ -28,7 +28,7 @@ DFCCL_INLINE uint64_t ring_block_elems(const eng_coll_args_t *a, uint64_t stride
     return off >= len ? 0 : DFCCL_MIN(e, len - off);
 }
 
-DFCCL_INLINE eng_prog_t algo_ring_progress(const eng_coll_args_t *a, eng_chan_view_t *v,
+DFCCL_DEV_INLINE eng_prog_t algo_ring_progress(const eng_coll_args_t *a, eng_chan_view_t *v,
                                            eng_ctx_t *x)
 {
     const int N = v->nranks, r = v->rank;

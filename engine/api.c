@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Public collective calls: argument checks (each error names its argument and leaves
  * every other collective untouched), request objects, test and wait. */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "eng_atomic.h"
 #include "eng_comm.h"
+#include "eng_gpu.h"
 #include "eng_log.h"
 #include "reduce.h"
 #include "algo.h"
@@ -79,11 +82,27 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
         return eng_set_error(dfcclCommAborted, fn, "communicator %016llx was aborted (%s)",
                              (unsigned long long)comm->uid, dfcclGetErrorString(comm->aborted));
 
+    /* the memory kind picks the daemon; every rank passes the same kind (usage rule) */
+    const int dev_send = bytes && sendbuf && eng_gpu_is_device_ptr(sendbuf);
+    const int dev_recv = bytes && recvbuf && eng_gpu_is_device_ptr(recvbuf);
+    const int on_gpu = dev_send || dev_recv;
+    if (on_gpu && sendbuf && recvbuf && dev_send != dev_recv &&
+        !(coll == ENG_COLL_REDUCE && me != root) && !(coll == ENG_COLL_BCAST && me != root))
+        return eng_set_error(dfcclInvalidArgument, fn,
+                             "sendbuf and recvbuf must both be host memory or both device memory");
+    if (on_gpu && !comm->gpu)
+        return eng_set_error(dfcclUnsupported, fn,
+                             "device buffers on a communicator without a GPU part (no GPU backend, "
+                             "DFCCL_GPU=0, or a rank without a usable GPU)");
+
     struct dfccl_request *req = malloc(sizeof(*req));
     if (!req)
         return eng_set_error(dfcclNoMemory, fn, "no memory for a request");
     req->done = 0;
     req->result = dfcclInProgress;
+    req->done_p = &req->done;
+    req->result_p = &req->result;
+    req->gpu_id = -1;
     eng_coll_args_t a = {.coll = (uint8_t)coll,
                          .dtype = (uint8_t)(coll == ENG_COLL_BARRIER ? 0 : datatype),
                          .op = (uint8_t)(reduces ? op : 0),
@@ -92,7 +111,16 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
                          .sendbuf = sendbuf,
                          .recvbuf = recvbuf};
     a.algo = (uint8_t)eng_algo_select(&a, N, eng_config.oneshot_max);
-    eng_daemon_submit(ENG_SQ_COLL, comm, &a, req);
+    if (on_gpu) {
+        dfcclResult_t r = eng_gpu_submit(comm->gpu, &a, &req->done_p, &req->result_p, &req->gpu_id);
+        if (r != dfcclSuccess) {
+            free(req);
+            return r;
+        }
+        comm->stats.submitted++;
+    } else {
+        eng_daemon_submit(ENG_SQ_COLL, comm, &a, req);
+    }
     *request_p = req;
     return dfcclSuccess;
 }
@@ -145,7 +173,10 @@ dfcclResult_t dfcclBarrier(dfcclComm_t comm, dfcclRequest_t *request_p)
 
 static dfcclResult_t request_reap(dfcclRequest_t *request_p)
 {
-    dfcclResult_t res = (dfcclResult_t)(*request_p)->result;
+    struct dfccl_request *req = *request_p;
+    dfcclResult_t res = (dfcclResult_t)DFCCL_READ_ONCE(*req->result_p);
+    if (req->gpu_id >= 0)
+        eng_gpu_release(req->gpu_id);
     free(*request_p);
     *request_p = NULL;
     return res;
@@ -162,7 +193,9 @@ dfcclResult_t dfcclTest(dfcclRequest_t *request_p, int *done_p)
         return dfcclSuccess;
     }
     /* acquire: pairs with the daemon's release of the completion word */
-    if (!dfccl_load_acquire32(&(*request_p)->done)) {
+    if (!dfccl_load_acquire32((*request_p)->done_p)) {
+        if ((*request_p)->gpu_id >= 0)
+            eng_gpu_progress(); /* relaunch a daemon that quit on stalled work */
         *done_p = 0;
         return dfcclSuccess;
     }
@@ -176,7 +209,19 @@ dfcclResult_t dfcclWait(dfcclRequest_t *request_p)
         return DFCCL_ARG_ERROR("request_p is NULL");
     if (!*request_p)
         return dfcclSuccess;
-    eng_daemon_wait(*request_p);
+    struct dfccl_request *req = *request_p;
+    if (req->gpu_id < 0) {
+        eng_daemon_wait(req);
+    } else {
+        for (unsigned i = 0; !dfccl_load_acquire32(req->done_p); i++) {
+            if (i % 64 == 63)
+                eng_gpu_progress();
+            if (i < 4096)
+                dfccl_cpu_relax();
+            else
+                sched_yield();
+        }
+    }
     return request_reap(request_p);
 }
 

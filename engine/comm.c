@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "eng_comm.h"
+#include "eng_gpu.h"
 #include "eng_log.h"
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -133,6 +134,13 @@ dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllg
     eng_shm_clean_stale();
     DFCCL_CHECK_GOTO(eng_daemon_acquire(), res, err_pids);
     DFCCL_CHECK_GOTO(eng_shm_setup(c, pids, allgather, ctx), res, err_daemon);
+    if (eng_config.gpu) {
+        res = eng_gpu_comm_create(&c->gpu, rank, nranks, c->uid, allgather, ctx);
+        if (res < 0) {
+            eng_shm_teardown(c);
+            goto err_daemon;
+        }
+    }
     free(pids);
     free(all);
     c->magic = ENG_COMM_MAGIC;
@@ -161,10 +169,11 @@ dfcclResult_t dfcclCommDestroy(dfcclComm_t comm)
     if (!comm || !live_remove(comm))
         return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or already destroyed)");
     /* the daemon fails whatever is still pending on comm, in submission order */
-    struct dfccl_request req = {0, 0};
+    struct dfccl_request req = {0};
     eng_daemon_submit(ENG_SQ_DESTROY, comm, NULL, &req);
     eng_daemon_wait(&req);
     comm->magic = 0;
+    eng_gpu_comm_destroy(comm->gpu);
     eng_shm_teardown(comm);
     free(comm->slot_next);
     free(comm);
@@ -198,12 +207,15 @@ dfcclResult_t dfcclCommGetStats(dfcclComm_t comm, dfcclStats_t *stats_p)
         return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or destroyed)");
     if (!stats_p)
         return DFCCL_ARG_ERROR("stats_p is NULL");
-    /* the daemon writes these words alone; a slightly stale copy is fine */
+    /* the daemons write these words alone; a slightly stale copy is fine */
+    dfcclStats_t g;
+    eng_gpu_comm_stats(comm->gpu, &g);
     stats_p->submitted = DFCCL_READ_ONCE(comm->stats.submitted);
-    stats_p->completed = DFCCL_READ_ONCE(comm->stats.completed);
-    stats_p->preemptions = DFCCL_READ_ONCE(comm->stats.preemptions);
-    stats_p->stalls = DFCCL_READ_ONCE(comm->stats.stalls);
-    stats_p->stall_ns = DFCCL_READ_ONCE(comm->stats.stall_ns);
+    stats_p->completed = DFCCL_READ_ONCE(comm->stats.completed) + g.completed;
+    stats_p->preemptions = DFCCL_READ_ONCE(comm->stats.preemptions) + g.preemptions;
+    stats_p->stalls = DFCCL_READ_ONCE(comm->stats.stalls) + g.stalls;
+    stats_p->stall_ns = DFCCL_READ_ONCE(comm->stats.stall_ns) + g.stall_ns;
     stats_p->shm_bytes = comm->stats.shm_bytes;
+    stats_p->device_bytes = g.shm_bytes;
     return dfcclSuccess;
 }

@@ -42,7 +42,7 @@ static void eng_config_parse(void)
             if (!strcasecmp(lvl, names[i]))
                 eng_log_level = i;
     }
-    uint64_t v[13];
+    uint64_t v[18];
     int rc = 0;
     rc |= env_u64("DFCCL_PREEMPT", 1, 0, 1, &v[0]);
     rc |= env_u64("DFCCL_THRESHOLD_BASE_NS", 20000, 100, 60000000000ull, &v[1]);
@@ -57,6 +57,11 @@ static void eng_config_parse(void)
     rc |= env_u64("DFCCL_STALL_REPORT", 10000, 0, 86400000ull, &v[10]);
     rc |= env_u64("DFCCL_TIMEOUT", 0, 0, 86400000ull, &v[11]);
     rc |= env_u64("DFCCL_IDLE_US", 2000, 0, 10000000ull, &v[12]);
+    rc |= env_u64("DFCCL_GPU_CHANNELS", 8, 1, 32, &v[13]);
+    rc |= env_u64("DFCCL_GPU_THREADS", 512, 64, 512, &v[14]);
+    rc |= env_u64("DFCCL_GPU_IDLE_QUIT", 5000, 10, 60000000ull, &v[15]);
+    rc |= env_u64("DFCCL_GPU_STALL_QUIT", 2000, 10, 60000000ull, &v[16]);
+    rc |= env_u64("DFCCL_GPU", 1, 0, 1, &v[17]);
     eng_config.preempt = (int)v[0];
     eng_config.threshold_base_ns = v[1];
     eng_config.threshold_max_ns = v[2] < v[1] ? v[1] : v[2];
@@ -71,6 +76,11 @@ static void eng_config_parse(void)
     eng_config.stall_report_ms = v[10];
     eng_config.timeout_ms = v[11];
     eng_config.idle_sleep_us = v[12];
+    eng_config.gpu = (int)v[17];
+    eng_config.gpu_channels = (uint32_t)v[13];
+    eng_config.gpu_threads = (uint32_t)(v[14] & ~(uint64_t)31); /* whole warps */
+    eng_config.gpu_idle_quit_us = v[15];
+    eng_config.gpu_stall_quit_us = v[16];
     eng_config_status = rc ? -1 : 0;
 }
 

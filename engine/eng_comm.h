@@ -18,8 +18,11 @@
 /* One completion word per request, written by the daemon with release after the
  * results are visible; the host reads it with acquire (dfcclTest/dfcclWait). */
 struct dfccl_request {
-    uint32_t done;
+    uint32_t done;     /* CPU backend's completion word */
     int32_t result;
+    uint32_t *done_p;  /* the word to poll: &done, or the GPU daemon's mapped word */
+    int32_t *result_p;
+    int gpu_id;        /* GPU request id, -1 for the CPU backend */
 };
 
 typedef struct eng_task {
@@ -53,6 +56,7 @@ struct dfccl_comm {
     dfcclResult_t aborted;     /* 0, or why every later collective fails */
     dfcclStats_t stats;        /* written by the daemon, read by the host */
     struct dfccl_comm *live_next;
+    struct eng_gpu_comm *gpu;  /* device FIFOs; NULL when some rank has no GPU */
 };
 
 DFCCL_INLINE eng_seg_hdr_t *eng_seg_hdr(const struct dfccl_comm *c, int r)

@@ -21,6 +21,11 @@ typedef struct {
     uint64_t stall_report_ms;    /* DFCCL_STALL_REPORT: report a stalled collective after */
     uint64_t timeout_ms;         /* DFCCL_TIMEOUT: fail a stalled collective after (0=off) */
     uint64_t idle_sleep_us;      /* DFCCL_IDLE_US: daemon sleeps after this long idle */
+    int gpu;                     /* DFCCL_GPU: 0 keeps the GPU backend off */
+    uint32_t gpu_channels;       /* DFCCL_GPU_CHANNELS: daemon blocks (channels) on the GPU */
+    uint32_t gpu_threads;        /* DFCCL_GPU_THREADS: threads per daemon block */
+    uint64_t gpu_idle_quit_us;   /* DFCCL_GPU_IDLE_QUIT: daemon kernel exits after idle */
+    uint64_t gpu_stall_quit_us;  /* DFCCL_GPU_STALL_QUIT: exits when all tasks stalled */
 } eng_config_t;
 
 extern eng_config_t eng_config;

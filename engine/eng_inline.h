@@ -7,9 +7,22 @@
 #ifdef __CUDACC__
 #define DFCCL_INLINE static __host__ __device__ __forceinline__
 #define DFCCL_HOST_DEVICE __host__ __device__
+/* algorithms and primitives run inside the daemon only: device code under nvcc */
+#define DFCCL_DEV_INLINE static __device__ __forceinline__
 #else
 #define DFCCL_INLINE static inline
 #define DFCCL_HOST_DEVICE
+#define DFCCL_DEV_INLINE static inline
+#endif
+
+/* Element loops are shared by the CPU daemon (one thread) and the GPU daemon (a thread
+ * block striding over the elements). */
+#ifdef __CUDA_ARCH__
+#define DFCCL_TID ((size_t)threadIdx.x)
+#define DFCCL_NTHREADS ((size_t)blockDim.x)
+#else
+#define DFCCL_TID ((size_t)0)
+#define DFCCL_NTHREADS ((size_t)1)
 #endif
 
 #define DFCCL_LIKELY(_x) __builtin_expect(!!(_x), 1)

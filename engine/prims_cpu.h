@@ -16,21 +16,21 @@
 
 /* A step from the peer is posted and not yet consumed. Pairs with the release store of
  * `posted` in prim_send_post. */
-DFCCL_INLINE int prim_recv_ready(const eng_conn_t *c)
+DFCCL_DEV_INLINE int prim_recv_ready(const eng_conn_t *c)
 {
     return dfccl_load_acquire64(&c->recv_ctrl->posted) > c->recvd;
 }
 
 /* The peer has room for one more step. Pairs with the release store of `consumed` in
  * prim_recv_done, so the receiver's reads of a slot happen before we overwrite it. */
-DFCCL_INLINE int prim_send_ready(const eng_conn_t *c, uint32_t depth)
+DFCCL_DEV_INLINE int prim_send_ready(const eng_conn_t *c, uint32_t depth)
 {
     return c->sent - dfccl_load_acquire64(&c->send_ctrl->consumed) < depth;
 }
 
 /* --- slot access --------------------------------------------------------------------- */
 
-DFCCL_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_view_t *v,
+DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_view_t *v,
                                        uint64_t *bytes_p)
 {
     uint32_t s = (uint32_t)(c->recvd % v->depth);
@@ -39,14 +39,14 @@ DFCCL_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_view_
     return c->recv_data + (uint64_t)s * v->chunk;
 }
 
-DFCCL_INLINE char *prim_send_buf(const eng_conn_t *c, const eng_chan_view_t *v)
+DFCCL_DEV_INLINE char *prim_send_buf(const eng_conn_t *c, const eng_chan_view_t *v)
 {
     return c->send_data + (c->sent % v->depth) * v->chunk;
 }
 
 /* Publish one step: data and size first, then `posted` with release (the receiver's
  * acquire in prim_recv_ready is the counterpart). */
-DFCCL_INLINE void prim_send_post(eng_conn_t *c, const eng_chan_view_t *v, uint64_t bytes)
+DFCCL_DEV_INLINE void prim_send_post(eng_conn_t *c, const eng_chan_view_t *v, uint64_t bytes)
 {
     c->send_ctrl->bytes[c->sent % v->depth] = bytes;
     c->sent++;
@@ -54,7 +54,7 @@ DFCCL_INLINE void prim_send_post(eng_conn_t *c, const eng_chan_view_t *v, uint64
 }
 
 /* Give the slot back to the sender once its data has been read. */
-DFCCL_INLINE void prim_recv_done(eng_conn_t *c)
+DFCCL_DEV_INLINE void prim_recv_done(eng_conn_t *c)
 {
     c->recvd++;
     dfccl_store_release64(&c->recv_ctrl->consumed, c->recvd);
@@ -62,74 +62,23 @@ DFCCL_INLINE void prim_recv_done(eng_conn_t *c)
 
 /* --- data movement, named in dataflow order ------------------------------------------ */
 
-DFCCL_INLINE void prim_copy(void *dst, const void *src, size_t bytes)
+DFCCL_DEV_INLINE void prim_copy(void *dst, const void *src, size_t bytes)
 {
     if (bytes && dst != src)
         memmove(dst, src, bytes);
 }
 
-DFCCL_INLINE void prim_reduce(void *dst, const void *a, const void *b, size_t n, int dtype,
+DFCCL_DEV_INLINE void prim_reduce(void *dst, const void *a, const void *b, size_t n, int dtype,
                               int op)
 {
     (void)eng_reduce(dst, a, b, n, dtype, op);
 }
 
-/* send: local data -> peer FIFO */
-DFCCL_INLINE void prim_send(eng_conn_t *out, const eng_chan_view_t *v, const void *src,
-                            size_t bytes)
+DFCCL_DEV_INLINE void prim_barrier(void)
 {
-    prim_copy(prim_send_buf(out, v), src, bytes);
-    prim_send_post(out, v, bytes);
+    /* one thread: nothing to wait for */
 }
 
-/* recv_copy: peer FIFO -> local buffer */
-DFCCL_INLINE void prim_recv_copy(eng_conn_t *in, const eng_chan_view_t *v, void *dst,
-                                 size_t bytes)
-{
-    prim_copy(dst, prim_recv_buf(in, v, NULL), bytes);
-    prim_recv_done(in);
-}
-
-/* recv_copy_send: peer FIFO -> local buffer and next peer's FIFO */
-DFCCL_INLINE void prim_recv_copy_send(eng_conn_t *in, eng_conn_t *out, const eng_chan_view_t *v,
-                                      void *dst, size_t bytes)
-{
-    const char *src = prim_recv_buf(in, v, NULL);
-    if (dst)
-        prim_copy(dst, src, bytes);
-    prim_copy(prim_send_buf(out, v), src, bytes);
-    prim_send_post(out, v, bytes);
-    prim_recv_done(in);
-}
-
-/* recv_reduce_send: (peer FIFO op local) -> next peer's FIFO */
-DFCCL_INLINE void prim_recv_reduce_send(eng_conn_t *in, eng_conn_t *out, const eng_chan_view_t *v,
-                                        const void *src, size_t n, int dtype, int op)
-{
-    size_t bytes = n * eng_type_size(dtype);
-    prim_reduce(prim_send_buf(out, v), prim_recv_buf(in, v, NULL), src, n, dtype, op);
-    prim_send_post(out, v, bytes);
-    prim_recv_done(in);
-}
-
-/* recv_reduce_copy_send: (peer FIFO op local) -> local output and next peer's FIFO */
-DFCCL_INLINE void prim_recv_reduce_copy_send(eng_conn_t *in, eng_conn_t *out,
-                                             const eng_chan_view_t *v, const void *src,
-                                             void *dst, size_t n, int dtype, int op)
-{
-    size_t bytes = n * eng_type_size(dtype);
-    prim_reduce(dst, prim_recv_buf(in, v, NULL), src, n, dtype, op);
-    prim_copy(prim_send_buf(out, v), dst, bytes);
-    prim_send_post(out, v, bytes);
-    prim_recv_done(in);
-}
-
-/* recv_reduce_copy: (peer FIFO op local) -> local output */
-DFCCL_INLINE void prim_recv_reduce_copy(eng_conn_t *in, const eng_chan_view_t *v, const void *src,
-                                        void *dst, size_t n, int dtype, int op)
-{
-    prim_reduce(dst, prim_recv_buf(in, v, NULL), src, n, dtype, op);
-    prim_recv_done(in);
-}
+#include "prims_compose.h"
 
 #endif

@@ -95,7 +95,7 @@ DFCCL_INLINE uint16_t eng_float_to_bf16(float fv)
     do {                                                                                   \
         _T *d_ = (_T *)dst;                                                                \
         const _T *a_ = (const _T *)a, *b_ = (const _T *)b;                                 \
-        for (size_t i_ = 0; i_ < n; i_++)                                                  \
+        for (size_t i_ = DFCCL_TID; i_ < n; i_ += DFCCL_NTHREADS)                                                  \
             d_[i_] = (_T)_OPM((_A)a_[i_], (_A)b_[i_]);                                     \
     } while (0)
 
@@ -124,7 +124,7 @@ DFCCL_INLINE uint16_t eng_float_to_bf16(float fv)
     do {                                                                                   \
         uint16_t *d_ = (uint16_t *)dst;                                                    \
         const uint16_t *a_ = (const uint16_t *)a, *b_ = (const uint16_t *)b;               \
-        for (size_t i_ = 0; i_ < n; i_++)                                                  \
+        for (size_t i_ = DFCCL_TID; i_ < n; i_ += DFCCL_NTHREADS)                                                  \
             d_[i_] = _FROMF(_OPM(_TOF(a_[i_]), _TOF(b_[i_])));                             \
     } while (0)
 
@@ -165,8 +165,19 @@ DFCCL_INLINE int eng_op_valid(int dtype, int op)
 
 DFCCL_INLINE size_t eng_type_size(int dtype)
 {
-    static const size_t sz[dfcclNumTypes] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
-    return (dtype >= 0 && dtype < dfcclNumTypes) ? sz[dtype] : 0;
+    switch (dtype) {
+    case dfcclInt8:
+    case dfcclUint8: return 1;
+    case dfcclFloat16:
+    case dfcclBfloat16: return 2;
+    case dfcclInt32:
+    case dfcclUint32:
+    case dfcclFloat32: return 4;
+    case dfcclInt64:
+    case dfcclUint64:
+    case dfcclFloat64: return 8;
+    default: return 0;
+    }
 }
 
 #endif

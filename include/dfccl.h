@@ -91,7 +91,8 @@ typedef struct {
     uint64_t preemptions;   /**< times a running collective was preempted at a wait */
     uint64_t stalls;        /**< scheduling attempts that made no progress */
     uint64_t stall_ns;      /**< total time spent waiting before a preemption, ns */
-    uint64_t shm_bytes;     /**< shared memory this rank holds for the communicator */
+    uint64_t shm_bytes;     /**< host shared memory this rank holds for the communicator */
+    uint64_t device_bytes;  /**< GPU memory this rank holds for the communicator */
 } dfcclStats_t;
 
 /** @brief Human-readable text for a result code. Never NULL. */

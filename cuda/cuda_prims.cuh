@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* GPU-backend primitives: the same names and meaning as engine/prims_cpu.h, executed by a
+ * whole thread block. Control decisions (is a peer's step there? is there room?) are
+ * taken by thread 0 and broadcast through shared memory, so every thread of the block
+ * takes the same branch of the shared algorithm code; counters are advanced by thread 0
+ * between barriers; data moves with every thread striding, 16 bytes at a time when the
+ * buffers allow it. */
+#ifndef DFCCL_CUDA_PRIMS_CUH
+#define DFCCL_CUDA_PRIMS_CUH
+
+#include "../engine/eng_types.h"
+#include "../engine/reduce.h"
+#include "cuda_atomic.cuh"
+
+__device__ __forceinline__ int block_broadcast_flag(int v)
+{
+    __shared__ int s_flag;
+    __syncthreads(); /* everyone has read the previous value */
+    if (threadIdx.x == 0)
+        s_flag = v;
+    __syncthreads();
+    return s_flag;
+}
+
+/* --- readiness ------------------------------------------------------------------------ */
+
+/* Pairs with the release store of `posted` in prim_send_post. */
+DFCCL_DEV_INLINE int prim_recv_ready(const eng_conn_t *c)
+{
+    int r = 0;
+    if (threadIdx.x == 0)
+        r = ld_acquire_sys_u64(&c->recv_ctrl->posted) > c->recvd;
+    return block_broadcast_flag(r);
+}
+
+/* Pairs with the release store of `consumed` in prim_recv_done. */
+DFCCL_DEV_INLINE int prim_send_ready(const eng_conn_t *c, uint32_t depth)
+{
+    int r = 0;
+    if (threadIdx.x == 0)
+        r = c->sent - ld_acquire_sys_u64(&c->send_ctrl->consumed) < depth;
+    return block_broadcast_flag(r);
+}
+
+/* --- slot access -------------------------------------------------------------------- */
+
+DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_view_t *v,
+                                           uint64_t *bytes_p)
+{
+    uint32_t s = (uint32_t)(c->recvd % v->depth);
+    if (bytes_p)
+        *bytes_p = ld_volatile_u64(&c->recv_ctrl->bytes[s]);
+    return c->recv_data + (uint64_t)s * v->chunk;
+}
+
+DFCCL_DEV_INLINE char *prim_send_buf(const eng_conn_t *c, const eng_chan_view_t *v)
+{
+    return c->send_data + (c->sent % v->depth) * v->chunk;
+}
+
+/* All threads' data writes, then (thread 0) a system-scope fence and the release of
+ * `posted`: the barrier makes the block's writes observed by thread 0, the fence makes
+ * them visible to the peer process before the step (NCCL postPeer). */
+DFCCL_DEV_INLINE void prim_send_post(eng_conn_t *c, const eng_chan_view_t *v, uint64_t bytes)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        st_volatile_u64(&c->send_ctrl->bytes[c->sent % v->depth], bytes);
+        c->sent++;
+        fence_acq_rel_sys();
+        st_release_sys_u64(&c->send_ctrl->posted, c->sent);
+    }
+    __syncthreads();
+}
+
+/* Every thread has finished reading the slot before the sender may reuse it. */
+DFCCL_DEV_INLINE void prim_recv_done(eng_conn_t *c)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        c->recvd++;
+        st_release_sys_u64(&c->recv_ctrl->consumed, c->recvd);
+    }
+    __syncthreads();
+}
+
+/* --- data movement ------------------------------------------------------------------- */
+
+DFCCL_DEV_INLINE void prim_copy(void *dst, const void *src, size_t bytes)
+{
+    if (!bytes || dst == src)
+        return;
+    const size_t tid = threadIdx.x, nt = blockDim.x;
+    char *d = (char *)dst;
+    const char *s = (const char *)src;
+    if ((((uintptr_t)d | (uintptr_t)s) & 15) == 0) {
+        const size_t nv = bytes / 16;
+        uint4 *dv = (uint4 *)d;
+        const uint4 *sv = (const uint4 *)s;
+        /* several independent 16-byte loads in flight per thread */
+        size_t i = tid;
+        for (; i + 3 * nt < nv; i += 4 * nt) {
+            uint4 a = sv[i], b = sv[i + nt], c = sv[i + 2 * nt], e = sv[i + 3 * nt];
+            dv[i] = a;
+            dv[i + nt] = b;
+            dv[i + 2 * nt] = c;
+            dv[i + 3 * nt] = e;
+        }
+        for (; i < nv; i += nt)
+            dv[i] = sv[i];
+        for (size_t j = nv * 16 + tid; j < bytes; j += nt)
+            d[j] = s[j];
+    } else if ((((uintptr_t)d | (uintptr_t)s) & 3) == 0) {
+        for (size_t j = tid; j < bytes / 4; j += nt)
+            ((uint32_t *)d)[j] = ((const uint32_t *)s)[j];
+        for (size_t j = bytes / 4 * 4 + tid; j < bytes; j += nt)
+            d[j] = s[j];
+    } else {
+        for (size_t j = tid; j < bytes; j += nt)
+            d[j] = s[j];
+    }
+}
+
+/* float32 sum is the hot path of large allreduces: 16-byte vectors there. */
+DFCCL_DEV_INLINE void prim_reduce(void *dst, const void *a, const void *b, size_t n, int dtype, int op)
+{
+    if (dtype == dfcclFloat32 && op == dfcclSum &&
+        (((uintptr_t)dst | (uintptr_t)a | (uintptr_t)b) & 15) == 0) {
+        const size_t tid = threadIdx.x, nt = blockDim.x, nv = n / 4;
+        float4 *d = (float4 *)dst;
+        const float4 *x = (const float4 *)a, *y = (const float4 *)b;
+        for (size_t i = tid; i < nv; i += nt) {
+            float4 p = x[i], q = y[i];
+            d[i] = make_float4(p.x + q.x, p.y + q.y, p.z + q.z, p.w + q.w);
+        }
+        for (size_t i = nv * 4 + tid; i < n; i += nt)
+            ((float *)dst)[i] = ((const float *)a)[i] + ((const float *)b)[i];
+        return;
+    }
+    (void)eng_reduce(dst, a, b, n, dtype, op);
+}
+
+#define DFCCL_PRIMS_GPU 1
+__device__ __forceinline__ void prim_barrier(void)
+{
+    __syncthreads();
+}
+
+#include "../engine/prims_compose.h"
+
+#endif

@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Host side of the GPU backend: the daemon's memory (submission ring, completion words,
+ * task lists), communicators' device FIFOs shared with CUDA IPC, submission, and the
+ * launch / relaunch of the daemon kernel on its own non-blocking stream. */
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+extern "C" {
+#include "../engine/eng_config.h"
+#include "../engine/eng_gpu.h"
+#include "../engine/eng_log.h"
+}
+#include "gpu_daemon.h"
+
+#define ENG_PAGE 4096u
+
+struct eng_gpu_comm {
+    uint32_t id;
+    int rank, nranks;
+    uint64_t next_seq;
+    char *fifo;              /* my FIFOs (peers write into them) */
+    char **peer_fifo;        /* [nranks] IPC-mapped (mine at [rank]) */
+    size_t fifo_bytes;
+    eng_conn_t *conns_dev;
+    uint64_t *slot_next_dev;
+    gpu_comm_dev_t *dev;
+    unsigned long long *completed_dev;
+    int32_t *abort_code;     /* host-mapped */
+    uint64_t *stats;         /* host-mapped [channels][GPU_NSTATS] */
+};
+
+static struct {
+    int state; /* 0: not probed, 1: usable, -1: no GPU */
+    int device;
+    int channels, threads;
+    cudaStream_t stream;
+    cudaEvent_t launched_ev;
+    int launched;
+    uint64_t last_launch_ns;
+    gpu_daemon_params_t params;
+    gpu_sq_entry_t *ring;     /* host view of the mapped ring */
+    uint64_t tail;
+    uint64_t *block_head;     /* host views of mapped words */
+    uint32_t *block_exited;
+    uint32_t *done;
+    int32_t *result;
+    int free_ids[GPU_MAX_REQS];
+    int nfree;
+    uint32_t comm_used[GPU_MAX_COMMS];
+    uint64_t pending;
+} G;
+static pthread_mutex_t G_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define CUDA_TRY(_call, _label)                                                                        \
+    do {                                                                                               \
+        cudaError_t _e = (_call);                                                                      \
+        if (_e != cudaSuccess) {                                                                       \
+            eng_set_error(dfcclSystemError, "gpu", "%s failed: %s", #_call, cudaGetErrorString(_e));   \
+            goto _label;                                                                               \
+        }                                                                                              \
+    } while (0)
+
+template <typename T> static T *mapped_alloc(size_t n, T **dev_p)
+{
+    T *h = NULL;
+    if (cudaHostAlloc((void **)&h, n * sizeof(T), cudaHostAllocMapped) != cudaSuccess)
+        return NULL;
+    memset((void *)h, 0, n * sizeof(T));
+    if (dev_p && cudaHostGetDevicePointer((void **)dev_p, h, 0) != cudaSuccess)
+        return NULL;
+    return h;
+}
+
+/* Probe the device and set up the daemon's memory once per process. */
+static int gpu_init_locked(void)
+{
+    if (G.state)
+        return G.state > 0;
+    G.state = -1;
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        cudaGetLastError();
+        dfccl_info("no CUDA device: the GPU backend is off");
+        return 0;
+    }
+    gpu_daemon_params_t &p = G.params;
+    G.channels = (int)DFCCL_MIN(eng_config.gpu_channels, (uint32_t)GPU_MAX_CHANNELS);
+    G.threads = (int)eng_config.gpu_threads;
+    CUDA_TRY(cudaGetDevice(&G.device), fail);
+    CUDA_TRY(cudaStreamCreateWithFlags(&G.stream, cudaStreamNonBlocking), fail);
+    CUDA_TRY(cudaEventCreateWithFlags(&G.launched_ev, cudaEventDisableTiming), fail);
+    G.ring = mapped_alloc<gpu_sq_entry_t>(GPU_RING, &p.ring);
+    G.block_head = mapped_alloc<uint64_t>(GPU_MAX_CHANNELS, &p.block_head);
+    G.block_exited = mapped_alloc<uint32_t>(GPU_MAX_CHANNELS, &p.block_exited);
+    G.done = mapped_alloc<uint32_t>(GPU_MAX_REQS, &p.done);
+    G.result = mapped_alloc<int32_t>(GPU_MAX_REQS, &p.result);
+    if (!G.ring || !G.block_head || !G.block_exited || !G.done || !G.result) {
+        eng_set_error(dfcclNoMemory, "gpu", "cudaHostAlloc of the daemon's mapped memory failed");
+        goto fail;
+    }
+    p.ring_mask = GPU_RING - 1;
+    CUDA_TRY(cudaMalloc((void **)&p.req_chan, GPU_MAX_REQS * sizeof(uint32_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.req_err, GPU_MAX_REQS * sizeof(int32_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.comms, GPU_MAX_COMMS * sizeof(gpu_comm_dev_t *)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.tasks, (size_t)G.channels * GPU_MAX_TASKS * sizeof(gpu_task_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.ntasks, GPU_MAX_CHANNELS * sizeof(uint32_t)), fail);
+    CUDA_TRY(cudaMemset(p.req_chan, 0, GPU_MAX_REQS * sizeof(uint32_t)), fail);
+    CUDA_TRY(cudaMemset(p.req_err, 0, GPU_MAX_REQS * sizeof(int32_t)), fail);
+    CUDA_TRY(cudaMemset(p.comms, 0, GPU_MAX_COMMS * sizeof(gpu_comm_dev_t *)), fail);
+    CUDA_TRY(cudaMemset(p.ntasks, 0, GPU_MAX_CHANNELS * sizeof(uint32_t)), fail);
+    CUDA_TRY(cudaDeviceSynchronize(), fail);
+    p.channels = G.channels;
+    p.sp.preempt = eng_config.preempt;
+    p.sp.base_ns = eng_config.threshold_base_ns;
+    p.sp.max_ns = eng_config.threshold_max_ns;
+    p.sp.growth = eng_config.threshold_growth;
+    p.sp.head_factor = eng_config.head_factor;
+    p.idle_quit_ns = eng_config.gpu_idle_quit_us * 1000ull;
+    p.stall_quit_ns = eng_config.gpu_stall_quit_us * 1000ull;
+    for (int i = 0; i < GPU_MAX_REQS; i++)
+        G.free_ids[i] = GPU_MAX_REQS - 1 - i;
+    G.nfree = GPU_MAX_REQS;
+    for (int c = 0; c < GPU_MAX_CHANNELS; c++)
+        G.block_exited[c] = 1;
+    G.state = 1;
+    dfccl_info("GPU backend on device %d: %d channels x %d threads", G.device, G.channels, G.threads);
+    return 1;
+fail:
+    dfccl_warn("GPU backend unavailable: %s", dfcclGetLastError());
+    return 0;
+}
+
+extern "C" int eng_gpu_available(void)
+{
+    pthread_mutex_lock(&G_lock);
+    int ok = gpu_init_locked();
+    pthread_mutex_unlock(&G_lock);
+    return ok;
+}
+
+extern "C" int eng_gpu_is_device_ptr(const void *ptr)
+{
+    if (G.state <= 0 || !ptr)
+        return 0;
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+/* Launch the daemon if no kernel is (or is about to be) running. Kernels on one stream
+ * never overlap, so a launch racing with a block's decision to stay is harmless. */
+static void kick_locked(int from_progress)
+{
+    if (G.launched) {
+        for (int b = 0; b < G.channels; b++)
+            if (!*(volatile uint32_t *)&G.block_exited[b])
+                return;
+        if (cudaEventQuery(G.launched_ev) != cudaSuccess) {
+            cudaGetLastError();
+            return;
+        }
+        /* relaunching a daemon that quit on stalled work: back off a little */
+        if (from_progress && now_ns() - G.last_launch_ns < 20000)
+            return;
+    }
+    for (int b = 0; b < G.channels; b++)
+        *(volatile uint32_t *)&G.block_exited[b] = 0;
+    dfccl_gpu_daemon<<<G.channels, G.threads, 0, G.stream>>>(G.params);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        dfccl_error("daemon launch failed: %s", cudaGetErrorString(e));
+        return;
+    }
+    cudaEventRecord(G.launched_ev, G.stream);
+    G.launched = 1;
+    G.last_launch_ns = now_ns();
+}
+
+extern "C" void eng_gpu_progress(void)
+{
+    if (G.state <= 0)
+        return;
+    pthread_mutex_lock(&G_lock);
+    if (G.pending)
+        kick_locked(1);
+    pthread_mutex_unlock(&G_lock);
+}
+
+extern "C" void eng_gpu_release(int id)
+{
+    pthread_mutex_lock(&G_lock);
+    G.free_ids[G.nfree++] = id;
+    G.pending--;
+    pthread_mutex_unlock(&G_lock);
+}
+
+/* Publish one entry (lock held); waits for ring space and a request id. */
+static int submit_locked(uint32_t kind, uint32_t comm_id, uint64_t seq, const eng_coll_args_t *a)
+{
+    for (;;) {
+        uint64_t min_head = UINT64_MAX;
+        for (int b = 0; b < G.channels; b++) {
+            uint64_t h = *(volatile uint64_t *)&G.block_head[b];
+            min_head = h < min_head ? h : min_head;
+        }
+        if (G.nfree > 0 && G.tail - min_head < GPU_RING)
+            break;
+        /* full: the daemon drains it; make sure one runs, then let it */
+        kick_locked(0);
+        pthread_mutex_unlock(&G_lock);
+        sched_yield();
+        pthread_mutex_lock(&G_lock);
+    }
+    int id = G.free_ids[--G.nfree];
+    G.done[id] = 0;
+    G.result[id] = dfcclInProgress;
+    gpu_sq_entry_t *e = &G.ring[G.tail & (GPU_RING - 1)];
+    e->kind = kind;
+    e->comm_id = comm_id;
+    e->req_id = (uint32_t)id;
+    e->seq = seq;
+    if (a)
+        e->args = *a;
+    G.tail++;
+    /* the entry's fields before its stamp (the daemon's acquire of the stamp pairs) */
+    __atomic_store_n(&e->stamp, G.tail, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* stamp before reading block_exited */
+    G.pending++;
+    kick_locked(0);
+    return id;
+}
+
+extern "C" dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, uint32_t **done_p,
+                                        int32_t **result_p, int *id_p)
+{
+    pthread_mutex_lock(&G_lock);
+    int id = submit_locked(GPU_SQ_COLL, gc->id, gc->next_seq++, a);
+    pthread_mutex_unlock(&G_lock);
+    *done_p = &G.done[id];
+    *result_p = &G.result[id];
+    *id_p = id;
+    return dfcclSuccess;
+}
+
+typedef struct {
+    int32_t status;
+    int32_t device;
+    cudaIpcMemHandle_t handle;
+} gpu_boot_t;
+
+static dfcclResult_t gather_status(gpu_boot_t *mine, gpu_boot_t *all, int nranks, dfcclAllgatherFn_t ag,
+                                   void *ctx)
+{
+    if (ag(mine, all, sizeof(*mine), ctx) != 0)
+        return eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
+    for (int i = 0; i < nranks; i++)
+        if (all[i].status != 0)
+            return (dfcclResult_t)(all[i].status < 0 ? all[i].status : -1);
+    return dfcclSuccess;
+}
+
+extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid,
+                                             dfcclAllgatherFn_t ag, void *ctx)
+{
+    (void)uid;
+    *gc_p = NULL;
+    gpu_boot_t mine, *all = (gpu_boot_t *)calloc((size_t)nranks, sizeof(gpu_boot_t));
+    eng_gpu_comm_t *gc = (eng_gpu_comm_t *)calloc(1, sizeof(*gc));
+    dfcclResult_t res;
+    memset(&mine, 0, sizeof(mine));
+    mine.status = -1;
+    if (gc)
+        gc->id = GPU_MAX_COMMS; /* not in the daemon's table yet */
+    const uint32_t S = eng_config.slots, depth = eng_config.fifo_depth;
+    const uint64_t chunk = eng_config.chunk_size;
+    const size_t ctrl = DFCCL_DIV_UP(sizeof(eng_conn_ctrl_t), ENG_PAGE) * ENG_PAGE, conn = ctrl + depth * chunk;
+    int C = 0;
+    size_t nconn = 0;
+    if (all && gc && eng_gpu_available()) {
+        C = G.channels;
+        nconn = (size_t)S * C * (size_t)nranks;
+        gc->rank = rank;
+        gc->nranks = nranks;
+        gc->fifo_bytes = nconn * conn;
+        gc->peer_fifo = (char **)calloc((size_t)nranks, sizeof(char *));
+        if (gc->peer_fifo && cudaMalloc((void **)&gc->fifo, gc->fifo_bytes) == cudaSuccess &&
+            cudaMemset(gc->fifo, 0, gc->fifo_bytes) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess &&
+            cudaIpcGetMemHandle(&mine.handle, gc->fifo) == cudaSuccess) {
+            mine.status = 0;
+            cudaGetDevice(&mine.device);
+        } else {
+            cudaGetLastError();
+            dfccl_warn("rank %d: no device FIFOs for the communicator (%zu B): device buffers will be "
+                       "refused on it", rank, gc->fifo_bytes);
+        }
+    }
+    if (!all || !gc) {
+        free(all);
+        free(gc);
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory");
+    }
+    res = gather_status(&mine, all, nranks, ag, ctx);
+    if (res == dfcclBootstrapError)
+        goto fail;
+    if (res != dfcclSuccess) {
+        res = dfcclSuccess; /* some rank has no GPU: this communicator runs host buffers only */
+        goto fail;
+    }
+    /* map every peer's FIFOs */
+    mine.status = 0;
+    gc->peer_fifo[rank] = gc->fifo;
+    for (int p = 0; p < nranks; p++) {
+        if (p == rank)
+            continue;
+        cudaError_t e = cudaIpcOpenMemHandle((void **)&gc->peer_fifo[p], all[p].handle,
+                                             cudaIpcMemLazyEnablePeerAccess);
+        if (e != cudaSuccess) {
+            eng_set_error(dfcclSystemError, "dfcclCommInit", "cudaIpcOpenMemHandle(rank %d) failed: %s", p,
+                          cudaGetErrorString(e));
+            mine.status = dfcclSystemError;
+            gc->peer_fifo[p] = NULL;
+            break;
+        }
+    }
+    {
+        gpu_boot_t *all2 = (gpu_boot_t *)calloc((size_t)nranks, sizeof(gpu_boot_t));
+        res = all2 ? gather_status(&mine, all2, nranks, ag, ctx) : dfcclNoMemory;
+        free(all2);
+        if (res != dfcclSuccess)
+            goto fail;
+    }
+    {
+        eng_conn_t *conns = (eng_conn_t *)calloc(nconn, sizeof(eng_conn_t));
+        uint64_t *slot_next = (uint64_t *)calloc((size_t)S * C, sizeof(uint64_t));
+        res = dfcclNoMemory;
+        if (!conns || !slot_next) {
+            free(conns);
+            free(slot_next);
+            goto fail;
+        }
+        for (uint32_t s = 0; s < S; s++)
+            for (int c = 0; c < C; c++) {
+                slot_next[s * C + c] = s;
+                for (int p = 0; p < nranks; p++) {
+                    size_t in = ((size_t)s * C + c) * (size_t)nranks + (size_t)p;
+                    size_t out = ((size_t)s * C + c) * (size_t)nranks + (size_t)rank;
+                    eng_conn_t *cn = &conns[in];
+                    cn->recv_ctrl = (eng_conn_ctrl_t *)(gc->fifo + in * conn);
+                    cn->recv_data = (char *)cn->recv_ctrl + ctrl;
+                    cn->send_ctrl = (eng_conn_ctrl_t *)(gc->peer_fifo[p] + out * conn);
+                    cn->send_data = (char *)cn->send_ctrl + ctrl;
+                }
+            }
+        gc->abort_code = mapped_alloc<int32_t>(1, NULL);
+        gc->stats = mapped_alloc<uint64_t>((size_t)C * GPU_NSTATS, NULL);
+        gpu_comm_dev_t d;
+        memset(&d, 0, sizeof(d));
+        d.rank = rank;
+        d.nranks = nranks;
+        d.slots = S;
+        d.depth = depth;
+        d.chunk = chunk;
+        bool ok = gc->abort_code && gc->stats &&
+                  cudaHostGetDevicePointer((void **)&d.abort_code, gc->abort_code, 0) == cudaSuccess &&
+                  cudaHostGetDevicePointer((void **)&d.stats, gc->stats, 0) == cudaSuccess &&
+                  cudaMalloc((void **)&gc->conns_dev, nconn * sizeof(eng_conn_t)) == cudaSuccess &&
+                  cudaMalloc((void **)&gc->slot_next_dev, (size_t)S * C * sizeof(uint64_t)) == cudaSuccess &&
+                  cudaMalloc((void **)&gc->dev, sizeof(gpu_comm_dev_t)) == cudaSuccess &&
+                  cudaMalloc((void **)&gc->completed_dev, sizeof(unsigned long long)) == cudaSuccess &&
+                  cudaMemset(gc->completed_dev, 0, sizeof(unsigned long long)) == cudaSuccess;
+        if (ok) {
+            d.conns = gc->conns_dev;
+            d.slot_next = gc->slot_next_dev;
+            d.completed = gc->completed_dev;
+            ok = cudaMemcpy(gc->conns_dev, conns, nconn * sizeof(eng_conn_t), cudaMemcpyHostToDevice) ==
+                     cudaSuccess &&
+                 cudaMemcpy(gc->slot_next_dev, slot_next, (size_t)S * C * sizeof(uint64_t),
+                            cudaMemcpyHostToDevice) == cudaSuccess &&
+                 cudaMemcpy(gc->dev, &d, sizeof(d), cudaMemcpyHostToDevice) == cudaSuccess;
+        }
+        free(conns);
+        free(slot_next);
+        if (!ok) {
+            cudaGetLastError();
+            res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "device memory for the communicator");
+            goto fail;
+        }
+    }
+    /* a communicator id, and its entry in the daemon's table (before any submission) */
+    pthread_mutex_lock(&G_lock);
+    gc->id = GPU_MAX_COMMS;
+    for (uint32_t i = 0; i < GPU_MAX_COMMS; i++)
+        if (!G.comm_used[i]) {
+            G.comm_used[i] = 1;
+            gc->id = i;
+            break;
+        }
+    pthread_mutex_unlock(&G_lock);
+    if (gc->id == GPU_MAX_COMMS) {
+        res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "more than %d GPU communicators", GPU_MAX_COMMS);
+        goto fail;
+    }
+    if (cudaMemcpy(G.params.comms + gc->id, &gc->dev, sizeof(gc->dev), cudaMemcpyHostToDevice) != cudaSuccess) {
+        res = eng_set_error(dfcclSystemError, "dfcclCommInit", "cudaMemcpy of the communicator table");
+        goto fail;
+    }
+    free(all);
+    *gc_p = gc;
+    return dfcclSuccess;
+fail:
+    free(all);
+    eng_gpu_comm_destroy(gc);
+    return res;
+}
+
+extern "C" void eng_gpu_comm_destroy(eng_gpu_comm_t *gc)
+{
+    if (!gc)
+        return;
+    if (gc->id < GPU_MAX_COMMS) {
+        /* every block drops the communicator's tasks, in submission order */
+        pthread_mutex_lock(&G_lock);
+        int id = submit_locked(GPU_SQ_DESTROY, gc->id, 0, NULL);
+        pthread_mutex_unlock(&G_lock);
+        while (!__atomic_load_n(&G.done[id], __ATOMIC_ACQUIRE)) {
+            eng_gpu_progress();
+            sched_yield();
+        }
+        eng_gpu_release(id);
+        pthread_mutex_lock(&G_lock);
+        G.comm_used[gc->id] = 0;
+        pthread_mutex_unlock(&G_lock);
+    }
+    if (gc->peer_fifo) {
+        for (int p = 0; p < gc->nranks; p++)
+            if (p != gc->rank && gc->peer_fifo[p])
+                cudaIpcCloseMemHandle(gc->peer_fifo[p]);
+        free(gc->peer_fifo);
+    }
+    if (gc->fifo)
+        cudaFree(gc->fifo);
+    if (gc->conns_dev)
+        cudaFree(gc->conns_dev);
+    if (gc->slot_next_dev)
+        cudaFree(gc->slot_next_dev);
+    if (gc->dev)
+        cudaFree(gc->dev);
+    if (gc->completed_dev)
+        cudaFree(gc->completed_dev);
+    if (gc->abort_code)
+        cudaFreeHost(gc->abort_code);
+    if (gc->stats)
+        cudaFreeHost(gc->stats);
+    cudaGetLastError();
+    free(gc);
+}
+
+extern "C" void eng_gpu_comm_stats(eng_gpu_comm_t *gc, dfcclStats_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    if (!gc)
+        return;
+    for (int c = 0; c < G.channels; c++) {
+        volatile uint64_t *st = gc->stats + (size_t)c * GPU_NSTATS;
+        s->preemptions += st[GPU_STAT_PREEMPT];
+        s->stalls += st[GPU_STAT_STALLS];
+        s->stall_ns += st[GPU_STAT_STALL_NS];
+    }
+    unsigned long long done = 0;
+    if (cudaMemcpy(&done, gc->completed_dev, sizeof(done), cudaMemcpyDeviceToHost) != cudaSuccess)
+        cudaGetLastError();
+    s->completed = done;
+    s->shm_bytes = gc->fifo_bytes; /* device memory held for the communicator */
+}
