@@ -100,24 +100,25 @@ DFCCL_DEV_INLINE void prim_copy(void *dst, const void *src, size_t bytes)
         /* several independent 16-byte loads in flight per thread */
         size_t i = tid;
         for (; i + 3 * nt < nv; i += 4 * nt) {
-            uint4 a = sv[i], b = sv[i + nt], c = sv[i + 2 * nt], e = sv[i + 3 * nt];
+            uint4 a = __ldcg(&sv[i]), b = __ldcg(&sv[i + nt]), c = __ldcg(&sv[i + 2 * nt]),
+                  e = __ldcg(&sv[i + 3 * nt]);
             dv[i] = a;
             dv[i + nt] = b;
             dv[i + 2 * nt] = c;
             dv[i + 3 * nt] = e;
         }
         for (; i < nv; i += nt)
-            dv[i] = sv[i];
+            dv[i] = __ldcg(&sv[i]);
         for (size_t j = nv * 16 + tid; j < bytes; j += nt)
-            d[j] = s[j];
+            d[j] = __ldcg(&s[j]);
     } else if ((((uintptr_t)d | (uintptr_t)s) & 3) == 0) {
         for (size_t j = tid; j < bytes / 4; j += nt)
-            ((uint32_t *)d)[j] = ((const uint32_t *)s)[j];
+            ((uint32_t *)d)[j] = __ldcg(&((const uint32_t *)s)[j]);
         for (size_t j = bytes / 4 * 4 + tid; j < bytes; j += nt)
-            d[j] = s[j];
+            d[j] = __ldcg(&s[j]);
     } else {
         for (size_t j = tid; j < bytes; j += nt)
-            d[j] = s[j];
+            d[j] = __ldcg(&s[j]);
     }
 }
 
@@ -130,11 +131,11 @@ DFCCL_DEV_INLINE void prim_reduce(void *dst, const void *a, const void *b, size_
         float4 *d = (float4 *)dst;
         const float4 *x = (const float4 *)a, *y = (const float4 *)b;
         for (size_t i = tid; i < nv; i += nt) {
-            float4 p = x[i], q = y[i];
+            float4 p = __ldcg(&x[i]), q = __ldcg(&y[i]);
             d[i] = make_float4(p.x + q.x, p.y + q.y, p.z + q.z, p.w + q.w);
         }
         for (size_t i = nv * 4 + tid; i < n; i += nt)
-            ((float *)dst)[i] = ((const float *)a)[i] + ((const float *)b)[i];
+            ((float *)dst)[i] = __ldcg(&((const float *)a)[i]) + __ldcg(&((const float *)b)[i]);
         return;
     }
     (void)eng_reduce(dst, a, b, n, dtype, op);

@@ -13,6 +13,23 @@
 
 enum { DEC_CONTINUE = 0, DEC_PREEMPT = 1, DEC_ABORT = 2 };
 
+/* Words the host writes while the daemon runs (ring entries, the communicator table) are
+ * read with volatile loads: a line (or sector) this SM's L1 kept from the entry's previous
+ * use must never stand in for the new contents. */
+__device__ static void load_entry(gpu_sq_entry_t *dst, const gpu_sq_entry_t *src)
+{
+    static_assert(sizeof(gpu_sq_entry_t) % 8 == 0, "entry is copied in 8-byte words");
+    uint64_t *d = (uint64_t *)dst;
+    const uint64_t *s = (const uint64_t *)src;
+    for (unsigned i = 0; i < sizeof(gpu_sq_entry_t) / 8; i++)
+        d[i] = ld_volatile_u64(&s[i]);
+}
+
+__device__ static const gpu_comm_dev_t *load_comm(const gpu_daemon_params_t &p, uint32_t id)
+{
+    return (const gpu_comm_dev_t *)ld_volatile_u64((const uint64_t *)&p.comms[id]);
+}
+
 /* Thread 0: one channel of request req is finished with result res; the last channel
  * to finish publishes the completion word to the host. */
 __device__ static void channel_done(const gpu_daemon_params_t &p, uint32_t req, int32_t res,
@@ -80,16 +97,19 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             uint64_t head = s_head;
             uint32_t n = s_n;
             while (n < GPU_MAX_TASKS) {
-                const gpu_sq_entry_t *e = &p.ring[head & p.ring_mask];
-                if (ld_acquire_sys_u64(&e->stamp) != head + 1)
+                const gpu_sq_entry_t *ring_e = &p.ring[head & p.ring_mask];
+                if (ld_acquire_sys_u64(&ring_e->stamp) != head + 1)
                     break;
+                gpu_sq_entry_t entry;
+                load_entry(&entry, ring_e);
+                const gpu_sq_entry_t *e = &entry;
                 head++;
                 last_work = globaltimer_ns();
                 if (e->kind == GPU_SQ_DESTROY) {
                     /* fail this block's channel of every task of the communicator */
                     for (uint32_t i = 0; i < n;) {
                         if (tasks[i].comm_id == e->comm_id) {
-                            channel_done(p, tasks[i].req_id, dfcclCommAborted, p.comms[tasks[i].comm_id]->completed);
+                            channel_done(p, tasks[i].req_id, dfcclCommAborted, load_comm(p, tasks[i].comm_id)->completed);
                             task_remove(tasks, &n, i);
                         } else {
                             i++;
@@ -98,7 +118,7 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                     channel_done(p, e->req_id, dfcclSuccess, NULL);
                     continue;
                 }
-                const gpu_comm_dev_t *cm = p.comms[e->comm_id];
+                const gpu_comm_dev_t *cm = load_comm(p, e->comm_id);
                 gpu_task_t *t = &tasks[n];
                 t->args = e->args;
                 t->seq = e->seq;
@@ -107,13 +127,8 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                 t->slot = (uint32_t)(e->seq % cm->slots);
                 t->kind = e->kind;
                 t->threshold_ns = sched_reset(&p.sp);
+                /* a channel with nothing to do still takes its turn in the slot order */
                 eng_ctx_init(&t->args, cm->nranks, b, C, &t->ctx);
-                if (t->ctx.done) {
-                    /* nothing for this channel, but the slot order must still hold */
-                    channel_done(p, t->req_id, dfcclSuccess, cm->completed);
-                    cm->slot_next[t->slot * C + b] = t->seq + cm->slots;
-                    continue;
-                }
                 n++;
             }
             s_head = head;
@@ -139,8 +154,8 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
         int head_seen = 0;
         for (uint32_t i = 0; i < s_n;) {
             gpu_task_t *t = &tasks[i];
-            const gpu_comm_dev_t *cm = p.comms[t->comm_id];
-            if (cm->slot_next[t->slot * C + b] != t->seq) {
+            const gpu_comm_dev_t *cm = load_comm(p, t->comm_id);
+            if (ld_volatile_u64(&cm->slot_next[t->slot * C + b]) != t->seq) {
                 i++; /* its slot still holds an earlier collective of the communicator */
                 continue;
             }
@@ -160,9 +175,9 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                 wait_start = globaltimer_ns();
                 budget = sched_budget(&p.sp, threshold, is_head);
             }
-            int finished = 0;
+            int finished = x.done;
             int32_t res = dfcclSuccess;
-            for (;;) {
+            while (!finished) {
                 eng_prog_t r = eng_algo_progress(&args, &v, &x);
                 if (r == ENG_DONE) {
                     finished = 1;

@@ -20,9 +20,13 @@
 #ifdef __CUDA_ARCH__
 #define DFCCL_TID ((size_t)threadIdx.x)
 #define DFCCL_NTHREADS ((size_t)blockDim.x)
+/* FIFO data is written by another process: load it from L2 (ld.global.cg), never from a
+ * line this SM's L1 kept from an earlier use of the same slot */
+#define DFCCL_LOAD(_p) __ldcg(_p)
 #else
 #define DFCCL_TID ((size_t)0)
 #define DFCCL_NTHREADS ((size_t)1)
+#define DFCCL_LOAD(_p) (*(_p))
 #endif
 
 #define DFCCL_LIKELY(_x) __builtin_expect(!!(_x), 1)

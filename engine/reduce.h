@@ -96,7 +96,7 @@ DFCCL_INLINE uint16_t eng_float_to_bf16(float fv)
         _T *d_ = (_T *)dst;                                                                \
         const _T *a_ = (const _T *)a, *b_ = (const _T *)b;                                 \
         for (size_t i_ = DFCCL_TID; i_ < n; i_ += DFCCL_NTHREADS)                                                  \
-            d_[i_] = (_T)_OPM((_A)a_[i_], (_A)b_[i_]);                                     \
+            d_[i_] = (_T)_OPM((_A)DFCCL_LOAD(&a_[i_]), (_A)DFCCL_LOAD(&b_[i_]));                                     \
     } while (0)
 
 #define ENG_INT_OPS(_T, _U)                                                                \
@@ -125,7 +125,7 @@ DFCCL_INLINE uint16_t eng_float_to_bf16(float fv)
         uint16_t *d_ = (uint16_t *)dst;                                                    \
         const uint16_t *a_ = (const uint16_t *)a, *b_ = (const uint16_t *)b;               \
         for (size_t i_ = DFCCL_TID; i_ < n; i_ += DFCCL_NTHREADS)                                                  \
-            d_[i_] = _FROMF(_OPM(_TOF(a_[i_]), _TOF(b_[i_])));                             \
+            d_[i_] = _FROMF(_OPM(_TOF(DFCCL_LOAD(&a_[i_])), _TOF(DFCCL_LOAD(&b_[i_]))));                             \
     } while (0)
 
 #define ENG_HALF_OPS(_TOF, _FROMF)                                                         \

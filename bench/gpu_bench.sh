@@ -1,0 +1,16 @@
+#!/bin/bash
+# GPU benchmark runs for bench/RESULTS.md: 2, 4, 8 ranks under MPS on one GPU, preemption
+# on and off, side by side in one call.   gpu_bench.sh BUILD_DIR
+set -u
+B=${1:?usage: gpu_bench.sh BUILD_DIR}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/dfccl-mps/pipe}
+export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/dfccl-mps/log}
+mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+nvidia-cuda-mps-control -d
+trap 'echo quit | nvidia-cuda-mps-control' EXIT
+MPIRUN="mpirun --oversubscribe --mca btl self,vader --bind-to none -x CUDA_MPS_PIPE_DIRECTORY -x LD_LIBRARY_PATH"
+for np in 2 4 8; do
+    timeout -s KILL 200 $MPIRUN -np $np -x DFCCL_PREEMPT=1 $B/bench/gpu_bench ${BENCH_ARGS:-}
+    timeout -s KILL 200 $MPIRUN -np $np -x DFCCL_PREEMPT=0 $B/bench/gpu_bench -s ${BENCH_ARGS:-}
+done

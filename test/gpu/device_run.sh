@@ -1,0 +1,18 @@
+#!/bin/bash
+# What one device-tool call runs on the GPU machine: build the release tarball carried
+# in .dist/, run the GPU suite, then the GPU benchmark. Logs go to $OUT.
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+W=/tmp/dfccl-build; rm -rf $W; mkdir -p $W
+tar xzf .dist/dfccl-*.tar.gz -C $W && cd $W/dfccl-* || exit 1
+( ./configure --enable-werror && make -j16 ${MAKE_TARGETS:-} && { [ -n "${MAKE_TARGETS:-}" ] || make -j16 check TESTS=; } ) > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+echo "build ok"
+export LD_LIBRARY_PATH=$PWD/.libs
+MODE=${1:-all}
+if [ "$MODE" = all ] || [ "$MODE" = test ]; then
+    bash test/gpu/run_gpu_tests.sh "$PWD" ${QUICK:-} 2>&1 | tee "$OUT/gpu_tests.log"
+fi
+if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
+    bash bench/gpu_bench.sh "$PWD" 2>&1 | tee "$OUT/gpu_bench.log"
+fi

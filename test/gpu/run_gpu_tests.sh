@@ -1,0 +1,61 @@
+#!/bin/bash
+# GPU test suite, for a machine with a CUDA device (see ../shared/GPU.md): starts MPS so
+# that N ranks share one GPU, runs the device-buffer tests with 2, 4 and 8 ranks, the
+# deadlock scenarios with their preempt-off hang proofs, then stops MPS.
+#   run_gpu_tests.sh BUILD_DIR [quick]
+# Prints "PASS: ..." / "FAIL: ..." per case and ends with "N passed, N failed".
+set -u
+B=${1:?usage: run_gpu_tests.sh BUILD_DIR [quick]}
+QUICK=${2:-}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/dfccl-mps/pipe}
+export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/dfccl-mps/log}
+MPIRUN="mpirun --oversubscribe --mca btl self,vader --bind-to none -x CUDA_MPS_PIPE_DIRECTORY -x LD_LIBRARY_PATH"
+pass=0 fail=0
+ok() { echo "PASS: $*"; pass=$((pass + 1)); }
+ko() { echo "FAIL: $*"; fail=$((fail + 1)); }
+
+LOGDIR=${OUT:-/tmp}/gpu_case_logs; mkdir -p "$LOGDIR"
+mps_start() { mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"; nvidia-cuda-mps-control -d && echo "mps: started"; }
+mps_stop() { echo quit | nvidia-cuda-mps-control; for i in $(seq 50); do pgrep -f nvidia-cuda-mps-server >/dev/null || break; sleep 0.2; done; }
+# a hung job is killed with its kernels still spinning: give the GPU a fresh MPS server
+mps_restart() { pkill -9 -f "$B/test/gpu/t_gpu" 2>/dev/null; sleep 1; mps_stop; sleep 1; mps_start; }
+mps_start
+trap 'mps_stop; pkill -9 -f test/gpu/t_gpu 2>/dev/null' EXIT
+
+# run NAME TIMEOUT EXPECT(ok|hang) NP ARGS... ; hang: exit 3 or a timeout proves it
+run() {
+    local name=$1 to=$2 expect=$3 np=$4; shift 4
+    local out rc
+    out=$(timeout -s KILL "$to" $MPIRUN -np "$np" "$@" 2>&1); rc=$?
+    pkill -9 -f "$B/test/gpu/t_gpu" 2>/dev/null
+    echo "$out" > "$LOGDIR/$(echo "$name-np$np" | tr ' =/' '___').log"
+    echo "$out" | grep -E "^t_gpu|HANG|FAIL|elements differ|error" | head -n 20
+    if [ "$expect" = ok ]; then
+        [ $rc -eq 0 ] && ok "$name np=$np" || ko "$name np=$np (rc=$rc)"
+    else
+        if [ $rc -ne 0 ] && { echo "$out" | grep -q HANG || [ $rc -eq 137 ]; }; then
+            ok "$name np=$np hangs without preemption (rc=$rc)"
+        else
+            ko "$name np=$np was expected to hang (rc=$rc)"
+        fi
+    fi
+}
+
+T=$B/test/gpu/t_gpu
+NPS=${NPS:-2 4 8}
+for np in $NPS; do
+    run "matrix" 300 ok $np $T matrix
+done
+for np in ${CHAOS_NPS:-2 4 8}; do
+    run "chaos" 180 ok $np $T chaos --iters 10
+done
+run "sync" 60 ok 2 $T sync --deadline 30
+run "deplete" 120 ok 4 $T deplete
+# the hang proofs last: each leaves kernels spinning until MPS is restarted
+run "chaos preempt=0" 90 hang 4 -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
+mps_restart
+run "sync preempt=0" 60 hang 2 -x DFCCL_PREEMPT=0 $T sync --deadline 15
+mps_restart
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

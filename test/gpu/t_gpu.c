@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* GPU tests through the native API on device buffers (N ranks under MPS on one GPU, or
+ * one rank per GPU). Modes:
+ *   matrix   every collective x type x op x size (0, 1, 7, 1000, 65537, 1M for a subset),
+ *            in place, root != 0, against the host reference, element by element
+ *   chaos    8 communicators, per-rank submission order, device buffers  [--deadline S]
+ *   sync     rank 0 posts a collective, then cudaDeviceSynchronize, then tells rank 1,
+ *            which posts only then                                      [--deadline S]
+ *   deplete  more collectives in flight than slots x channels, random interleaving
+ * Exits 77 (skip) without a GPU; 3 when a --deadline watchdog fires. */
+#include <cuda_runtime.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "../mpi/test_common.h"
+#include "dfccl_mpi.h"
+
+#define CU(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            TC_FAIL("%s: %s", #call, cudaGetErrorString(e_));                                      \
+    } while (0)
+
+static double deadline_s = 0;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "HANG: the watchdog fired (no progress before the deadline)\n";
+    if (write(2, msg, sizeof msg - 1) < 0) {
+    }
+    _exit(3);
+}
+
+/* Device twins of a host case's buffers; host pointers map to the same offsets. */
+typedef struct {
+    void *dsend, *drecv;
+    size_t send_bytes, recv_bytes;
+} dev_case_t;
+
+static void *to_dev(const tc_case_t *c, const dev_case_t *d, const void *p)
+{
+    if (!p)
+        return NULL;
+    if (c->send && (const char *)p >= (const char *)c->send &&
+        (const char *)p < (const char *)c->send + d->send_bytes + 1)
+        return (char *)d->dsend + ((const char *)p - (const char *)c->send);
+    return (char *)d->drecv + ((const char *)p - (const char *)c->recv);
+}
+
+static void dev_setup(tc_case_t *c, dev_case_t *d)
+{
+    size_t es = tc_type_size(c->t);
+    memset(d, 0, sizeof *d);
+    d->send_bytes = c->send ? c->send_elems * es : 0;
+    d->recv_bytes = c->recv ? (c->coll == TC_REDUCESCATTER ? c->count : c->recv_elems) * es : 0;
+    if (c->send) {
+        CU(cudaMalloc(&d->dsend, d->send_bytes + 16));
+        CU(cudaMemcpy(d->dsend, c->send, d->send_bytes, cudaMemcpyHostToDevice));
+    }
+    if (c->recv) {
+        CU(cudaMalloc(&d->drecv, d->recv_bytes + 16));
+        CU(cudaMemcpy(d->drecv, c->recv, d->recv_bytes, cudaMemcpyHostToDevice));
+    }
+    c->sendp = to_dev(c, d, c->sendp);
+    c->recvp = to_dev(c, d, c->recvp);
+}
+
+static void dev_finish(tc_case_t *c, dev_case_t *d)
+{
+    if (c->send)
+        CU(cudaMemcpy(c->send, d->dsend, d->send_bytes, cudaMemcpyDeviceToHost));
+    if (c->recv)
+        CU(cudaMemcpy(c->recv, d->drecv, d->recv_bytes, cudaMemcpyDeviceToHost));
+    /* checks read sendp/recvp as host pointers again */
+    if (c->sendp)
+        c->sendp = c->send && (char *)c->sendp >= (char *)d->dsend &&
+                           (char *)c->sendp <= (char *)d->dsend + d->send_bytes
+                       ? (char *)c->send + ((char *)c->sendp - (char *)d->dsend)
+                       : (char *)c->recv + ((char *)c->sendp - (char *)d->drecv);
+    if (c->recvp)
+        c->recvp = c->recv && (char *)c->recvp >= (char *)d->drecv &&
+                           (char *)c->recvp <= (char *)d->drecv + d->recv_bytes
+                       ? (char *)c->recv + ((char *)c->recvp - (char *)d->drecv)
+                       : (char *)c->send + ((char *)c->recvp - (char *)d->dsend);
+    cudaFree(d->dsend);
+    cudaFree(d->drecv);
+}
+
+static void wait_or_hang(dfcclRequest_t *reqs, int n)
+{
+    double t0 = MPI_Wtime();
+    for (;;) {
+        int all = 1;
+        for (int i = 0; i < n; i++) {
+            int done = 0;
+            dfcclResult_t r = dfcclTest(&reqs[i], &done);
+            if (r != dfcclSuccess)
+                TC_FAIL("request %d failed: %s (%s)", i, dfcclGetErrorString(r), dfcclGetLastError());
+            all &= done;
+        }
+        if (all)
+            return;
+        if (deadline_s > 0 && MPI_Wtime() - t0 > deadline_s) {
+            fprintf(stderr, "HANG: rank %d not complete after %.0f s\n", tc_rank, deadline_s);
+            _exit(3);
+        }
+    }
+}
+
+static size_t run_case(tc_case_t *c)
+{
+    dev_case_t d;
+    tc_case_setup(c);
+    dev_setup(c, &d);
+    tc_case_submit(c);
+    CHECK(dfcclWait(&c->req));
+    dev_finish(c, &d);
+    size_t bad = tc_case_check(c);
+    free(c->send);
+    free(c->recv);
+    return bad;
+}
+
+static int mode_matrix(dfcclComm_t comm, int P, int me)
+{
+    static const size_t sizes[] = {0, 1, 7, 1000, 65537};
+    size_t bad = 0, ncases = 0;
+    for (int coll = 0; coll < TC_NCOLL; coll++)
+        for (int ti = 0; ti < TC_NTYPES; ti++)
+            for (int oi = 0; oi < (tc_coll_has_op((tc_coll_t)coll) ? TC_NOPS : 1); oi++) {
+                dfcclDataType_t t = tc_all_types[ti];
+                dfcclRedOp_t op = tc_coll_has_op((tc_coll_t)coll) ? tc_all_ops[oi] : TC_COPY;
+                if (op != TC_COPY && !tc_op_valid(t, op))
+                    continue;
+                for (size_t si = 0; si < sizeof sizes / sizeof sizes[0] + 1; si++) {
+                    size_t n = si < sizeof sizes / sizeof sizes[0] ? sizes[si] : (size_t)1 << 20;
+                    /* the large size for a subset, to keep the matrix short */
+                    if (n == (size_t)1 << 20 && !(t == dfcclFloat32 || (t == dfcclBfloat16 && op == dfcclSum) ||
+                                                   (t == dfcclInt32 && op == dfcclMax)))
+                        continue;
+                    for (int inplace = 0; inplace <= (tc_coll_has_inplace((tc_coll_t)coll) ? 1 : 0); inplace++) {
+                        tc_case_t c;
+                        memset(&c, 0, sizeof c);
+                        c.coll = (tc_coll_t)coll;
+                        c.t = t;
+                        c.op = op;
+                        c.count = coll == TC_BARRIER ? 0 : n;
+                        c.inplace = inplace;
+                        c.root = tc_coll_has_root((tc_coll_t)coll) ? (int)(si % (size_t)P) : 0;
+                        c.seed = 1000 + coll * 100 + ti * 10 + oi + si;
+                        c.comm = comm;
+                        c.P = P;
+                        c.me = me;
+                        bad += run_case(&c);
+                        ncases++;
+                        if (coll == TC_BARRIER)
+                            goto next_coll;
+                    }
+                }
+            }
+next_coll:
+    if (me == 0)
+        printf("t_gpu matrix: %zu cases on device buffers, np=%d, %zu bad elements\n", ncases, P, bad);
+    return bad != 0;
+}
+
+static void *dev_fill_float(size_t n, int rank, int salt)
+{
+    float *h = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        h[i] = (float)((rank * 31 + salt * 7 + (int)(i % 97)) % 19);
+    void *d;
+    CU(cudaMalloc(&d, n * sizeof(float)));
+    CU(cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice));
+    free(h);
+    return d;
+}
+
+static size_t dev_check_sum(const void *d, size_t n, int P, int salt, const char *what)
+{
+    float *h = malloc(n * sizeof(float));
+    CU(cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost));
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        float want = 0;
+        for (int r = 0; r < P; r++)
+            want += (float)((r * 31 + salt * 7 + (int)(i % 97)) % 19);
+        if (h[i] != want) {
+            if (bad < 5)
+                fprintf(stderr, "rank %d %s [%zu]: got %g want %g\n", tc_rank, what, i, h[i], want);
+            bad++;
+        }
+    }
+    free(h);
+    return bad;
+}
+
+static int mode_chaos(int P, int me, int iters)
+{
+    static const size_t counts[8] = {256, 147456, 2048, 1024, 65536, 147456, 524288, 1048576};
+    MPI_Comm mc[8];
+    dfcclComm_t dc[8];
+    void *in[8], *out[8];
+    for (int i = 0; i < 8; i++) {
+        MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &mc[i]));
+        CHECK(dfcclCommInitMPI(&dc[i], mc[i]));
+        in[i] = dev_fill_float(counts[i], me, i);
+        CU(cudaMalloc(&out[i], counts[i] * sizeof(float)));
+    }
+    tc_rng_t g;
+    size_t bad = 0;
+    double t0 = MPI_Wtime();
+    for (int it = 0; it < iters; it++) {
+        int order[8];
+        for (int i = 0; i < 8; i++)
+            order[i] = i;
+        tc_rng_seed(&g, (uint64_t)(me * 1000 + it));
+        tc_shuffle_int(&g, order, 8);
+        dfcclRequest_t req[8];
+        for (int k = 0; k < 8; k++) {
+            int i = order[k];
+            CHECK(dfcclAllReduce(in[i], out[i], counts[i], dfcclFloat32, dfcclSum, dc[i], &req[k]));
+        }
+        wait_or_hang(req, 8);
+        for (int i = 0; i < 8; i++)
+            bad += dev_check_sum(out[i], counts[i], P, i, "chaos");
+    }
+    double dt = MPI_Wtime() - t0;
+    for (int i = 0; i < 8; i++) {
+        dfcclStats_t s;
+        CHECK(dfcclCommGetStats(dc[i], &s));
+        if (me == 0)
+            printf("t_gpu chaos: comm#%d count=%zu completed=%llu preemptions=%llu device_bytes=%llu\n", i,
+                   counts[i], (unsigned long long)s.completed, (unsigned long long)s.preemptions,
+                   (unsigned long long)s.device_bytes);
+        CHECK(dfcclCommDestroy(dc[i]));
+        MPI_Comm_free(&mc[i]);
+        cudaFree(in[i]);
+        cudaFree(out[i]);
+    }
+    if (me == 0)
+        printf("t_gpu chaos: %d iterations x 8 communicators in %.2f s, np=%d, %zu bad\n", iters, dt, P, bad);
+    return bad != 0;
+}
+
+static int mode_sync(dfcclComm_t comm, int P, int me)
+{
+    const size_t n = 1 << 16;
+    void *in = dev_fill_float(n, me, 3), *out;
+    CU(cudaMalloc(&out, n * sizeof(float)));
+    dfcclRequest_t req;
+    int token = 0;
+    if (deadline_s > 0) {
+        signal(SIGALRM, on_alarm);
+        alarm((unsigned)deadline_s);
+    }
+    if (me == 0) {
+        CHECK(dfcclAllReduce(in, out, n, dfcclFloat32, dfcclSum, comm, &req));
+        /* the collective waits for rank 1, which waits for this message, which comes
+         * after the synchronize: only a daemon that quits while stalled lets it return */
+        CU(cudaDeviceSynchronize());
+        for (int r = 1; r < P; r++)
+            MPI_CHECK(MPI_Send(&token, 1, MPI_INT, r, 7, MPI_COMM_WORLD));
+    } else {
+        MPI_CHECK(MPI_Recv(&token, 1, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(dfcclAllReduce(in, out, n, dfcclFloat32, dfcclSum, comm, &req));
+    }
+    CHECK(dfcclWait(&req));
+    alarm(0);
+    size_t bad = dev_check_sum(out, n, P, 3, "sync");
+    if (me == 0)
+        printf("t_gpu sync: cudaDeviceSynchronize returned with a collective pending; completed, %zu bad\n", bad);
+    cudaFree(in);
+    cudaFree(out);
+    return bad != 0;
+}
+
+static int mode_deplete(int P, int me)
+{
+    /* 4 communicators x 24 allreduces = 96 in flight, far more than slots x channels */
+    enum { NC = 4, PER = 24 };
+    MPI_Comm mc[NC];
+    dfcclComm_t dc[NC];
+    void *in[NC][PER], *out[NC][PER];
+    for (int c = 0; c < NC; c++) {
+        MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &mc[c]));
+        CHECK(dfcclCommInitMPI(&dc[c], mc[c]));
+        for (int k = 0; k < PER; k++) {
+            in[c][k] = dev_fill_float(4096 + (size_t)k * 1000, me, c * PER + k);
+            CU(cudaMalloc(&out[c][k], (4096 + (size_t)k * 1000) * sizeof(float)));
+        }
+    }
+    /* random interleaving across communicators, in order within each */
+    int next[NC] = {0};
+    dfcclRequest_t req[NC * PER];
+    tc_rng_t g;
+    tc_rng_seed(&g, (uint64_t)me * 77 + 1);
+    for (int k = 0; k < NC * PER; k++) {
+        int c;
+        do
+            c = (int)tc_rng_below(&g, NC);
+        while (next[c] == PER);
+        int j = next[c]++;
+        CHECK(dfcclAllReduce(in[c][j], out[c][j], 4096 + (size_t)j * 1000, dfcclFloat32, dfcclSum, dc[c],
+                             &req[k]));
+    }
+    wait_or_hang(req, NC * PER);
+    size_t bad = 0;
+    for (int c = 0; c < NC; c++) {
+        for (int k = 0; k < PER; k++) {
+            bad += dev_check_sum(out[c][k], 4096 + (size_t)k * 1000, P, c * PER + k, "deplete");
+            cudaFree(in[c][k]);
+            cudaFree(out[c][k]);
+        }
+        CHECK(dfcclCommDestroy(dc[c]));
+        MPI_Comm_free(&mc[c]);
+    }
+    if (me == 0)
+        printf("t_gpu deplete: %d collectives in flight on %d communicators completed, %zu bad\n", NC * PER, NC,
+               bad);
+    return bad != 0;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    tc_init_world();
+    const char *mode = argc > 1 ? argv[1] : "matrix";
+    int iters = 10;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--deadline") && i + 1 < argc)
+            deadline_s = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
+            iters = atoi(argv[++i]);
+    }
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if (tc_rank == 0)
+            printf("SKIP: t_gpu needs a CUDA device\n");
+        MPI_Finalize();
+        return 77;
+    }
+    MPI_Comm local;
+    int lrank;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &lrank);
+    CU(cudaSetDevice(lrank % ndev));
+    dfcclComm_t comm;
+    CHECK(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
+    int fail = 0;
+    if (!strcmp(mode, "matrix"))
+        fail = mode_matrix(comm, tc_size, tc_rank);
+    else if (!strcmp(mode, "chaos"))
+        fail = mode_chaos(tc_size, tc_rank, iters);
+    else if (!strcmp(mode, "sync"))
+        fail = mode_sync(comm, tc_size, tc_rank);
+    else if (!strcmp(mode, "deplete"))
+        fail = mode_deplete(tc_size, tc_rank);
+    else
+        TC_FAIL("unknown mode %s", mode);
+    int any = 0;
+    MPI_Allreduce(&fail, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(dfcclCommDestroy(comm));
+    MPI_Comm_free(&local);
+    if (tc_rank == 0)
+        printf(any ? "FAILED\n" : "OK\n");
+    MPI_Finalize();
+    return any ? 1 : 0;
+}
