@@ -156,6 +156,7 @@ int main(int argc, char **argv)
             hexp[i] = s;
         }
         CU(cudaMemcpy(din, h, n * 4, cudaMemcpyHostToDevice));
+        CU(cudaStreamSynchronize(0));
         long err = 0;
         for (int k = 0; k < warm + it; k++) {
             CU(cudaMemset(dout, 0xff, n * 4));

@@ -47,7 +47,8 @@ DFCCL_DEV_INLINE int prim_send_ready(const eng_conn_t *c, uint32_t depth)
 DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_view_t *v,
                                            uint64_t *bytes_p)
 {
-    uint32_t s = (uint32_t)(c->recvd % v->depth);
+    /* counters are advanced by thread 0: read them past L1 */
+    uint32_t s = (uint32_t)(ld_volatile_u64(&c->recvd) % v->depth);
     if (bytes_p)
         *bytes_p = ld_volatile_u64(&c->recv_ctrl->bytes[s]);
     return c->recv_data + (uint64_t)s * v->chunk;
@@ -55,7 +56,7 @@ DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_v
 
 DFCCL_DEV_INLINE char *prim_send_buf(const eng_conn_t *c, const eng_chan_view_t *v)
 {
-    return c->send_data + (c->sent % v->depth) * v->chunk;
+    return c->send_data + (ld_volatile_u64(&c->sent) % v->depth) * v->chunk;
 }
 
 /* All threads' data writes, then (thread 0) a system-scope fence and the release of

@@ -41,7 +41,7 @@ __device__ static void channel_done(const gpu_daemon_params_t &p, uint32_t req, 
     if (atomicAdd(&p.req_chan[req], 1u) == (uint32_t)p.channels - 1) {
         __threadfence();
         int32_t worst = atomicExch(&p.req_err[req], 0);
-        p.req_chan[req] = 0;
+        atomicExch(&p.req_chan[req], 0u);
         p.result[req] = worst;
         if (completed)
             atomicAdd(completed, 1ull);
@@ -82,6 +82,8 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
     __shared__ uint32_t s_n;
     __shared__ int s_dec;
     __shared__ int s_progress;
+    __shared__ gpu_task_t s_task;
+    __shared__ gpu_comm_dev_t s_comm;
     uint64_t last_work = 0, stall_since = 0; /* thread 0 only */
 
     if (t0) {
@@ -153,23 +155,32 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             s_progress = 0;
         int head_seen = 0;
         for (uint32_t i = 0; i < s_n;) {
+            /* thread 0 stages the task and its communicator in shared memory: the other
+             * warps never read the task table, which thread 0 rewrites */
             gpu_task_t *t = &tasks[i];
-            const gpu_comm_dev_t *cm = load_comm(p, t->comm_id);
-            if (ld_volatile_u64(&cm->slot_next[t->slot * C + b]) != t->seq) {
+            if (t0) {
+                s_task = *t;
+                s_comm = *load_comm(p, s_task.comm_id);
+                s_dec = ld_volatile_u64(&s_comm.slot_next[s_task.slot * C + b]) != s_task.seq;
+            }
+            __syncthreads();
+            const gpu_comm_dev_t *cm = &s_comm;
+            if (s_dec) {
+                __syncthreads();
                 i++; /* its slot still holds an earlier collective of the communicator */
                 continue;
             }
             const int is_head = !head_seen;
             head_seen = 1;
-            eng_coll_args_t args = t->args;
-            eng_ctx_t x = t->ctx; /* every thread steps its own copy identically */
+            eng_coll_args_t args = s_task.args;
+            eng_ctx_t x = s_task.ctx; /* every thread steps its own copy identically */
             eng_chan_view_t v;
             v.rank = cm->rank;
             v.nranks = cm->nranks;
             v.depth = cm->depth;
             v.chunk = cm->chunk;
-            v.conns = cm->conns + ((size_t)t->slot * C + b) * (size_t)cm->nranks;
-            uint64_t threshold = t->threshold_ns, wait_start = 0, budget = 0;
+            v.conns = cm->conns + ((size_t)s_task.slot * C + b) * (size_t)cm->nranks;
+            uint64_t threshold = s_task.threshold_ns, wait_start = 0, budget = 0;
             int spins = 0, moved = 0;
             if (t0) {
                 wait_start = globaltimer_ns();
@@ -228,8 +239,8 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             if (finished) {
                 __syncthreads(); /* every thread's writes of the last step are done */
                 if (t0) {
-                    cm->slot_next[t->slot * C + b] = t->seq + cm->slots;
-                    channel_done(p, t->req_id, res, cm->completed);
+                    cm->slot_next[s_task.slot * C + b] = s_task.seq + cm->slots;
+                    channel_done(p, s_task.req_id, res, cm->completed);
                     uint32_t n = s_n;
                     task_remove(tasks, &n, i);
                     s_n = n;

@@ -12,7 +12,12 @@
  * Rules every caller must follow (as in MPI):
  *  - on one communicator, every rank issues the same collectives in the same
  *    order with matching counts, datatypes, ops and roots;
- *  - across communicators any order is allowed.
+ *  - across communicators any order is allowed;
+ *  - buffers are host memory (CPU daemon) or device memory (GPU daemon, which runs on
+ *    its own stream): device data must be complete when the collective is submitted.
+ *    Synchronize the stream that produced it first (note that a cudaMemcpy from
+ *    pageable host memory may return before its copy has landed); results are
+ *    complete when dfcclTest/dfcclWait report completion.
  */
 #ifndef DFCCL_H
 #define DFCCL_H

@@ -65,6 +65,9 @@ static void dev_setup(tc_case_t *c, dev_case_t *d)
     }
     c->sendp = to_dev(c, d, c->sendp);
     c->recvp = to_dev(c, d, c->recvp);
+    /* a cudaMemcpy from pageable memory may return before its DMA lands: the buffers
+     * must be complete when the collective is submitted (dfccl.h) */
+    CU(cudaStreamSynchronize(0));
 }
 
 static void dev_finish(tc_case_t *c, dev_case_t *d)
@@ -174,6 +177,7 @@ static void *dev_fill_float(size_t n, int rank, int salt)
     void *d;
     CU(cudaMalloc(&d, n * sizeof(float)));
     CU(cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice));
+    CU(cudaStreamSynchronize(0)); /* the data is complete before any submission */
     free(h);
     return d;
 }
