@@ -66,6 +66,7 @@ int main(int argc, char **argv)
     int me, P;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
+    setvbuf(stdout, NULL, _IOLBF, 0);
     size_t minb = 8, maxb = 256u << 20;
     double factor = 4;
     int iters = 50, warm = 10, staged = 1, opt;
@@ -160,7 +161,9 @@ int main(int argc, char **argv)
         long err = 0;
         for (int k = 0; k < warm + it; k++) {
             CU(cudaMemset(dout, 0xff, n * 4));
-            CU(cudaDeviceSynchronize());
+            /* the legacy stream only: cudaDeviceSynchronize would also wait for the
+             * daemon kernel to quit */
+            CU(cudaStreamSynchronize(0));
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
             dfcclRequest_t req;

@@ -10,7 +10,7 @@ mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
 nvidia-cuda-mps-control -d
 trap 'echo quit | nvidia-cuda-mps-control' EXIT
 MPIRUN="mpirun --oversubscribe --mca btl self,vader --bind-to none -x CUDA_MPS_PIPE_DIRECTORY -x LD_LIBRARY_PATH"
-for np in 2 4 8; do
-    timeout -s KILL 200 $MPIRUN -np $np -x DFCCL_PREEMPT=1 $B/bench/gpu_bench ${BENCH_ARGS:-}
-    timeout -s KILL 200 $MPIRUN -np $np -x DFCCL_PREEMPT=0 $B/bench/gpu_bench -s ${BENCH_ARGS:-}
+for np in ${BENCH_NPS:-2 4 8}; do
+    timeout -s KILL ${BENCH_TIMEOUT:-200} $MPIRUN -np $np -x DFCCL_PREEMPT=1 $B/bench/gpu_bench ${BENCH_ARGS:-}
+    timeout -s KILL ${BENCH_TIMEOUT:-200} $MPIRUN -np $np -x DFCCL_PREEMPT=0 $B/bench/gpu_bench -s ${BENCH_ARGS:-}
 done

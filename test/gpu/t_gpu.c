@@ -35,7 +35,8 @@ static void on_alarm(int sig)
 
 /* Device twins of a host case's buffers; host pointers map to the same offsets. */
 typedef struct {
-    void *dsend, *drecv;
+    void *dsend, *drecv;       /* data start: same misalignment as the host buffers */
+    void *send_base, *recv_base;
     size_t send_bytes, recv_bytes;
 } dev_case_t;
 
@@ -51,16 +52,18 @@ static void *to_dev(const tc_case_t *c, const dev_case_t *d, const void *p)
 
 static void dev_setup(tc_case_t *c, dev_case_t *d)
 {
-    size_t es = tc_type_size(c->t);
+    const size_t off = tc_case_offset(c);
     memset(d, 0, sizeof *d);
-    d->send_bytes = c->send ? c->send_elems * es : 0;
-    d->recv_bytes = c->recv ? (c->coll == TC_REDUCESCATTER ? c->count : c->recv_elems) * es : 0;
+    d->send_bytes = c->send ? c->send_bytes : 0;
+    d->recv_bytes = c->recv ? c->recv_bytes : 0;
     if (c->send) {
-        CU(cudaMalloc(&d->dsend, d->send_bytes + 16));
+        CU(cudaMalloc(&d->send_base, d->send_bytes + off + 16));
+        d->dsend = (char *)d->send_base + off;
         CU(cudaMemcpy(d->dsend, c->send, d->send_bytes, cudaMemcpyHostToDevice));
     }
     if (c->recv) {
-        CU(cudaMalloc(&d->drecv, d->recv_bytes + 16));
+        CU(cudaMalloc(&d->recv_base, d->recv_bytes + off + 16));
+        d->drecv = (char *)d->recv_base + off;
         CU(cudaMemcpy(d->drecv, c->recv, d->recv_bytes, cudaMemcpyHostToDevice));
     }
     c->sendp = to_dev(c, d, c->sendp);
@@ -87,8 +90,8 @@ static void dev_finish(tc_case_t *c, dev_case_t *d)
                            (char *)c->recvp <= (char *)d->drecv + d->recv_bytes
                        ? (char *)c->recv + ((char *)c->recvp - (char *)d->drecv)
                        : (char *)c->send + ((char *)c->recvp - (char *)d->dsend);
-    cudaFree(d->dsend);
-    cudaFree(d->drecv);
+    cudaFree(d->send_base);
+    cudaFree(d->recv_base);
 }
 
 static void wait_or_hang(dfcclRequest_t *reqs, int n)
@@ -121,8 +124,7 @@ static size_t run_case(tc_case_t *c)
     CHECK(dfcclWait(&c->req));
     dev_finish(c, &d);
     size_t bad = tc_case_check(c);
-    free(c->send);
-    free(c->recv);
+    tc_case_free(c);
     return bad;
 }
 
@@ -152,6 +154,7 @@ static int mode_matrix(dfcclComm_t comm, int P, int me)
                         c.count = coll == TC_BARRIER ? 0 : n;
                         c.inplace = inplace;
                         c.root = tc_coll_has_root((tc_coll_t)coll) ? (int)(si % (size_t)P) : 0;
+                        c.misalign = si == 2 || si == 4; /* unaligned device pointers too */
                         c.seed = 1000 + coll * 100 + ti * 10 + oi + si;
                         c.comm = comm;
                         c.P = P;

@@ -1,0 +1,808 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dfccl_bench: an nccl-tests style benchmark for dfccl.
+ *
+ * Launch one process per rank with mpirun, e.g.
+ *   mpirun -np 4 ./dfccl_bench -b 8 -e 64M -f 2 -c allreduce -d float -o sum
+ *
+ * For each size the benchmark runs WARMUP untimed collectives, then ITERS timed
+ * ones. Every timed iteration is: MPI_Barrier, t0 = MPI_Wtime, submit the
+ * collective, dfcclWait, t1 = MPI_Wtime. The per-iteration time is the maximum
+ * over ranks (MPI_Allreduce MAX); the time column is the median over the
+ * iterations and the last column the minimum.
+ *
+ * With checking on (the default) the receive buffer is poisoned before every
+ * timed iteration (outside the timed region) and compared afterwards with a
+ * reference computed from the known rank/index dependent inputs. All inputs are
+ * small integers, so sums, products, maxima and minima are exact in every type,
+ * float16 and bfloat16 included. #wrong is the number of wrong elements summed
+ * over ranks and iterations; the exit status is 1 when it is not zero anywhere.
+ *
+ * size is the total buffer size in bytes and count the count argument of the
+ * dfccl call, as in nccl-tests (for allgather, reduce_scatter and alltoall that
+ * is the per-rank block, and size = count * nranks * typesize).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "dfccl.h"
+#include "dfccl_mpi.h"
+
+extern char **environ;
+
+enum coll { C_ALLREDUCE, C_REDUCE_SCATTER, C_ALLGATHER, C_BCAST, C_REDUCE, C_ALLTOALL, C_NUM };
+
+static const char *const coll_names[C_NUM] = {
+    "allreduce", "reduce_scatter", "allgather", "bcast", "reduce", "alltoall",
+};
+
+/* Printed names follow nccl-tests. */
+static const char *const type_names[dfcclNumTypes] = {
+    "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double",
+};
+
+static const char *const op_names[dfcclNumOps] = {
+    "sum", "prod", "max", "min", "band", "bor", "bxor",
+};
+
+struct opts {
+    size_t minbytes, maxbytes;
+    size_t factor;
+    enum coll coll;
+    dfcclDataType_t type;
+    dfcclRedOp_t op;
+    int root;
+    int warmup, iters;
+    int check;
+    int stats;
+};
+
+static int g_rank, g_nranks;
+
+#define ROOT_PRINTF(...)                                                                          \
+    do {                                                                                          \
+        if (g_rank == 0) {                                                                        \
+            printf(__VA_ARGS__);                                                                  \
+        }                                                                                         \
+    } while (0)
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "dfccl_bench: rank %d: ", g_rank);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    exit(2);
+}
+
+#define DFCHECK(call)                                                                             \
+    do {                                                                                          \
+        dfcclResult_t r_ = (call);                                                                \
+        if (r_ != dfcclSuccess)                                                                   \
+            die("%s failed: %s (%d): %s", #call, dfcclGetErrorString(r_), (int)r_,                \
+                dfcclGetLastError());                                                             \
+    } while (0)
+
+/* ------------------------------------------------------------------------- */
+/* Element conversion. Values are small integers, exactly representable.      */
+
+static uint16_t float_to_half(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+    uint32_t mant = x & 0x7fffffu;
+    if (((x >> 23) & 0xff) == 0xff) /* inf / nan */
+        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+    if (exp >= 31)
+        return (uint16_t)(sign | 0x7c00u);
+    if (exp <= 0) { /* subnormal or zero */
+        if (exp < -10)
+            return (uint16_t)sign;
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t h = mant >> shift;
+        uint32_t rem = mant & ((1u << shift) - 1);
+        uint32_t half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1)))
+            h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = sign | ((uint32_t)exp << 10) | (mant >> 13);
+    uint32_t rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
+        h++; /* may carry into the exponent: still correct */
+    return (uint16_t)h;
+}
+
+static uint16_t float_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40);
+    uint32_t lsb = (x >> 16) & 1u;
+    x += 0x7fffu + lsb;
+    return (uint16_t)(x >> 16);
+}
+
+/* Store the integer value v as element i of buf. */
+static void store(dfcclDataType_t t, void *buf, size_t i, int64_t v)
+{
+    switch (t) {
+    case dfcclInt8: ((int8_t *)buf)[i] = (int8_t)v; break;
+    case dfcclUint8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case dfcclInt32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case dfcclUint32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+    case dfcclInt64: ((int64_t *)buf)[i] = v; break;
+    case dfcclUint64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+    case dfcclFloat16: ((uint16_t *)buf)[i] = float_to_half((float)v); break;
+    case dfcclBfloat16: ((uint16_t *)buf)[i] = float_to_bf16((float)v); break;
+    case dfcclFloat32: ((float *)buf)[i] = (float)v; break;
+    case dfcclFloat64: ((double *)buf)[i] = (double)v; break;
+    default: break;
+    }
+}
+
+static int is_float_type(dfcclDataType_t t)
+{
+    return t == dfcclFloat16 || t == dfcclBfloat16 || t == dfcclFloat32 || t == dfcclFloat64;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Inputs: element i of the send buffer of rank r (the global index i runs over
+ * the whole send buffer, all blocks included). */
+
+static int64_t input_value(const struct opts *o, int r, size_t i)
+{
+    /* Non-reducing collectives and max/min: values that identify rank and index.
+     * Period 101 keeps 8-bit and bfloat16 (exact up to 256) values exact. */
+    int small = (o->type == dfcclInt8 || o->type == dfcclUint8 || o->type == dfcclBfloat16);
+    int64_t period = small ? 101 : 1021;
+    int64_t mix = ((int64_t)r * 37 + (int64_t)(i % 1000003u) * 11) % period;
+    int reducing = (o->coll == C_ALLREDUCE || o->coll == C_REDUCE_SCATTER || o->coll == C_REDUCE);
+    if (!reducing)
+        return mix;
+    switch (o->op) {
+    case dfcclSum:
+        return ((int64_t)r * 3 + (int64_t)(i % 4u) * 7 + (int64_t)(i / 4u % 3u)) % 4; /* 0..3 */
+    case dfcclProd:
+        return ((i + (size_t)r) % 8 == 0) ? 2 : 1; /* at most ceil(n/8) factors of 2 */
+    default:
+        return mix;
+    }
+}
+
+static int64_t apply_op(dfcclRedOp_t op, int64_t a, int64_t b)
+{
+    switch (op) {
+    case dfcclSum: return a + b;
+    case dfcclProd: return a * b;
+    case dfcclMax: return a > b ? a : b;
+    case dfcclMin: return a < b ? a : b;
+    case dfcclBand: return a & b;
+    case dfcclBor: return a | b;
+    case dfcclBxor: return a ^ b;
+    default: return 0;
+    }
+}
+
+static int64_t reduced_value(const struct opts *o, size_t i)
+{
+    int64_t acc = input_value(o, 0, i);
+    for (int r = 1; r < g_nranks; r++)
+        acc = apply_op(o->op, acc, input_value(o, r, i));
+    return acc;
+}
+
+/* Buffer geometry for one size. */
+struct geom {
+    size_t count;      /* the count argument of the dfccl call */
+    size_t send_elems; /* elements in sendbuf */
+    size_t recv_elems; /* elements in recvbuf */
+    size_t size_bytes; /* printed size: max(send, recv) bytes */
+};
+
+static struct geom geometry(enum coll c, size_t bytes, size_t tsize)
+{
+    struct geom g;
+    size_t n = (size_t)g_nranks;
+    size_t total = bytes / tsize;
+    switch (c) {
+    case C_ALLREDUCE:
+    case C_BCAST:
+    case C_REDUCE:
+        g.count = total;
+        g.send_elems = total;
+        g.recv_elems = total;
+        break;
+    case C_REDUCE_SCATTER:
+        g.count = total / n;
+        g.send_elems = g.count * n;
+        g.recv_elems = g.count;
+        break;
+    case C_ALLGATHER:
+        g.count = total / n;
+        g.send_elems = g.count;
+        g.recv_elems = g.count * n;
+        break;
+    case C_ALLTOALL:
+    default:
+        g.count = total / n;
+        g.send_elems = g.count * n;
+        g.recv_elems = g.count * n;
+        break;
+    }
+    g.size_bytes = (g.send_elems > g.recv_elems ? g.send_elems : g.recv_elems) * tsize;
+    return g;
+}
+
+static void fill_send(const struct opts *o, void *sendbuf, const struct geom *g)
+{
+    if (o->coll == C_BCAST && g_rank != o->root) {
+        /* Only the root's buffer matters; give the others something different. */
+        for (size_t i = 0; i < g->send_elems; i++)
+            store(o->type, sendbuf, i, 7);
+        return;
+    }
+    for (size_t i = 0; i < g->send_elems; i++)
+        store(o->type, sendbuf, i, input_value(o, g_rank, i));
+}
+
+/* Reference for this rank's receive buffer. Returns 0 when this rank's recvbuf
+ * is not defined by the collective (reduce on a non-root rank). */
+static int fill_expected(const struct opts *o, void *expected, const struct geom *g)
+{
+    size_t cnt = g->count;
+    switch (o->coll) {
+    case C_ALLREDUCE:
+        for (size_t i = 0; i < cnt; i++)
+            store(o->type, expected, i, reduced_value(o, i));
+        return 1;
+    case C_REDUCE:
+        if (g_rank != o->root)
+            return 0;
+        for (size_t i = 0; i < cnt; i++)
+            store(o->type, expected, i, reduced_value(o, i));
+        return 1;
+    case C_REDUCE_SCATTER:
+        for (size_t i = 0; i < cnt; i++)
+            store(o->type, expected, i, reduced_value(o, (size_t)g_rank * cnt + i));
+        return 1;
+    case C_ALLGATHER:
+        for (int r = 0; r < g_nranks; r++)
+            for (size_t i = 0; i < cnt; i++)
+                store(o->type, expected, (size_t)r * cnt + i, input_value(o, r, i));
+        return 1;
+    case C_BCAST:
+        for (size_t i = 0; i < cnt; i++)
+            store(o->type, expected, i, input_value(o, o->root, i));
+        return 1;
+    case C_ALLTOALL:
+        for (int r = 0; r < g_nranks; r++)
+            for (size_t i = 0; i < cnt; i++)
+                store(o->type, expected, (size_t)r * cnt + i,
+                      input_value(o, r, (size_t)g_rank * cnt + i));
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static uint64_t count_wrong(const void *got, const void *want, size_t elems, size_t tsize)
+{
+    if (memcmp(got, want, elems * tsize) == 0)
+        return 0;
+    uint64_t wrong = 0;
+    const unsigned char *a = got, *b = want;
+    for (size_t i = 0; i < elems; i++)
+        if (memcmp(a + i * tsize, b + i * tsize, tsize) != 0)
+            wrong++;
+    return wrong;
+}
+
+static void submit(const struct opts *o, dfcclComm_t comm, const void *sendbuf, void *recvbuf,
+                   size_t count, dfcclRequest_t *req)
+{
+    dfcclResult_t r;
+    switch (o->coll) {
+    case C_ALLREDUCE:
+        r = dfcclAllReduce(sendbuf, recvbuf, count, o->type, o->op, comm, req);
+        break;
+    case C_REDUCE_SCATTER:
+        r = dfcclReduceScatter(sendbuf, recvbuf, count, o->type, o->op, comm, req);
+        break;
+    case C_ALLGATHER:
+        r = dfcclAllGather(sendbuf, recvbuf, count, o->type, comm, req);
+        break;
+    case C_BCAST:
+        r = dfcclBroadcast(sendbuf, recvbuf, count, o->type, o->root, comm, req);
+        break;
+    case C_REDUCE:
+        r = dfcclReduce(sendbuf, recvbuf, count, o->type, o->op, o->root, comm, req);
+        break;
+    case C_ALLTOALL:
+    default:
+        r = dfcclAllToAll(sendbuf, recvbuf, count, o->type, comm, req);
+        break;
+    }
+    if (r != dfcclSuccess)
+        die("submitting %s of %zu x %s failed: %s (%d): %s", coll_names[o->coll], count,
+            type_names[o->type], dfcclGetErrorString(r), (int)r, dfcclGetLastError());
+}
+
+static void wait_req(const struct opts *o, dfcclRequest_t *req, size_t count)
+{
+    dfcclResult_t r = dfcclWait(req);
+    if (r != dfcclSuccess)
+        die("%s of %zu x %s completed with an error: %s (%d): %s", coll_names[o->coll], count,
+            type_names[o->type], dfcclGetErrorString(r), (int)r, dfcclGetLastError());
+}
+
+/* nccl-tests bus bandwidth factors. */
+static double bus_factor(enum coll c, int n)
+{
+    switch (c) {
+    case C_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case C_REDUCE_SCATTER:
+    case C_ALLGATHER:
+    case C_ALLTOALL: return (double)(n - 1) / n;
+    case C_BCAST:
+    case C_REDUCE:
+    default: return 1.0;
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void fmt_time(char *buf, size_t len, double us)
+{
+    if (us >= 10000.0)
+        snprintf(buf, len, "%8.0f", us);
+    else if (us >= 100.0)
+        snprintf(buf, len, "%8.1f", us);
+    else
+        snprintf(buf, len, "%8.2f", us);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Options.                                                                   */
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0)
+        return -1;
+    double mul = 1;
+    switch (*end) {
+    case 'k': case 'K': mul = 1024.0; end++; break;
+    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end != '\0')
+        return -1;
+    v *= mul;
+    if (v > (double)SIZE_MAX / 4)
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static int parse_int(const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int lookup(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static int parse_type(const char *s)
+{
+    int t = lookup(s, type_names, dfcclNumTypes);
+    if (t >= 0)
+        return t;
+    if (!strcmp(s, "float16") || !strcmp(s, "fp16"))
+        return dfcclFloat16;
+    if (!strcmp(s, "bf16"))
+        return dfcclBfloat16;
+    if (!strcmp(s, "float32") || !strcmp(s, "fp32"))
+        return dfcclFloat32;
+    if (!strcmp(s, "float64") || !strcmp(s, "fp64"))
+        return dfcclFloat64;
+    if (!strcmp(s, "int"))
+        return dfcclInt32;
+    if (!strcmp(s, "char"))
+        return dfcclInt8;
+    return -1;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpirun -np N dfccl_bench [options]\n"
+            "  -b MINBYTES  smallest size (default 8; K, M, G suffixes allowed)\n"
+            "  -e MAXBYTES  largest size (default 64M)\n"
+            "  -f FACTOR    multiply the size by FACTOR between steps (default 2)\n"
+            "  -c COLL      allreduce (default), reduce_scatter, allgather, bcast, reduce, alltoall\n"
+            "  -d TYPE      float (default), half|float16, bfloat16, double, int8, uint8, int32,\n"
+            "               uint32, int64, uint64\n"
+            "  -o OP        sum (default), prod, max, min, band, bor, bxor (bitwise: integer types)\n"
+            "  -r ROOT      root of bcast and reduce (default 0)\n"
+            "  -w WARMUP    untimed iterations per size (default 5)\n"
+            "  -n ITERS     timed iterations per size (default 20; scaled down from 16 MiB)\n"
+            "  -C [0|1]     check the result of every timed iteration (default 1)\n"
+            "  -p           print dfccl statistics summed over ranks at the end\n"
+            "  -h           this help\n"
+            "Columns: time is the median over iterations of the per-iteration maximum over\n"
+            "ranks, min(us) the minimum; #wrong counts wrong elements over ranks and iterations.\n");
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+    o->minbytes = 8;
+    o->maxbytes = 64u << 20;
+    o->factor = 2;
+    o->coll = C_ALLREDUCE;
+    o->type = dfcclFloat32;
+    o->op = dfcclSum;
+    o->root = 0;
+    o->warmup = 5;
+    o->iters = 20;
+    o->check = 1;
+    o->stats = 0;
+
+    int c, v;
+    opterr = 0;
+    while ((c = getopt(argc, argv, ":b:e:f:c:d:o:r:w:n:C::ph")) != -1) {
+        switch (c) {
+        case 'b':
+            if (parse_size(optarg, &o->minbytes))
+                goto bad;
+            break;
+        case 'e':
+            if (parse_size(optarg, &o->maxbytes))
+                goto bad;
+            break;
+        case 'f':
+            if (parse_int(optarg, 2, 1 << 20, &v))
+                goto bad;
+            o->factor = (size_t)v;
+            break;
+        case 'c':
+            if ((v = lookup(optarg, coll_names, C_NUM)) < 0) {
+                if (!strcmp(optarg, "broadcast"))
+                    v = C_BCAST;
+                else if (!strcmp(optarg, "reducescatter"))
+                    v = C_REDUCE_SCATTER;
+                else if (!strcmp(optarg, "all_reduce"))
+                    v = C_ALLREDUCE;
+                else if (!strcmp(optarg, "all_gather"))
+                    v = C_ALLGATHER;
+                else
+                    goto bad;
+            }
+            o->coll = (enum coll)v;
+            break;
+        case 'd':
+            if ((v = parse_type(optarg)) < 0)
+                goto bad;
+            o->type = (dfcclDataType_t)v;
+            break;
+        case 'o':
+            if ((v = lookup(optarg, op_names, dfcclNumOps)) < 0)
+                goto bad;
+            o->op = (dfcclRedOp_t)v;
+            break;
+        case 'r':
+            if (parse_int(optarg, 0, INT_MAX, &o->root))
+                goto bad;
+            break;
+        case 'w':
+            if (parse_int(optarg, 0, 1000000, &o->warmup))
+                goto bad;
+            break;
+        case 'n':
+            if (parse_int(optarg, 1, 1000000, &o->iters))
+                goto bad;
+            break;
+        case 'C':
+            if (optarg) {
+                if (parse_int(optarg, 0, 1, &o->check))
+                    goto bad;
+            } else if (optind < argc && (!strcmp(argv[optind], "0") || !strcmp(argv[optind], "1"))) {
+                o->check = argv[optind][0] - '0';
+                optind++;
+            } else {
+                o->check = 1;
+            }
+            break;
+        case 'p':
+            o->stats = 1;
+            break;
+        case 'h':
+            if (g_rank == 0)
+                usage(stdout);
+            return 1;
+        case ':':
+            if (g_rank == 0)
+                fprintf(stderr, "dfccl_bench: option -%c needs an argument\n", optopt);
+            return -1;
+        default:
+            if (g_rank == 0)
+                fprintf(stderr, "dfccl_bench: unknown option -%c\n", optopt);
+            return -1;
+        bad:
+            if (g_rank == 0)
+                fprintf(stderr, "dfccl_bench: bad value '%s' for -%c\n", optarg, c);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        if (g_rank == 0)
+            fprintf(stderr, "dfccl_bench: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (o->minbytes == 0)
+        o->minbytes = dfcclTypeSize(o->type);
+    if (o->maxbytes < o->minbytes) {
+        if (g_rank == 0)
+            fprintf(stderr, "dfccl_bench: -e %zu is smaller than -b %zu\n", o->maxbytes,
+                    o->minbytes);
+        return -1;
+    }
+    if (o->op >= dfcclBand && is_float_type(o->type)) {
+        if (g_rank == 0)
+            fprintf(stderr, "dfccl_bench: -o %s needs an integer type\n", op_names[o->op]);
+        return -1;
+    }
+    if (o->root >= g_nranks) {
+        if (g_rank == 0)
+            fprintf(stderr, "dfccl_bench: -r %d but only %d ranks\n", o->root, g_nranks);
+        return -1;
+    }
+    return 0;
+}
+
+/* Iterations for one size: full count below 16 MiB, then proportionally fewer
+ * (8 MiB worth of iterations' data), never fewer than 3 (a median needs some). */
+static void scaled_iters(const struct opts *o, size_t bytes, int *warm, int *iters)
+{
+    const size_t big = 16u << 20;
+    *warm = o->warmup;
+    *iters = o->iters;
+    if (bytes >= big) {
+        double scale = (double)(8u << 20) / (double)bytes;
+        int it = (int)ceil(o->iters * scale);
+        int w = (int)ceil(o->warmup * scale);
+        *iters = it < 3 ? (o->iters < 3 ? o->iters : 3) : it;
+        *warm = w < 1 ? (o->warmup < 1 ? o->warmup : 1) : w;
+    }
+}
+
+static void print_header(const struct opts *o)
+{
+    if (g_rank != 0)
+        return;
+    int version = 0;
+    dfcclGetVersion(&version);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    printf("# dfccl_bench: dfccl %d.%d.%d, %d ranks, host %s\n", version / 10000,
+           version / 100 % 100, version % 100, g_nranks, host);
+    printf("# collective %s, type %s, op %s, root %d\n", coll_names[o->coll],
+           type_names[o->type], op_names[o->op], o->root);
+    printf("# minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %d iters: %d "
+           "(scaled down from 16 MiB) check: %d\n",
+           o->minbytes, o->maxbytes, o->factor, o->warmup, o->iters, o->check);
+    const char *pre = getenv("DFCCL_PREEMPT");
+    printf("# env DFCCL_PREEMPT=%s\n", pre ? pre : "(unset: default 1)");
+    const char *cs = getenv("DFCCL_CHUNK_SIZE");
+    printf("# env DFCCL_CHUNK_SIZE=%s\n", cs ? cs : "(unset: default)");
+    const char *os = getenv("DFCCL_ONESHOT_MAX");
+    printf("# env DFCCL_ONESHOT_MAX=%s\n", os ? os : "(unset: default)");
+    for (char **e = environ; *e; e++)
+        if (!strncmp(*e, "DFCCL_", 6) && strncmp(*e, "DFCCL_PREEMPT=", 14) &&
+            strncmp(*e, "DFCCL_CHUNK_SIZE=", 17) && strncmp(*e, "DFCCL_ONESHOT_MAX=", 18))
+            printf("# env %s\n", *e);
+    printf("# time: median over iterations of the slowest rank (MPI_Barrier before each);"
+           " min(us): fastest iteration\n");
+    printf("# #wrong: wrong elements, summed over ranks and checked iterations\n");
+    printf("#\n");
+    printf("# %10s %12s %8s %6s %6s %8s %8s %8s %7s %8s\n", "size", "count", "type", "redop",
+           "root", "time", "algbw", "busbw", "#wrong", "min");
+    printf("# %10s %12s %8s %6s %6s %8s %8s %8s %7s %8s\n", "(B)", "(elements)", "", "", "",
+           "(us)", "(GB/s)", "(GB/s)", "", "(us)");
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
+
+    struct opts o;
+    int pr = parse_opts(argc, argv, &o);
+    if (pr != 0) {
+        if (pr < 0 && g_rank == 0)
+            usage(stderr);
+        MPI_Finalize();
+        return pr < 0 ? 2 : 0;
+    }
+
+    size_t tsize = dfcclTypeSize(o.type);
+    if (tsize == 0)
+        die("dfcclTypeSize(%s) returned 0", type_names[o.type]);
+
+    dfcclComm_t comm;
+    DFCHECK(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
+
+    print_header(&o);
+
+    /* Buffers sized for the largest step. */
+    struct geom gmax = geometry(o.coll, o.maxbytes, tsize);
+    size_t alloc_send = (gmax.send_elems ? gmax.send_elems : 1) * tsize;
+    size_t alloc_recv = (gmax.recv_elems ? gmax.recv_elems : 1) * tsize;
+    void *sendbuf = malloc(alloc_send);
+    void *recvbuf = malloc(alloc_recv);
+    void *expected = o.check ? malloc(alloc_recv) : NULL;
+    double *times = malloc(sizeof(double) * (size_t)(o.iters > 0 ? o.iters : 1));
+    double *maxtimes = malloc(sizeof(double) * (size_t)(o.iters > 0 ? o.iters : 1));
+    if (!sendbuf || !recvbuf || (o.check && !expected) || !times || !maxtimes)
+        die("out of memory allocating %zu + %zu bytes", alloc_send, alloc_recv);
+    memset(recvbuf, 0, alloc_recv);
+
+    const char *redop = (o.coll == C_ALLREDUCE || o.coll == C_REDUCE_SCATTER ||
+                         o.coll == C_REDUCE)
+                            ? op_names[o.op]
+                            : "none";
+    int root = (o.coll == C_BCAST || o.coll == C_REDUCE) ? o.root : -1;
+
+    uint64_t total_wrong = 0;
+    double bw_sum = 0;
+    int bw_n = 0;
+
+    for (size_t bytes = o.minbytes; bytes <= o.maxbytes;) {
+        struct geom g = geometry(o.coll, bytes, tsize);
+        if (g.count == 0) {
+            ROOT_PRINTF("# %zu B: fewer than one %s per rank, skipped\n", bytes,
+                        type_names[o.type]);
+        } else {
+            int warm, iters;
+            scaled_iters(&o, bytes, &warm, &iters);
+            fill_send(&o, sendbuf, &g);
+            int have_ref = o.check ? fill_expected(&o, expected, &g) : 0;
+
+            for (int w = 0; w < warm; w++) {
+                dfcclRequest_t req = NULL;
+                submit(&o, comm, sendbuf, recvbuf, g.count, &req);
+                wait_req(&o, &req, g.count);
+            }
+
+            uint64_t wrong = 0;
+            for (int it = 0; it < iters; it++) {
+                if (have_ref)
+                    memset(recvbuf, 0xA5, g.recv_elems * tsize); /* poison */
+                dfcclRequest_t req = NULL;
+                MPI_Barrier(MPI_COMM_WORLD);
+                double t0 = MPI_Wtime();
+                submit(&o, comm, sendbuf, recvbuf, g.count, &req);
+                wait_req(&o, &req, g.count);
+                times[it] = MPI_Wtime() - t0;
+                if (have_ref)
+                    wrong += count_wrong(recvbuf, expected, g.recv_elems, tsize);
+            }
+            MPI_Allreduce(times, maxtimes, iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            uint64_t wrong_all = 0;
+            MPI_Allreduce(&wrong, &wrong_all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+            total_wrong += wrong_all;
+
+            double tmin = maxtimes[0];
+            for (int it = 1; it < iters; it++)
+                if (maxtimes[it] < tmin)
+                    tmin = maxtimes[it];
+            double tmed = median(maxtimes, iters);
+            double algbw = (double)g.size_bytes / 1e9 / tmed;
+            double busbw = algbw * bus_factor(o.coll, g_nranks);
+            bw_sum += busbw;
+            bw_n++;
+
+            if (g_rank == 0) {
+                char ts[32], ms[32], ws[32];
+                fmt_time(ts, sizeof ts, tmed * 1e6);
+                fmt_time(ms, sizeof ms, tmin * 1e6);
+                if (o.check)
+                    snprintf(ws, sizeof ws, "%" PRIu64, wrong_all);
+                else
+                    snprintf(ws, sizeof ws, "N/A");
+                printf("  %10zu %12zu %8s %6s %6d %s %8.2f %8.2f %7s %s\n", g.size_bytes, g.count,
+                       type_names[o.type], redop, root, ts, algbw, busbw, ws, ms);
+                fflush(stdout);
+            }
+        }
+        if (bytes > o.maxbytes / o.factor)
+            break;
+        bytes *= o.factor;
+    }
+
+    if (g_rank == 0) {
+        if (o.check)
+            printf("# Out of bounds values : %" PRIu64 " %s\n", total_wrong,
+                   total_wrong ? "FAILED" : "OK");
+        else
+            printf("# Out of bounds values : not checked (-C 0)\n");
+        printf("# Avg bus bandwidth    : %g\n", bw_n ? bw_sum / bw_n : 0.0);
+    }
+
+    if (o.stats) {
+        dfcclStats_t st;
+        DFCHECK(dfcclCommGetStats(comm, &st));
+        uint64_t mine[6] = {st.submitted, st.completed,   st.preemptions,
+                            st.stalls,    st.stall_ns,    st.shm_bytes};
+        uint64_t sum[6] = {0};
+        MPI_Reduce(mine, sum, 6, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (g_rank == 0)
+            printf("# dfccl stats (summed over %d ranks): submitted %" PRIu64
+                   " completed %" PRIu64 " preemptions %" PRIu64 " stalls %" PRIu64
+                   " stall_ms %.3f shm_bytes %" PRIu64 "\n",
+                   g_nranks, sum[0], sum[1], sum[2], sum[3], (double)sum[4] / 1e6, sum[5]);
+    }
+    if (g_rank == 0)
+        fflush(stdout);
+
+    DFCHECK(dfcclCommDestroy(comm));
+    free(sendbuf);
+    free(recvbuf);
+    free(expected);
+    free(times);
+    free(maxtimes);
+    MPI_Finalize();
+    return total_wrong ? 1 : 0;
+}

@@ -1,0 +1,351 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Multi-process test suite of dfccl.
+#
+# usage: run_suite.sh BUILD_BIN_DIR
+#   BUILD_BIN_DIR holds the compiled programs t_matrix, t_comms, t_chaos, t_random,
+#   t_badinput, t_killed, t_large, t_threads (named like their .c files).
+#
+# Every case runs under mpirun inside `timeout`, so a hang fails fast; processes of
+# the test binaries left behind by a killed job are killed by pid afterwards. One
+# line per case: "PASS: name np=N" or "FAIL: name np=N (reason)"; at the end
+# "N passed, N failed"; the exit status is non-zero if any case failed.
+#
+# Environment:
+#   DFCCL_*            passed to every rank (mpirun -x)
+#   SUITE_NPS          rank counts of the general cases (default "2 3 4 8")
+#   SUITE_FILTER       only run cases whose name matches this extended regex
+#   SUITE_LOGDIR       where the logs go (default: a new /tmp/dfccl-suite.XXXXXX)
+#   SUITE_HANG_RUNS    how many times the preemption-off hang proof runs (default 1)
+#   SUITE_MPIRUN_ARGS  replaces "--mca btl self,vader"
+#   SUITE_VERBOSE=1    print the tail of the log of every failing case
+set -u
+
+if [ $# -lt 1 ] || [ ! -d "$1" ]; then
+    echo "usage: $0 BUILD_BIN_DIR" >&2
+    exit 2
+fi
+BIN=$(cd "$1" && pwd)
+NPS=${SUITE_NPS:-"2 3 4 8"}
+FILTER=${SUITE_FILTER:-}
+HANG_RUNS=${SUITE_HANG_RUNS:-1}
+LOGDIR=${SUITE_LOGDIR:-$(mktemp -d /tmp/dfccl-suite.XXXXXX)}
+mkdir -p "$LOGDIR"
+read -r -a MPI_EXTRA <<< "${SUITE_MPIRUN_ARGS:---mca btl self,vader}"
+
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe "${MPI_EXTRA[@]}")
+# pass the caller's DFCCL_* variables through explicitly
+for v in $(compgen -e | grep '^DFCCL_' || true); do
+    MPIRUN+=(-x "$v")
+done
+
+npass=0
+nfail=0
+FAILED=()
+
+for p in t_matrix t_comms t_chaos t_random t_badinput t_killed t_large t_threads; do
+    if [ ! -x "$BIN/$p" ]; then
+        echo "FAIL: $p (missing program $BIN/$p)"
+        nfail=$((nfail + 1))
+        FAILED+=("$p")
+    fi
+done
+
+# ------------------------------------------------------------------ helpers
+
+# Kill, by pid, every process still running one of the test binaries of $BIN
+# (ranks orphaned by a killed mpirun).
+kill_orphans() {
+    local d pid exe left=0
+    for d in /proc/[0-9]*; do
+        pid=${d#/proc/}
+        exe=$(readlink "$d/exe" 2>/dev/null) || continue
+        case "$exe" in
+        "$BIN"/t_* | "$BIN"/.libs/t_* | "$BIN"/.libs/lt-t_*)
+            kill -KILL "$pid" 2>/dev/null && left=$((left + 1))
+            ;;
+        esac
+    done
+    if [ "$left" -gt 0 ]; then
+        sleep 0.5
+        echo "  (killed $left leftover test processes)" >&2
+    fi
+}
+
+# dfccl segments in /dev/shm, one name a line
+shm_list() {
+    local f
+    for f in /dev/shm/dfccl-*; do
+        [ -e "$f" ] && echo "${f#/dev/shm/}"
+    done
+    return 0
+}
+
+# Open MPI shared-memory BTL segments
+vader_list() {
+    local f
+    for f in /dev/shm/vader_segment.*; do
+        [ -e "$f" ] && echo "${f#/dev/shm/}"
+    done
+    return 0
+}
+
+pid_alive() { kill -0 "$1" 2>/dev/null; }
+
+# names of segments in $2 (a list) not in $1 (a list) whose owner pid is dead
+shm_leaked_since() {
+    local before="$1" after="$2" name pid
+    for name in $after; do
+        if ! grep -qxF "$name" <<< "$before"; then
+            pid=${name#dfccl-}
+            pid=${pid%%-*}
+            if ! pid_alive "$pid"; then
+                echo "$name"
+            fi
+        fi
+    done
+}
+
+selected() { [ -z "$FILTER" ] || [[ "$1" =~ $FILTER ]]; }
+
+pass() {
+    echo "PASS: $1"
+    npass=$((npass + 1))
+}
+
+fail() {
+    echo "FAIL: $1 ($2)"
+    nfail=$((nfail + 1))
+    FAILED+=("$1")
+    if [ "${SUITE_VERBOSE:-0}" = 1 ] && [ -n "${3:-}" ] && [ -f "$3" ]; then
+        tail -n 25 "$3" | sed 's/^/    | /'
+    fi
+}
+
+# A short reason from a log: the first mismatch / failure / hang line.
+reason_of() {
+    local log=$1 line
+    line=$(grep -m1 -E 'MISMATCH|FAIL|HANG:|Segmentation|signal|error' "$log" 2>/dev/null | cut -c1-300)
+    echo "${line:-see $log}"
+}
+
+# run_mpi LOG TIMEOUT NP [mpirun args...] -- PROGRAM [program args...]; sets RC
+run_mpi() {
+    local log=$1 tmo=$2 np=$3
+    shift 3
+    local margs=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+        margs+=("$1")
+        shift
+    done
+    shift
+    local prog=$1
+    shift
+    timeout -s TERM -k 10 "$tmo" "${MPIRUN[@]}" "${margs[@]}" -np "$np" "$BIN/$prog" "$@" \
+        > "$log" 2>&1 < /dev/null
+    RC=$?
+    kill_orphans
+}
+
+# run_case NAME NP TIMEOUT [mpirun args...] -- PROGRAM [args...]
+# PASS when the job exits 0 with a final "OK" (or "SKIP") line and no dfccl segment
+# of a dead process is left in /dev/shm.
+run_case() {
+    local name=$1 np=$2 tmo=$3
+    shift 3
+    local id="$name np=$np"
+    selected "$id" || return 0
+    local log
+    log="$LOGDIR/$(printf '%s' "${name}_np$np" | tr -c 'A-Za-z0-9_.=-' '_').log"
+    local before after leaked
+    before=$(shm_list)
+    local t0=$SECONDS
+    run_mpi "$log" "$tmo" "$np" "$@"
+    local dt=$((SECONDS - t0))
+    after=$(shm_list)
+    leaked=$(shm_leaked_since "$before" "$after")
+    if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then
+        fail "$id" "timed out after ${tmo}s: $(reason_of "$log"); log $log" "$log"
+    elif [ "$RC" -ne 0 ]; then
+        fail "$id" "exit $RC: $(reason_of "$log"); log $log" "$log"
+    elif grep -q '^SKIP' "$log"; then
+        pass "$id ($(grep -m1 '^SKIP' "$log"))"
+    elif ! grep -qx 'OK' "$log"; then
+        fail "$id" "exit 0 without an OK line; log $log" "$log"
+    elif [ -n "$leaked" ]; then
+        fail "$id" "shared memory left behind: ${leaked//$'\n'/ }; log $log" "$log"
+    else
+        pass "$id [${dt}s]"
+    fi
+}
+
+# ------------------------------------------------------------------ general cases
+
+echo "dfccl MPI suite: binaries $BIN, logs $LOGDIR, np in {$NPS}"
+
+for np in $NPS; do
+    tm=60
+    [ "$np" -ge 8 ] && tm=120
+    run_case t_matrix "$np" "$tm" -- t_matrix
+    run_case t_comms "$np" 60 -- t_comms
+    run_case t_chaos "$np" "$tm" -- t_chaos 20 --deadline 60
+    run_case t_random "$np" "$tm" -- t_random --rounds 8 --deadline 60
+    run_case t_badinput "$np" 60 -- t_badinput
+done
+
+for np in 2 4; do
+    run_case t_threads "$np" 60 -- t_threads --threads 2 --iters 40
+done
+run_case t_threads-4threads 3 60 -- t_threads --threads 4 --iters 20
+
+# configuration variants: small chunks, ring for every allreduce, one slot, two channels
+run_case "t_matrix[chunk=4096,oneshot=0]" 4 120 -x DFCCL_CHUNK_SIZE=4096 -x DFCCL_ONESHOT_MAX=0 -- t_matrix
+run_case "t_matrix[slots=1,channels=2]" 3 120 -x DFCCL_SLOTS=1 -x DFCCL_CHANNELS=2 -- t_matrix --quick
+run_case "t_random[slots=1,chunk=1024]" 4 120 -x DFCCL_SLOTS=1 -x DFCCL_CHUNK_SIZE=1024 -- t_random --rounds 4 --deadline 60
+run_case "t_chaos[channels=4,slots=4]" 4 120 -x DFCCL_CHANNELS=4 -x DFCCL_SLOTS=4 -- t_chaos 10 --deadline 60
+
+# more than 2^31 bytes: 2 ranks only
+run_case t_large 2 400 -- t_large
+
+# ------------------------------------------------------------------ hang proof
+# With preemption off, ranks that submit the chaos collectives in different orders
+# must deadlock: the program reports HANG and exits 3 (or the watchdog kills it).
+hang_proof() {
+    local np=4 i
+    local id="t_chaos[DFCCL_PREEMPT=0 must hang] np=$np"
+    selected "$id" || return 0
+    local ok=1 why="" vb va f
+    for i in $(seq 1 "$HANG_RUNS"); do
+        local log="$LOGDIR/t_chaos_nopreempt_np${np}_$i.log"
+        vb=$(vader_list)
+        run_mpi "$log" 60 "$np" -x DFCCL_PREEMPT=0 -- t_chaos 20 --deadline 10
+        # ranks that _exit without MPI_Finalize leave Open MPI's vader segments
+        # behind; the job is gone (kill_orphans), so remove the ones it created
+        va=$(vader_list)
+        for f in $va; do
+            grep -qxF "$f" <<< "$vb" || rm -f "/dev/shm/$f"
+        done
+        if [ "$RC" -eq 3 ] || [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ] || grep -q '^HANG:' "$log"; then
+            if [ "$RC" -eq 0 ]; then
+                ok=0
+                why="run $i exit 0 despite HANG lines; log $log"
+            fi
+        elif [ "$RC" -eq 0 ] || grep -qx 'OK' "$log"; then
+            ok=0
+            why="run $i completed with preemption off: no deadlock; log $log"
+        else
+            ok=0
+            why="run $i exit $RC without a HANG report: $(reason_of "$log"); log $log"
+        fi
+    done
+    if [ "$ok" = 1 ]; then
+        pass "$id (hung as expected in $HANG_RUNS run(s))"
+    else
+        fail "$id" "$why"
+    fi
+}
+hang_proof
+
+# With preemption off and DFCCL_TIMEOUT set, the same deadlock ends in dfcclTimeout.
+run_case "t_chaos[DFCCL_PREEMPT=0,DFCCL_TIMEOUT=2000 must time out]" 4 120 \
+    -x DFCCL_PREEMPT=0 -x DFCCL_TIMEOUT=2000 -- t_chaos 20 --deadline 90 --expect-timeout
+
+# ------------------------------------------------------------------ killed ranks
+# Ranks raise SIGKILL with communicators alive: no segment of theirs may remain.
+killed_case() {
+    local mode=$1 np=2
+    local id="t_killed${mode:+[$mode]} np=$np"
+    selected "$id" || return 0
+    local log="$LOGDIR/t_killed${mode}_np$np.log"
+    local before after leaked p
+    local -a pids=()
+    before=$(shm_list)
+    run_mpi "$log" 60 "$np" -- t_killed ${mode:+"$mode"}
+    after=$(shm_list)
+    mapfile -t pids < <(sed -n 's/^t_killed: rank [0-9]* pid \([0-9]*\)$/\1/p' "$log")
+    leaked=$(shm_leaked_since "$before" "$after")
+    local own=""
+    for p in "${pids[@]}"; do
+        own+=$(grep "^dfccl-$p-" <<< "$after" | tr '\n' ' ')
+    done
+    if [ "$RC" -eq 124 ]; then
+        fail "$id" "timed out: $(reason_of "$log"); log $log" "$log"
+    elif [ "$RC" -eq 0 ]; then
+        fail "$id" "mpirun exit 0 although every rank killed itself; log $log" "$log"
+    elif [ "${#pids[@]}" -lt "$np" ]; then
+        fail "$id" "only ${#pids[@]} of $np ranks got to the kill: $(reason_of "$log"); log $log" "$log"
+    elif [ -n "$own" ] || [ -n "$leaked" ]; then
+        fail "$id" "segments of killed ranks remain in /dev/shm: $own ${leaked//$'\n'/ }; log $log" "$log"
+    else
+        pass "$id (ranks ${pids[*]} killed, no segment left)"
+    fi
+}
+killed_case ""
+killed_case --mid
+
+# The next normal run must leave no dfccl segment at all.
+followup_case() {
+    local id="t_killed[follow-up normal run] np=2"
+    selected "$id" || return 0
+    local log="$LOGDIR/t_killed_followup_np2.log"
+    run_mpi "$log" 60 2 -- t_killed --normal
+    local after dead="" live="" name pid
+    after=$(shm_list)
+    for name in $after; do
+        pid=${name#dfccl-}
+        pid=${pid%%-*}
+        if pid_alive "$pid"; then live="$live $name"; else dead="$dead $name"; fi
+    done
+    if [ "$RC" -ne 0 ] || ! grep -qx OK "$log"; then
+        fail "$id" "exit $RC: $(reason_of "$log"); log $log" "$log"
+    elif [ -n "$dead" ]; then
+        fail "$id" "dfccl segments remain after a normal run:$dead; log $log" "$log"
+    else
+        pass "$id (no dfccl segment left${live:+; segments of other live processes:$live})"
+    fi
+}
+followup_case
+
+# Segments of a dead pid are removed at the next start; a live process's are kept.
+dead_pid_cleanup_case() {
+    local id="shm_dead_pid_cleanup np=2"
+    selected "$id" || return 0
+    local log="$LOGDIR/shm_dead_pid_cleanup_np2.log"
+    local dead
+    sleep 0 &
+    dead=$!
+    wait "$dead" 2>/dev/null
+    if pid_alive "$dead"; then
+        pass "$id (skipped: could not find a dead pid)"
+        return 0
+    fi
+    local fake_dead="/dev/shm/dfccl-$dead-00000000deadbeef-0"
+    local fake_live="/dev/shm/dfccl-$$-00000000feedf00d-0"
+    head -c 4096 /dev/zero > "$fake_dead"
+    head -c 4096 /dev/zero > "$fake_live"
+    run_mpi "$log" 60 2 -- t_killed --normal
+    local dead_left=0 live_left=0
+    [ -e "$fake_dead" ] && dead_left=1
+    [ -e "$fake_live" ] && live_left=1
+    rm -f "$fake_dead" "$fake_live"
+    if [ "$RC" -ne 0 ] || ! grep -qx OK "$log"; then
+        fail "$id" "exit $RC: $(reason_of "$log"); log $log" "$log"
+    elif [ "$dead_left" = 1 ]; then
+        fail "$id" "$fake_dead (pid $dead is dead) was not removed by the next start; log $log" "$log"
+    elif [ "$live_left" = 0 ]; then
+        fail "$id" "$fake_live (pid $$ is alive: the suite) was removed; log $log" "$log"
+    else
+        pass "$id (dead pid's segment removed, live pid's kept)"
+    fi
+}
+dead_pid_cleanup_case
+
+# ------------------------------------------------------------------ summary
+kill_orphans
+echo "$npass passed, $nfail failed"
+if [ "$nfail" -gt 0 ]; then
+    for f in "${FAILED[@]}"; do echo "  failed: $f"; done
+    exit 1
+fi
+exit 0

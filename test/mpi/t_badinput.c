@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * t_badinput: every bad argument is rejected with the right code and a message
+ * that names the argument; a rejected call has no effect on other communicators
+ * (a checked collective on a live communicator follows every bad call) nor on the
+ * communicator it was made on. Also: count 0 with NULL buffers is legal, stale
+ * (destroyed) handles are rejected, dfcclCommInit validates its arguments, a
+ * failing bootstrap gives dfcclBootstrapError, and destroying a communicator with a
+ * collective pending completes it with dfcclCommAborted.
+ *
+ * usage: t_badinput
+ */
+#include "test_common.h"
+
+static dfcclComm_t A, B; /* A gets the bad calls; B proves other communicators work */
+static int P, me;
+static int nbad, ngood;
+static uint64_t good_seed = 1000;
+static uint64_t a_submitted; /* successful submissions on A */
+
+/* A checked collective on communicator @p c (rotating through collectives). */
+static void good_on(dfcclComm_t c, const char *after)
+{
+    static const tc_coll_t colls[] = {TC_ALLREDUCE,     TC_BCAST,  TC_ALLGATHER,
+                                      TC_REDUCESCATTER, TC_REDUCE, TC_ALLTOALL};
+    tc_case_t x;
+    memset(&x, 0, sizeof x);
+    x.coll = colls[ngood % 6];
+    x.t = (ngood / 6) % 2 ? dfcclFloat32 : dfcclInt32;
+    x.op = tc_coll_has_op(x.coll) ? dfcclSum : TC_COPY;
+    x.count = 37 + (size_t)(ngood % 5) * 100;
+    x.root = tc_coll_has_root(x.coll) ? (ngood % P) : 0;
+    x.seed = good_seed++;
+    x.comm = c;
+    x.P = P;
+    x.me = me;
+    x.label = c == A ? 0 : 1;
+    tc_case_setup(&x);
+    dfcclResult_t r = tc_case_submit_rc(&x);
+    if (r != dfcclSuccess)
+        TC_FAIL("good %s on comm %s after [%s] failed to submit: %d (%s): %s", tc_coll_names[x.coll],
+                c == A ? "A" : "B", after, (int)r, dfcclGetErrorString(r), dfcclGetLastError());
+    r = dfcclWait(&x.req);
+    if (r != dfcclSuccess)
+        TC_FAIL("good %s on comm %s after [%s] completed with %d (%s): %s", tc_coll_names[x.coll],
+                c == A ? "A" : "B", after, (int)r, dfcclGetErrorString(r), dfcclGetLastError());
+    if (tc_case_check(&x))
+        TC_FAIL("good %s on comm %s after [%s] gave wrong results", tc_coll_names[x.coll], c == A ? "A" : "B",
+                after);
+    tc_case_free(&x);
+    if (c == A)
+        a_submitted++;
+    ngood++;
+}
+
+/* The call must return @p want and the last error must contain @p needle. */
+static void bad_check(int line, const char *txt, dfcclResult_t got, dfcclResult_t want, dfcclResult_t want2,
+                      const char *needle)
+{
+    if (got != want && got != want2)
+        TC_FAIL("line %d: %s returned %d (%s), expected %d (%s); last error: \"%s\"", line, txt, (int)got,
+                dfcclGetErrorString(got), (int)want, dfcclGetErrorString(want), dfcclGetLastError());
+    if (needle && !tc_lasterr_has(needle))
+        TC_FAIL("line %d: %s returned %d but the last error \"%s\" does not name \"%s\"", line, txt, (int)got,
+                dfcclGetLastError(), needle);
+    nbad++;
+    /* the rejected call must not disturb another live communicator */
+    good_on(B, txt);
+}
+
+#define BAD(needle, call)                                                                                    \
+    bad_check(__LINE__, #call, (call), dfcclInvalidArgument, dfcclInvalidArgument, needle)
+/* a stale handle: invalid argument or invalid usage are both right */
+#define BAD_STALE(call) bad_check(__LINE__, #call, (call), dfcclInvalidArgument, dfcclInvalidUsage, "comm")
+
+static int cb_calls;
+static int cb_fail(const void *s, void *r, size_t bytes, void *ctx)
+{
+    (void)s;
+    (void)r;
+    (void)bytes;
+    (void)ctx;
+    cb_calls++;
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    tc_init_world();
+    (void)argc;
+    (void)argv;
+    P = tc_size;
+    me = tc_rank;
+
+    dfcclComm_t C; /* destroyed early: its stale handle must be rejected */
+    CHECK(dfcclCommInitMPI(&A, MPI_COMM_WORLD));
+    CHECK(dfcclCommInitMPI(&B, MPI_COMM_WORLD));
+    CHECK(dfcclCommInitMPI(&C, MPI_COMM_WORLD));
+
+    const size_t n = 64; /* elements per rank */
+    float *sb = tc_malloc(n * (size_t)P * sizeof(double));
+    float *rb = tc_malloc(n * (size_t)P * sizeof(double));
+    memset(sb, 0, n * (size_t)P * sizeof(double));
+    dfcclRequest_t req = NULL;
+    const dfcclDataType_t F = dfcclFloat32;
+    int st_rank, st_size, done;
+    dfcclStats_t stats;
+
+    /* ---- stale handle first, before any other communicator is created ---- */
+    CHECK(dfcclCommDestroy(C));
+    BAD_STALE(dfcclAllReduce(sb, rb, n, F, dfcclSum, C, &req));
+    BAD_STALE(dfcclReduce(sb, rb, n, F, dfcclSum, 0, C, &req));
+    BAD_STALE(dfcclBroadcast(sb, rb, n, F, 0, C, &req));
+    BAD_STALE(dfcclAllGather(sb, rb, n, F, C, &req));
+    BAD_STALE(dfcclReduceScatter(sb, rb, n, F, dfcclSum, C, &req));
+    BAD_STALE(dfcclAllToAll(sb, rb, n, F, C, &req));
+    BAD_STALE(dfcclBarrier(C, &req));
+    BAD_STALE(dfcclCommRank(C, &st_rank));
+    BAD_STALE(dfcclCommSize(C, &st_size));
+    BAD_STALE(dfcclCommGetStats(C, &stats));
+    BAD_STALE(dfcclCommDestroy(C));
+    good_on(A, "stale handle tests");
+
+    /* ---- NULL communicator ---- */
+    BAD("comm", dfcclAllReduce(sb, rb, n, F, dfcclSum, NULL, &req));
+    BAD("comm", dfcclReduce(sb, rb, n, F, dfcclSum, 0, NULL, &req));
+    BAD("comm", dfcclBroadcast(sb, rb, n, F, 0, NULL, &req));
+    BAD("comm", dfcclAllGather(sb, rb, n, F, NULL, &req));
+    BAD("comm", dfcclReduceScatter(sb, rb, n, F, dfcclSum, NULL, &req));
+    BAD("comm", dfcclAllToAll(sb, rb, n, F, NULL, &req));
+    BAD("comm", dfcclBarrier(NULL, &req));
+    BAD("comm", dfcclCommRank(NULL, &st_rank));
+    BAD("comm", dfcclCommSize(NULL, &st_size));
+    BAD("comm", dfcclCommGetStats(NULL, &stats));
+    BAD("comm", dfcclCommDestroy(NULL));
+
+    /* ---- NULL buffers with count > 0 ---- */
+    BAD("sendbuf", dfcclAllReduce(NULL, rb, n, F, dfcclSum, A, &req));
+    BAD("recvbuf", dfcclAllReduce(sb, NULL, n, F, dfcclSum, A, &req));
+    BAD("sendbuf", dfcclReduce(NULL, rb, n, F, dfcclSum, me, A, &req));
+    BAD("recvbuf", dfcclReduce(sb, NULL, n, F, dfcclSum, me, A, &req)); /* on the root */
+    BAD("sendbuf", dfcclBroadcast(NULL, rb, n, F, me, A, &req));        /* on the root */
+    BAD("recvbuf", dfcclBroadcast(sb, NULL, n, F, me, A, &req));
+    BAD("recvbuf", dfcclBroadcast(sb, NULL, n, F, (me + 1) % P, A, &req));
+    BAD("sendbuf", dfcclAllGather(NULL, rb, n, F, A, &req));
+    BAD("recvbuf", dfcclAllGather(sb, NULL, n, F, A, &req));
+    BAD("sendbuf", dfcclReduceScatter(NULL, rb, n, F, dfcclSum, A, &req));
+    BAD("recvbuf", dfcclReduceScatter(sb, NULL, n, F, dfcclSum, A, &req));
+    BAD("sendbuf", dfcclAllToAll(NULL, rb, n, F, A, &req));
+    BAD("recvbuf", dfcclAllToAll(sb, NULL, n, F, A, &req));
+
+    /* ---- NULL request_p ---- */
+    BAD("request", dfcclAllReduce(sb, rb, n, F, dfcclSum, A, NULL));
+    BAD("request", dfcclReduce(sb, rb, n, F, dfcclSum, 0, A, NULL));
+    BAD("request", dfcclBroadcast(sb, rb, n, F, 0, A, NULL));
+    BAD("request", dfcclAllGather(sb, rb, n, F, A, NULL));
+    BAD("request", dfcclReduceScatter(sb, rb, n, F, dfcclSum, A, NULL));
+    BAD("request", dfcclAllToAll(sb, rb, n, F, A, NULL));
+    BAD("request", dfcclBarrier(A, NULL));
+
+    /* ---- datatype out of range ---- */
+    const int bad_types[] = {-1, dfcclNumTypes, dfcclNumTypes + 1, 1000};
+    for (int i = 0; i < 4; i++) {
+        dfcclDataType_t bt = (dfcclDataType_t)bad_types[i];
+        BAD("datatype", dfcclAllReduce(sb, rb, n, bt, dfcclSum, A, &req));
+        BAD("datatype", dfcclReduce(sb, rb, n, bt, dfcclSum, 0, A, &req));
+        BAD("datatype", dfcclBroadcast(sb, rb, n, bt, 0, A, &req));
+        BAD("datatype", dfcclAllGather(sb, rb, n, bt, A, &req));
+        BAD("datatype", dfcclReduceScatter(sb, rb, n, bt, dfcclSum, A, &req));
+        BAD("datatype", dfcclAllToAll(sb, rb, n, bt, A, &req));
+        if (dfcclTypeSize(bt) != 0)
+            TC_FAIL("dfcclTypeSize(%d) = %zu, expected 0", bad_types[i], dfcclTypeSize(bt));
+    }
+    for (int i = 0; i < TC_NTYPES; i++)
+        if (dfcclTypeSize(tc_all_types[i]) != tc_type_size(tc_all_types[i]))
+            TC_FAIL("dfcclTypeSize(%s) = %zu, expected %zu", tc_type_name(tc_all_types[i]),
+                    dfcclTypeSize(tc_all_types[i]), tc_type_size(tc_all_types[i]));
+
+    /* ---- op out of range ---- */
+    const int bad_ops[] = {-1, dfcclNumOps, dfcclNumOps + 1, 1000};
+    for (int i = 0; i < 4; i++) {
+        dfcclRedOp_t bo = (dfcclRedOp_t)bad_ops[i];
+        BAD("op", dfcclAllReduce(sb, rb, n, dfcclInt32, bo, A, &req));
+        BAD("op", dfcclReduce(sb, rb, n, dfcclInt32, bo, 0, A, &req));
+        BAD("op", dfcclReduceScatter(sb, rb, n, dfcclInt32, bo, A, &req));
+    }
+
+    /* ---- bitwise ops on floating types ---- */
+    const dfcclDataType_t ftypes[] = {dfcclFloat16, dfcclBfloat16, dfcclFloat32, dfcclFloat64};
+    const dfcclRedOp_t bops[] = {dfcclBand, dfcclBor, dfcclBxor};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 3; j++) {
+            BAD("op", dfcclAllReduce(sb, rb, n, ftypes[i], bops[j], A, &req));
+            BAD("op", dfcclReduce(sb, rb, n, ftypes[i], bops[j], 0, A, &req));
+            BAD("op", dfcclReduceScatter(sb, rb, n, ftypes[i], bops[j], A, &req));
+        }
+
+    /* ---- root out of range ---- */
+    const int bad_roots[] = {-1, P, P + 7, -1000};
+    for (int i = 0; i < 4; i++) {
+        BAD("root", dfcclReduce(sb, rb, n, F, dfcclSum, bad_roots[i], A, &req));
+        BAD("root", dfcclBroadcast(sb, rb, n, F, bad_roots[i], A, &req));
+    }
+
+    /* ---- NULL output pointers of the other calls ---- */
+    BAD(NULL, dfcclCommRank(A, NULL));
+    BAD(NULL, dfcclCommSize(A, NULL));
+    BAD(NULL, dfcclCommGetStats(A, NULL));
+    BAD(NULL, dfcclGetVersion(NULL));
+    BAD(NULL, dfcclWait(NULL));
+    BAD(NULL, dfcclTest(NULL, &done));
+    BAD(NULL, dfcclWaitAll(2, NULL));
+    {
+        dfcclRequest_t nullreq = NULL;
+        BAD(NULL, dfcclTest(&nullreq, NULL));
+        /* a NULL request completes at once */
+        CHECK(dfcclWait(&nullreq));
+        if (nullreq != NULL)
+            TC_FAIL("dfcclWait(&NULL) changed the request");
+    }
+    int version = 0;
+    CHECK(dfcclGetVersion(&version));
+    if (version != DFCCL_VERSION_CODE)
+        TC_FAIL("dfcclGetVersion = %d, header says %d", version, DFCCL_VERSION_CODE);
+    for (int code = -12; code <= 2; code++) {
+        const char *s = dfcclGetErrorString((dfcclResult_t)code);
+        if (!s || !*s)
+            TC_FAIL("dfcclGetErrorString(%d) is NULL or empty", code);
+    }
+
+    /* A, having rejected all of the above, still works */
+    good_on(A, "all bad calls on A");
+
+    /* ---- count 0 with NULL buffers is legal (collective: every rank does it) ---- */
+    {
+        dfcclRequest_t z[8] = {NULL};
+        int root = P - 1;
+        CHECK(dfcclAllReduce(NULL, NULL, 0, F, dfcclSum, A, &z[0]));
+        CHECK(dfcclReduce(NULL, NULL, 0, dfcclInt64, dfcclMax, root, A, &z[1]));
+        CHECK(dfcclBroadcast(NULL, NULL, 0, dfcclUint8, root, A, &z[2]));
+        CHECK(dfcclAllGather(NULL, NULL, 0, dfcclFloat16, A, &z[3]));
+        CHECK(dfcclReduceScatter(NULL, NULL, 0, dfcclBfloat16, dfcclMin, A, &z[4]));
+        CHECK(dfcclAllToAll(NULL, NULL, 0, dfcclFloat64, A, &z[5]));
+        CHECK(dfcclAllReduce(NULL, NULL, 0, dfcclUint32, dfcclBxor, A, &z[6]));
+        CHECK(dfcclBarrier(A, &z[7]));
+        a_submitted += 8;
+        for (int i = 0; i < 8; i++)
+            if (z[i] == NULL)
+                TC_FAIL("count-0 collective %d returned a NULL request", i);
+        CHECK(dfcclWaitAll(8, z));
+        for (int i = 0; i < 8; i++)
+            if (z[i] != NULL)
+                TC_FAIL("count-0 request %d not NULL after dfcclWaitAll", i);
+        good_on(A, "count-0 collectives");
+        good_on(B, "count-0 collectives");
+    }
+
+    /* statistics of A count only the accepted collectives */
+    CHECK(dfcclCommGetStats(A, &stats));
+    if (stats.submitted != a_submitted || stats.completed != a_submitted)
+        TC_FAIL("stats of A: submitted=%llu completed=%llu, expected %llu (rejected calls must not count)",
+                (unsigned long long)stats.submitted, (unsigned long long)stats.completed,
+                (unsigned long long)a_submitted);
+
+    /* ---- dfcclCommInit argument checks (local: the callback must not be called) ---- */
+    {
+        dfcclComm_t x = NULL;
+        cb_calls = 0;
+        BAD("rank", dfcclCommInit(&x, P, -1, cb_fail, NULL));
+        BAD("rank", dfcclCommInit(&x, P, P, cb_fail, NULL));
+        BAD("rank", dfcclCommInit(&x, P, P + 100, cb_fail, NULL));
+        BAD("nranks", dfcclCommInit(&x, 0, 0, cb_fail, NULL));
+        BAD("nranks", dfcclCommInit(&x, -3, 0, cb_fail, NULL));
+        BAD("allgather", dfcclCommInit(&x, P, me, NULL, NULL));
+        BAD("comm", dfcclCommInit(NULL, P, me, cb_fail, NULL));
+        if (cb_calls != 0)
+            TC_FAIL("dfcclCommInit called the bootstrap all-gather %d times for invalid arguments", cb_calls);
+        /* valid arguments, failing bootstrap (every rank fails locally) */
+        dfcclResult_t r = dfcclCommInit(&x, P, me, cb_fail, NULL);
+        if (r != dfcclBootstrapError)
+            TC_FAIL("dfcclCommInit with a failing all-gather returned %d (%s), expected %d; last "
+                    "error \"%s\"",
+                    (int)r, dfcclGetErrorString(r), (int)dfcclBootstrapError, dfcclGetLastError());
+        if (cb_calls < 1)
+            TC_FAIL("dfcclCommInit returned dfcclBootstrapError without calling the all-gather");
+        MPI_Barrier(MPI_COMM_WORLD);
+        good_on(A, "failed dfcclCommInit");
+        good_on(B, "failed dfcclCommInit");
+    }
+
+    /* ---- destroy with a collective pending: it completes with dfcclCommAborted ---- */
+    if (P > 1) {
+        dfcclComm_t D;
+        CHECK(dfcclCommInitMPI(&D, MPI_COMM_WORLD));
+        if (me == 0) {
+            /* only rank 0 submits: the collective can never complete */
+            dfcclRequest_t pr = NULL;
+            CHECK(dfcclAllReduce(sb, rb, n, F, dfcclSum, D, &pr));
+            for (int i = 0; i < 20; i++) {
+                CHECK(dfcclTest(&pr, &done));
+                if (done)
+                    TC_FAIL("an allreduce submitted on rank 0 only completed");
+                tc_sleep_us(1000);
+            }
+            CHECK(dfcclCommDestroy(D));
+            dfcclResult_t r = dfcclWait(&pr);
+            if (r != dfcclCommAborted)
+                TC_FAIL("pending allreduce of a destroyed communicator completed with %d (%s), "
+                        "expected %d (dfcclCommAborted)",
+                        (int)r, dfcclGetErrorString(r), (int)dfcclCommAborted);
+            if (pr != NULL)
+                TC_FAIL("dfcclWait left the aborted request non-NULL");
+        } else {
+            CHECK(dfcclCommDestroy(D));
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        good_on(A, "destroy with a pending collective");
+        good_on(B, "destroy with a pending collective");
+    }
+
+    CHECK(dfcclCommDestroy(A));
+    CHECK(dfcclCommDestroy(B));
+    int left = tc_shm_count((long)getpid(), 1);
+    if (left)
+        TC_FAIL("%d /dev/shm/dfccl-%ld-* segments remain after destroying every communicator", left,
+                (long)getpid());
+    free(sb);
+    free(rb);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == 0) {
+        printf("t_badinput: %d bad calls rejected, %d good collectives checked, np=%d\n", nbad, ngood, P);
+        printf("OK\n");
+    }
+    MPI_Finalize();
+    return 0;
+}
