@@ -210,9 +210,10 @@ int main(int argc, char **argv)
     dfcclStats_t st;
     DC(dfcclCommGetStats(comm, &st));
     if (me == 0)
-        printf("# rank 0: completed %llu, preemptions %llu, device memory for the communicator %.1f MiB\n",
+        printf("# rank 0: completed %llu, preemptions %llu, daemon launches %llu, device memory for the "
+               "communicator %.1f MiB\n",
                (unsigned long long)st.completed, (unsigned long long)st.preemptions,
-               (double)st.device_bytes / 1048576.0);
+               (unsigned long long)st.daemon_launches, (double)st.device_bytes / 1048576.0);
     DC(dfcclCommDestroy(comm));
     cudaFree(din);
     cudaFree(dout);

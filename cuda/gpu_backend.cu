@@ -52,6 +52,7 @@ static struct {
     int nfree;
     uint32_t comm_used[GPU_MAX_COMMS];
     uint64_t pending;
+    uint64_t launches;
 } G;
 static pthread_mutex_t G_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -187,6 +188,7 @@ static void kick_locked(int from_progress)
     }
     cudaEventRecord(G.launched_ev, G.stream);
     G.launched = 1;
+    G.launches++;
     G.last_launch_ns = now_ns();
 }
 
@@ -485,4 +487,5 @@ extern "C" void eng_gpu_comm_stats(eng_gpu_comm_t *gc, dfcclStats_t *s)
         cudaGetLastError();
     s->completed = done;
     s->shm_bytes = gc->fifo_bytes; /* device memory held for the communicator */
+    s->daemon_launches = G.launches;
 }

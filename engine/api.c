@@ -177,6 +177,8 @@ static dfcclResult_t request_reap(dfcclRequest_t *request_p)
     dfcclResult_t res = (dfcclResult_t)DFCCL_READ_ONCE(*req->result_p);
     if (req->gpu_id >= 0)
         eng_gpu_release(req->gpu_id);
+    if (res < 0) /* the daemon logged the details; the caller's thread gets the reason too */
+        eng_set_error(res, "dfcclWait", "the collective failed: %s", dfcclGetErrorString(res));
     free(*request_p);
     *request_p = NULL;
     return res;

@@ -201,6 +201,16 @@ dfcclResult_t dfcclCommSize(dfcclComm_t comm, int *size_p)
     return dfcclSuccess;
 }
 
+dfcclResult_t dfcclCommDeviceBuffers(dfcclComm_t comm, int *supported_p)
+{
+    if (!eng_comm_is_live(comm))
+        return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or destroyed)");
+    if (!supported_p)
+        return DFCCL_ARG_ERROR("supported_p is NULL");
+    *supported_p = comm->gpu != NULL;
+    return dfcclSuccess;
+}
+
 dfcclResult_t dfcclCommGetStats(dfcclComm_t comm, dfcclStats_t *stats_p)
 {
     if (!eng_comm_is_live(comm))
@@ -217,5 +227,6 @@ dfcclResult_t dfcclCommGetStats(dfcclComm_t comm, dfcclStats_t *stats_p)
     stats_p->stall_ns = DFCCL_READ_ONCE(comm->stats.stall_ns) + g.stall_ns;
     stats_p->shm_bytes = comm->stats.shm_bytes;
     stats_p->device_bytes = g.shm_bytes;
+    stats_p->daemon_launches = g.daemon_launches;
     return dfcclSuccess;
 }

@@ -336,7 +336,7 @@ static void idle_sleep(void)
 static void *daemon_main(void *arg)
 {
     (void)arg;
-    unsigned idle_passes = 0;
+    uint64_t stalled_since = eng_now_ns();
     for (;;) {
         take_submissions();
         if (!D.head) {
@@ -361,14 +361,16 @@ static void *daemon_main(void *arg)
              * tasks) are taken between passes only */
             progressed |= run_task(t, is_head);
         }
-        if (progressed) {
-            idle_passes = 0;
-        } else if (++idle_passes < 16) {
+        /* every task stalled: yield the core (peers may share it) for a while, and
+         * only after 2 ms without progress sleep between passes, so a long stall does
+         * not burn a core while a short one costs no wake-up latency */
+        uint64_t now = eng_now_ns();
+        if (progressed)
+            stalled_since = now;
+        else if (now - stalled_since < 2000000ull)
             sched_yield();
-        } else {
-            /* every task is stalled: back off so that peers (maybe on this core) run */
-            sleep_ns(DFCCL_MIN(idle_passes, 200u) * 1000ull);
-        }
+        else
+            sleep_ns(50000);
     }
     return NULL;
 }

@@ -98,6 +98,7 @@ typedef struct {
     uint64_t stall_ns;      /**< total time spent waiting before a preemption, ns */
     uint64_t shm_bytes;     /**< host shared memory this rank holds for the communicator */
     uint64_t device_bytes;  /**< GPU memory this rank holds for the communicator */
+    uint64_t daemon_launches; /**< GPU daemon kernel launches in this process so far */
 } dfcclStats_t;
 
 /** @brief Human-readable text for a result code. Never NULL. */
@@ -135,6 +136,10 @@ dfcclResult_t dfcclCommDestroy(dfcclComm_t comm);
 dfcclResult_t dfcclCommRank(dfcclComm_t comm, int *rank_p);
 /** @brief Number of ranks in @p comm. */
 dfcclResult_t dfcclCommSize(dfcclComm_t comm, int *size_p);
+/** @brief *@p supported_p is 1 when device buffers run on the GPU daemon for @p comm
+ *         (every rank has a usable GPU and the GPU backend is built and enabled). */
+dfcclResult_t dfcclCommDeviceBuffers(dfcclComm_t comm, int *supported_p);
+
 /** @brief Copy @p comm's statistics into @p stats_p. */
 dfcclResult_t dfcclCommGetStats(dfcclComm_t comm, dfcclStats_t *stats_p);
 

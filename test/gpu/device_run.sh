@@ -13,6 +13,13 @@ MODE=${1:-all}
 if [ "$MODE" = all ] || [ "$MODE" = test ]; then
     bash test/gpu/run_gpu_tests.sh "$PWD" ${QUICK:-} 2>&1 | tee "$OUT/gpu_tests.log"
 fi
+if [ "$MODE" = all ] || [ "$MODE" = ompi ]; then
+    # the component suite; its device-buffer part runs here, N ranks under MPS
+    export CUDA_MPS_PIPE_DIRECTORY=/tmp/dfccl-mps/pipe CUDA_MPS_LOG_DIRECTORY=/tmp/dfccl-mps/log
+    mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY; nvidia-cuda-mps-control -d
+    bash test/ompi/run_ompi_suite.sh "$PWD" ${OMPI_QUICK:-} 2>&1 | tee "$OUT/ompi_tests.log"
+    echo quit | nvidia-cuda-mps-control; sleep 1
+fi
 if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
     bash bench/gpu_bench.sh "$PWD" 2>&1 | tee "$OUT/gpu_bench.log"
 fi

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dfccl coll component for Open MPI 4.1 (coll API 2.0.0, int counts): component and
+ * module structures and every prototype of the component.
+ *
+ * For each collective it takes over, a call runs on one of three paths, decided the
+ * same way on every rank (coll_dfccl_check verifies it):
+ *   engine    the dfccl engine; device buffers staged through host memory until the
+ *             GPU backend exists, host buffers only with coll_dfccl_host_buffers=1
+ *   staged    device buffers the engine can't take (user op, derived datatype,
+ *             MAXLOC, ...): copied to host, previous module, copied back
+ *   previous  host buffers: the previous module, untouched
+ */
+#ifndef MCA_COLL_DFCCL_H
+#define MCA_COLL_DFCCL_H
+
+#include "ompi_config.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/request/request.h"
+#include "opal/class/opal_free_list.h"
+#include "opal/threads/mutex.h"
+
+#include "dfccl.h"
+
+#include "coll_dfccl_debug.h"
+
+BEGIN_C_DECLS
+
+/* ---------------------------------------------------------------- component */
+
+/** @brief One engine knob: an MCA variable mirrored into a DFCCL_* variable. */
+typedef struct {
+    const char *name; /**< MCA name after coll_dfccl_ */
+    const char *env;  /**< the engine's environment variable */
+    const char *help;
+    unsigned long long value; /**< MCA storage; its default is the engine's */
+    int var_index;            /**< to tell an explicit setting from the default */
+} mca_coll_dfccl_knob_t;
+
+#define MCA_COLL_DFCCL_NUM_KNOBS 12
+
+struct mca_coll_dfccl_module_t;
+struct mca_coll_dfccl_req_t;
+
+typedef struct mca_coll_dfccl_component_t {
+    mca_coll_base_component_2_0_0_t super;
+
+    /* MCA parameters */
+    int priority;
+    int verbose;
+    bool enable;
+    bool host_buffers;
+    bool check;
+    bool fake_device; /**< testing: every buffer counts as device memory */
+    bool eager;       /**< engine communicator at communicator creation, not first use */
+    mca_coll_dfccl_knob_t knobs[MCA_COLL_DFCCL_NUM_KNOBS];
+
+    /* state, set up at the first engine communicator (engine_ready) */
+    opal_mutex_t lock;                    /**< guards everything below */
+    bool engine_ready;                    /**< env exported, keyval, request list, progress */
+    int keyval;                           /**< communicator attribute; its delete destroys */
+    opal_free_list_t requests;            /**< mca_coll_dfccl_req_t */
+    struct mca_coll_dfccl_req_t *active;  /**< non-blocking calls being progressed */
+    struct mca_coll_dfccl_module_t *live; /**< modules holding an engine communicator */
+} mca_coll_dfccl_component_t;
+
+OMPI_MODULE_DECLSPEC extern mca_coll_dfccl_component_t mca_coll_dfccl_component;
+
+/* ---------------------------------------------------------------- module */
+
+typedef enum {
+    MCA_COLL_DFCCL_ENGINE_NONE = 0, /**< not created yet: at the first engine call */
+    MCA_COLL_DFCCL_ENGINE_LIVE,
+    MCA_COLL_DFCCL_ENGINE_FAILED,   /**< creation failed: every call falls back */
+    MCA_COLL_DFCCL_ENGINE_DESTROYED /**< communicator freed */
+} mca_coll_dfccl_engine_state_t;
+
+#define MCA_COLL_DFCCL_PREV(_api)                                                                            \
+    mca_coll_base_module_##_api##_fn_t previous_##_api;                                                      \
+    mca_coll_base_module_t *previous_##_api##_module
+
+typedef struct mca_coll_dfccl_module_t {
+    mca_coll_base_module_t super;
+    struct ompi_communicator_t *comm;
+    int rank;
+    int size;
+
+    dfcclComm_t ecomm;
+    mca_coll_dfccl_engine_state_t engine;
+    int outstanding;      /**< non-blocking calls not completed yet */
+    bool destroy_pending; /**< communicator freed while calls were outstanding */
+    bool attr_set;        /**< the delete attribute is on the communicator */
+    struct mca_coll_dfccl_module_t *live_next;
+
+    MCA_COLL_DFCCL_PREV(allreduce);
+    MCA_COLL_DFCCL_PREV(iallreduce);
+    MCA_COLL_DFCCL_PREV(reduce);
+    MCA_COLL_DFCCL_PREV(ireduce);
+    MCA_COLL_DFCCL_PREV(bcast);
+    MCA_COLL_DFCCL_PREV(ibcast);
+    MCA_COLL_DFCCL_PREV(allgather);
+    MCA_COLL_DFCCL_PREV(iallgather);
+    MCA_COLL_DFCCL_PREV(reduce_scatter_block);
+    MCA_COLL_DFCCL_PREV(ireduce_scatter_block);
+    MCA_COLL_DFCCL_PREV(reduce_scatter);
+    MCA_COLL_DFCCL_PREV(ireduce_scatter);
+    MCA_COLL_DFCCL_PREV(alltoall);
+    MCA_COLL_DFCCL_PREV(ialltoall);
+} mca_coll_dfccl_module_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_dfccl_module_t);
+
+/* ---------------------------------------------------------------- one call */
+
+/** @brief A user buffer region staged through a host copy. */
+typedef struct {
+    void *user;     /**< start of the staged region in user (device) memory */
+    char *host;     /**< its host copy */
+    size_t out_off; /**< part copied back at the end: offset ... */
+    size_t out_len; /**< ... and length (0: nothing) */
+} mca_coll_dfccl_stage_t;
+
+/** @brief Everything one collective call holds until it completes. */
+typedef struct {
+    mca_coll_dfccl_stage_t stage[3]; /**< staged user buffers */
+    int nstage;
+    void *tmp;      /**< a host temporary of the call itself */
+    void *move_dst; /**< host-side copy done at completion, before staging out */
+    const void *move_src;
+    size_t move_len;
+    dfcclRequest_t ereq;   /**< engine request (engine path) */
+    ompi_request_t *inner; /**< previous module's request (non-blocking staged path) */
+    int rc;                /**< result of a blocking previous call (staged path) */
+    bool device_direct;    /**< engine path on a communicator with a GPU part */
+} mca_coll_dfccl_op_t;
+
+/**
+ * @brief Open MPI 4.1's ompi_coll_base_nbc_request_t, declared again: its header
+ *        (coll_base_util.h) includes op.h, which does not build out of tree. Every
+ *        non-blocking collective request must start with it: the MPI_I* bindings
+ *        keep a user op or derived datatype alive by storing it in these fields
+ *        and hooking the completion callback (ompi_coll_base_retain_op/_datatypes).
+ */
+typedef struct {
+    ompi_request_t super;
+    union {
+        ompi_request_complete_fn_t req_complete_cb;
+        ompi_request_free_fn_t req_free;
+    } cb;
+    void *req_complete_cb_data;
+    union {
+        opal_object_t *objs[2];
+    } data;
+} mca_coll_dfccl_nbc_request_t;
+
+/* the class behind it, exported by libmpi */
+OMPI_DECLSPEC extern opal_class_t ompi_coll_base_nbc_request_t_class;
+
+/** @brief Request of a non-blocking call. */
+typedef struct mca_coll_dfccl_req_t {
+    mca_coll_dfccl_nbc_request_t super;
+    struct mca_coll_dfccl_req_t *next; /**< in the component's active list */
+    mca_coll_dfccl_module_t *module;
+    mca_coll_dfccl_op_t op;
+} mca_coll_dfccl_req_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_dfccl_req_t);
+
+/* ---------------------------------------------------------------- module.c */
+
+int mca_coll_dfccl_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *comm, int *priority);
+int mca_coll_dfccl_progress(void);
+/** @brief Once per process, before the first engine communicator or request. */
+int mca_coll_dfccl_setup(void);
+/** @brief Component close: destroy what is left, leave opal_progress. */
+void mca_coll_dfccl_engine_shutdown(void);
+
+/** @brief The engine communicator of @p m, created at the first call (collective).
+ *         NULL when it can't be created; the caller falls back. */
+dfcclComm_t mca_coll_dfccl_engine_comm(mca_coll_dfccl_module_t *m);
+
+/** @brief What coll_dfccl_check compares across ranks before a call. */
+typedef struct {
+    int32_t coll;         /**< mca_coll_dfccl_coll_t */
+    int32_t path;         /**< mca_coll_dfccl_path_t */
+    int32_t kind;         /**< mca_coll_dfccl_mem_t */
+    int32_t root;         /**< rooted collectives, else 0 */
+    int32_t op;           /**< index of a predefined op, 0 for none, -1 user-defined */
+    int32_t nonblocking;  /**< MPI_I* call */
+    int64_t bytes;        /**< payload size each rank must agree on */
+    uint64_t counts_hash; /**< reduce_scatter: the recvcounts array */
+} mca_coll_dfccl_check_t;
+
+int mca_coll_dfccl_check_args(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_t *rec);
+
+/** @brief Request for a non-blocking call; NULL when out of memory. */
+mca_coll_dfccl_req_t *mca_coll_dfccl_req_get(mca_coll_dfccl_module_t *m);
+/** @brief Return a request that was never started. */
+void mca_coll_dfccl_req_put(mca_coll_dfccl_req_t *req);
+/** @brief Hand a started request to the progress callback. */
+void mca_coll_dfccl_req_start(mca_coll_dfccl_req_t *req);
+
+/** @brief Stage in a user region; *@p view_p becomes the host address matching @p user. */
+int mca_coll_dfccl_stage_in(mca_coll_dfccl_op_t *op, void *user, ptrdiff_t lo, size_t len, bool copy_in,
+                            size_t out_off, size_t out_len, void **view_p);
+/** @brief Completion of a call: host-side move, stage out, free. Returns an MPI error code. */
+int mca_coll_dfccl_op_finish(mca_coll_dfccl_op_t *op, int rc);
+/** @brief Wait for a blocking call (driving opal_progress), then finish it. */
+int mca_coll_dfccl_op_wait(mca_coll_dfccl_op_t *op);
+
+/** @brief MPI error code for a failed engine submission (logs the engine's message). */
+int mca_coll_dfccl_engine_error(const char *what, dfcclResult_t res);
+/** @brief MPI error code for an engine result. */
+int mca_coll_dfccl_result_to_mpi(dfcclResult_t res);
+
+/* ---------------------------------------------------------------- collectives */
+
+int mca_coll_dfccl_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                             mca_coll_base_module_t *module);
+int mca_coll_dfccl_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                              struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                              ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_dfccl_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                          struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                          mca_coll_base_module_t *module);
+int mca_coll_dfccl_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                           struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                           ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_dfccl_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                         struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_dfccl_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                          struct ompi_communicator_t *comm, ompi_request_t **request,
+                          mca_coll_base_module_t *module);
+int mca_coll_dfccl_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                             int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                             mca_coll_base_module_t *module);
+int mca_coll_dfccl_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                              int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                              ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_dfccl_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_dfccl_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                         struct ompi_communicator_t *comm, ompi_request_t **request,
+                                         mca_coll_base_module_t *module);
+int mca_coll_dfccl_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                  struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_dfccl_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                   struct ompi_communicator_t *comm, ompi_request_t **request,
+                                   mca_coll_base_module_t *module);
+int mca_coll_dfccl_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                            int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                            mca_coll_base_module_t *module);
+int mca_coll_dfccl_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                             int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                             ompi_request_t **request, mca_coll_base_module_t *module);
+
+END_C_DECLS
+
+#endif /* MCA_COLL_DFCCL_H */

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What every per-collective file shares: the path decision, the coll_dfccl_check
+ * record, per-call logging and the blocking / non-blocking drivers.
+ *
+ * Each coll_dfccl_<coll>.c has one static <coll>_start() that, for the path chosen,
+ * stages buffers, then submits to the engine (engine path) or calls the previous
+ * module on the host copies (staged path; its non-blocking variant when given a
+ * place for the inner request). The blocking and `i` entry points wrap it with
+ * MCA_COLL_DFCCL_RUN_BLOCKING / MCA_COLL_DFCCL_RUN_NONBLOCKING.
+ */
+#ifndef MCA_COLL_DFCCL_COMMON_H
+#define MCA_COLL_DFCCL_COMMON_H
+
+#include "ompi_config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "coll_dfccl.h"
+#include "coll_dfccl_cuda.h"
+#include "coll_dfccl_dtypes.h"
+
+typedef enum {
+    MCA_COLL_DFCCL_PATH_PREVIOUS = 0, /**< previous module, buffers untouched */
+    MCA_COLL_DFCCL_PATH_ENGINE = 1,   /**< the engine (device buffers staged) */
+    MCA_COLL_DFCCL_PATH_STAGED = 2,   /**< host copies of device buffers, previous module */
+} mca_coll_dfccl_path_t;
+
+typedef enum {
+    MCA_COLL_DFCCL_ALLREDUCE = 1,
+    MCA_COLL_DFCCL_REDUCE,
+    MCA_COLL_DFCCL_BCAST,
+    MCA_COLL_DFCCL_ALLGATHER,
+    MCA_COLL_DFCCL_REDUCE_SCATTER_BLOCK,
+    MCA_COLL_DFCCL_REDUCE_SCATTER,
+    MCA_COLL_DFCCL_ALLTOALL,
+} mca_coll_dfccl_coll_t;
+
+extern const char *const mca_coll_dfccl_coll_names[];
+extern const char *const mca_coll_dfccl_path_names[];
+
+/**
+ * @brief The path of one call. Same inputs on every rank give the same answer:
+ *        memory kind, whether the engine can run the datatype/op/size, and the
+ *        communicator's engine state (which only fails on every rank together).
+ */
+static inline mca_coll_dfccl_path_t mca_coll_dfccl_choose(mca_coll_dfccl_module_t *m,
+                                                          mca_coll_dfccl_mem_t kind, bool engine_ok)
+{
+    engine_ok = engine_ok && m->engine != MCA_COLL_DFCCL_ENGINE_FAILED;
+    if (kind == MCA_COLL_DFCCL_MEM_HOST)
+        return engine_ok && mca_coll_dfccl_component.host_buffers ? MCA_COLL_DFCCL_PATH_ENGINE
+                                                                  : MCA_COLL_DFCCL_PATH_PREVIOUS;
+    return engine_ok ? MCA_COLL_DFCCL_PATH_ENGINE : MCA_COLL_DFCCL_PATH_STAGED;
+}
+
+/** @brief The stronger of two memory kinds (device if either is). */
+static inline mca_coll_dfccl_mem_t mca_coll_dfccl_kind2(const void *a, const void *b)
+{
+    if (mca_coll_dfccl_mem_kind(a) == MCA_COLL_DFCCL_MEM_DEVICE)
+        return MCA_COLL_DFCCL_MEM_DEVICE;
+    return mca_coll_dfccl_mem_kind(b);
+}
+
+/**
+ * @brief Everything between the arguments and the path: the decision, the optional
+ *        cross-rank check, the engine communicator (created here at the first call),
+ *        one verbose line.
+ * @return OMPI_SUCCESS, or MPI_ERR_ARG from coll_dfccl_check.
+ */
+static inline int mca_coll_dfccl_prologue(mca_coll_dfccl_module_t *m, mca_coll_dfccl_check_t *rec,
+                                          bool engine_ok, bool blocking, mca_coll_dfccl_path_t *path_p,
+                                          dfcclComm_t *ecomm_p)
+{
+    mca_coll_dfccl_path_t path = mca_coll_dfccl_choose(m, (mca_coll_dfccl_mem_t)rec->kind, engine_ok);
+    if (!engine_ok && rec->bytes && mca_coll_dfccl_component.verbose >= 5)
+        DFCCL_VERBOSE(5, "MPI_%s on %s: not for the engine (%s)", mca_coll_dfccl_coll_names[rec->coll],
+                      m->comm->c_name,
+                      rec->op < 0 ? "user-defined op"
+                                  : "datatype/op without an engine equivalent, or a non-contiguous datatype");
+    *ecomm_p = NULL;
+    if (mca_coll_dfccl_component.check) {
+        rec->path = (int32_t)path;
+        rec->nonblocking = !blocking;
+        int rc = mca_coll_dfccl_check_args(m, rec);
+        if (rc != OMPI_SUCCESS)
+            return rc;
+    }
+    if (path == MCA_COLL_DFCCL_PATH_ENGINE) {
+        *ecomm_p = mca_coll_dfccl_engine_comm(m);
+        if (!*ecomm_p) /* creation failed, on every rank: fall back from now on */
+            path = rec->kind == MCA_COLL_DFCCL_MEM_HOST ? MCA_COLL_DFCCL_PATH_PREVIOUS
+                                                        : MCA_COLL_DFCCL_PATH_STAGED;
+    }
+    if (mca_coll_dfccl_component.verbose >= 3) {
+        char name[32]; /* Allreduce / Iallreduce */
+        snprintf(name, sizeof(name), "%s%s", blocking ? "" : "I", mca_coll_dfccl_coll_names[rec->coll]);
+        if (!blocking)
+            name[1] = (char)(name[1] - 'A' + 'a');
+        DFCCL_VERBOSE(3, "MPI_%s on %s (cid %u, %d ranks): -> %s (%s memory, %lld bytes)", name,
+                      m->comm->c_name, m->comm->c_contextid, m->size, mca_coll_dfccl_path_names[path],
+                      rec->kind == MCA_COLL_DFCCL_MEM_HOST ? "host" : "device", (long long)rec->bytes);
+    }
+    *path_p = path;
+    return OMPI_SUCCESS;
+}
+
+static inline void mca_coll_dfccl_op_init(mca_coll_dfccl_op_t *op)
+{
+    memset(op, 0, sizeof(*op));
+}
+
+/** @brief The op runs on the engine: device buffers go to the GPU daemon as they are
+ *         when the engine communicator has a GPU part. */
+static inline void mca_coll_dfccl_op_engine(mca_coll_dfccl_op_t *op, dfcclComm_t ecomm)
+{
+    int direct = 0;
+    op->device_direct = dfcclCommDeviceBuffers(ecomm, &direct) == dfcclSuccess && direct;
+}
+
+/** @brief The engine's view of a user buffer region: the buffer itself for host memory
+ *         and for device memory the GPU daemon takes, else a staged host copy. */
+static inline int mca_coll_dfccl_view(mca_coll_dfccl_op_t *op, const void *user, ptrdiff_t lo, size_t len,
+                                      bool copy_in, size_t out_off, size_t out_len, void **view_p)
+{
+    if (!len || op->device_direct ||
+        mca_coll_dfccl_mem_kind((const char *)user + lo) == MCA_COLL_DFCCL_MEM_HOST) {
+        *view_p = (void *)user;
+        return OMPI_SUCCESS;
+    }
+    return mca_coll_dfccl_stage_in(op, (void *)user, lo, len, copy_in, out_off, out_len, view_p);
+}
+
+/** @brief Engine path of a reduce-scatter with @p rcount elements per rank (also
+ *         MPI_Reduce_scatter with equal counts); MPI_IN_PLACE handled. */
+int mca_coll_dfccl_rsb_engine_start(mca_coll_dfccl_module_t *m, dfcclComm_t ecomm, const void *sbuf,
+                                    void *rbuf, size_t rcount, dfcclDataType_t etype, dfcclRedOp_t eop,
+                                    mca_coll_dfccl_op_t *o);
+
+/* Size in bytes of count elements of dtype (the payload coll_dfccl_check compares). */
+static inline int64_t mca_coll_dfccl_bytes(struct ompi_datatype_t *dtype, size_t count)
+{
+    size_t size = 0;
+    ompi_datatype_type_size(dtype, &size);
+    return (int64_t)(size * count);
+}
+
+/*
+ * Drivers around a start call. A start call stages buffers, then submits to the
+ * engine (engine path) or calls the previous module on the host copies (staged
+ * path): blocking when its inner-request argument is NULL, non-blocking otherwise.
+ * _o names the mca_coll_dfccl_op_t pointer the start call uses, _inner_p the inner
+ * request pointer (NULL on the engine path and in blocking calls).
+ */
+#define MCA_COLL_DFCCL_RUN_BLOCKING(_o, _start_call)                                                         \
+    do {                                                                                                     \
+        mca_coll_dfccl_op_t _o##_storage;                                                                    \
+        mca_coll_dfccl_op_t *_o = &_o##_storage;                                                             \
+        mca_coll_dfccl_op_init(_o);                                                                          \
+        int rc_ = (_start_call);                                                                             \
+        if (rc_ != OMPI_SUCCESS)                                                                             \
+            return mca_coll_dfccl_op_finish(_o, rc_);                                                        \
+        return mca_coll_dfccl_op_wait(_o);                                                                   \
+    } while (0)
+
+#define MCA_COLL_DFCCL_RUN_NONBLOCKING(_m, _path, _request, _o, _inner_p, _start_call)                       \
+    do {                                                                                                     \
+        mca_coll_dfccl_req_t *req_ = mca_coll_dfccl_req_get(_m);                                             \
+        if (!req_)                                                                                           \
+            return OMPI_ERR_OUT_OF_RESOURCE;                                                                 \
+        mca_coll_dfccl_op_t *_o = &req_->op;                                                                 \
+        ompi_request_t **_inner_p = (_path) == MCA_COLL_DFCCL_PATH_STAGED ? &req_->op.inner : NULL;          \
+        int rc_ = (_start_call);                                                                             \
+        if (rc_ != OMPI_SUCCESS) {                                                                           \
+            rc_ = mca_coll_dfccl_op_finish(_o, rc_);                                                         \
+            mca_coll_dfccl_req_put(req_);                                                                    \
+            return rc_;                                                                                      \
+        }                                                                                                    \
+        mca_coll_dfccl_req_start(req_);                                                                      \
+        *(_request) = &req_->super.super;                                                                    \
+        return OMPI_SUCCESS;                                                                                 \
+    } while (0)
+
+#endif /* MCA_COLL_DFCCL_COMMON_H */

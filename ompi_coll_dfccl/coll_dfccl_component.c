@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The component instance and its MCA parameters (coll_dfccl_*).
+ *
+ * The engine reads its configuration from DFCCL_* environment variables once, at
+ * the first dfcclCommInit of the process. Each engine knob is therefore an MCA
+ * variable whose default is the engine's; one set explicitly (command line, file,
+ * OMPI_MCA_ environment) is exported to its DFCCL_* variable just before the first
+ * engine communicator. One left at its default leaves the environment alone, so a
+ * DFCCL_* variable given with `mpirun -x` works too.
+ */
+#include "ompi_config.h"
+
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/util/output.h"
+
+#include "coll_dfccl.h"
+#include "coll_dfccl_cuda.h"
+
+int mca_coll_dfccl_output = -1;
+
+static int dfccl_register(void);
+static int dfccl_open(void);
+static int dfccl_close(void);
+
+mca_coll_dfccl_component_t mca_coll_dfccl_component = {
+    .super =
+        {
+            .collm_version =
+                {
+                    MCA_COLL_BASE_VERSION_2_0_0,
+                    .mca_component_name = "dfccl",
+                    MCA_BASE_MAKE_VERSION(component, DFCCL_MAJOR, DFCCL_MINOR, DFCCL_PATCH),
+                    .mca_open_component = dfccl_open,
+                    .mca_close_component = dfccl_close,
+                    .mca_register_component_params = dfccl_register,
+                },
+            .collm_data = {MCA_BASE_METADATA_PARAM_NONE},
+            .collm_init_query = mca_coll_dfccl_init_query,
+            .collm_comm_query = mca_coll_dfccl_comm_query,
+        },
+    .priority = 78,
+    .verbose = 0,
+    .enable = true,
+    .host_buffers = false,
+    .check = false,
+    .fake_device = false,
+    .eager = false,
+    .knobs =
+        {
+            {"preempt", "DFCCL_PREEMPT",
+             "1: preempt a collective stalled on its peers and run another one (deadlock-free); "
+             "0: run each collective to completion (deadlocks like NCCL; for tests and comparisons). "
+             "Default 1 (0 or 1)",
+             1, -1},
+            {"threshold_base_ns", "DFCCL_THRESHOLD_BASE_NS",
+             "How long a fresh collective may wait at a peer before it is preempted. "
+             "Default 20000 (nanoseconds)",
+             20000, -1},
+            {"threshold_growth", "DFCCL_THRESHOLD_GROWTH",
+             "After a wait of w ns is satisfied, the collective's threshold rises toward this times w. "
+             "Default 4 (factor)",
+             4, -1},
+            {"threshold_max_ns", "DFCCL_THRESHOLD_MAX_NS",
+             "Cap of the adaptive preemption threshold. Default 5000000 (nanoseconds)", 5000000, -1},
+            {"head_factor", "DFCCL_HEAD_FACTOR",
+             "The oldest runnable collective waits this many times longer before it yields. "
+             "Default 4 (factor)",
+             4, -1},
+            {"slots", "DFCCL_SLOTS",
+             "Collectives of one communicator in flight at once. Default 2 (slots, 1-64)", 2, -1},
+            {"channels", "DFCCL_CHANNELS",
+             "Parts a collective is split into, scheduled independently. Default 1 (channels, 1-32)", 1, -1},
+            {"chunk_size", "DFCCL_CHUNK_SIZE",
+             "Bytes per FIFO step, rounded down to a multiple of 64. Default 65536 (bytes)", 65536, -1},
+            {"fifo_depth", "DFCCL_FIFO_DEPTH", "FIFO steps per connection. Default 4 (steps, 2-64)", 4, -1},
+            {"oneshot_max", "DFCCL_ONESHOT_MAX",
+             "All-reduces up to this size use the one-shot algorithm, larger ones the ring "
+             "(at most the chunk size). Default 16384 (bytes)",
+             16384, -1},
+            {"stall_report", "DFCCL_STALL_REPORT",
+             "A collective stalled this long logs once which ranks have not arrived; 0: never. "
+             "Default 10000 (milliseconds)",
+             10000, -1},
+            {"timeout", "DFCCL_TIMEOUT",
+             "Fail a collective stalled this long (the MPI call returns an error) and abort its "
+             "engine communicator; 0: wait forever. Default 0 (milliseconds)",
+             0, -1},
+        },
+    .keyval = MPI_KEYVAL_INVALID,
+};
+
+static int dfccl_register(void)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+    const mca_base_component_t *c = &cm->super.collm_version;
+
+    (void)mca_base_component_var_register(c, "priority",
+                                          "Priority of the dfccl coll component. Default 78 "
+                                          "(above self's 75, so that every collective it does not "
+                                          "take over has a previous module)",
+                                          MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_3,
+                                          MCA_BASE_VAR_SCOPE_READONLY, &cm->priority);
+    (void)mca_base_component_var_register(c, "verbose",
+                                          "Verbosity of the dfccl coll component: 1 set-up, 2 "
+                                          "engine communicators, 3 the path of every collective "
+                                          "call, 5 why a call could not run on the engine. "
+                                          "Default 0 (errors only)",
+                                          MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_3,
+                                          MCA_BASE_VAR_SCOPE_LOCAL, &cm->verbose);
+    (void)mca_base_component_var_register(c, "enable", "Enable the dfccl coll component. Default 1 (0 or 1)",
+                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_3,
+                                          MCA_BASE_VAR_SCOPE_READONLY, &cm->enable);
+    (void)mca_base_component_var_register(c, "host_buffers",
+                                          "1: run collectives on host buffers on the engine's "
+                                          "CPU backend too; 0: host buffers go to the previous "
+                                          "coll module untouched. Default 0 (0 or 1)",
+                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_3,
+                                          MCA_BASE_VAR_SCOPE_READONLY, &cm->host_buffers);
+    (void)mca_base_component_var_register(c, "check",
+                                          "1: before every collective, verify that all ranks "
+                                          "passed the same memory kind, size, op and root "
+                                          "(one extra all-gather per call) and fail with "
+                                          "MPI_ERR_ARG instead of hanging. Default 0 (0 or 1)",
+                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
+                                          MCA_BASE_VAR_SCOPE_READONLY, &cm->check);
+    (void)mca_base_component_var_register(c, "eager",
+                                          "1: create the engine communicator when the MPI "
+                                          "communicator is created (a collective step every "
+                                          "rank takes in the same order); 0: at its first "
+                                          "engine call, a blocking bootstrap that ranks must "
+                                          "reach in the same order across communicators, so the "
+                                          "first non-blocking engine call on each communicator "
+                                          "must not be posted in different orders. "
+                                          "Default 0 (0 or 1)",
+                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
+                                          MCA_BASE_VAR_SCOPE_READONLY, &cm->eager);
+    (void)mca_base_component_var_register(c, "fake_device",
+                                          "Testing only: treat every buffer as device memory, so "
+                                          "that the staging paths run on a machine without a "
+                                          "GPU. Default 0 (0 or 1)",
+                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9,
+                                          MCA_BASE_VAR_SCOPE_READONLY, &cm->fake_device);
+    for (int i = 0; i < MCA_COLL_DFCCL_NUM_KNOBS; i++) {
+        mca_coll_dfccl_knob_t *k = &cm->knobs[i];
+        k->var_index =
+            mca_base_component_var_register(c, k->name, k->help, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+                                            0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &k->value);
+    }
+    return OMPI_SUCCESS;
+}
+
+static int dfccl_open(void)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+
+    mca_coll_dfccl_output = opal_output_open(NULL);
+    opal_output_set_verbosity(mca_coll_dfccl_output, cm->verbose);
+    OBJ_CONSTRUCT(&cm->lock, opal_mutex_t);
+    cm->engine_ready = false;
+    cm->active = NULL;
+    cm->live = NULL;
+    DFCCL_VERBOSE(1, "dfccl coll component %d.%d.%d open: enable %d, priority %d, host_buffers %d",
+                  DFCCL_MAJOR, DFCCL_MINOR, DFCCL_PATCH, (int)cm->enable, cm->priority,
+                  (int)cm->host_buffers);
+    return OMPI_SUCCESS;
+}
+
+static int dfccl_close(void)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+
+    /* before the library is unloaded: nothing of ours may stay in opal_progress, and
+     * no engine daemon thread may outlive the code it runs */
+    mca_coll_dfccl_engine_shutdown();
+    mca_coll_dfccl_cuda_fini();
+    OBJ_DESTRUCT(&cm->lock);
+    DFCCL_VERBOSE(1, "dfccl coll component closed");
+    opal_output_close(mca_coll_dfccl_output);
+    mca_coll_dfccl_output = -1;
+    return OMPI_SUCCESS;
+}

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The CUDA driver, opened with dlopen: pointer kinds and staging copies.
+ *
+ * The driver is loaded at the first query and never initialised by us (no cuInit):
+ * a process that has not initialised CUDA itself can't hold device memory, and
+ * cuPointerGetAttributes answers CUDA_ERROR_NOT_INITIALIZED there, which reads as
+ * "host". That keeps a plain MPI program on a GPU machine free of a CUDA context.
+ * The few prototypes are declared here, so building needs no CUDA headers.
+ */
+#include "ompi_config.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/constants.h"
+
+#include "coll_dfccl.h"
+#include "coll_dfccl_cuda.h"
+
+typedef int dfccl_cu_result_t;                   /* CUresult; 0 is CUDA_SUCCESS */
+typedef unsigned long long dfccl_cu_deviceptr_t; /* CUdeviceptr on 64-bit hosts */
+typedef struct dfccl_cu_ctx_st *dfccl_cu_context_t;
+
+/* values of CUpointer_attribute and CUmemorytype (stable driver ABI) */
+#define DFCCL_CU_POINTER_ATTRIBUTE_CONTEXT     1
+#define DFCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+#define DFCCL_CU_POINTER_ATTRIBUTE_IS_MANAGED  8
+#define DFCCL_CU_MEMORYTYPE_DEVICE             2
+
+static struct {
+    pthread_once_t once;
+    void *handle;
+    dfccl_cu_result_t (*pointer_get_attributes)(unsigned int n, int *attrs, void **data,
+                                                dfccl_cu_deviceptr_t ptr);
+    dfccl_cu_result_t (*memcpy)(dfccl_cu_deviceptr_t dst, dfccl_cu_deviceptr_t src, size_t len);
+    dfccl_cu_result_t (*ctx_get_current)(dfccl_cu_context_t *ctx_p);
+    dfccl_cu_result_t (*ctx_push_current)(dfccl_cu_context_t ctx);
+    dfccl_cu_result_t (*ctx_pop_current)(dfccl_cu_context_t *ctx_p);
+    dfccl_cu_result_t (*get_error_string)(dfccl_cu_result_t res, const char **str_p);
+    dfccl_cu_result_t (*stream_synchronize)(void *stream);
+} cu = {.once = PTHREAD_ONCE_INIT};
+
+static void cu_load(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        /* the normal case on a machine without a GPU: say it only when asked */
+        DFCCL_VERBOSE(2, "no CUDA driver (%s): every buffer is host memory", dlerror());
+        return;
+    }
+    *(void **)&cu.pointer_get_attributes = dlsym(h, "cuPointerGetAttributes");
+    *(void **)&cu.memcpy = dlsym(h, "cuMemcpy");
+    *(void **)&cu.ctx_get_current = dlsym(h, "cuCtxGetCurrent");
+    *(void **)&cu.ctx_push_current = dlsym(h, "cuCtxPushCurrent_v2");
+    *(void **)&cu.ctx_pop_current = dlsym(h, "cuCtxPopCurrent_v2");
+    *(void **)&cu.get_error_string = dlsym(h, "cuGetErrorString");
+    *(void **)&cu.stream_synchronize = dlsym(h, "cuStreamSynchronize");
+    if (!cu.pointer_get_attributes || !cu.memcpy || !cu.ctx_get_current || !cu.ctx_push_current ||
+        !cu.ctx_pop_current || !cu.stream_synchronize) {
+        DFCCL_VERBOSE(1, "CUDA driver too old (a symbol is missing): every buffer is host memory");
+        memset((char *)&cu + offsetof(__typeof__(cu), pointer_get_attributes), 0,
+               sizeof(cu) - offsetof(__typeof__(cu), pointer_get_attributes));
+        dlclose(h);
+        return;
+    }
+    cu.handle = h;
+    DFCCL_VERBOSE(1, "CUDA driver loaded: device buffers are staged through host memory");
+}
+
+static const char *cu_error_string(dfccl_cu_result_t res)
+{
+    const char *s = NULL;
+    if (cu.get_error_string)
+        cu.get_error_string(res, &s);
+    return s ? s : "unknown CUDA error";
+}
+
+mca_coll_dfccl_mem_t mca_coll_dfccl_mem_kind(const void *ptr)
+{
+    if (!ptr || ptr == MPI_IN_PLACE)
+        return MCA_COLL_DFCCL_MEM_HOST;
+    if (mca_coll_dfccl_component.fake_device)
+        return MCA_COLL_DFCCL_MEM_DEVICE;
+    pthread_once(&cu.once, cu_load);
+    if (!cu.handle)
+        return MCA_COLL_DFCCL_MEM_HOST;
+
+    unsigned int mem_type = 0, managed = 0; /* IS_MANAGED may write a bool: keep it zeroed */
+    int attrs[2] = {DFCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, DFCCL_CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    void *data[2] = {&mem_type, &managed};
+    /* unknown (plain host) pointers succeed with zeroed attributes; an uninitialised
+     * driver fails: both are host */
+    if (cu.pointer_get_attributes(2, attrs, data, (dfccl_cu_deviceptr_t)(uintptr_t)ptr) != 0)
+        return MCA_COLL_DFCCL_MEM_HOST;
+    /* managed memory is reachable from the CPU: the CPU backend can use it as is */
+    return mem_type == DFCCL_CU_MEMORYTYPE_DEVICE && !managed ? MCA_COLL_DFCCL_MEM_DEVICE
+                                                              : MCA_COLL_DFCCL_MEM_HOST;
+}
+
+/* The context owning a device pointer, for threads that have none current. */
+static dfccl_cu_context_t cu_pointer_context(const void *ptr)
+{
+    dfccl_cu_context_t ctx = NULL;
+    int attr = DFCCL_CU_POINTER_ATTRIBUTE_CONTEXT;
+    void *data = &ctx;
+    if (cu.pointer_get_attributes(1, &attr, &data, (dfccl_cu_deviceptr_t)(uintptr_t)ptr) != 0)
+        return NULL;
+    return ctx;
+}
+
+int mca_coll_dfccl_copy(void *dst, const void *src, size_t len)
+{
+    if (!len || dst == src)
+        return OMPI_SUCCESS;
+    if (!cu.handle) { /* no driver (or fake device memory): both sides are host memory */
+        memmove(dst, src, len);
+        return OMPI_SUCCESS;
+    }
+    dfccl_cu_context_t cur = NULL, ctx = NULL;
+    int pushed = 0;
+    if (cu.ctx_get_current(&cur) != 0 || !cur) {
+        ctx = cu_pointer_context(dst);
+        if (!ctx)
+            ctx = cu_pointer_context(src);
+        if (ctx && cu.ctx_push_current(ctx) == 0)
+            pushed = 1;
+    }
+    /* unified addressing: the driver infers the direction from the pointers; the
+     * copy is synchronous with respect to the host for pageable memory */
+    dfccl_cu_result_t res =
+        cu.memcpy((dfccl_cu_deviceptr_t)(uintptr_t)dst, (dfccl_cu_deviceptr_t)(uintptr_t)src, len);
+    /* from pageable memory the copy may return before its DMA lands: wait for the
+     * legacy stream it ran on, so that the data is in place when MPI returns even
+     * for work the application then puts on a non-blocking stream */
+    if (res == 0 && mca_coll_dfccl_mem_kind(dst) == MCA_COLL_DFCCL_MEM_DEVICE)
+        res = cu.stream_synchronize(NULL);
+    if (pushed)
+        cu.ctx_pop_current(&ctx);
+    if (res != 0) {
+        DFCCL_ERROR("cuMemcpy(%p, %p, %zu) failed: %s (%d)", dst, src, len, cu_error_string(res), res);
+        return OMPI_ERROR;
+    }
+    return OMPI_SUCCESS;
+}
+
+void *mca_coll_dfccl_host_alloc(size_t len)
+{
+    return malloc(len ? len : 1);
+}
+
+void mca_coll_dfccl_host_free(void *ptr)
+{
+    free(ptr);
+}
+
+void mca_coll_dfccl_cuda_fini(void)
+{
+    /* Deliberately nothing: the driver stays loaded for the life of the process, as
+     * CUDA libraries do (the application may hold CUDA state of its own). */
+}

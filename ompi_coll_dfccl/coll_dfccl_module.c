@@ -1,0 +1,655 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Module life cycle and the machinery every collective shares: comm_query, enable
+ * (saving the previous modules), the lazily created engine communicator and its
+ * teardown from a communicator attribute, the request class, the progress callback,
+ * staging, and coll_dfccl_check.
+ */
+#include "ompi_config.h"
+
+#include <limits.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/attribute/attribute.h"
+#include "ompi/constants.h"
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/runtime/opal_progress.h"
+
+#include "coll_dfccl.h"
+#include "coll_dfccl_common.h"
+
+const char *const mca_coll_dfccl_coll_names[] = {
+    "?", "Allreduce", "Reduce", "Bcast", "Allgather", "Reduce_scatter_block", "Reduce_scatter", "Alltoall"};
+const char *const mca_coll_dfccl_path_names[] = {"previous module", "engine",
+                                                 "previous module (staged through host)"};
+
+static int mca_coll_dfccl_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
+static int mca_coll_dfccl_module_disable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm);
+static void engine_destroy(mca_coll_dfccl_module_t *m);
+
+/* ------------------------------------------------------------------ module object */
+
+#define DFCCL_RELEASE_PREV(_m, _api)                                                                         \
+    do {                                                                                                     \
+        if ((_m)->previous_##_api##_module)                                                                  \
+            OBJ_RELEASE((_m)->previous_##_api##_module);                                                     \
+        (_m)->previous_##_api##_module = NULL;                                                               \
+        (_m)->previous_##_api = NULL;                                                                        \
+    } while (0)
+
+static void release_previous(mca_coll_dfccl_module_t *m)
+{
+    DFCCL_RELEASE_PREV(m, allreduce);
+    DFCCL_RELEASE_PREV(m, iallreduce);
+    DFCCL_RELEASE_PREV(m, reduce);
+    DFCCL_RELEASE_PREV(m, ireduce);
+    DFCCL_RELEASE_PREV(m, bcast);
+    DFCCL_RELEASE_PREV(m, ibcast);
+    DFCCL_RELEASE_PREV(m, allgather);
+    DFCCL_RELEASE_PREV(m, iallgather);
+    DFCCL_RELEASE_PREV(m, reduce_scatter_block);
+    DFCCL_RELEASE_PREV(m, ireduce_scatter_block);
+    DFCCL_RELEASE_PREV(m, reduce_scatter);
+    DFCCL_RELEASE_PREV(m, ireduce_scatter);
+    DFCCL_RELEASE_PREV(m, alltoall);
+    DFCCL_RELEASE_PREV(m, ialltoall);
+}
+
+static void mca_coll_dfccl_module_construct(mca_coll_dfccl_module_t *m)
+{
+    memset((char *)m + sizeof(m->super), 0, sizeof(*m) - sizeof(m->super));
+}
+
+static void mca_coll_dfccl_module_destruct(mca_coll_dfccl_module_t *m)
+{
+    /* a communicator released without MPI_Comm_free (one leaked until finalize) */
+    if (m->engine == MCA_COLL_DFCCL_ENGINE_LIVE)
+        engine_destroy(m);
+    release_previous(m);
+    /* as coll/ucc: the keyval goes with MPI_COMM_WORLD, whose attributes are deleted
+     * before it is destructed */
+    if (m->comm == &ompi_mpi_comm_world.comm && mca_coll_dfccl_component.keyval != MPI_KEYVAL_INVALID) {
+        ompi_attr_free_keyval(COMM_ATTR, &mca_coll_dfccl_component.keyval, false);
+        mca_coll_dfccl_component.keyval = MPI_KEYVAL_INVALID;
+    }
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_dfccl_module_t, mca_coll_base_module_t, mca_coll_dfccl_module_construct,
+                   mca_coll_dfccl_module_destruct);
+
+/* ------------------------------------------------------------------ query / enable */
+
+int mca_coll_dfccl_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    (void)enable_progress_threads;
+    (void)enable_mpi_threads;
+    return OMPI_SUCCESS;
+}
+
+mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *comm, int *priority)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+
+    *priority = 0;
+    if (!cm->enable || OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2)
+        return NULL;
+
+    mca_coll_dfccl_module_t *m = OBJ_NEW(mca_coll_dfccl_module_t);
+    if (!m)
+        return NULL;
+    m->comm = comm;
+    m->rank = ompi_comm_rank(comm);
+    m->size = ompi_comm_size(comm);
+    m->super.coll_module_enable = mca_coll_dfccl_module_enable;
+    m->super.coll_module_disable = mca_coll_dfccl_module_disable;
+    m->super.coll_allreduce = mca_coll_dfccl_allreduce;
+    m->super.coll_iallreduce = mca_coll_dfccl_iallreduce;
+    m->super.coll_reduce = mca_coll_dfccl_reduce;
+    m->super.coll_ireduce = mca_coll_dfccl_ireduce;
+    m->super.coll_bcast = mca_coll_dfccl_bcast;
+    m->super.coll_ibcast = mca_coll_dfccl_ibcast;
+    m->super.coll_allgather = mca_coll_dfccl_allgather;
+    m->super.coll_iallgather = mca_coll_dfccl_iallgather;
+    m->super.coll_reduce_scatter_block = mca_coll_dfccl_reduce_scatter_block;
+    m->super.coll_ireduce_scatter_block = mca_coll_dfccl_ireduce_scatter_block;
+    m->super.coll_reduce_scatter = mca_coll_dfccl_reduce_scatter;
+    m->super.coll_ireduce_scatter = mca_coll_dfccl_ireduce_scatter;
+    m->super.coll_alltoall = mca_coll_dfccl_alltoall;
+    m->super.coll_ialltoall = mca_coll_dfccl_ialltoall;
+    *priority = cm->priority;
+    return &m->super;
+}
+
+/* Modules are enabled in increasing priority: every slot already holds the module
+ * that will serve what dfccl passes on. */
+#define DFCCL_SAVE_PREV(_m, _comm, _api)                                                                     \
+    do {                                                                                                     \
+        if (!(_comm)->c_coll->coll_##_api || !(_comm)->c_coll->coll_##_api##_module) {                       \
+            DFCCL_VERBOSE(1,                                                                                 \
+                          "no previous module for " #_api " on %s (cid %u): dfccl stays "                    \
+                          "out of this communicator",                                                        \
+                          (_comm)->c_name, (_comm)->c_contextid);                                            \
+            return OMPI_ERROR; /* the destructor releases what was saved so far */                           \
+        }                                                                                                    \
+        (_m)->previous_##_api = (_comm)->c_coll->coll_##_api;                                                \
+        (_m)->previous_##_api##_module = (_comm)->c_coll->coll_##_api##_module;                              \
+        OBJ_RETAIN((_m)->previous_##_api##_module);                                                          \
+    } while (0)
+
+static int mca_coll_dfccl_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+
+    DFCCL_SAVE_PREV(m, comm, allreduce);
+    DFCCL_SAVE_PREV(m, comm, iallreduce);
+    DFCCL_SAVE_PREV(m, comm, reduce);
+    DFCCL_SAVE_PREV(m, comm, ireduce);
+    DFCCL_SAVE_PREV(m, comm, bcast);
+    DFCCL_SAVE_PREV(m, comm, ibcast);
+    DFCCL_SAVE_PREV(m, comm, allgather);
+    DFCCL_SAVE_PREV(m, comm, iallgather);
+    DFCCL_SAVE_PREV(m, comm, reduce_scatter_block);
+    DFCCL_SAVE_PREV(m, comm, ireduce_scatter_block);
+    DFCCL_SAVE_PREV(m, comm, reduce_scatter);
+    DFCCL_SAVE_PREV(m, comm, ireduce_scatter);
+    DFCCL_SAVE_PREV(m, comm, alltoall);
+    DFCCL_SAVE_PREV(m, comm, ialltoall);
+    DFCCL_VERBOSE(2, "enabled on %s (cid %u, rank %d of %d)", comm->c_name, comm->c_contextid, m->rank,
+                  m->size);
+    /* the previous modules are in place: their allgather can bootstrap now, while
+     * every rank creates this communicator in the same order */
+    if (mca_coll_dfccl_component.eager)
+        (void)mca_coll_dfccl_engine_comm(m);
+    return OMPI_SUCCESS;
+}
+
+/* Called once per slot the module holds while the communicator is torn down: the
+ * first call releases, the others find nothing left. */
+static int mca_coll_dfccl_module_disable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    (void)comm;
+    release_previous((mca_coll_dfccl_module_t *)module);
+    return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ requests */
+
+static int dfccl_req_free(struct ompi_request_t **request)
+{
+    mca_coll_dfccl_req_t *req = (mca_coll_dfccl_req_t *)*request;
+    if (!REQUEST_COMPLETE(&req->super.super))
+        return MPI_ERR_REQUEST; /* MPI forbids freeing an active collective request */
+    OMPI_REQUEST_FINI(&req->super.super);
+    opal_free_list_return(&mca_coll_dfccl_component.requests, &req->super.super.super);
+    *request = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+static int dfccl_req_cancel(struct ompi_request_t *request, int complete)
+{
+    (void)request;
+    (void)complete;
+    return MPI_ERR_REQUEST; /* collectives can't be cancelled */
+}
+
+/* parent: ompi_coll_base_nbc_request_t_class (its constructor clears data.objs) */
+OBJ_CLASS_INSTANCE(mca_coll_dfccl_req_t, ompi_coll_base_nbc_request_t, NULL, NULL);
+
+mca_coll_dfccl_req_t *mca_coll_dfccl_req_get(mca_coll_dfccl_module_t *m)
+{
+    if (!mca_coll_dfccl_component.engine_ready && mca_coll_dfccl_setup() != OMPI_SUCCESS)
+        return NULL;
+    opal_free_list_item_t *item = opal_free_list_get(&mca_coll_dfccl_component.requests);
+    if (!item)
+        return NULL;
+    mca_coll_dfccl_req_t *req = (mca_coll_dfccl_req_t *)item;
+    ompi_request_t *r = &req->super.super;
+    OMPI_REQUEST_INIT(r, false);
+    r->req_state = OMPI_REQUEST_ACTIVE;
+    r->req_type = OMPI_REQUEST_COLL;
+    r->req_status = ompi_status_empty;
+    r->req_status.MPI_ERROR = MPI_SUCCESS;
+    r->req_free = dfccl_req_free;
+    r->req_cancel = dfccl_req_cancel;
+    r->req_mpi_object.comm = m->comm;
+    req->super.data.objs[0] = req->super.data.objs[1] = NULL;
+    req->next = NULL;
+    req->module = m;
+    mca_coll_dfccl_op_init(&req->op);
+    return req;
+}
+
+void mca_coll_dfccl_req_put(mca_coll_dfccl_req_t *req)
+{
+    OMPI_REQUEST_FINI(&req->super.super);
+    opal_free_list_return(&mca_coll_dfccl_component.requests, &req->super.super.super);
+}
+
+void mca_coll_dfccl_req_start(mca_coll_dfccl_req_t *req)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+    /* the communicator (and so the module) lives until the request completes, even
+     * past an MPI_Comm_free, as point-to-point requests keep theirs */
+    OBJ_RETAIN(req->module->comm);
+    OPAL_THREAD_LOCK(&cm->lock);
+    req->module->outstanding++;
+    req->next = cm->active;
+    cm->active = req;
+    OPAL_THREAD_UNLOCK(&cm->lock);
+}
+
+/* A completed request: finish the call, then let MPI see it. */
+static void req_complete(mca_coll_dfccl_req_t *req, int rc)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+    mca_coll_dfccl_module_t *m = req->module;
+    struct ompi_communicator_t *comm = m->comm;
+    bool destroy = false;
+
+    rc = mca_coll_dfccl_op_finish(&req->op, rc);
+    OPAL_THREAD_LOCK(&cm->lock);
+    destroy = --m->outstanding == 0 && m->destroy_pending;
+    OPAL_THREAD_UNLOCK(&cm->lock);
+    if (destroy) /* the communicator was freed while this call was running */
+        engine_destroy(m);
+    req->super.super.req_status.MPI_ERROR = rc;
+    ompi_request_complete(&req->super.super, true);
+    OBJ_RELEASE(comm); /* may destruct the communicator and the module: last */
+}
+
+int mca_coll_dfccl_progress(void)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+    mca_coll_dfccl_req_t *done = NULL;
+    int completed = 0;
+
+    if (!cm->active)
+        return 0;
+    OPAL_THREAD_LOCK(&cm->lock);
+    for (mca_coll_dfccl_req_t **pp = &cm->active; *pp;) {
+        mca_coll_dfccl_req_t *req = *pp;
+        int rc = OMPI_SUCCESS, finished = 0;
+        if (req->op.ereq) {
+            dfcclResult_t res = dfcclTest(&req->op.ereq, &finished);
+            if (res != dfcclSuccess) {
+                /* the engine logged why (timeout, abort); its last-error text belongs
+                 * to whatever call this thread made last */
+                finished = 1;
+                DFCCL_ERROR("non-blocking collective on %s (cid %u) failed on the engine: %s",
+                            req->module->comm->c_name, req->module->comm->c_contextid,
+                            dfcclGetErrorString(res));
+                rc = mca_coll_dfccl_result_to_mpi(res);
+            }
+        } else if (req->op.inner) {
+            /* read the flag, not ompi_request_test: that would re-enter opal_progress */
+            finished = REQUEST_COMPLETE(req->op.inner);
+            if (finished) {
+                rc = req->op.inner->req_status.MPI_ERROR;
+                ompi_request_free(&req->op.inner);
+            }
+        } else {
+            finished = 1;
+        }
+        if (finished) {
+            *pp = req->next;
+            req->next = done;
+            req->op.rc = rc;
+            done = req;
+        } else {
+            pp = &req->next;
+        }
+    }
+    OPAL_THREAD_UNLOCK(&cm->lock);
+
+    if (!done) {
+        /* engine work pending and none finished: the daemon thread runs on this
+         * machine's cores too, and an MPI_Wait spinning here would hold one */
+        sched_yield();
+        return 0;
+    }
+    /* outside the lock: completion may run callbacks and free communicators */
+    while (done) {
+        mca_coll_dfccl_req_t *req = done;
+        done = req->next;
+        req->next = NULL;
+        req_complete(req, req->op.rc);
+        completed++;
+    }
+    return completed;
+}
+
+/* ------------------------------------------------------------------ engine communicators */
+
+int mca_coll_dfccl_engine_error(const char *what, dfcclResult_t res)
+{
+    DFCCL_ERROR("%s failed on the engine: %s (%s)", what, dfcclGetErrorString(res), dfcclGetLastError());
+    return mca_coll_dfccl_result_to_mpi(res);
+}
+
+int mca_coll_dfccl_result_to_mpi(dfcclResult_t res)
+{
+    switch (res) {
+    case dfcclInvalidArgument: return MPI_ERR_ARG;
+    case dfcclNoMemory: return MPI_ERR_NO_MEM;
+    case dfcclInternalError: return MPI_ERR_INTERN;
+    default: return MPI_ERR_OTHER;
+    }
+}
+
+static int dfccl_comm_attr_delete(MPI_Comm comm, int keyval, void *attr_val, void *extra_state)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)attr_val;
+    bool now;
+    (void)comm;
+    (void)keyval;
+    (void)extra_state;
+
+    OPAL_THREAD_LOCK(&cm->lock);
+    m->attr_set = false;
+    now = m->outstanding == 0;
+    if (!now) /* MPI_Comm_free lets pending calls finish: the last one destroys */
+        m->destroy_pending = true;
+    OPAL_THREAD_UNLOCK(&cm->lock);
+    if (now)
+        engine_destroy(m);
+    return OMPI_SUCCESS;
+}
+
+/* The engine communicator belongs to one communicator: a duplicate gets none. */
+static int dfccl_comm_attr_copy(MPI_Comm oldcomm, int keyval, void *extra_state, void *attr_in,
+                                void *attr_out, int *flag, MPI_Comm newcomm)
+{
+    (void)oldcomm;
+    (void)keyval;
+    (void)extra_state;
+    (void)attr_in;
+    (void)attr_out;
+    (void)newcomm;
+    *flag = 0;
+    return OMPI_SUCCESS;
+}
+
+/* Before the first engine communicator or request of the process: hand the
+ * explicitly set knobs to the engine, then set up what engine calls need. */
+int mca_coll_dfccl_setup(void)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+    int rc = OMPI_SUCCESS;
+
+    OPAL_THREAD_LOCK(&cm->lock);
+    if (cm->engine_ready)
+        goto out;
+
+    for (int i = 0; i < MCA_COLL_DFCCL_NUM_KNOBS; i++) {
+        mca_coll_dfccl_knob_t *k = &cm->knobs[i];
+        mca_base_var_source_t source = MCA_BASE_VAR_SOURCE_DEFAULT;
+        if (k->var_index < 0 || mca_base_var_get_value(k->var_index, NULL, &source, NULL) != OPAL_SUCCESS ||
+            source == MCA_BASE_VAR_SOURCE_DEFAULT)
+            continue;
+        char value[32];
+        snprintf(value, sizeof(value), "%llu", k->value);
+        setenv(k->env, value, 1);
+        DFCCL_VERBOSE(1, "coll_dfccl_%s=%s: %s=%s", k->name, value, k->env, value);
+    }
+
+    ompi_attribute_fn_ptr_union_t copy_fn, del_fn;
+    copy_fn.attr_communicator_copy_fn = dfccl_comm_attr_copy;
+    del_fn.attr_communicator_delete_fn = dfccl_comm_attr_delete;
+    if (cm->keyval == MPI_KEYVAL_INVALID &&
+        ompi_attr_create_keyval(COMM_ATTR, copy_fn, del_fn, &cm->keyval, NULL, 0, NULL) != OMPI_SUCCESS) {
+        DFCCL_ERROR("could not create the communicator keyval");
+        cm->keyval = MPI_KEYVAL_INVALID;
+        rc = OMPI_ERROR;
+        goto out;
+    }
+
+    OBJ_CONSTRUCT(&cm->requests, opal_free_list_t);
+    rc = opal_free_list_init(&cm->requests, sizeof(mca_coll_dfccl_req_t), opal_cache_line_size,
+                             OBJ_CLASS(mca_coll_dfccl_req_t), 0, 0, 8, -1, 8, NULL, 0, NULL, NULL, NULL);
+    if (rc != OPAL_SUCCESS) {
+        OBJ_DESTRUCT(&cm->requests);
+        DFCCL_ERROR("could not create the request free list");
+        goto out;
+    }
+    opal_progress_register(mca_coll_dfccl_progress);
+    cm->engine_ready = true;
+    DFCCL_VERBOSE(1, "engine set up (dfccl %d.%d.%d)", DFCCL_MAJOR, DFCCL_MINOR, DFCCL_PATCH);
+out:
+    OPAL_THREAD_UNLOCK(&cm->lock);
+    return rc;
+}
+
+/* Bootstrap all-gather of dfcclCommInit: the previous module, on host memory. */
+static int boot_allgather(const void *sendbuf, void *recvbuf, size_t bytes, void *ctx)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)ctx;
+    if (bytes > INT_MAX)
+        return -1;
+    int rc = m->previous_allgather(sendbuf, (int)bytes, MPI_BYTE, recvbuf, (int)bytes, MPI_BYTE, m->comm,
+                                   m->previous_allgather_module);
+    return rc == OMPI_SUCCESS ? 0 : -1;
+}
+
+dfcclComm_t mca_coll_dfccl_engine_comm(mca_coll_dfccl_module_t *m)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+    static bool failure_reported;
+
+    if (m->engine == MCA_COLL_DFCCL_ENGINE_LIVE)
+        return m->ecomm;
+    if (m->engine != MCA_COLL_DFCCL_ENGINE_NONE)
+        return NULL;
+    /* local failures here are out-of-memory class; everything that can differ
+     * between ranks is decided inside dfcclCommInit, the same way on every rank */
+    if (mca_coll_dfccl_setup() != OMPI_SUCCESS) {
+        m->engine = MCA_COLL_DFCCL_ENGINE_FAILED;
+        return NULL;
+    }
+    dfcclResult_t res = dfcclCommInit(&m->ecomm, m->size, m->rank, boot_allgather, m);
+    if (res != dfcclSuccess) {
+        m->ecomm = NULL;
+        m->engine = MCA_COLL_DFCCL_ENGINE_FAILED;
+        if (!failure_reported) { /* once per process; every time at verbose 1 */
+            failure_reported = true;
+            DFCCL_ERROR("no engine communicator for %s (cid %u): %s; its collectives go to the "
+                        "previous module",
+                        m->comm->c_name, m->comm->c_contextid, dfcclGetLastError());
+        } else {
+            DFCCL_VERBOSE(1, "no engine communicator for %s (cid %u): %s", m->comm->c_name,
+                          m->comm->c_contextid, dfcclGetLastError());
+        }
+        return NULL;
+    }
+    if (ompi_attr_set_c(COMM_ATTR, m->comm, &m->comm->c_keyhash, cm->keyval, m, false) != OMPI_SUCCESS) {
+        DFCCL_ERROR("could not set the teardown attribute on %s (cid %u)", m->comm->c_name,
+                    m->comm->c_contextid);
+        dfcclCommDestroy(m->ecomm);
+        m->ecomm = NULL;
+        m->engine = MCA_COLL_DFCCL_ENGINE_FAILED;
+        return NULL;
+    }
+    OPAL_THREAD_LOCK(&cm->lock);
+    m->attr_set = true;
+    m->engine = MCA_COLL_DFCCL_ENGINE_LIVE;
+    m->live_next = cm->live;
+    cm->live = m;
+    OPAL_THREAD_UNLOCK(&cm->lock);
+    DFCCL_VERBOSE(2, "engine communicator created for %s (cid %u, rank %d of %d)", m->comm->c_name,
+                  m->comm->c_contextid, m->rank, m->size);
+    return m->ecomm;
+}
+
+static void engine_destroy(mca_coll_dfccl_module_t *m)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+    dfcclComm_t ecomm;
+
+    OPAL_THREAD_LOCK(&cm->lock);
+    if (m->engine != MCA_COLL_DFCCL_ENGINE_LIVE) {
+        OPAL_THREAD_UNLOCK(&cm->lock);
+        return;
+    }
+    for (mca_coll_dfccl_module_t **pp = &cm->live; *pp; pp = &(*pp)->live_next)
+        if (*pp == m) {
+            *pp = m->live_next;
+            break;
+        }
+    ecomm = m->ecomm;
+    m->ecomm = NULL;
+    m->live_next = NULL;
+    m->engine = MCA_COLL_DFCCL_ENGINE_DESTROYED;
+    m->destroy_pending = false;
+    OPAL_THREAD_UNLOCK(&cm->lock);
+
+    dfcclStats_t st;
+    if (dfcclCommGetStats(ecomm, &st) == dfcclSuccess)
+        DFCCL_VERBOSE(2,
+                      "engine communicator of cid %u destroyed: %llu collectives, %llu preemptions, "
+                      "%llu stalls (%.3f ms stalled)",
+                      m->comm->c_contextid, (unsigned long long)st.completed,
+                      (unsigned long long)st.preemptions, (unsigned long long)st.stalls, st.stall_ns / 1e6);
+    dfcclResult_t res = dfcclCommDestroy(ecomm);
+    if (res != dfcclSuccess)
+        DFCCL_ERROR("dfcclCommDestroy: %s (%s)", dfcclGetErrorString(res), dfcclGetLastError());
+}
+
+void mca_coll_dfccl_engine_shutdown(void)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+
+    if (!cm->engine_ready)
+        return;
+    opal_progress_unregister(mca_coll_dfccl_progress);
+    /* communicators never freed: their engine side must go before the library */
+    while (cm->live)
+        engine_destroy(cm->live);
+    if (cm->active)
+        DFCCL_ERROR("non-blocking collectives still pending at MPI_Finalize");
+    cm->active = NULL;
+    OBJ_DESTRUCT(&cm->requests);
+    cm->engine_ready = false;
+}
+
+/* ------------------------------------------------------------------ staging and completion */
+
+int mca_coll_dfccl_stage_in(mca_coll_dfccl_op_t *op, void *user, ptrdiff_t lo, size_t len, bool copy_in,
+                            size_t out_off, size_t out_len, void **view_p)
+{
+    if (op->nstage == (int)(sizeof(op->stage) / sizeof(op->stage[0])))
+        return MPI_ERR_INTERN;
+    char *host = mca_coll_dfccl_host_alloc(len);
+    if (!host)
+        return MPI_ERR_NO_MEM;
+    mca_coll_dfccl_stage_t *s = &op->stage[op->nstage++];
+    s->user = (char *)user + lo;
+    s->host = host;
+    s->out_off = out_off;
+    s->out_len = out_len;
+    if (copy_in && mca_coll_dfccl_copy(host, s->user, len) != OMPI_SUCCESS)
+        return MPI_ERR_OTHER;
+    *view_p = host - lo;
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_dfccl_op_finish(mca_coll_dfccl_op_t *op, int rc)
+{
+    if (rc == OMPI_SUCCESS && op->move_len)
+        memmove(op->move_dst, op->move_src, op->move_len);
+    for (int i = 0; i < op->nstage; i++) {
+        mca_coll_dfccl_stage_t *s = &op->stage[i];
+        if (rc == OMPI_SUCCESS && s->out_len &&
+            mca_coll_dfccl_copy((char *)s->user + s->out_off, s->host + s->out_off, s->out_len) !=
+                OMPI_SUCCESS)
+            rc = MPI_ERR_OTHER;
+        mca_coll_dfccl_host_free(s->host);
+    }
+    op->nstage = 0;
+    free(op->tmp);
+    op->tmp = NULL;
+    return rc;
+}
+
+int mca_coll_dfccl_op_wait(mca_coll_dfccl_op_t *op)
+{
+    int rc = op->rc;
+    if (op->ereq) {
+        int done = 0;
+        dfcclResult_t res;
+        /* the engine runs on its own; opal_progress keeps MPI (and our other
+         * non-blocking calls) moving meanwhile */
+        while ((res = dfcclTest(&op->ereq, &done)) == dfcclSuccess && !done) {
+            opal_progress();
+            sched_yield(); /* the engine's daemon thread may need this core */
+        }
+        if (res != dfcclSuccess) {
+            DFCCL_ERROR("collective failed on the engine: %s", dfcclGetErrorString(res));
+            rc = mca_coll_dfccl_result_to_mpi(res);
+        }
+    }
+    return mca_coll_dfccl_op_finish(op, rc);
+}
+
+/* ------------------------------------------------------------------ coll_dfccl_check */
+
+static const char *const kind_names[] = {"host", "device"};
+
+int mca_coll_dfccl_check_args(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_t *rec)
+{
+    mca_coll_dfccl_check_t *all = malloc(sizeof(*all) * (size_t)m->size);
+    if (!all)
+        return MPI_ERR_NO_MEM;
+    int rc = m->previous_allgather(rec, (int)sizeof(*rec), MPI_BYTE, all, (int)sizeof(*rec), MPI_BYTE,
+                                   m->comm, m->previous_allgather_module);
+    if (rc != OMPI_SUCCESS) {
+        free(all);
+        return rc;
+    }
+    const mca_coll_dfccl_check_t *r0 = &all[0];
+    char name[32]; /* Allreduce / Iallreduce */
+    snprintf(name, sizeof(name), "%s%s", rec->nonblocking ? "I" : "", mca_coll_dfccl_coll_names[rec->coll]);
+    if (rec->nonblocking)
+        name[1] = (char)(name[1] - 'A' + 'a');
+    char what[256] = "";
+    int bad = -1;
+    for (int i = 1; i < m->size && bad < 0; i++) {
+        const mca_coll_dfccl_check_t *ri = &all[i];
+        bad = i;
+        if (ri->coll != r0->coll || ri->nonblocking != r0->nonblocking)
+            snprintf(what, sizeof(what), "rank %d called MPI_%s%s, rank 0 MPI_%s%s", i,
+                     ri->nonblocking ? "I-" : "", mca_coll_dfccl_coll_names[ri->coll % 8],
+                     r0->nonblocking ? "I-" : "", mca_coll_dfccl_coll_names[r0->coll % 8]);
+        else if (ri->kind != r0->kind)
+            snprintf(what, sizeof(what), "rank %d passed %s memory, rank 0 %s memory", i,
+                     kind_names[ri->kind & 1], kind_names[r0->kind & 1]);
+        else if (ri->bytes != r0->bytes)
+            snprintf(what, sizeof(what),
+                     "rank %d passed %lld bytes, rank 0 %lld bytes (count or datatype differ)", i,
+                     (long long)ri->bytes, (long long)r0->bytes);
+        else if (ri->counts_hash != r0->counts_hash)
+            snprintf(what, sizeof(what), "rank %d passed other recvcounts than rank 0", i);
+        else if (ri->root != r0->root)
+            snprintf(what, sizeof(what), "rank %d passed root %d, rank 0 root %d", i, ri->root, r0->root);
+        else if (ri->op != r0->op)
+            snprintf(what, sizeof(what), "rank %d passed another op than rank 0", i);
+        else if (ri->path != r0->path)
+            snprintf(what, sizeof(what),
+                     "rank %d would run it on the %s path, rank 0 on the %s path "
+                     "(datatypes differ)",
+                     i, mca_coll_dfccl_path_names[ri->path % 3], mca_coll_dfccl_path_names[r0->path % 3]);
+        else
+            bad = -1;
+    }
+    free(all);
+    if (bad < 0)
+        return OMPI_SUCCESS;
+    /* every rank saw the same table and fails the same way; one of them says why */
+    if (m->rank == 0)
+        DFCCL_ERROR("coll_dfccl_check: MPI_%s on %s (cid %u): %s; returning MPI_ERR_ARG", name,
+                    m->comm->c_name, m->comm->c_contextid, what);
+    return MPI_ERR_ARG;
+}

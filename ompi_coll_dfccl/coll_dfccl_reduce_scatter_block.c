@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block.
+ *
+ * MPI_IN_PLACE differs from the engine's convention: MPI takes the input from
+ * recvbuf and leaves rank r's block at the start of recvbuf, the engine reduces in
+ * place when recvbuf == sendbuf + r * block. So the engine runs in place on
+ * recvbuf and the block is moved to the front when the call completes.
+ */
+#include "coll_dfccl_common.h"
+
+typedef struct {
+    mca_coll_dfccl_path_t path;
+    dfcclComm_t ecomm;
+    dfcclDataType_t etype;
+    dfcclRedOp_t eop;
+} rsb_plan_t;
+
+int mca_coll_dfccl_rsb_engine_start(mca_coll_dfccl_module_t *m, dfcclComm_t ecomm, const void *sbuf,
+                                    void *rbuf, size_t rcount, dfcclDataType_t etype, dfcclRedOp_t eop,
+                                    mca_coll_dfccl_op_t *o)
+{
+    const size_t bytes = rcount * dfcclTypeSize(etype), all = bytes * (size_t)m->size;
+    void *hs, *hr;
+    int rc;
+
+    mca_coll_dfccl_op_engine(o, ecomm);
+    if (sbuf == MPI_IN_PLACE) {
+        o->device_direct = false; /* the block move at completion is a host copy */
+        void *hall;
+        /* all of recvbuf goes in; only its first block comes back */
+        if ((rc = mca_coll_dfccl_view(o, rbuf, 0, all, true, 0, bytes, &hall)) != OMPI_SUCCESS)
+            return rc;
+        hs = hall;
+        hr = (char *)hall + (size_t)m->rank * bytes;
+        if (m->rank) {
+            o->move_dst = hall;
+            o->move_src = hr;
+            o->move_len = bytes;
+        }
+    } else {
+        if ((rc = mca_coll_dfccl_view(o, sbuf, 0, all, true, 0, 0, &hs)) != OMPI_SUCCESS ||
+            (rc = mca_coll_dfccl_view(o, rbuf, 0, bytes, false, 0, bytes, &hr)) != OMPI_SUCCESS)
+            return rc;
+    }
+    dfcclResult_t res = dfcclReduceScatter(hs, hr, rcount, etype, eop, ecomm, &o->ereq);
+    return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Reduce_scatter_block", res);
+}
+
+static int rsb_prepare(mca_coll_dfccl_module_t *m, const void *sbuf, void *rbuf, int rcount,
+                       struct ompi_datatype_t *dtype, struct ompi_op_t *op, bool blocking, rsb_plan_t *p)
+{
+    mca_coll_dfccl_check_t rec = {.coll = MCA_COLL_DFCCL_REDUCE_SCATTER_BLOCK,
+                                  .op = mca_coll_dfccl_op_index(op),
+                                  .bytes = mca_coll_dfccl_bytes(dtype, (size_t)rcount)};
+    if (rec.bytes)
+        rec.kind = mca_coll_dfccl_kind2(sbuf, rbuf);
+    bool ok = rec.bytes > 0 && mca_coll_dfccl_reduction_map(dtype, op, &p->etype, &p->eop);
+    return mca_coll_dfccl_prologue(m, &rec, ok, blocking, &p->path, &p->ecomm);
+}
+
+static int rsb_start(mca_coll_dfccl_module_t *m, const rsb_plan_t *p, const void *sbuf, void *rbuf,
+                     int rcount, struct ompi_datatype_t *dtype, struct ompi_op_t *op, mca_coll_dfccl_op_t *o,
+                     ompi_request_t **inner_p)
+{
+    if (p->path == MCA_COLL_DFCCL_PATH_ENGINE)
+        return mca_coll_dfccl_rsb_engine_start(m, p->ecomm, sbuf, rbuf, (size_t)rcount, p->etype, p->eop, o);
+
+    const size_t all = (size_t)rcount * (size_t)m->size;
+    void *hs = (void *)sbuf, *hr = rbuf;
+    ptrdiff_t lo;
+    size_t len;
+    int rc;
+    mca_coll_dfccl_span(dtype, sbuf == MPI_IN_PLACE ? all : (size_t)rcount, &lo, &len);
+    if ((rc = mca_coll_dfccl_view(o, rbuf, lo, len, true, 0, len, &hr)) != OMPI_SUCCESS)
+        return rc;
+    if (sbuf != MPI_IN_PLACE) {
+        mca_coll_dfccl_span(dtype, all, &lo, &len);
+        if ((rc = mca_coll_dfccl_view(o, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
+            return rc;
+    }
+    if (inner_p)
+        return m->previous_ireduce_scatter_block(hs, hr, rcount, dtype, op, m->comm, inner_p,
+                                                 m->previous_ireduce_scatter_block_module);
+    o->rc = m->previous_reduce_scatter_block(hs, hr, rcount, dtype, op, m->comm,
+                                             m->previous_reduce_scatter_block_module);
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_dfccl_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    rsb_plan_t p;
+    int rc = rsb_prepare(m, sbuf, rbuf, rcount, dtype, op, true, &p);
+    if (rc != OMPI_SUCCESS)
+        return rc;
+    if (p.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
+        return m->previous_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
+                                                m->previous_reduce_scatter_block_module);
+    MCA_COLL_DFCCL_RUN_BLOCKING(o, rsb_start(m, &p, sbuf, rbuf, rcount, dtype, op, o, NULL));
+}
+
+int mca_coll_dfccl_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                         struct ompi_communicator_t *comm, ompi_request_t **request,
+                                         mca_coll_base_module_t *module)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    rsb_plan_t p;
+    int rc = rsb_prepare(m, sbuf, rbuf, rcount, dtype, op, false, &p);
+    if (rc != OMPI_SUCCESS)
+        return rc;
+    if (p.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
+        return m->previous_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
+                                                 m->previous_ireduce_scatter_block_module);
+    MCA_COLL_DFCCL_RUN_NONBLOCKING(m, p.path, request, o, inner_p,
+                                   rsb_start(m, &p, sbuf, rbuf, rcount, dtype, op, o, inner_p));
+}

@@ -1,0 +1,268 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The Open MPI component suite: plain MPI programs run with mca_coll_dfccl loaded
+# from the build tree. No GPU is needed: coll_dfccl_host_buffers=1 sends host
+# buffers to the engine's CPU backend, coll_dfccl_fake_device=1 runs the device
+# staging paths on host memory.
+#
+#   test/ompi/run_ompi_suite.sh BUILD_DIR [--quick]
+#
+# Prints one "PASS: name np=N" or "FAIL: name np=N (why)" line per run, then
+# "N passed, N failed"; exits non-zero if anything failed. Every run is under
+# `timeout`. Programs missing from BUILD_DIR/test/ompi are compiled with mpicc.
+set -u
+
+BUILD=${1:?usage: run_ompi_suite.sh BUILD_DIR [--quick]}
+BUILD=$(cd "$BUILD" && pwd)
+QUICK=${2:-}
+SRC=$(cd "$(dirname "$0")" && pwd)
+BIN=$BUILD/test/ompi
+MPICC=${MPICC:-mpicc}
+MPIRUN=${MPIRUN:-mpirun}
+OMPI_INFO=${OMPI_INFO:-ompi_info}
+
+COMPDIR=$BUILD/ompi_coll_dfccl/.libs
+if [ ! -f "$COMPDIR/mca_coll_dfccl.so" ]; then
+    echo "FAIL: setup ($COMPDIR/mca_coll_dfccl.so not built: run make in $BUILD)"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+SYSDIR=$($OMPI_INFO --path pkglibdir 2>/dev/null | sed -e 's/.*: *//')
+CPATH_MCA=$COMPDIR:$SYSDIR
+LIBDIR=$BUILD/.libs
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/dfccl-ompi-suite.XXXXXX")
+# vader's segments of runs we kill on purpose (hang tests) stay in here, not in /dev/shm
+mkdir -p "$WORK/vader"
+trap 'rm -rf "$WORK"' EXIT
+
+ROOT_FLAGS=()
+[ "$(id -u)" = 0 ] && ROOT_FLAGS=(--allow-run-as-root)
+
+PASSED=0
+FAILED=0
+pass() { echo "PASS: $1"; PASSED=$((PASSED + 1)); }
+fail() {
+    echo "FAIL: $1 ($2)"
+    FAILED=$((FAILED + 1))
+    if [ -f "$WORK/out" ]; then
+        echo "---- last lines of output ----"
+        grep -v 'help message\|help_aggregate' "$WORK/out" | tail -15
+        echo "------------------------------"
+    fi
+}
+
+# ---------------------------------------------------------------- build the programs
+PROGS="t_colls t_fallback t_nb t_chaos t_commfree t_check"
+mkdir -p "$BIN"
+for p in $PROGS; do
+    if [ ! -x "$BIN/$p" ] || [ "$SRC/$p.c" -nt "$BIN/$p" ] || [ "$SRC/ompi_test.h" -nt "$BIN/$p" ]; then
+        if ! $MPICC -std=gnu11 -O2 -Wall -Wextra -I"$SRC" "$SRC/$p.c" -o "$BIN/$p" -lm 2>"$WORK/cc.err"; then
+            cat "$WORK/cc.err"
+            fail "build $p" "mpicc failed"
+        fi
+    fi
+done
+
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+if [ ! -x "$BIN/t_device" ] && [ -f "$CUDA_HOME/include/cuda_runtime.h" ]; then
+    $MPICC -std=gnu11 -O2 -I"$SRC" -I"$CUDA_HOME/include" "$SRC/t_device.c" -o "$BIN/t_device" \
+        -L"$CUDA_HOME/lib64" -lcudart_static -ldl -lrt -lpthread -lm 2>"$WORK/cc.err" || cat "$WORK/cc.err"
+fi
+
+# mpirun with the component loaded from the build tree; MCA arguments then program
+# run NAME NP TIMEOUT [--mca k v ...] [-x VAR=v] -- PROGRAM ARGS
+run() {
+    local tmo=$1 np=$2
+    shift 2
+    local mca=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do mca+=("$1"); shift; done
+    shift
+    local prog=$1
+    shift
+    timeout -k 5 "$tmo" $MPIRUN "${ROOT_FLAGS[@]}" --oversubscribe -np "$np" \
+        --mca btl self,vader --mca btl_vader_backing_directory "$WORK/vader" \
+        --mca mca_base_component_path "$CPATH_MCA" -x LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        "${mca[@]}" "$BIN/$prog" "$@" >"$WORK/out" 2>&1
+}
+
+# expect success and an "OK" line
+check_ok() {
+    local name=$1 rc=$2
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        fail "$name" "timed out"
+    elif [ "$rc" != 0 ]; then
+        fail "$name" "exit $rc"
+    elif ! grep -q '^OK ' "$WORK/out"; then
+        fail "$name" "no OK line"
+    else
+        pass "$name"
+        grep '^OK \|^note:' "$WORK/out" | sed 's/^/    /'
+    fi
+}
+
+HB=(--mca coll_dfccl_host_buffers 1)
+FAKE=(--mca coll_dfccl_fake_device 1)
+
+# ---------------------------------------------------------------- the component loads
+if OMPI_MCA_mca_base_component_path=$CPATH_MCA $OMPI_INFO 2>&1 | grep -q 'MCA coll: dfccl'; then
+    pass "ompi_info lists the component"
+else
+    fail "ompi_info lists the component" "no 'MCA coll: dfccl' line"
+fi
+OMPI_MCA_mca_base_component_path=$CPATH_MCA $OMPI_INFO --param coll dfccl --level 9 >"$WORK/info" 2>&1
+missing=""
+for p in priority verbose enable host_buffers check eager fake_device preempt threshold_base_ns threshold_growth \
+    threshold_max_ns head_factor slots channels chunk_size fifo_depth oneshot_max stall_report timeout; do
+    grep -q "parameter \"coll_dfccl_$p\"" "$WORK/info" || missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+    pass "ompi_info --param coll dfccl --level 9 lists every parameter ($(grep -c 'parameter "coll_dfccl_' "$WORK/info"))"
+else
+    fail "ompi_info --param coll dfccl --level 9" "missing:$missing"
+fi
+
+# ---------------------------------------------------------------- pass-through
+# host buffers with host_buffers=0: the previous module, nothing on the engine
+run 120 2 --mca coll_dfccl_verbose 3 -- t_colls --quick --comms world,dup
+rc=$?
+if [ $rc = 0 ] && grep -q '^OK ' "$WORK/out" && ! grep -q -- '-> engine' "$WORK/out" &&
+    grep -q -- '-> previous module (host memory' "$WORK/out" && ! grep -qi 'error' "$WORK/out"; then
+    pass "pass-through: host buffers, host_buffers=0, nothing on the engine np=2"
+    echo "    $(grep -c -- '-> previous module (host memory' "$WORK/out") calls to the previous module, $(grep -c -- '-> engine' "$WORK/out") on the engine"
+else
+    fail "pass-through: host buffers, host_buffers=0 np=2" "rc $rc, $(grep -c -- '-> engine' "$WORK/out") engine calls"
+fi
+run 120 3 -- t_nb --rounds 5
+check_ok "pass-through: non-blocking host buffers np=3" $?
+run 60 2 --mca coll_dfccl_enable 0 --mca coll_dfccl_verbose 2 -- t_nb --rounds 2
+rc=$?
+if [ $rc = 0 ] && ! grep -q 'enabled on' "$WORK/out"; then
+    pass "coll_dfccl_enable=0 declines every communicator np=2"
+else
+    fail "coll_dfccl_enable=0 np=2" "rc $rc or a module was enabled"
+fi
+
+# a verbose run names what went to the engine
+run 120 2 "${HB[@]}" --mca coll_dfccl_verbose 3 -- t_colls --quick --comms world
+rc=$?
+if [ $rc = 0 ] && grep -q -- '-> engine (host memory' "$WORK/out"; then
+    pass "verbose run shows the collectives on the engine np=2"
+    grep -- '-> engine' "$WORK/out" | sed 's/.*() //' | sed 's/ (host memory.*//' | sort | uniq -c | sed 's/^/    /' | head -14
+else
+    fail "verbose run shows the collectives on the engine np=2" "rc $rc, no '-> engine' line"
+fi
+
+# ---------------------------------------------------------------- correctness matrix
+if [ "$QUICK" = --quick ]; then
+    run 300 2 "${HB[@]}" -- t_colls --quick; check_ok "collectives x types x ops x sizes (quick) np=2" $?
+    run 300 4 "${HB[@]}" -- t_colls --quick; check_ok "collectives x types x ops x sizes (quick) np=4" $?
+else
+    run 300 2 "${HB[@]}" -- t_colls --big; check_ok "collectives x types x ops x sizes, MiB sizes np=2" $?
+    run 300 3 "${HB[@]}" -- t_colls; check_ok "collectives x types x ops x sizes np=3" $?
+    run 300 4 "${HB[@]}" -- t_colls --big; check_ok "collectives x types x ops x sizes, MiB sizes np=4" $?
+fi
+run 300 8 "${HB[@]}" -- t_colls --quick --comms world,split,many
+check_ok "collectives x types x ops x sizes (quick) np=8" $?
+
+# staging paths (device buffers, emulated): engine and previous module behind host copies
+run 300 3 "${FAKE[@]}" -- t_colls --quick
+check_ok "staged device buffers: collectives matrix (quick) np=3" $?
+
+# ---------------------------------------------------------------- fallbacks
+for np in 2 3 4 8; do
+    run 120 $np "${HB[@]}" -- t_fallback
+    check_ok "fallback: user ops, derived datatypes, MAXLOC/MINLOC, unmapped types np=$np" $?
+done
+for np in 2 4; do
+    run 120 $np "${FAKE[@]}" -- t_fallback
+    check_ok "fallback staged through host (device buffers, emulated) np=$np" $?
+done
+
+# ---------------------------------------------------------------- non-blocking
+for np in 2 3 4 8; do
+    run 120 $np "${HB[@]}" -- t_nb
+    check_ok "non-blocking: Test/Wait/Waitall/Waitany/Testsome, 12 outstanding np=$np" $?
+done
+run 120 3 "${FAKE[@]}" -- t_nb
+check_ok "non-blocking, staged (device buffers, emulated) np=3" $?
+
+# ---------------------------------------------------------------- chaos order
+for np in 2 4 8; do
+    run 120 $np "${HB[@]}" -- t_chaos --deadline 60
+    check_ok "chaos order: 8 dups, Iallreduce in per-rank permutations, Waitall np=$np" $?
+done
+# first calls in chaos order too: engine communicators made at MPI_Comm_dup
+run 120 4 "${HB[@]}" --mca coll_dfccl_eager 1 -- t_chaos --deadline 60 --no-warmup
+check_ok "chaos order from the first call, coll_dfccl_eager=1 np=4" $?
+# without preemption the same program must hang: the watchdog exits 3
+run 60 4 "${HB[@]}" --mca coll_dfccl_preempt 0 -- t_chaos --deadline 8 --iters 4
+rc=$?
+if [ $rc = 3 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
+    pass "chaos order with --mca coll_dfccl_preempt 0 hangs (rc $rc) np=4"
+    grep '^HANG' "$WORK/out" | head -2 | sed 's/^/    /'
+else
+    fail "chaos order with --mca coll_dfccl_preempt 0 hangs np=4" "rc $rc: it did not hang"
+fi
+run 60 2 "${HB[@]}" -x DFCCL_PREEMPT=0 -- t_chaos --deadline 8 --iters 4
+rc=$?
+if [ $rc = 3 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
+    pass "chaos order with -x DFCCL_PREEMPT=0 hangs (rc $rc) np=2"
+else
+    fail "chaos order with -x DFCCL_PREEMPT=0 hangs np=2" "rc $rc: it did not hang"
+fi
+
+# coll_dfccl_timeout turns that hang into an MPI error (fatal under MPI_ERRORS_ARE_FATAL)
+run 60 2 "${HB[@]}" --mca coll_dfccl_preempt 0 --mca coll_dfccl_timeout 2000 -- t_chaos --deadline 30 --iters 2
+rc=$?
+if [ $rc != 0 ] && [ $rc != 3 ] && [ $rc != 124 ] && [ $rc != 137 ] && grep -q 'timed out' "$WORK/out"; then
+    pass "chaos order, preempt 0, coll_dfccl_timeout 2000: an error instead of a hang (rc $rc) np=2"
+    grep 'failed on the engine' "$WORK/out" | head -1 | sed 's/.*ERROR: /    /'
+else
+    fail "chaos order, preempt 0, coll_dfccl_timeout 2000 np=2" "rc $rc"
+fi
+
+# ---------------------------------------------------------------- communicator churn
+for np in 2 4 8; do
+    run 300 $np "${HB[@]}" -- t_commfree --n 1000
+    check_ok "1000 communicators created, used, freed: no growth of RSS/fds/shm np=$np" $?
+    grep '^rank 0:' "$WORK/out" | sed 's/^/    /'
+done
+left=$(ls /dev/shm 2>/dev/null | grep -c '^dfccl-')
+if [ "$left" = 0 ]; then
+    pass "no dfccl-* segments left in /dev/shm after the suite"
+else
+    fail "no dfccl-* segments left in /dev/shm" "$left left"
+fi
+
+# ---------------------------------------------------------------- coll_dfccl_check
+for np in 2 4; do
+    run 60 $np "${HB[@]}" --mca coll_dfccl_check 1 -- t_check
+    check_ok "coll_dfccl_check=1 catches different counts/roots/ops with MPI_ERR_ARG np=$np" $?
+    grep 'coll_dfccl_check:' "$WORK/out" | head -2 | sed 's/.*ERROR: /    /'
+done
+run 300 3 "${HB[@]}" --mca coll_dfccl_check 1 -- t_colls --quick --comms world,split
+check_ok "coll_dfccl_check=1 passes every matching call (no false alarm) np=3" $?
+
+# ---------------------------------------------------------------- device buffers (GPU machines)
+if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
+    for np in 2 4; do
+        # host_buffers stays 0: device buffers go to the engine, host ones pass through
+        run 300 $np --mca coll_dfccl_verbose 3 -- t_device
+        rc=$?
+        if [ $rc = 0 ] && grep -q '^OK ' "$WORK/out" && grep -q -- '-> engine (device memory' "$WORK/out" &&
+            grep -q -- '-> previous module (staged through host) (device memory' "$WORK/out" &&
+            ! grep -q -- '-> engine (host memory' "$WORK/out"; then
+            pass "device buffers: engine (staged), fallbacks staged, managed memory as host np=$np"
+            grep '^OK ' "$WORK/out" | sed 's/^/    /'
+        else
+            fail "device buffers np=$np" "rc $rc"
+        fi
+    done
+else
+    echo "SKIP: device buffers (no GPU here, or t_device not built)"
+fi
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]
