@@ -138,6 +138,7 @@ typedef struct {
     ompi_request_t *inner; /**< previous module's request (non-blocking staged path) */
     int rc;                /**< result of a blocking previous call (staged path) */
     bool device_direct;    /**< engine path on a communicator with a GPU part */
+    bool device_synced;    /**< the legacy stream was synchronized for this op */
 } mca_coll_dfccl_op_t;
 
 /**

@@ -124,8 +124,19 @@ static inline void mca_coll_dfccl_op_engine(mca_coll_dfccl_op_t *op, dfcclComm_t
 static inline int mca_coll_dfccl_view(mca_coll_dfccl_op_t *op, const void *user, ptrdiff_t lo, size_t len,
                                       bool copy_in, size_t out_off, size_t out_len, void **view_p)
 {
-    if (!len || op->device_direct ||
-        mca_coll_dfccl_mem_kind((const char *)user + lo) == MCA_COLL_DFCCL_MEM_HOST) {
+    if (!len || mca_coll_dfccl_mem_kind((const char *)user + lo) == MCA_COLL_DFCCL_MEM_HOST) {
+        *view_p = (void *)user;
+        return OMPI_SUCCESS;
+    }
+    if (op->device_direct) {
+        /* the GPU daemon reads the buffer on its own stream: what the application's
+         * legacy-stream work (a cudaMemcpy from pageable memory, say) still has in
+         * flight must land first, once per operation */
+        if (!op->device_synced) {
+            op->device_synced = true;
+            if (mca_coll_dfccl_device_ready() != OMPI_SUCCESS)
+                return OMPI_ERROR;
+        }
         *view_p = (void *)user;
         return OMPI_SUCCESS;
     }

@@ -147,6 +147,18 @@ int mca_coll_dfccl_copy(void *dst, const void *src, size_t len)
     return OMPI_SUCCESS;
 }
 
+int mca_coll_dfccl_device_ready(void)
+{
+    if (!cu.handle)
+        return OMPI_SUCCESS;
+    dfccl_cu_result_t res = cu.stream_synchronize(NULL);
+    if (res != 0) {
+        DFCCL_ERROR("cuStreamSynchronize(legacy stream) failed: %s (%d)", cu_error_string(res), res);
+        return OMPI_ERROR;
+    }
+    return OMPI_SUCCESS;
+}
+
 void *mca_coll_dfccl_host_alloc(size_t len)
 {
     return malloc(len ? len : 1);

@@ -23,6 +23,9 @@ mca_coll_dfccl_mem_t mca_coll_dfccl_mem_kind(const void *ptr);
 /** @brief Copy @p len bytes; either side may be device memory. OMPI_SUCCESS or OMPI_ERROR. */
 int mca_coll_dfccl_copy(void *dst, const void *src, size_t len);
 
+/** @brief Wait for the calling context's legacy default stream. OMPI_SUCCESS or OMPI_ERROR. */
+int mca_coll_dfccl_device_ready(void);
+
 /** @brief Host memory for a staged copy of a device buffer. NULL when out of memory. */
 void *mca_coll_dfccl_host_alloc(size_t len);
 void mca_coll_dfccl_host_free(void *ptr);
