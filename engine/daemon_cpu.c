@@ -92,13 +92,13 @@ static void post_completion(struct dfccl_request *req, dfcclResult_t res)
 
 void eng_daemon_wait(struct dfccl_request *req)
 {
+    /* yield rather than spin: on a machine with fewer cores than ranks the daemon
+     * thread we wait for may need this core; with a core to spare the yield returns
+     * at once */
     for (unsigned i = 0; i < 2000; i++) {
         if (dfccl_load_acquire32(&req->done))
             return;
-        if (i < 200)
-            dfccl_cpu_relax();
-        else
-            sched_yield();
+        sched_yield();
     }
     __atomic_fetch_add(&D.waiters, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&D.done_lock);
