@@ -35,6 +35,18 @@
 #include "dfccl.h"
 #include "dfccl_mpi.h"
 
+#ifdef DFCCL_DEMO_CUDA
+#include <cuda_runtime.h>
+#define DEMO_CU(call)                                                                              \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "deadlock_demo: %s: %s\n", #call, cudaGetErrorString(e_));             \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
+        }                                                                                          \
+    } while (0)
+#endif
+
 #define NCOMMS 8
 
 static const size_t counts[NCOMMS] = {256, 147456, 2048, 1024, 65536, 147456, 524288, 1048576};
@@ -164,6 +176,27 @@ int main(int argc, char **argv)
         }
     }
 
+    /* Device buffers (the GPU daemon) when this build has CUDA and a GPU is present;
+     * host buffers (the CPU daemon) otherwise, or with DFCCL_DEMO_HOST=1. */
+    int use_gpu = 0;
+#ifdef DFCCL_DEMO_CUDA
+    int ndev = 0;
+    const char *force_host = getenv("DFCCL_DEMO_HOST");
+    if (!(force_host && *force_host == '1') && cudaGetDeviceCount(&ndev) == cudaSuccess && ndev > 0) {
+        MPI_Comm local;
+        int lrank;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+        MPI_Comm_rank(local, &lrank);
+        MPI_Comm_free(&local);
+        DEMO_CU(cudaSetDevice(lrank % ndev));
+        use_gpu = 1;
+    }
+    cudaGetLastError();
+#endif
+    int all_gpu = 0;
+    MPI_Allreduce(&use_gpu, &all_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    use_gpu = all_gpu; /* every rank must pass the same memory kind */
+
     const char *pre = getenv("DFCCL_PREEMPT");
     int preempt = pre && *pre ? strtoul(pre, NULL, 0) != 0 : 1; /* as the engine reads it */
     if (g_rank == 0) {
@@ -172,6 +205,7 @@ int main(int argc, char **argv)
                g_nranks, NCOMMS, iters, preempt ? "ON" : "OFF", pre ? pre : "unset");
         if (g_nranks != 4)
             printf("(the demo is meant for 4 ranks; using generated orders)\n");
+        printf("buffers: %s\n", use_gpu ? "device memory (the GPU daemon)" : "host memory (the CPU daemon)");
         printf("one all-reduce per communicator per iteration, sizes in floats:");
         for (int c = 0; c < NCOMMS; c++)
             printf(" %zu", counts[c]);
@@ -208,6 +242,7 @@ int main(int argc, char **argv)
     }
 
     float *send[NCOMMS], *recv[NCOMMS];
+    void *dsend[NCOMMS] = {0}, *drecv[NCOMMS] = {0}; /* device twins in GPU mode */
     for (int c = 0; c < NCOMMS; c++) {
         send[c] = malloc(counts[c] * sizeof(float));
         recv[c] = malloc(counts[c] * sizeof(float));
@@ -215,6 +250,12 @@ int main(int argc, char **argv)
             fprintf(stderr, "deadlock_demo: out of memory\n");
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
+#ifdef DFCCL_DEMO_CUDA
+        if (use_gpu) {
+            DEMO_CU(cudaMalloc(&dsend[c], counts[c] * sizeof(float)));
+            DEMO_CU(cudaMalloc(&drecv[c], counts[c] * sizeof(float)));
+        }
+#endif
     }
 
     MPI_Barrier(MPI_COMM_WORLD);
@@ -225,12 +266,22 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < counts[c]; i++)
                 send[c][i] = input(g_rank, c, it, i);
             memset(recv[c], 0xff, counts[c] * sizeof(float)); /* NaN poison */
+#ifdef DFCCL_DEMO_CUDA
+            if (use_gpu) {
+                DEMO_CU(cudaMemcpy(dsend[c], send[c], counts[c] * sizeof(float), cudaMemcpyHostToDevice));
+                DEMO_CU(cudaMemset(drecv[c], 0xff, counts[c] * sizeof(float)));
+            }
+#endif
         }
+#ifdef DFCCL_DEMO_CUDA
+        if (use_gpu) /* the GPU daemon has its own stream: the inputs must have landed */
+            DEMO_CU(cudaStreamSynchronize(0));
+#endif
         dfcclRequest_t req[NCOMMS] = {0};
         for (int k = 0; k < NCOMMS; k++) {
             int c = order[k];
-            dfcclResult_t r = dfcclAllReduce(send[c], recv[c], counts[c], dfcclFloat32,
-                                             dfcclSum, comms[c], &req[c]);
+            dfcclResult_t r = dfcclAllReduce(use_gpu ? dsend[c] : send[c], use_gpu ? drecv[c] : recv[c],
+                                             counts[c], dfcclFloat32, dfcclSum, comms[c], &req[c]);
             if (r != dfcclSuccess)
                 fail("dfcclAllReduce", r);
         }
@@ -263,6 +314,11 @@ int main(int argc, char **argv)
             else
                 sched_yield();
         }
+#ifdef DFCCL_DEMO_CUDA
+        if (use_gpu)
+            for (int c = 0; c < NCOMMS; c++)
+                DEMO_CU(cudaMemcpy(recv[c], drecv[c], counts[c] * sizeof(float), cudaMemcpyDeviceToHost));
+#endif
         for (int c = 0; c < NCOMMS; c++)
             for (size_t i = 0; i < counts[c]; i++)
                 if (recv[c][i] != expected(c, it, i))
@@ -337,6 +393,10 @@ int main(int argc, char **argv)
         MPI_Comm_free(&mpi_comms[c]);
         free(send[c]);
         free(recv[c]);
+#ifdef DFCCL_DEMO_CUDA
+        cudaFree(dsend[c]);
+        cudaFree(drecv[c]);
+#endif
     }
     MPI_Finalize();
     return wrong_all ? 1 : 0;
