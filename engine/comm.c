@@ -11,6 +11,7 @@
 
 #include "eng_comm.h"
 #include "eng_gpu.h"
+#include "eng_net.h"
 #include "eng_log.h"
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -55,7 +56,8 @@ static int live_remove(struct dfccl_comm *c)
 
 typedef struct {
     int32_t pid;
-    int32_t pad;
+    int16_t net_force; /* DFCCL_NET=ucx on this rank */
+    int16_t net_built; /* this rank's library has the UCX transport */
     uint64_t uid;
     char host[64];
 } eng_boot_info_t;
@@ -103,26 +105,50 @@ dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllg
     memset(&me, 0, sizeof(me));
     me.pid = (int32_t)getpid();
     me.uid = fresh_uid();
-    gethostname(me.host, sizeof(me.host) - 1);
+    me.net_force = (int16_t)eng_config.net_force;
+    me.net_built = (int16_t)eng_net_built();
+    snprintf(me.host, sizeof(me.host), "%s", eng_config.host);
     if (allgather(&me, all, sizeof(me), ctx) != 0) {
         res = eng_set_error(dfcclBootstrapError, __func__, "allgather callback failed");
         goto err_free;
     }
     c->uid = all[0].uid; /* rank 0 names the communicator */
-    for (int p = 0; p < nranks; p++)
-        if (strncmp(all[p].host, all[0].host, sizeof(me.host))) {
-            /* every rank sees the same table, so every rank fails the same way */
-            res = eng_set_error(dfcclUnsupported, __func__,
-                                "rank %d is on host '%.64s' and rank 0 on '%.64s': peers on other "
-                                "hosts need the net transport, which this build does not have",
-                                p, all[p].host, all[0].host);
-            goto err_free;
+    /* locality: every rank computes the same table from the same gathered data */
+    uint8_t *is_net = calloc((size_t)nranks, 1);
+    if (!is_net) {
+        res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
+        goto err_free;
+    }
+    int any_net = 0, net_missing = -1;
+    for (int p = 0; p < nranks; p++) {
+        for (int q = 0; q < nranks; q++) {
+            int net = p != q && (all[p].net_force || all[q].net_force ||
+                                 strncmp(all[p].host, all[q].host, sizeof(me.host)));
+            if (net && (!all[p].net_built || !all[q].net_built))
+                net_missing = all[p].net_built ? q : p;
+            any_net |= net;
+            if (p == rank)
+                is_net[q] = (uint8_t)net;
         }
+    }
+    if (net_missing >= 0) {
+        free(is_net);
+        res = eng_set_error(dfcclUnsupported, __func__,
+                            "rank %d (host '%.64s') must be reached over the net, but its dfccl (or this one) "
+                            "has no UCX transport (configure --with-ucx)",
+                            net_missing, all[net_missing].host);
+        goto err_free;
+    }
+    for (int p = 0; p < nranks; p++)
+        if (p != rank)
+            dfccl_info("communicator %016llx rank %d: peer %d: transport %s", (unsigned long long)c->uid, rank,
+                       p, is_net[p] ? "ucx" : "shm");
 
     int *pids = malloc(sizeof(int) * (size_t)nranks);
     c->slot_next = calloc(c->slots, sizeof(uint64_t));
     if (!pids || !c->slot_next) {
         free(pids);
+        free(is_net);
         res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
         goto err_free;
     }
@@ -133,14 +159,23 @@ dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllg
 
     eng_shm_clean_stale();
     DFCCL_CHECK_GOTO(eng_daemon_acquire(), res, err_pids);
-    DFCCL_CHECK_GOTO(eng_shm_setup(c, pids, allgather, ctx), res, err_daemon);
-    if (eng_config.gpu) {
+    DFCCL_CHECK_GOTO(eng_shm_setup(c, pids, is_net, allgather, ctx), res, err_daemon);
+    if (any_net) {
+        res = eng_net_comm_setup(c, is_net, allgather, ctx);
+        if (res < 0) {
+            eng_shm_teardown(c);
+            goto err_daemon;
+        }
+    }
+    /* device FIFOs are shared with CUDA IPC: one host only (net peers: host buffers) */
+    if (eng_config.gpu && !any_net) {
         res = eng_gpu_comm_create(&c->gpu, rank, nranks, c->uid, allgather, ctx);
         if (res < 0) {
             eng_shm_teardown(c);
             goto err_daemon;
         }
     }
+    free(is_net);
     free(pids);
     free(all);
     c->magic = ENG_COMM_MAGIC;
@@ -155,6 +190,7 @@ dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllg
 err_daemon:
     eng_daemon_release();
 err_pids:
+    free(is_net);
     free(pids);
 err_free:
     if (c)
@@ -174,6 +210,7 @@ dfcclResult_t dfcclCommDestroy(dfcclComm_t comm)
     eng_daemon_wait(&req);
     comm->magic = 0;
     eng_gpu_comm_destroy(comm->gpu);
+    eng_net_comm_teardown(comm);
     eng_shm_teardown(comm);
     free(comm->slot_next);
     free(comm);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "eng_config.h"
 #include "eng_log.h"
@@ -77,6 +79,18 @@ static void eng_config_parse(void)
     eng_config.timeout_ms = v[11];
     eng_config.idle_sleep_us = v[12];
     eng_config.gpu = (int)v[17];
+    const char *net = getenv("DFCCL_NET");
+    if (net && *net && strcasecmp(net, "auto") && strcasecmp(net, "ucx")) {
+        eng_set_error(dfcclInvalidArgument, "config", "DFCCL_NET=%s: expected auto or ucx", net);
+        dfccl_error("%s", dfcclGetLastError());
+        rc = -1;
+    }
+    eng_config.net_force = net && !strcasecmp(net, "ucx");
+    const char *host = getenv("DFCCL_HOST");
+    if (host && *host)
+        snprintf(eng_config.host, sizeof(eng_config.host), "%s", host);
+    else if (gethostname(eng_config.host, sizeof(eng_config.host) - 1) != 0)
+        snprintf(eng_config.host, sizeof(eng_config.host), "unknown");
     eng_config.gpu_channels = (uint32_t)v[13];
     eng_config.gpu_threads = (uint32_t)(v[14] & ~(uint64_t)31); /* whole warps */
     eng_config.gpu_idle_quit_us = v[15];

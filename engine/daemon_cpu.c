@@ -210,8 +210,9 @@ static void report_stall(eng_task_t *t, uint64_t waited_ns)
     int nmissing = 0;
     missing[0] = 0;
     for (int p = 0; p < c->nranks; p++) {
-        /* a rank has arrived at seq once it has submitted seq+1 collectives */
-        if (dfccl_load_acquire64(&eng_seg_hdr(c, p)->arrived) <= t->seq) {
+        /* a rank has arrived at seq once it has submitted seq+1 collectives (peers on
+         * the net are not mapped: unknown, not listed) */
+        if (c->segs[p] && dfccl_load_acquire64(&eng_seg_hdr(c, p)->arrived) <= t->seq) {
             nmissing++;
             if (len < sizeof(missing) - 16)
                 len += (size_t)snprintf(missing + len, sizeof(missing) - len, "%s%d", nmissing > 1 ? "," : "", p);

@@ -14,6 +14,14 @@
 
 #define ENG_COMM_MAGIC 0x646663636c436f6dull /* "dfcclCom" */
 #define ENG_SEG_MAGIC 0x6466636c53656721ull
+#define ENG_PAGE 4096u
+
+/* Layout of a rank's segment: a header page, then one connection per (slot, channel,
+ * sending peer), each a control page and depth x chunk bytes of FIFO. */
+DFCCL_INLINE size_t eng_conn_ctrl_bytes(void)
+{
+    return DFCCL_DIV_UP(sizeof(eng_conn_ctrl_t), ENG_PAGE) * ENG_PAGE;
+}
 
 /* One completion word per request, written by the daemon with release after the
  * results are visible; the host reads it with acquire (dfcclTest/dfcclWait). */
@@ -57,6 +65,7 @@ struct dfccl_comm {
     dfcclStats_t stats;        /* written by the daemon, read by the host */
     struct dfccl_comm *live_next;
     struct eng_gpu_comm *gpu;  /* device FIFOs; NULL when some rank has no GPU */
+    struct eng_net_comm *net;  /* net peers' shadows and endpoints; NULL without net peers */
 };
 
 DFCCL_INLINE eng_seg_hdr_t *eng_seg_hdr(const struct dfccl_comm *c, int r)
@@ -70,7 +79,8 @@ DFCCL_INLINE eng_conn_t *eng_comm_conns(const struct dfccl_comm *c, uint32_t slo
 }
 
 /* shm.c */
-dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, dfcclAllgatherFn_t ag, void *ctx);
+dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, const uint8_t *is_net, dfcclAllgatherFn_t ag,
+                            void *ctx);
 void eng_shm_teardown(struct dfccl_comm *c);
 void eng_shm_clean_stale(void);
 

@@ -18,7 +18,6 @@
 #include "eng_comm.h"
 #include "eng_log.h"
 
-#define ENG_PAGE 4096u
 
 static void seg_name(char *buf, size_t len, int pid, uint64_t uid, int rank)
 {
@@ -91,10 +90,11 @@ static void *map_segment(const char *name, size_t size, int create, dfcclResult_
     return p;
 }
 
-dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, dfcclAllgatherFn_t ag, void *ctx)
+dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, const uint8_t *is_net, dfcclAllgatherFn_t ag,
+                            void *ctx)
 {
     const int N = c->nranks;
-    const size_t ctrl = DFCCL_DIV_UP(sizeof(eng_conn_ctrl_t), ENG_PAGE) * ENG_PAGE;
+    const size_t ctrl = eng_conn_ctrl_bytes();
     const size_t conn = ctrl + (size_t)c->depth * c->chunk;
     const size_t nconn = (size_t)c->slots * c->channels * (size_t)N;
     dfcclResult_t res = dfcclSuccess, all;
@@ -119,8 +119,8 @@ dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, dfcclAllgathe
     if (all < 0)
         goto err_unlink;
     for (int p = 0; p < N && res == dfcclSuccess; p++) {
-        if (p == c->rank)
-            continue;
+        if (p == c->rank || is_net[p])
+            continue; /* net peers: the net transport points their connections at shadows */
         char pname[128];
         seg_name(pname, sizeof(pname), pids[p], c->uid, p);
         c->segs[p] = map_segment(pname, c->seg_size, 0, &res);
@@ -139,8 +139,8 @@ dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, dfcclAllgathe
                 eng_conn_t *cn = &eng_comm_conns(c, s, ch)[p];
                 cn->recv_ctrl = (eng_conn_ctrl_t *)(c->segs[c->rank] + ENG_PAGE + in * conn);
                 cn->recv_data = (char *)cn->recv_ctrl + ctrl;
-                cn->send_ctrl = (eng_conn_ctrl_t *)(c->segs[p] + ENG_PAGE + out * conn);
-                cn->send_data = (char *)cn->send_ctrl + ctrl;
+                cn->send_ctrl = c->segs[p] ? (eng_conn_ctrl_t *)(c->segs[p] + ENG_PAGE + out * conn) : NULL;
+                cn->send_data = cn->send_ctrl ? (char *)cn->send_ctrl + ctrl : NULL;
                 cn->sent = cn->recvd = 0;
             }
     c->stats.shm_bytes = c->seg_size;
