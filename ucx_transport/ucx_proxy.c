@@ -251,10 +251,16 @@ static void peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
     (void)ep;
     net_peer_ref_t *ref = arg;
     struct dfccl_comm *c = ref->nc->c;
-    if (!c->aborted)
+    /* a peer that destroyed the communicator (or exited) after the last collective is
+     * not an error: nothing is pending then */
+    const int pending = DFCCL_READ_ONCE(c->stats.submitted) != DFCCL_READ_ONCE(c->stats.completed);
+    if (!c->aborted && pending)
         dfccl_error("communicator %016llx (rank %d): peer rank %d is unreachable over UCX (%s); its pending "
                     "collectives fail",
                     (unsigned long long)c->uid, c->rank, ref->peer, ucs_status_string(status));
+    else if (!c->aborted)
+        dfccl_debug("communicator %016llx (rank %d): peer rank %d closed its end (%s)", (unsigned long long)c->uid,
+                    c->rank, ref->peer, ucs_status_string(status));
     c->aborted = dfcclCommAborted; /* the daemon fails every task of the communicator */
 }
 
