@@ -46,7 +46,8 @@ typedef struct {
 typedef struct {
     uint64_t magic;
     uint64_t arrived; /* collectives this rank has submitted on the communicator */
-    char pad[DFCCL_CACHELINE - 2 * sizeof(uint64_t)];
+    uint64_t closed;  /* net transport: the peer left cleanly (written in my shadow of it) */
+    char pad[DFCCL_CACHELINE - 3 * sizeof(uint64_t)];
 } eng_seg_hdr_t;
 
 /* This rank's view of the two directions of a connection with one peer. */

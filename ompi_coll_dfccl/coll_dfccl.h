@@ -60,6 +60,8 @@ typedef struct mca_coll_dfccl_component_t {
     bool fake_device; /**< testing: every buffer counts as device memory */
     bool eager;       /**< engine communicator at communicator creation, not first use */
     mca_coll_dfccl_knob_t knobs[MCA_COLL_DFCCL_NUM_KNOBS];
+    char *net;         /**< coll_dfccl_net, mirrored into DFCCL_NET like the knobs */
+    int net_var_index; /**< to tell an explicit setting from the default */
 
     /* state, set up at the first engine communicator (engine_ready) */
     opal_mutex_t lock;                    /**< guards everything below */

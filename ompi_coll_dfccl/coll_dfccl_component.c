@@ -141,6 +141,15 @@ static int dfccl_register(void)
                                           "GPU. Default 0 (0 or 1)",
                                           MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9,
                                           MCA_BASE_VAR_SCOPE_READONLY, &cm->fake_device);
+    /* a string, so not one of the knobs; exported the same way (only when set) */
+    cm->net = "auto";
+    cm->net_var_index = mca_base_component_var_register(
+        c, "net",
+        "Transport between the engine's ranks: auto (peers on the same host over shared "
+        "memory, peers on other hosts over UCX), ucx (every other rank over UCX, even on "
+        "the same host; for testing). Exported to DFCCL_NET. UCX's own variables (UCX_TLS, "
+        "UCX_NET_DEVICES, ...) pass through unchanged. Default auto",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &cm->net);
     for (int i = 0; i < MCA_COLL_DFCCL_NUM_KNOBS; i++) {
         mca_coll_dfccl_knob_t *k = &cm->knobs[i];
         k->var_index =

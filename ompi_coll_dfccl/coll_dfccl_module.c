@@ -396,6 +396,17 @@ int mca_coll_dfccl_setup(void)
         setenv(k->env, value, 1);
         DFCCL_VERBOSE(1, "coll_dfccl_%s=%s: %s=%s", k->name, value, k->env, value);
     }
+    mca_base_var_source_t net_source = MCA_BASE_VAR_SOURCE_DEFAULT;
+    if (cm->net_var_index >= 0 && cm->net && cm->net[0] &&
+        mca_base_var_get_value(cm->net_var_index, NULL, &net_source, NULL) == OPAL_SUCCESS &&
+        net_source != MCA_BASE_VAR_SOURCE_DEFAULT) {
+        setenv("DFCCL_NET", cm->net, 1);
+        DFCCL_VERBOSE(1, "coll_dfccl_net=%s: DFCCL_NET=%s", cm->net, cm->net);
+    }
+    /* verbose 2 (engine communicators): let the engine say which transport each peer
+     * uses, unless DFCCL_LOG_LEVEL was given */
+    if (cm->verbose >= 2)
+        setenv("DFCCL_LOG_LEVEL", "info", 0);
 
     ompi_attribute_fn_ptr_union_t copy_fn, del_fn;
     copy_fn.attr_communicator_copy_fn = dfccl_comm_attr_copy;

@@ -51,9 +51,13 @@ struct eng_net_comm {
     ucp_ep_h *ep;           /* [nranks] */
     ucp_rkey_h *seg_rkey;   /* [nranks]: peer's segment */
     ucp_rkey_h *shadow_rkey;/* [nranks]: peer's shadow of my segment */
+    uint64_t *shadow_addr;  /* [nranks]: where that shadow is in the peer's memory */
     net_peer_ref_t *refs;   /* [nranks]: error-handler arguments */
     net_conn_t *conns;
     size_t nconns;
+    uint8_t *dead;          /* [nranks]: endpoint failed or closed: no more puts to it */
+    uint64_t closed_val;    /* stable source of the goodbye put */
+    int closing;            /* this rank is tearing the communicator down */
     uint32_t depth;
     uint64_t chunk;
     struct eng_net_comm *next;
@@ -82,10 +86,17 @@ static dfcclResult_t ucs_error(const char *what, ucs_status_t st)
 
 /* ---- the proxy ----------------------------------------------------------------------- */
 
+static void put_done(void *request, ucs_status_t status, void *user_data)
+{
+    (void)request, (void)status, (void)user_data; /* failures reach peer_failed */
+}
+
 static int put(ucp_ep_h ep, const void *src, size_t len, uint64_t raddr, ucp_rkey_h rkey)
 {
     ucp_request_param_t prm;
     memset(&prm, 0, sizeof(prm));
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+    prm.cb.send = put_done;
     ucs_status_ptr_t r = ucp_put_nbx(ep, src, len, raddr, rkey, &prm);
     if (UCS_PTR_IS_ERR(r))
         return -1;
@@ -99,6 +110,12 @@ static int proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
 {
     ucp_ep_h ep = nc->ep[k->peer];
     int moved = 0;
+    if (nc->dead[k->peer])
+        return 0;
+    if (dfccl_load_acquire64(&((eng_seg_hdr_t *)nc->shadow[k->peer])->closed)) {
+        nc->dead[k->peer] = 1; /* it left: its memory is gone, send it nothing more */
+        return 0;
+    }
     /* acquire: the daemon wrote the step's data and size before releasing `posted` */
     uint64_t posted = dfccl_load_acquire64(&k->shadow_ctrl->posted);
     if (posted > k->sent_posted) {
@@ -250,17 +267,22 @@ static void peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     (void)ep;
     net_peer_ref_t *ref = arg;
-    struct dfccl_comm *c = ref->nc->c;
-    /* a peer that destroyed the communicator (or exited) after the last collective is
-     * not an error: nothing is pending then */
-    const int pending = DFCCL_READ_ONCE(c->stats.submitted) != DFCCL_READ_ONCE(c->stats.completed);
-    if (!c->aborted && pending)
+    struct eng_net_comm *nc = ref->nc;
+    struct dfccl_comm *c = nc->c;
+    nc->dead[ref->peer] = 1;
+    if (nc->closing)
+        return; /* our own endpoints, closed by our teardown */
+    /* a peer that destroyed the communicator said goodbye first (teardown puts `closed`
+     * into my shadow of its segment after its last step): it owes us nothing */
+    if (dfccl_load_acquire64(&((eng_seg_hdr_t *)nc->shadow[ref->peer])->closed)) {
+        dfccl_debug("communicator %016llx (rank %d): peer rank %d left (%s)", (unsigned long long)c->uid, c->rank,
+                    ref->peer, ucs_status_string(status));
+        return;
+    }
+    if (!c->aborted)
         dfccl_error("communicator %016llx (rank %d): peer rank %d is unreachable over UCX (%s); its pending "
                     "collectives fail",
                     (unsigned long long)c->uid, c->rank, ref->peer, ucs_status_string(status));
-    else if (!c->aborted)
-        dfccl_debug("communicator %016llx (rank %d): peer rank %d closed its end (%s)", (unsigned long long)c->uid,
-                    c->rank, ref->peer, ucs_status_string(status));
     c->aborted = dfcclCommAborted; /* the daemon fails every task of the communicator */
 }
 
@@ -352,6 +374,8 @@ static void net_free_locked(struct eng_net_comm *nc)
     free(nc->seg_rkey);
     free(nc->shadow_rkey);
     free(nc->refs);
+    free(nc->dead);
+    free(nc->shadow_addr);
     free(nc->conns);
     free(nc);
 }
@@ -391,10 +415,12 @@ dfcclResult_t eng_net_comm_setup(struct dfccl_comm *c, const uint8_t *is_net, df
     nc->seg_rkey = calloc((size_t)N, sizeof(ucp_rkey_h));
     nc->shadow_rkey = calloc((size_t)N, sizeof(ucp_rkey_h));
     nc->refs = calloc((size_t)N, sizeof(net_peer_ref_t));
+    nc->dead = calloc((size_t)N, 1);
+    nc->shadow_addr = calloc((size_t)N, sizeof(uint64_t));
     rk = calloc((size_t)N + 1, sizeof(void *));
     rk_len = calloc((size_t)N + 1, sizeof(size_t));
-    if (!nc->shadow || !nc->shadow_mh || !nc->ep || !nc->seg_rkey || !nc->shadow_rkey || !nc->refs || !rk ||
-        !rk_len) {
+    if (!nc->shadow || !nc->shadow_mh || !nc->ep || !nc->seg_rkey || !nc->shadow_rkey || !nc->refs || !nc->dead ||
+        !nc->shadow_addr || !rk || !rk_len) {
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
         goto local_done;
     }
@@ -495,6 +521,7 @@ local_done:;
             b += sizeof(sa) + sizeof(kl) + kl;
         }
         nc->refs[p] = (net_peer_ref_t){.nc = nc, .peer = p};
+        nc->shadow_addr[p] = shadow_addr;
         ucp_ep_params_t ep;
         memset(&ep, 0, sizeof(ep));
         ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
@@ -584,12 +611,42 @@ local_done:;
     return dfcclSuccess;
 }
 
+/* Wait for an operation (flush, close) to finish, progressing the worker. */
+static void wait_request(ucs_status_ptr_t r)
+{
+    if (!UCS_PTR_IS_PTR(r))
+        return;
+    while (ucp_request_check_status(r) == UCS_INPROGRESS)
+        ucp_worker_progress(U.worker);
+    ucp_request_free(r);
+}
+
 void eng_net_comm_teardown(struct dfccl_comm *c)
 {
     struct eng_net_comm *nc = c->net;
     if (!nc)
         return;
     pthread_mutex_lock(&U.lock);
+    /* steps the daemon posted before the last collective completed here may not have
+     * gone out yet: push them (the peers may still need them), then say goodbye, so
+     * that peers still running the collective see a clean departure, not a failure */
+    for (int pass = 0, moved = 1; moved && pass < 1000000; pass++) {
+        moved = 0;
+        for (size_t i = 0; i < nc->nconns; i++)
+            if (proxy_conn(nc, &nc->conns[i]) > 0)
+                moved = 1;
+        ucp_worker_progress(U.worker);
+    }
+    nc->closed_val = 1;
+    nc->closing = 1;
+    ucp_worker_fence(U.worker);
+    for (int p = 0; p < nc->nranks; p++)
+        if (nc->ep[p] && !nc->dead[p])
+            put(nc->ep[p], &nc->closed_val, sizeof(nc->closed_val),
+                nc->shadow_addr[p] + offsetof(eng_seg_hdr_t, closed), nc->shadow_rkey[p]);
+    ucp_request_param_t prm;
+    memset(&prm, 0, sizeof(prm));
+    wait_request(ucp_worker_flush_nbx(U.worker, &prm)); /* everything has landed */
     for (struct eng_net_comm **pp = &U.comms; *pp; pp = &(*pp)->next)
         if (*pp == nc) {
             *pp = nc->next;

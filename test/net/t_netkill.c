@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * t_netkill: a peer reached over the net transport (UCX) dies by SIGKILL during a
+ * collective; the other ranks' pending collective must complete with an error
+ * (dfcclCommAborted expected) within a bounded time instead of hanging.
+ *
+ * Sets DFCCL_NET=ucx unless DFCCL_NET is already set, so every peer is on UCX.
+ * Run it with `mpirun --enable-recovery` so that Open MPI leaves the survivors
+ * running after the victim dies (test/net/run_net_suite.sh does).
+ *
+ * usage: t_netkill [--probe] [--victim R] [--count N] [--mid] [--deadline SEC]
+ *                  [--survivor-comm] [--teardown N]
+ *   --probe          no kill: create a communicator, run one checked allreduce,
+ *                    destroy, finalize; rank 0 prints "OK". If dfcclCommInit says
+ *                    dfcclUnsupported (library built without UCX), rank 0 prints
+ *                    "SKIP: ..." and every rank exits 0 (also without --probe).
+ *   --victim R       the rank that dies (default 1)
+ *   --count N        float32 elements of the allreduce in flight at the kill
+ *                    (default 1024: one-shot; large counts use the ring)
+ *   --mid            the victim posts the allreduce too and dies while it is in
+ *                    flight (default: it dies without posting, the others wait on it)
+ *   --deadline SEC   the survivors' pending allreduce must complete (with an error)
+ *                    within SEC seconds of the kill (default 20); past it, or if any
+ *                    later step hangs that long, print "HANG: ..." and _exit(3)
+ *   --survivor-comm  also keep a communicator of the survivors only, created before
+ *                    the kill, and check that an allreduce on it still succeeds
+ *                    after the failure was reported
+ *   --teardown N     no kill: N rounds of {create a communicator, one checked
+ *                    allreduce of --count elements, destroy it, MPI_Barrier}; ranks
+ *                    leave each collective and destroy at slightly different times,
+ *                    which must not make a peer's collective fail; rank 0 prints "OK"
+ *
+ * Output of each survivor: "OK: peer failure reported on rank R after T s: result N
+ * (name): last error" after its pending allreduce failed, a posted-after-failure
+ * barrier failed too and dfcclCommDestroy returned; "FAIL ..." (exit 1) when the
+ * allreduce succeeded although a peer was dead. Survivors _exit(0) without
+ * MPI_Finalize (the job has lost a process). The victim prints "t_netkill: victim
+ * rank R pid P" just before it dies.
+ */
+#include "../mpi/test_common.h"
+
+#include <signal.h>
+
+static volatile sig_atomic_t phase_id;
+static const char *const phase_names[] = {"waiting for the pending allreduce to fail",
+                                          "waiting for the barrier posted after the failure",
+                                          "destroying the communicator with the dead peer",
+                                          "allreduce on the survivors' communicator"};
+
+/* SIGALRM: a phase took longer than the deadline */
+static void on_alarm(int sig)
+{
+    (void)sig;
+    char buf[200];
+    int n = snprintf(buf, sizeof buf, "HANG: rank %d still %s after the deadline\n", tc_rank,
+                     phase_names[phase_id]);
+    if (n > 0)
+        (void)!write(1, buf, (size_t)n);
+    _exit(3);
+}
+
+static void arm(int phase, double deadline)
+{
+    phase_id = phase;
+    alarm((unsigned)(deadline + 0.999));
+}
+
+static const char *result_name(dfcclResult_t r)
+{
+    switch (r) {
+    case dfcclSuccess: return "dfcclSuccess";
+    case dfcclInProgress: return "dfcclInProgress";
+    case dfcclInvalidArgument: return "dfcclInvalidArgument";
+    case dfcclInvalidUsage: return "dfcclInvalidUsage";
+    case dfcclSystemError: return "dfcclSystemError";
+    case dfcclNoMemory: return "dfcclNoMemory";
+    case dfcclTimeout: return "dfcclTimeout";
+    case dfcclCommAborted: return "dfcclCommAborted";
+    case dfcclUnsupported: return "dfcclUnsupported";
+    case dfcclInternalError: return "dfcclInternalError";
+    case dfcclBootstrapError: return "dfcclBootstrapError";
+    default: return "unknown";
+    }
+}
+
+/* Poll @p req until it completes; returns its result. */
+static dfcclResult_t wait_polling(dfcclRequest_t *req)
+{
+    long spins = 0;
+    for (;;) {
+        int done = 0;
+        dfcclResult_t r = dfcclTest(req, &done);
+        if (done || r != dfcclSuccess)
+            return r;
+        if (++spins > 64)
+            tc_sleep_us(100);
+        else
+            sched_yield();
+    }
+}
+
+int main(int argc, char **argv)
+{
+    setenv("DFCCL_NET", "ucx", 0);
+    MPI_Init(&argc, &argv);
+    tc_init_world();
+
+    int probe = tc_arg_flag(argc, argv, "--probe");
+    int mid = tc_arg_flag(argc, argv, "--mid");
+    int survivor_comm = tc_arg_flag(argc, argv, "--survivor-comm");
+    int victim = tc_arg_value(argc, argv, "--victim") ? atoi(tc_arg_value(argc, argv, "--victim")) : 1;
+    size_t count = tc_arg_value(argc, argv, "--count") ? strtoull(tc_arg_value(argc, argv, "--count"), NULL, 0)
+                                                        : 1024;
+    double deadline = tc_arg_value(argc, argv, "--deadline") ? atof(tc_arg_value(argc, argv, "--deadline")) : 20;
+    if (!probe && (tc_size < 2 || victim < 0 || victim >= tc_size))
+        TC_FAIL("need at least 2 ranks and a victim in [0, %d), got victim %d", tc_size, victim);
+    if (count < 1)
+        count = 1;
+
+    int teardown = tc_arg_value(argc, argv, "--teardown") ? atoi(tc_arg_value(argc, argv, "--teardown")) : 0;
+
+    dfcclComm_t comm;
+    dfcclResult_t r = dfcclCommInitMPI(&comm, MPI_COMM_WORLD);
+    if (r == dfcclUnsupported) {
+        /* every rank sees the same bootstrap table, so every rank gets here */
+        if (tc_rank == 0)
+            printf("SKIP: dfcclCommInit with DFCCL_NET=%s: %s: %s\n", getenv("DFCCL_NET"), result_name(r),
+                   dfcclGetLastError());
+        MPI_Finalize();
+        return 0;
+    }
+    CHECK(r);
+
+    /* one checked allreduce while everybody is alive */
+    tc_case_t c;
+    memset(&c, 0, sizeof c);
+    c.coll = TC_ALLREDUCE;
+    c.t = dfcclFloat32;
+    c.op = dfcclSum;
+    c.count = 100000;
+    c.seed = 42;
+    c.comm = comm;
+    c.P = tc_size;
+    c.me = tc_rank;
+    tc_case_setup(&c);
+    tc_case_submit(&c);
+    CHECK(dfcclWait(&c.req));
+    if (tc_case_check(&c))
+        TC_FAIL("allreduce before the kill gave wrong results");
+    tc_case_free(&c);
+
+    if (teardown > 0) {
+        CHECK(dfcclCommDestroy(comm));
+        for (int round = 0; round < teardown; round++) {
+            CHECK(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
+            memset(&c, 0, sizeof c);
+            c.coll = TC_ALLREDUCE;
+            c.t = dfcclFloat32;
+            c.op = dfcclSum;
+            c.count = count;
+            c.seed = 1000 + (uint64_t)round;
+            c.comm = comm;
+            c.P = tc_size;
+            c.me = tc_rank;
+            tc_case_setup(&c);
+            tc_case_submit(&c);
+            r = dfcclWait(&c.req);
+            if (r != dfcclSuccess)
+                TC_FAIL("round %d: allreduce failed: %d (%s): %s", round, (int)r, result_name(r),
+                        dfcclGetLastError());
+            if (tc_case_check(&c))
+                TC_FAIL("round %d: allreduce gave wrong results", round);
+            tc_case_free(&c);
+            CHECK(dfcclCommDestroy(comm));
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+        if (tc_rank == 0)
+            printf("OK\n");
+        MPI_Finalize();
+        return 0;
+    }
+
+    if (probe) {
+        CHECK(dfcclCommDestroy(comm));
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (tc_rank == 0)
+            printf("OK\n");
+        MPI_Finalize();
+        return 0;
+    }
+
+    /* the survivors' own communicator, made while every rank can take part */
+    MPI_Comm smc = MPI_COMM_NULL;
+    dfcclComm_t scomm = NULL;
+    if (survivor_comm) {
+        MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, tc_rank == victim ? MPI_UNDEFINED : 0, tc_rank, &smc));
+        if (tc_rank != victim)
+            CHECK(dfcclCommInitMPI(&scomm, smc));
+    }
+
+    float *send = tc_malloc(count * sizeof(float)), *recv = tc_malloc(count * sizeof(float));
+    tc_fill(send, dfcclFloat32, dfcclSum, 7, tc_rank, 0, count);
+    tc_poison(recv, count * sizeof(float));
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    if (tc_rank == victim) {
+        dfcclRequest_t q = NULL;
+        if (mid)
+            CHECK(dfcclAllReduce(send, recv, count, dfcclFloat32, dfcclSum, comm, &q));
+        /* let the others post theirs and, with --mid, let chunks flow */
+        tc_sleep_us(mid ? 20000 : 300000);
+        printf("t_netkill: victim rank %d pid %ld\n", tc_rank, (long)getpid());
+        fflush(stdout);
+        fflush(stderr);
+        raise(SIGKILL);
+        return 99; /* not reached */
+    }
+
+    signal(SIGALRM, on_alarm);
+    dfcclRequest_t req = NULL;
+    CHECK(dfcclAllReduce(send, recv, count, dfcclFloat32, dfcclSum, comm, &req));
+    double t0 = MPI_Wtime();
+    /* the kill comes ~0.3 s after the barrier: allow for that on top of the deadline */
+    arm(0, deadline + 1);
+    r = wait_polling(&req);
+    double dt = MPI_Wtime() - t0;
+    alarm(0);
+    if (r == dfcclSuccess)
+        TC_FAIL("the allreduce completed successfully although rank %d was killed", victim);
+    char first_err[300];
+    snprintf(first_err, sizeof first_err, "%s", dfcclGetLastError());
+
+    /* a collective posted after the failure must not hang either */
+    arm(1, deadline);
+    dfcclRequest_t b = NULL;
+    dfcclResult_t rb = dfcclBarrier(comm, &b);
+    if (rb == dfcclSuccess)
+        rb = wait_polling(&b);
+    alarm(0);
+    if (rb == dfcclSuccess)
+        TC_FAIL("a barrier posted after the failure completed successfully although rank %d is dead", victim);
+
+    arm(2, deadline);
+    dfcclResult_t rd = dfcclCommDestroy(comm);
+    alarm(0);
+    if (rd != dfcclSuccess)
+        TC_FAIL("dfcclCommDestroy after the failure returned %d (%s): %s", (int)rd, dfcclGetErrorString(rd),
+                dfcclGetLastError());
+
+    printf("OK: peer failure reported on rank %d after %.2f s: result %d (%s)%s: %s\n", tc_rank, dt, (int)r,
+           result_name(r), r == dfcclCommAborted ? "" : " [expected dfcclCommAborted]", first_err);
+    fflush(stdout);
+
+    if (survivor_comm) {
+        /* the survivors' communicator does not include the dead rank: it must work */
+        int me, P;
+        MPI_Comm_rank(smc, &me);
+        MPI_Comm_size(smc, &P);
+        tc_case_t s;
+        memset(&s, 0, sizeof s);
+        s.coll = TC_ALLREDUCE;
+        s.t = dfcclFloat32;
+        s.op = dfcclSum;
+        s.count = count;
+        s.seed = 43;
+        s.comm = scomm;
+        s.P = P;
+        s.me = me;
+        tc_case_setup(&s);
+        tc_case_submit(&s);
+        arm(3, deadline);
+        dfcclResult_t rs = wait_polling(&s.req);
+        alarm(0);
+        if (rs != dfcclSuccess)
+            TC_FAIL("allreduce on the survivors' communicator failed after rank %d died: %d (%s): %s", victim,
+                    (int)rs, dfcclGetErrorString(rs), dfcclGetLastError());
+        if (tc_case_check(&s))
+            TC_FAIL("allreduce on the survivors' communicator gave wrong results after rank %d died", victim);
+        tc_case_free(&s);
+        /* every survivor done before any destroys (the teardown race has its own case) */
+        MPI_CHECK(MPI_Barrier(smc));
+        CHECK(dfcclCommDestroy(scomm));
+        printf("OK: survivors' communicator still works on rank %d\n", tc_rank);
+    }
+
+    free(send);
+    free(recv);
+    fflush(stdout);
+    fflush(stderr);
+    _exit(0); /* no MPI_Finalize: the job has lost a process */
+}
