@@ -1,0 +1,103 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Helpers shared by the multi-process suites (test/mpi/run_suite.sh,
+# test/net/run_net_suite.sh): sourced, not run. The caller sets MPIRUN (an array),
+# BIN (directory of the test programs), ORPHAN_DIRS (directories whose t_* programs are
+# killed when a job leaves them behind), FILTER, and the counters npass, nfail, FAILED.
+
+# Kill, by pid, every process still running a test program of ORPHAN_DIRS (ranks
+# orphaned by a killed mpirun).
+kill_orphans() {
+    local d pid exe dir left=0
+    for d in /proc/[0-9]*; do
+        pid=${d#/proc/}
+        exe=$(readlink "$d/exe" 2>/dev/null) || continue
+        for dir in "${ORPHAN_DIRS[@]}"; do
+            case "$exe" in
+            "$dir"/t_* | "$dir"/.libs/t_* | "$dir"/.libs/lt-t_*)
+                kill -KILL "$pid" 2>/dev/null && left=$((left + 1))
+                ;;
+            esac
+        done
+    done
+    if [ "$left" -gt 0 ]; then
+        sleep 0.5
+        echo "  (killed $left leftover test processes)" >&2
+    fi
+}
+
+# dfccl segments in /dev/shm, one name a line
+shm_list() {
+    local f
+    for f in /dev/shm/dfccl-*; do
+        [ -e "$f" ] && echo "${f#/dev/shm/}"
+    done
+    return 0
+}
+
+# Open MPI shared-memory BTL segments
+vader_list() {
+    local f
+    for f in /dev/shm/vader_segment.*; do
+        [ -e "$f" ] && echo "${f#/dev/shm/}"
+    done
+    return 0
+}
+
+pid_alive() { kill -0 "$1" 2>/dev/null; }
+
+# names of segments in $2 (a list) not in $1 (a list) whose owner pid is dead
+shm_leaked_since() {
+    local before="$1" after="$2" name pid
+    for name in $after; do
+        if ! grep -qxF "$name" <<< "$before"; then
+            pid=${name#dfccl-}
+            pid=${pid%%-*}
+            if ! pid_alive "$pid"; then
+                echo "$name"
+            fi
+        fi
+    done
+}
+
+selected() { [ -z "$FILTER" ] || [[ "$1" =~ $FILTER ]]; }
+
+pass() {
+    echo "PASS: $1"
+    npass=$((npass + 1))
+}
+
+fail() {
+    echo "FAIL: $1 ($2)"
+    nfail=$((nfail + 1))
+    FAILED+=("$1")
+    if [ "${SUITE_VERBOSE:-0}" = 1 ] && [ -n "${3:-}" ] && [ -f "$3" ]; then
+        tail -n 25 "$3" | sed 's/^/    | /'
+    fi
+}
+
+# A short reason from a log: the first mismatch / failure / hang line.
+reason_of() {
+    local log=$1 line
+    line=$(grep -m1 -E 'MISMATCH|FAIL|HANG:|Segmentation|signal|ERROR|error' "$log" 2>/dev/null | cut -c1-300)
+    echo "${line:-see $log}"
+}
+
+# run_mpi LOG TIMEOUT NP [mpirun args...] -- PROGRAM [program args...]; sets RC.
+# PROGRAM without a slash is taken from BIN.
+run_mpi() {
+    local log=$1 tmo=$2 np=$3
+    shift 3
+    local margs=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+        margs+=("$1")
+        shift
+    done
+    shift
+    local prog=$1
+    shift
+    case "$prog" in */*) ;; *) prog=$BIN/$prog ;; esac
+    timeout -s TERM -k 10 "$tmo" "${MPIRUN[@]}" "${margs[@]}" -np "$np" "$prog" "$@" > "$log" 2>&1 < /dev/null
+    RC=$?
+    kill_orphans
+}
