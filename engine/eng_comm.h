@@ -73,6 +73,15 @@ DFCCL_INLINE eng_seg_hdr_t *eng_seg_hdr(const struct dfccl_comm *c, int r)
     return (eng_seg_hdr_t *)c->segs[r];
 }
 
+/* Byte offset, inside any rank's segment, of the connection that carries (slot,
+ * channel) from rank `from` to the segment's owner: the one layout the shared-memory
+ * and net transports both address. */
+DFCCL_INLINE size_t eng_conn_offset(const struct dfccl_comm *c, uint32_t slot, uint32_t ch, int from)
+{
+    const size_t conn = eng_conn_ctrl_bytes() + (size_t)c->depth * c->chunk;
+    return ENG_PAGE + (((size_t)slot * c->channels + ch) * (size_t)c->nranks + (size_t)from) * conn;
+}
+
 DFCCL_INLINE eng_conn_t *eng_comm_conns(const struct dfccl_comm *c, uint32_t slot, uint32_t ch)
 {
     return c->conns + ((size_t)slot * c->channels + ch) * (size_t)c->nranks;

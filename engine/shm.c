@@ -134,12 +134,11 @@ dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, const uint8_t
     for (uint32_t s = 0; s < c->slots; s++)
         for (uint32_t ch = 0; ch < c->channels; ch++)
             for (int p = 0; p < N; p++) {
-                size_t in = ((size_t)s * c->channels + ch) * (size_t)N + (size_t)p;
-                size_t out = ((size_t)s * c->channels + ch) * (size_t)N + (size_t)c->rank;
                 eng_conn_t *cn = &eng_comm_conns(c, s, ch)[p];
-                cn->recv_ctrl = (eng_conn_ctrl_t *)(c->segs[c->rank] + ENG_PAGE + in * conn);
+                cn->recv_ctrl = (eng_conn_ctrl_t *)(c->segs[c->rank] + eng_conn_offset(c, s, ch, p));
                 cn->recv_data = (char *)cn->recv_ctrl + ctrl;
-                cn->send_ctrl = c->segs[p] ? (eng_conn_ctrl_t *)(c->segs[p] + ENG_PAGE + out * conn) : NULL;
+                cn->send_ctrl =
+                    c->segs[p] ? (eng_conn_ctrl_t *)(c->segs[p] + eng_conn_offset(c, s, ch, c->rank)) : NULL;
                 cn->send_data = cn->send_ctrl ? (char *)cn->send_ctrl + ctrl : NULL;
                 cn->sent = cn->recvd = 0;
             }

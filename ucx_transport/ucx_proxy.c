@@ -383,7 +383,6 @@ static void net_free_locked(struct eng_net_comm *nc)
 dfcclResult_t eng_net_comm_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx)
 {
     const int N = c->nranks, me = c->rank;
-    const size_t ctrl = eng_conn_ctrl_bytes(), conn = ctrl + (size_t)c->depth * c->chunk;
     dfcclResult_t res = dfcclSuccess;
     char *blob = NULL, *all = NULL;
     void *addr = NULL;
@@ -554,17 +553,16 @@ local_done:;
         nc->conns = nk;
         for (uint32_t s = 0; s < c->slots; s++)
             for (uint32_t ch = 0; ch < c->channels; ch++) {
-                size_t out = ((size_t)s * c->channels + ch) * (size_t)N + (size_t)me;
-                size_t in = ((size_t)s * c->channels + ch) * (size_t)N + (size_t)p;
+                const size_t out = eng_conn_offset(c, s, ch, me), in = eng_conn_offset(c, s, ch, p);
                 eng_conn_t *cn = &eng_comm_conns(c, s, ch)[p];
                 net_conn_t *k = &nc->conns[nc->nconns++];
                 memset(k, 0, sizeof(*k));
                 k->peer = p;
-                k->shadow_ctrl = (eng_conn_ctrl_t *)(nc->shadow[p] + ENG_PAGE + out * conn);
-                k->shadow_data = (char *)k->shadow_ctrl + ctrl;
-                k->remote_ctrl = h.seg_addr + ENG_PAGE + out * conn;
-                k->local_ctrl = (eng_conn_ctrl_t *)(c->segs[me] + ENG_PAGE + in * conn);
-                k->remote_shadow_ctrl = shadow_addr + ENG_PAGE + in * conn;
+                k->shadow_ctrl = (eng_conn_ctrl_t *)(nc->shadow[p] + out);
+                k->shadow_data = (char *)k->shadow_ctrl + eng_conn_ctrl_bytes();
+                k->remote_ctrl = h.seg_addr + out;
+                k->local_ctrl = (eng_conn_ctrl_t *)(c->segs[me] + in);
+                k->remote_shadow_ctrl = shadow_addr + in;
                 cn->send_ctrl = k->shadow_ctrl;
                 cn->send_data = k->shadow_data;
             }

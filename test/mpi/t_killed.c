@@ -27,22 +27,7 @@ int main(int argc, char **argv)
     CHECK(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
     CHECK(dfcclCommInitMPI(&comm2, MPI_COMM_WORLD));
 
-    tc_case_t c;
-    memset(&c, 0, sizeof c);
-    c.coll = TC_ALLREDUCE;
-    c.t = dfcclFloat32;
-    c.op = dfcclSum;
-    c.count = 100000;
-    c.seed = 42;
-    c.comm = comm;
-    c.P = tc_size;
-    c.me = tc_rank;
-    tc_case_setup(&c);
-    tc_case_submit(&c);
-    CHECK(dfcclWait(&c.req));
-    if (tc_case_check(&c))
-        TC_FAIL("allreduce before the kill gave wrong results");
-    tc_case_free(&c);
+    tc_checked_allreduce(comm, "allreduce before the kill");
 
     printf("t_killed: rank %d pid %ld\n", tc_rank, (long)getpid());
     fflush(stdout);

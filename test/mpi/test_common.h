@@ -829,6 +829,28 @@ static inline void tc_case_free(tc_case_t *c)
     c->send = c->recv = c->sendp = c->recvp = NULL;
 }
 
+/* One float-sum allreduce of 100000 elements on comm, checked; fails the test with
+ * @p what when the result is wrong. */
+static inline void tc_checked_allreduce(dfcclComm_t comm, const char *what)
+{
+    tc_case_t c;
+    memset(&c, 0, sizeof c);
+    c.coll = TC_ALLREDUCE;
+    c.t = dfcclFloat32;
+    c.op = dfcclSum;
+    c.count = 100000;
+    c.seed = 42;
+    c.comm = comm;
+    c.P = tc_size;
+    c.me = tc_rank;
+    tc_case_setup(&c);
+    tc_case_submit(&c);
+    CHECK(dfcclWait(&c.req));
+    if (tc_case_check(&c))
+        TC_FAIL("%s gave wrong results", what);
+    tc_case_free(&c);
+}
+
 /* Pick a random valid (type, op) for collective c. */
 static inline void tc_random_type_op(tc_rng_t *g, tc_coll_t c, dfcclDataType_t *t, dfcclRedOp_t *op)
 {
