@@ -139,6 +139,86 @@ int main(int argc, char **argv)
         printf("# %12s %10s %10s %10s %7s %12s %9s %6s\n", "bytes", "dfccl_us", "busbw", "traffic", "%copy",
                "staged_us", "speedup", "errors");
     }
+    /* where a small collective's time goes: the host's pointer-kind query (two per call),
+     * and a one-rank communicator's round trip (submission picked up by the daemon, a
+     * 4-byte copy, completion seen by the host) with no peer to wait for */
+    {
+        float *d1, *d2;
+        CU(cudaMalloc((void **)&d1, 64));
+        CU(cudaMalloc((void **)&d2, 64));
+        CU(cudaMemset(d1, 0, 64));
+        CU(cudaStreamSynchronize(0));
+        double tq[50], ts[200];
+        for (int k = 0; k < 50; k++) {
+            double t0 = MPI_Wtime();
+            for (int j = 0; j < 100; j++) {
+                struct cudaPointerAttributes pa;
+                CU(cudaPointerGetAttributes(&pa, (j & 1) ? d1 : d2));
+            }
+            tq[k] = (MPI_Wtime() - t0) / 100;
+        }
+        dfcclComm_t self;
+        DC(dfcclCommInitMPI(&self, MPI_COMM_SELF));
+        for (int k = 0; k < 220; k++) {
+            double t0 = MPI_Wtime();
+            dfcclRequest_t req;
+            DC(dfcclAllReduce(d1, d2, 1, dfcclFloat32, dfcclSum, self, &req));
+            DC(dfcclWait(&req));
+            if (k >= 20)
+                ts[k - 20] = MPI_Wtime() - t0;
+        }
+        /* the same after the daemon exited idle: the relaunch's cost */
+        const char *iq = getenv("DFCCL_GPU_IDLE_QUIT");
+        const useconds_t idle_us = (useconds_t)(iq ? atoi(iq) : 5000);
+        double tr[10];
+        dfcclStats_t s0, s1;
+        DC(dfcclCommGetStats(self, &s0));
+        for (int k = 0; k < 10; k++) {
+            usleep(2 * idle_us + 2000);
+            double t0 = MPI_Wtime();
+            dfcclRequest_t req;
+            DC(dfcclAllReduce(d1, d2, 1, dfcclFloat32, dfcclSum, self, &req));
+            DC(dfcclWait(&req));
+            tr[k] = MPI_Wtime() - t0;
+        }
+        DC(dfcclCommGetStats(self, &s1));
+        DC(dfcclCommDestroy(self));
+        double q = median(tq, 50) * 1e6, r = median(ts, 200) * 1e6, rl = median(tr, 10) * 1e6, qmax, rmax, rlmax;
+        MPI_Reduce(&q, &qmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&r, &rmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&rl, &rlmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (me == 0)
+            printf("# cudaPointerGetAttributes: %.2f us per call; one-rank allreduce round trip (pick-up + "
+                   "4-byte copy + completion, all %d processes at once): %.2f us (median, slowest rank); "
+                   "after an idle quit (relaunch, %llu launches for 10 calls): %.2f us\n",
+                   qmax, P, rmax, (unsigned long long)(s1.daemon_launches - s0.daemon_launches), rlmax);
+        /* how long a daemon holding a stalled collective keeps the SMs: rank 0 posts an
+         * allreduce nobody else has posted yet and times cudaDeviceSynchronize (it returns
+         * once the daemon's stall quit lets the kernel end); then the others join */
+        if (P > 1) {
+            double th[5];
+            for (int k = 0; k < 5; k++) {
+                dfcclRequest_t req = NULL;
+                MPI_Barrier(MPI_COMM_WORLD);
+                if (me == 0) {
+                    DC(dfcclAllReduce(d1, d2, 1, dfcclFloat32, dfcclSum, comm, &req));
+                    double t0 = MPI_Wtime();
+                    CU(cudaDeviceSynchronize());
+                    th[k] = MPI_Wtime() - t0;
+                }
+                MPI_Barrier(MPI_COMM_WORLD);
+                if (me != 0)
+                    DC(dfcclAllReduce(d1, d2, 1, dfcclFloat32, dfcclSum, comm, &req));
+                DC(dfcclWait(&req));
+            }
+            if (me == 0)
+                printf("# a stalled daemon holds the SMs for %.0f us (median cudaDeviceSynchronize with a "
+                       "collective stalled on its peers)\n",
+                       median(th, 5) * 1e6);
+        }
+        cudaFree(d1);
+        cudaFree(d2);
+    }
     size_t maxn = maxb / 4 ? maxb / 4 : 1;
     float *h = malloc(maxn * sizeof(float)), *hexp = malloc(maxn * sizeof(float)), *hout = malloc(maxn * sizeof(float));
     float *din, *dout;

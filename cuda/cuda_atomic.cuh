@@ -14,6 +14,24 @@ __device__ __forceinline__ uint64_t ld_acquire_sys_u64(const uint64_t *p)
     return v;
 }
 
+__device__ __forceinline__ uint64_t ld_acquire_gpu_u64(const uint64_t *p)
+{
+    uint64_t v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void st_release_gpu_u64(uint64_t *p, uint64_t v)
+{
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+/* Flag operations at the scope a connection needs (eng_conn_t.sys). */
+__device__ __forceinline__ uint64_t ld_acquire_u64(const uint64_t *p, uint32_t sys)
+{
+    return sys ? ld_acquire_sys_u64(p) : ld_acquire_gpu_u64(p);
+}
+
 __device__ __forceinline__ uint64_t ld_volatile_u64(const uint64_t *p)
 {
     uint64_t v;
@@ -61,6 +79,22 @@ __device__ __forceinline__ void fence_sc_sys(void)
 __device__ __forceinline__ void fence_acq_rel_gpu(void)
 {
     asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+
+__device__ __forceinline__ void st_release_u64(uint64_t *p, uint64_t v, uint32_t sys)
+{
+    if (sys)
+        st_release_sys_u64(p, v);
+    else
+        st_release_gpu_u64(p, v);
+}
+
+__device__ __forceinline__ void fence_acq_rel(uint32_t sys)
+{
+    if (sys)
+        fence_acq_rel_sys();
+    else
+        fence_acq_rel_gpu();
 }
 
 /* Nanoseconds from the device's global timer: thresholds mean the same as on the CPU. */

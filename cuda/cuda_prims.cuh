@@ -29,7 +29,7 @@ DFCCL_DEV_INLINE int prim_recv_ready(const eng_conn_t *c)
 {
     int r = 0;
     if (threadIdx.x == 0)
-        r = ld_acquire_sys_u64(&c->recv_ctrl->posted) > c->recvd;
+        r = ld_acquire_u64(&c->recv_ctrl->posted, c->sys) > c->recvd;
     return block_broadcast_flag(r);
 }
 
@@ -38,7 +38,7 @@ DFCCL_DEV_INLINE int prim_send_ready(const eng_conn_t *c, uint32_t depth)
 {
     int r = 0;
     if (threadIdx.x == 0)
-        r = c->sent - ld_acquire_sys_u64(&c->send_ctrl->consumed) < depth;
+        r = c->sent - ld_acquire_u64(&c->send_ctrl->consumed, c->sys) < depth;
     return block_broadcast_flag(r);
 }
 
@@ -59,17 +59,17 @@ DFCCL_DEV_INLINE char *prim_send_buf(const eng_conn_t *c, const eng_chan_view_t 
     return c->send_data + (ld_volatile_u64(&c->sent) % v->depth) * v->chunk;
 }
 
-/* All threads' data writes, then (thread 0) a system-scope fence and the release of
- * `posted`: the barrier makes the block's writes observed by thread 0, the fence makes
- * them visible to the peer process before the step (NCCL postPeer). */
+/* All threads' data writes, then (thread 0) a fence and the release of `posted`: the
+ * barrier makes the block's writes observed by thread 0, the fence (at the connection's
+ * scope) makes them visible to the peer before the step (NCCL postPeer). */
 DFCCL_DEV_INLINE void prim_send_post(eng_conn_t *c, const eng_chan_view_t *v, uint64_t bytes)
 {
     __syncthreads();
     if (threadIdx.x == 0) {
         st_volatile_u64(&c->send_ctrl->bytes[c->sent % v->depth], bytes);
         c->sent++;
-        fence_acq_rel_sys();
-        st_release_sys_u64(&c->send_ctrl->posted, c->sent);
+        fence_acq_rel(c->sys);
+        st_release_u64(&c->send_ctrl->posted, c->sent, c->sys);
     }
     __syncthreads();
 }
@@ -80,7 +80,7 @@ DFCCL_DEV_INLINE void prim_recv_done(eng_conn_t *c)
     __syncthreads();
     if (threadIdx.x == 0) {
         c->recvd++;
-        st_release_sys_u64(&c->recv_ctrl->consumed, c->recvd);
+        st_release_u64(&c->recv_ctrl->consumed, c->recvd, c->sys);
     }
     __syncthreads();
 }
@@ -123,7 +123,14 @@ DFCCL_DEV_INLINE void prim_copy(void *dst, const void *src, size_t bytes)
     }
 }
 
-/* float32 sum is the hot path of large allreduces: 16-byte vectors there. */
+__device__ __forceinline__ float4 f4_add(float4 p, float4 q)
+{
+    return make_float4(p.x + q.x, p.y + q.y, p.z + q.z, p.w + q.w);
+}
+
+/* float32 sum is the hot path of large allreduces: 16-byte vectors there, with eight
+ * loads in flight per thread (one block is one SM: its bandwidth is what it has in
+ * flight divided by the memory latency). */
 DFCCL_DEV_INLINE void prim_reduce(void *dst, const void *a, const void *b, size_t n, int dtype, int op)
 {
     if (dtype == dfcclFloat32 && op == dfcclSum &&
@@ -131,10 +138,19 @@ DFCCL_DEV_INLINE void prim_reduce(void *dst, const void *a, const void *b, size_
         const size_t tid = threadIdx.x, nt = blockDim.x, nv = n / 4;
         float4 *d = (float4 *)dst;
         const float4 *x = (const float4 *)a, *y = (const float4 *)b;
-        for (size_t i = tid; i < nv; i += nt) {
-            float4 p = __ldcg(&x[i]), q = __ldcg(&y[i]);
-            d[i] = make_float4(p.x + q.x, p.y + q.y, p.z + q.z, p.w + q.w);
+        size_t i = tid;
+        for (; i + 3 * nt < nv; i += 4 * nt) {
+            float4 p0 = __ldcg(&x[i]), p1 = __ldcg(&x[i + nt]), p2 = __ldcg(&x[i + 2 * nt]),
+                   p3 = __ldcg(&x[i + 3 * nt]);
+            float4 q0 = __ldcg(&y[i]), q1 = __ldcg(&y[i + nt]), q2 = __ldcg(&y[i + 2 * nt]),
+                   q3 = __ldcg(&y[i + 3 * nt]);
+            d[i] = f4_add(p0, q0);
+            d[i + nt] = f4_add(p1, q1);
+            d[i + 2 * nt] = f4_add(p2, q2);
+            d[i + 3 * nt] = f4_add(p3, q3);
         }
+        for (; i < nv; i += nt)
+            d[i] = f4_add(__ldcg(&x[i]), __ldcg(&y[i]));
         for (size_t i = nv * 4 + tid; i < n; i += nt)
             ((float *)dst)[i] = __ldcg(&((const float *)a)[i]) + __ldcg(&((const float *)b)[i]);
         return;

@@ -16,7 +16,6 @@ extern "C" {
 }
 #include "gpu_daemon.h"
 
-#define ENG_PAGE 4096u
 
 struct eng_gpu_comm {
     uint32_t id;
@@ -30,7 +29,7 @@ struct eng_gpu_comm {
     gpu_comm_dev_t *dev;
     unsigned long long *completed_dev;
     int32_t *abort_code;     /* host-mapped */
-    uint64_t *stats;         /* host-mapped [channels][GPU_NSTATS] */
+    uint64_t *stats_dev;     /* device [channels][GPU_NSTATS] */
 };
 
 static struct {
@@ -38,14 +37,14 @@ static struct {
     int device;
     int channels, threads;
     cudaStream_t stream;
-    cudaEvent_t launched_ev;
     int launched;
     uint64_t last_launch_ns;
     gpu_daemon_params_t params;
-    gpu_sq_entry_t *ring;     /* host view of the mapped ring */
+    gpu_sq_slot_t *ring;      /* host view of the mapped ring */
     uint64_t tail;
-    uint64_t *block_head;     /* host views of mapped words */
-    uint32_t *block_exited;
+    uint64_t *fetched;        /* host views of mapped words */
+    uint32_t *exited;
+    uint32_t gen;             /* generation of the latest launch */
     uint32_t *done;
     int32_t *result;
     int free_ids[GPU_MAX_REQS];
@@ -100,17 +99,24 @@ static int gpu_init_locked(void)
     G.threads = (int)eng_config.gpu_threads;
     CUDA_TRY(cudaGetDevice(&G.device), fail);
     CUDA_TRY(cudaStreamCreateWithFlags(&G.stream, cudaStreamNonBlocking), fail);
-    CUDA_TRY(cudaEventCreateWithFlags(&G.launched_ev, cudaEventDisableTiming), fail);
-    G.ring = mapped_alloc<gpu_sq_entry_t>(GPU_RING, &p.ring);
-    G.block_head = mapped_alloc<uint64_t>(GPU_MAX_CHANNELS, &p.block_head);
-    G.block_exited = mapped_alloc<uint32_t>(GPU_MAX_CHANNELS, &p.block_exited);
+    G.ring = mapped_alloc<gpu_sq_slot_t>(GPU_RING, &p.ring);
+    G.fetched = mapped_alloc<uint64_t>(1, &p.fetched);
+    G.exited = mapped_alloc<uint32_t>(1, &p.exited);
     G.done = mapped_alloc<uint32_t>(GPU_MAX_REQS, &p.done);
     G.result = mapped_alloc<int32_t>(GPU_MAX_REQS, &p.result);
-    if (!G.ring || !G.block_head || !G.block_exited || !G.done || !G.result) {
+    if (!G.ring || !G.fetched || !G.exited || !G.done || !G.result) {
         eng_set_error(dfcclNoMemory, "gpu", "cudaHostAlloc of the daemon's mapped memory failed");
         goto fail;
     }
-    p.ring_mask = GPU_RING - 1;
+    CUDA_TRY(cudaMalloc((void **)&p.dring, GPU_RING * sizeof(gpu_sq_entry_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.dstate, 2 * sizeof(uint64_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.block_head, GPU_MAX_CHANNELS * sizeof(uint64_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.block_active, GPU_MAX_CHANNELS * sizeof(uint64_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.quit, sizeof(uint32_t)), fail);
+    CUDA_TRY(cudaMemset(p.dstate, 0, 2 * sizeof(uint64_t)), fail);
+    CUDA_TRY(cudaMemset(p.block_head, 0, GPU_MAX_CHANNELS * sizeof(uint64_t)), fail);
+    CUDA_TRY(cudaMemset(p.block_active, 0, GPU_MAX_CHANNELS * sizeof(uint64_t)), fail);
+    CUDA_TRY(cudaMemset(p.quit, 0, sizeof(uint32_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.req_chan, GPU_MAX_REQS * sizeof(uint32_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.req_err, GPU_MAX_REQS * sizeof(int32_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.comms, GPU_MAX_COMMS * sizeof(gpu_comm_dev_t *)), fail);
@@ -132,8 +138,6 @@ static int gpu_init_locked(void)
     for (int i = 0; i < GPU_MAX_REQS; i++)
         G.free_ids[i] = GPU_MAX_REQS - 1 - i;
     G.nfree = GPU_MAX_REQS;
-    for (int c = 0; c < GPU_MAX_CHANNELS; c++)
-        G.block_exited[c] = 1;
     G.state = 1;
     dfccl_info("GPU backend on device %d: %d channels x %d threads", G.device, G.channels, G.threads);
     return 1;
@@ -162,31 +166,25 @@ extern "C" int eng_gpu_is_device_ptr(const void *ptr)
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
-/* Launch the daemon if no kernel is (or is about to be) running. Kernels on one stream
- * never overlap, so a launch racing with a block's decision to stay is harmless. */
+/* Launch the daemon unless the latest launch is still running (or queued). Kernels on
+ * one stream never overlap, so a launch racing with the daemon's decision to stay only
+ * queues a daemon that finds nothing and exits. */
 static void kick_locked(int from_progress)
 {
     if (G.launched) {
-        for (int b = 0; b < G.channels; b++)
-            if (!*(volatile uint32_t *)&G.block_exited[b])
-                return;
-        if (cudaEventQuery(G.launched_ev) != cudaSuccess) {
-            cudaGetLastError();
+        if (__atomic_load_n(G.exited, __ATOMIC_ACQUIRE) != G.gen)
             return;
-        }
         /* relaunching a daemon that quit on stalled work: back off a little */
         if (from_progress && now_ns() - G.last_launch_ns < 20000)
             return;
     }
-    for (int b = 0; b < G.channels; b++)
-        *(volatile uint32_t *)&G.block_exited[b] = 0;
+    G.params.gen = ++G.gen;
     dfccl_gpu_daemon<<<G.channels, G.threads, 0, G.stream>>>(G.params);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {
         dfccl_error("daemon launch failed: %s", cudaGetErrorString(e));
         return;
     }
-    cudaEventRecord(G.launched_ev, G.stream);
     G.launched = 1;
     G.launches++;
     G.last_launch_ns = now_ns();
@@ -214,12 +212,7 @@ extern "C" void eng_gpu_release(int id)
 static int submit_locked(uint32_t kind, uint32_t comm_id, uint64_t seq, const eng_coll_args_t *a)
 {
     for (;;) {
-        uint64_t min_head = UINT64_MAX;
-        for (int b = 0; b < G.channels; b++) {
-            uint64_t h = *(volatile uint64_t *)&G.block_head[b];
-            min_head = h < min_head ? h : min_head;
-        }
-        if (G.nfree > 0 && G.tail - min_head < GPU_RING)
+        if (G.nfree > 0 && G.tail - __atomic_load_n(G.fetched, __ATOMIC_ACQUIRE) < GPU_RING)
             break;
         /* full: the daemon drains it; make sure one runs, then let it */
         kick_locked(0);
@@ -230,17 +223,25 @@ static int submit_locked(uint32_t kind, uint32_t comm_id, uint64_t seq, const en
     int id = G.free_ids[--G.nfree];
     G.done[id] = 0;
     G.result[id] = dfcclInProgress;
-    gpu_sq_entry_t *e = &G.ring[G.tail & (GPU_RING - 1)];
-    e->kind = kind;
-    e->comm_id = comm_id;
-    e->req_id = (uint32_t)id;
-    e->seq = seq;
+    union {
+        gpu_sq_entry_t e;
+        uint32_t w[GPU_SQ_WORDS];
+    } u;
+    static_assert(sizeof(gpu_sq_entry_t) <= sizeof(u.w), "an entry fits one ring slot");
+    memset(&u, 0, sizeof(u));
+    u.e.kind = kind;
+    u.e.comm_id = comm_id;
+    u.e.req_id = (uint32_t)id;
+    u.e.seq = seq;
     if (a)
-        e->args = *a;
+        u.e.args = *a;
+    /* every 8-byte word carries its own flag: no ordering among the stores is needed */
+    gpu_sq_slot_t *sl = &G.ring[G.tail & (GPU_RING - 1)];
+    const uint64_t flag = (uint64_t)(uint32_t)(G.tail + 1) << 32;
+    for (int i = 0; i < GPU_SQ_WORDS; i++)
+        __atomic_store_n(&sl->w[i], flag | u.w[i], __ATOMIC_RELAXED);
     G.tail++;
-    /* the entry's fields before its stamp (the daemon's acquire of the stamp pairs) */
-    __atomic_store_n(&e->stamp, G.tail, __ATOMIC_RELEASE);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* stamp before reading block_exited */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the slot before reading `exited` */
     G.pending++;
     kick_locked(0);
     return id;
@@ -261,6 +262,7 @@ extern "C" dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_
 typedef struct {
     int32_t status;
     int32_t device;
+    cudaUUID_t uuid; /* peers on the same device need only device-scope flags */
     cudaIpcMemHandle_t handle;
 } gpu_boot_t;
 
@@ -288,8 +290,9 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
     if (gc)
         gc->id = GPU_MAX_COMMS; /* not in the daemon's table yet */
     const uint32_t S = eng_config.slots, depth = eng_config.fifo_depth;
-    const uint64_t chunk = eng_config.chunk_size;
-    const size_t ctrl = DFCCL_DIV_UP(sizeof(eng_conn_ctrl_t), ENG_PAGE) * ENG_PAGE, conn = ctrl + depth * chunk;
+    const uint64_t chunk = eng_config.gpu_chunk_size;
+    /* device FIFOs need no page alignment: control words, then 16-byte aligned data */
+    const size_t ctrl = DFCCL_DIV_UP(sizeof(eng_conn_ctrl_t), 256) * 256, conn = ctrl + depth * chunk;
     int C = 0;
     size_t nconn = 0;
     if (all && gc && eng_gpu_available()) {
@@ -302,8 +305,11 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
         if (gc->peer_fifo && cudaMalloc((void **)&gc->fifo, gc->fifo_bytes) == cudaSuccess &&
             cudaMemset(gc->fifo, 0, gc->fifo_bytes) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess &&
             cudaIpcGetMemHandle(&mine.handle, gc->fifo) == cudaSuccess) {
+            cudaDeviceProp prop;
             mine.status = 0;
             cudaGetDevice(&mine.device);
+            if (cudaGetDeviceProperties(&prop, mine.device) == cudaSuccess)
+                mine.uuid = prop.uuid;
         } else {
             cudaGetLastError();
             dfccl_warn("rank %d: no device FIFOs for the communicator (%zu B): device buffers will be "
@@ -365,10 +371,12 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
                     cn->recv_data = (char *)cn->recv_ctrl + ctrl;
                     cn->send_ctrl = (eng_conn_ctrl_t *)(gc->peer_fifo[p] + out * conn);
                     cn->send_data = (char *)cn->send_ctrl + ctrl;
+                    cn->sys = eng_config.gpu_sys_scope ||
+                              memcmp(&all[p].uuid, &mine.uuid, sizeof(mine.uuid)) != 0;
                 }
             }
         gc->abort_code = mapped_alloc<int32_t>(1, NULL);
-        gc->stats = mapped_alloc<uint64_t>((size_t)C * GPU_NSTATS, NULL);
+
         gpu_comm_dev_t d;
         memset(&d, 0, sizeof(d));
         d.rank = rank;
@@ -376,9 +384,10 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
         d.slots = S;
         d.depth = depth;
         d.chunk = chunk;
-        bool ok = gc->abort_code && gc->stats &&
+        bool ok = gc->abort_code &&
                   cudaHostGetDevicePointer((void **)&d.abort_code, gc->abort_code, 0) == cudaSuccess &&
-                  cudaHostGetDevicePointer((void **)&d.stats, gc->stats, 0) == cudaSuccess &&
+                  cudaMalloc((void **)&gc->stats_dev, (size_t)C * GPU_NSTATS * sizeof(uint64_t)) == cudaSuccess &&
+                  cudaMemset(gc->stats_dev, 0, (size_t)C * GPU_NSTATS * sizeof(uint64_t)) == cudaSuccess &&
                   cudaMalloc((void **)&gc->conns_dev, nconn * sizeof(eng_conn_t)) == cudaSuccess &&
                   cudaMalloc((void **)&gc->slot_next_dev, (size_t)S * C * sizeof(uint64_t)) == cudaSuccess &&
                   cudaMalloc((void **)&gc->dev, sizeof(gpu_comm_dev_t)) == cudaSuccess &&
@@ -386,6 +395,7 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
                   cudaMemset(gc->completed_dev, 0, sizeof(unsigned long long)) == cudaSuccess;
         if (ok) {
             d.conns = gc->conns_dev;
+            d.stats = gc->stats_dev;
             d.slot_next = gc->slot_next_dev;
             d.completed = gc->completed_dev;
             ok = cudaMemcpy(gc->conns_dev, conns, nconn * sizeof(eng_conn_t), cudaMemcpyHostToDevice) ==
@@ -465,8 +475,8 @@ extern "C" void eng_gpu_comm_destroy(eng_gpu_comm_t *gc)
         cudaFree(gc->completed_dev);
     if (gc->abort_code)
         cudaFreeHost(gc->abort_code);
-    if (gc->stats)
-        cudaFreeHost(gc->stats);
+    if (gc->stats_dev)
+        cudaFree(gc->stats_dev);
     cudaGetLastError();
     free(gc);
 }
@@ -476,15 +486,20 @@ extern "C" void eng_gpu_comm_stats(eng_gpu_comm_t *gc, dfcclStats_t *s)
     memset(s, 0, sizeof(*s));
     if (!gc)
         return;
-    for (int c = 0; c < G.channels; c++) {
-        volatile uint64_t *st = gc->stats + (size_t)c * GPU_NSTATS;
-        s->preemptions += st[GPU_STAT_PREEMPT];
-        s->stalls += st[GPU_STAT_STALLS];
-        s->stall_ns += st[GPU_STAT_STALL_NS];
-    }
+    /* the daemon's stream is non-blocking: these copies do not wait for it */
+    uint64_t st[GPU_MAX_CHANNELS * GPU_NSTATS];
     unsigned long long done = 0;
-    if (cudaMemcpy(&done, gc->completed_dev, sizeof(done), cudaMemcpyDeviceToHost) != cudaSuccess)
+    if (cudaMemcpy(st, gc->stats_dev, (size_t)G.channels * GPU_NSTATS * sizeof(uint64_t),
+                   cudaMemcpyDeviceToHost) != cudaSuccess ||
+        cudaMemcpy(&done, gc->completed_dev, sizeof(done), cudaMemcpyDeviceToHost) != cudaSuccess) {
         cudaGetLastError();
+        memset(st, 0, sizeof(st));
+    }
+    for (int c = 0; c < G.channels; c++) {
+        s->preemptions += st[c * GPU_NSTATS + GPU_STAT_PREEMPT];
+        s->stalls += st[c * GPU_NSTATS + GPU_STAT_STALLS];
+        s->stall_ns += st[c * GPU_NSTATS + GPU_STAT_STALL_NS];
+    }
     s->completed = done;
     s->shm_bytes = gc->fifo_bytes; /* device memory held for the communicator */
     s->daemon_launches = G.launches;

@@ -4,9 +4,12 @@
  * state machines (engine/algo_*.h) as the CPU daemon, over the device primitives of
  * cuda_prims.cuh. Thread 0 of each block takes the control decisions (which entry, which
  * task, preempt or not) and broadcasts them, so the block never diverges around a
- * barrier. A block exits after idle_quit with nothing to do, or after stall_quit with
- * every task stalled, so the SMs are free and an application's cudaDeviceSynchronize
- * returns; its tasks and their saved contexts stay in device memory for the next launch. */
+ * barrier. Warp 0 of block 0 is also the fetcher: it alone reads the host's submission
+ * ring (over PCIe) and hands entries to every block through a ring in device memory.
+ * Block 0 also decides when the whole daemon exits: after idle_quit with nothing to do,
+ * or after stall_quit with every task stalled, so the SMs are free and an application's
+ * cudaDeviceSynchronize returns; tasks and their saved contexts stay in device memory for
+ * the next launch. */
 #include "cuda_prims.cuh"
 #include "../engine/algo.h"
 #include "gpu_daemon.h"
@@ -58,18 +61,68 @@ __device__ static void task_remove(gpu_task_t *tasks, uint32_t *n, uint32_t i)
     (*n)--;
 }
 
-/* Thread 0: the block's last words before it exits; 0 when a submission arrived in
- * between (the host's fence after publishing pairs with this one). */
-__device__ static int try_quit(const gpu_daemon_params_t &p, int b, uint64_t head, uint32_t ntasks)
+/* Warp 0 of block 0: move what the host published into the device ring, as long as
+ * every block has room. fpos (the next host slot) is the same in every lane. Returns 1
+ * when something was fetched. */
+__device__ static int fetch(const gpu_daemon_params_t &p, uint64_t &fpos, uint64_t &min_head)
 {
-    p.ntasks[b] = ntasks;
-    st_volatile_u32(&p.block_exited[b], 1);
+    const unsigned lane = threadIdx.x;
+    const uint64_t mask = GPU_RING - 1;
+    const uint64_t start = fpos;
+    for (int k = 0; k < 16; k++) {
+        if (fpos - min_head >= GPU_RING) { /* refresh the slowest block's position */
+            uint64_t h = lane < (unsigned)p.channels ? ld_volatile_u64(&p.block_head[lane]) : UINT64_MAX;
+            for (int o = 16; o; o >>= 1) {
+                uint64_t x = __shfl_xor_sync(0xffffffffu, h, o);
+                h = x < h ? x : h;
+            }
+            min_head = h;
+            if (fpos - min_head >= GPU_RING)
+                break;
+        }
+        /* one coalesced read of the slot: all flags current means the whole entry */
+        const gpu_sq_slot_t *sl = &p.ring[fpos & mask];
+        uint64_t v = lane < GPU_SQ_WORDS ? ld_volatile_u64(&sl->w[lane]) : 0;
+        if (!__all_sync(0xffffffffu, lane >= GPU_SQ_WORDS || (uint32_t)(v >> 32) == (uint32_t)(fpos + 1)))
+            break;
+        if (lane < GPU_SQ_WORDS && lane < sizeof(gpu_sq_entry_t) / 4)
+            ((uint32_t *)&p.dring[fpos & mask])[lane] = (uint32_t)v;
+        fpos++;
+    }
+    if (fpos == start)
+        return 0;
+    __syncwarp(); /* the lanes' entry words before the tail */
+    if (lane == 0) {
+        st_volatile_u64(&p.dstate[0], fpos);
+        st_release_gpu_u64(&p.dstate[1], fpos);
+        st_volatile_u64(p.fetched, fpos); /* the host may reuse those slots */
+    }
+    return 1;
+}
+
+/* Thread 0 of block 0: every block has been still (no progress, no new task) for
+ * idle_quit, or for stall_quit while some hold stalled tasks, and every fetched entry
+ * has been taken: tell the host first, then (unless a submission slipped in between,
+ * which the host's fence after publishing pairs with) every block. */
+__device__ static int daemon_quit(const gpu_daemon_params_t &p, uint64_t now, uint64_t fpos)
+{
+    uint64_t latest = 0;
+    int busy = 0;
+    for (int c = 0; c < p.channels; c++) {
+        uint64_t t = ld_volatile_u64(&p.block_active[c]);
+        latest = t > latest ? t : latest;
+        busy |= ld_volatile_u32(&p.ntasks[c]) != 0 || ld_volatile_u64(&p.block_head[c]) != fpos;
+    }
+    if (now < latest || now - latest <= (busy ? p.stall_quit_ns : p.idle_quit_ns))
+        return 0;
+    st_volatile_u32(p.exited, p.gen);
     fence_sc_sys();
-    const gpu_sq_entry_t *e = &p.ring[head & p.ring_mask];
-    if (ld_acquire_sys_u64(&e->stamp) == head + 1) {
-        st_volatile_u32(&p.block_exited[b], 0);
+    const uint64_t w0 = ld_volatile_u64(&p.ring[fpos & (GPU_RING - 1)].w[0]);
+    if ((uint32_t)(w0 >> 32) == (uint32_t)(fpos + 1)) {
+        st_volatile_u32(p.exited, 0);
         return 0;
     }
+    st_volatile_u32(p.quit, p.gen);
     return 1;
 }
 
@@ -84,29 +137,35 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
     __shared__ int s_progress;
     __shared__ gpu_task_t s_task;
     __shared__ gpu_comm_dev_t s_comm;
-    uint64_t last_work = 0, stall_since = 0; /* thread 0 only */
+    uint64_t last_move = 0, last_check = 0; /* thread 0 only */
+    uint64_t fpos = 0, min_head = 0;        /* warp 0 of block 0 (the fetcher) */
+    const bool fetcher = b == 0 && threadIdx.x < 32;
 
+    if (fetcher) {
+        fpos = ld_volatile_u64(&p.dstate[0]);
+        min_head = fpos > GPU_RING ? fpos - GPU_RING : 0; /* refreshed before it matters */
+    }
     if (t0) {
         s_head = ld_volatile_u64(&p.block_head[b]);
-        s_n = p.ntasks[b];
-        last_work = stall_since = globaltimer_ns();
+        s_n = ld_volatile_u32(&p.ntasks[b]);
+        last_move = last_check = globaltimer_ns();
+        st_volatile_u64(&p.block_active[b], last_move);
     }
     __syncthreads();
 
     for (;;) {
-        /* ---- take new submissions into the task list (thread 0) ---- */
+        if (fetcher)
+            fetch(p, fpos, min_head);
+        /* ---- take new entries of the device ring into the task list (thread 0) ---- */
         if (t0) {
             uint64_t head = s_head;
             uint32_t n = s_n;
-            while (n < GPU_MAX_TASKS) {
-                const gpu_sq_entry_t *ring_e = &p.ring[head & p.ring_mask];
-                if (ld_acquire_sys_u64(&ring_e->stamp) != head + 1)
-                    break;
+            const uint64_t tail = ld_acquire_gpu_u64(&p.dstate[1]);
+            while (n < GPU_MAX_TASKS && head < tail) {
                 gpu_sq_entry_t entry;
-                load_entry(&entry, ring_e);
+                load_entry(&entry, &p.dring[head & (GPU_RING - 1)]);
                 const gpu_sq_entry_t *e = &entry;
                 head++;
-                last_work = globaltimer_ns();
                 if (e->kind == GPU_SQ_DESTROY) {
                     /* fail this block's channel of every task of the communicator */
                     for (uint32_t i = 0; i < n;) {
@@ -133,26 +192,20 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                 eng_ctx_init(&t->args, cm->nranks, b, C, &t->ctx);
                 n++;
             }
+            if (head != s_head) {
+                st_volatile_u64(&p.block_head[b], head); /* the fetcher may reuse the entries */
+                last_move = globaltimer_ns();
+                st_volatile_u64(&p.block_active[b], last_move);
+            }
+            if (n != s_n)
+                st_volatile_u32(&p.ntasks[b], n);
             s_head = head;
             s_n = n;
-            st_volatile_u64(&p.block_head[b], head); /* the host may reuse the entries */
+            s_progress = 0;
         }
         __syncthreads();
 
-        if (s_n == 0) {
-            if (t0) {
-                uint64_t now = globaltimer_ns();
-                s_dec = now - last_work > p.idle_quit_ns && try_quit(p, b, s_head, 0);
-            }
-            __syncthreads();
-            if (s_dec)
-                return;
-            continue;
-        }
-
         /* ---- one pass over the task list, in submission order ---- */
-        if (t0)
-            s_progress = 0;
         int head_seen = 0;
         for (uint32_t i = 0; i < s_n;) {
             /* thread 0 stages the task and its communicator in shared memory: the other
@@ -197,7 +250,11 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                 if (t0) {
                     uint64_t now = globaltimer_ns();
                     int dec = DEC_CONTINUE;
-                    int32_t ab = *(volatile int32_t *)cm->abort_code;
+                    /* the abort word is host memory: a PCIe read, so only while waiting,
+                     * every 64 spins and before a preemption */
+                    int32_t ab = 0;
+                    if (r != ENG_PROGRESS && (spins % 64 == 63 || now - wait_start >= budget))
+                        ab = *(volatile int32_t *)cm->abort_code;
                     if (ab) {
                         dec = DEC_ABORT;
                         res = ab;
@@ -211,11 +268,11 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                         s_progress = 1;
                     } else if (now - wait_start >= budget) {
                         dec = DEC_PREEMPT;
-                        uint64_t *st = cm->stats + (size_t)b * GPU_NSTATS;
-                        st_volatile_u64(&st[GPU_STAT_PREEMPT], st[GPU_STAT_PREEMPT] + 1);
+                        uint64_t *st = cm->stats + (size_t)b * GPU_NSTATS; /* device memory */
+                        st[GPU_STAT_PREEMPT]++;
                         if (!moved)
-                            st_volatile_u64(&st[GPU_STAT_STALLS], st[GPU_STAT_STALLS] + 1);
-                        st_volatile_u64(&st[GPU_STAT_STALL_NS], st[GPU_STAT_STALL_NS] + (now - wait_start));
+                            st[GPU_STAT_STALLS]++;
+                        st[GPU_STAT_STALL_NS] += now - wait_start;
                     } else {
                         spins++;
                     }
@@ -253,14 +310,19 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             i++;
         }
 
-        /* ---- stall quit: everything stalled for stall_quit ---- */
+        /* ---- exit: block 0 decides for the daemon, every block follows ---- */
         if (t0) {
             uint64_t now = globaltimer_ns();
             if (s_progress) {
-                last_work = stall_since = now;
-                s_dec = 0;
-            } else {
-                s_dec = now - stall_since > p.stall_quit_ns && try_quit(p, b, s_head, s_n);
+                last_move = now;
+                st_volatile_u64(&p.block_active[b], now);
+                st_volatile_u32(&p.ntasks[b], s_n);
+            }
+            s_dec = ld_volatile_u32(p.quit) == p.gen;
+            /* block 0 looks at the others at most every 10 us, and only once it is still */
+            if (b == 0 && !s_dec && now - last_move > 10000 && now - last_check > 10000) {
+                last_check = now;
+                s_dec = daemon_quit(p, now, ld_volatile_u64(&p.dstate[0]));
             }
         }
         __syncthreads();

@@ -10,7 +10,7 @@
 
 #define GPU_MAX_COMMS 1024
 #define GPU_MAX_REQS 4096
-#define GPU_RING 1024
+#define GPU_RING 1024 /* entries, both rings */
 #define GPU_MAX_TASKS 256 /* per block */
 #define GPU_MAX_CHANNELS 32
 #define GPU_MAX_THREADS 512 /* launch bound: keeps the state machines in registers */
@@ -18,9 +18,8 @@
 enum { GPU_SQ_COLL = 1, GPU_SQ_DESTROY = 2 };
 enum { GPU_STAT_PREEMPT = 0, GPU_STAT_STALLS, GPU_STAT_STALL_NS, GPU_NSTATS };
 
-/* One submission, in host-mapped memory; complete once stamp == position + 1. */
+/* One submission as the daemon uses it (the device ring's entries). */
 typedef struct {
-    uint64_t stamp;
     uint32_t kind;
     uint32_t comm_id;
     uint32_t req_id;
@@ -28,6 +27,16 @@ typedef struct {
     uint64_t seq;
     eng_coll_args_t args;
 } gpu_sq_entry_t;
+
+/* The host ring's slot of one submission, LL-style (NCCL's low-latency protocol): each
+ * 8-byte word carries 4 bytes of the entry and, in its upper half, the flag
+ * (position + 1, never 0). The host writes each word with one 8-byte store, so when one
+ * warp's single read of the slot finds every flag current it has the whole entry: a
+ * pick-up costs one PCIe round trip instead of a stamp read followed by the body. */
+#define GPU_SQ_WORDS 16
+typedef struct __attribute__((aligned(128))) {
+    uint64_t w[GPU_SQ_WORDS];
+} gpu_sq_slot_t;
 
 /* A communicator as the daemon sees it (device memory). */
 typedef struct {
@@ -37,7 +46,7 @@ typedef struct {
     eng_conn_t *conns;    /* [slots][channels][nranks], device memory */
     uint64_t *slot_next;  /* [slots][channels]: sequence number each slot admits next */
     int32_t *abort_code;  /* host-mapped: nonzero fails every task with that result */
-    uint64_t *stats;      /* host-mapped [channels][GPU_NSTATS], one writer per channel */
+    uint64_t *stats;      /* device [channels][GPU_NSTATS], one writer per channel */
     unsigned long long *completed; /* device: collectives completed (last channel counts) */
 } gpu_comm_dev_t;
 
@@ -51,17 +60,24 @@ typedef struct {
 } gpu_task_t;
 
 typedef struct {
-    gpu_sq_entry_t *ring;     /* host-mapped (device alias) */
-    uint64_t ring_mask;
-    uint64_t *block_head;     /* host-mapped [channels]: entries consumed per block */
-    uint32_t *block_exited;   /* host-mapped [channels] */
+    /* submission: the host's ring (mapped) -> the fetcher (warp 0 of block 0) -> the device
+     * ring, which every block reads from device memory at its own pace */
+    gpu_sq_slot_t *ring;      /* host-mapped (device alias) [GPU_RING] */
+    uint64_t *fetched;        /* host-mapped: host ring slots taken by the fetcher */
+    gpu_sq_entry_t *dring;    /* device [GPU_RING] */
+    uint64_t *dstate;         /* device: [0] fetch position, [1] device ring tail */
+    uint64_t *block_head;     /* device [channels]: device ring entries each block took */
+    uint64_t *block_active;   /* device [channels]: last time the block moved (globaltimer) */
+    uint32_t *ntasks;         /* device [channels]: tasks in the block's list */
+    uint32_t *quit;           /* device: the launch generation told to exit */
+    uint32_t *exited;         /* host-mapped: the daemon has decided to exit (host relaunches) */
+    uint32_t gen;             /* this launch's generation */
     uint32_t *done;           /* host-mapped [GPU_MAX_REQS] completion words */
     int32_t *result;          /* host-mapped [GPU_MAX_REQS] */
     uint32_t *req_chan;       /* device [GPU_MAX_REQS]: channels finished */
     int32_t *req_err;         /* device [GPU_MAX_REQS]: worst channel result */
     gpu_comm_dev_t **comms;   /* device [GPU_MAX_COMMS] */
     gpu_task_t *tasks;        /* device [channels][GPU_MAX_TASKS] */
-    uint32_t *ntasks;         /* device [channels] */
     int channels;
     sched_params_t sp;
     uint64_t idle_quit_ns, stall_quit_ns;

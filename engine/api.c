@@ -110,7 +110,10 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
                          .count = coll == ENG_COLL_BARRIER ? 0 : count,
                          .sendbuf = sendbuf,
                          .recvbuf = recvbuf};
-    a.algo = (uint8_t)eng_algo_select(&a, N, eng_config.oneshot_max);
+    /* a one-shot contribution must fit one FIFO step of the daemon that runs it */
+    const uint64_t oneshot_max = on_gpu ? DFCCL_MIN(eng_config.oneshot_max, eng_config.gpu_chunk_size)
+                                        : eng_config.oneshot_max;
+    a.algo = (uint8_t)eng_algo_select(&a, N, oneshot_max);
     if (on_gpu) {
         dfcclResult_t r = eng_gpu_submit(comm->gpu, &a, &req->done_p, &req->result_p, &req->gpu_id);
         if (r != dfcclSuccess) {

@@ -44,7 +44,7 @@ static void eng_config_parse(void)
             if (!strcasecmp(lvl, names[i]))
                 eng_log_level = i;
     }
-    uint64_t v[18];
+    uint64_t v[20];
     int rc = 0;
     rc |= env_u64("DFCCL_PREEMPT", 1, 0, 1, &v[0]);
     rc |= env_u64("DFCCL_THRESHOLD_BASE_NS", 20000, 100, 60000000000ull, &v[1]);
@@ -64,6 +64,8 @@ static void eng_config_parse(void)
     rc |= env_u64("DFCCL_GPU_IDLE_QUIT", 5000, 10, 60000000ull, &v[15]);
     rc |= env_u64("DFCCL_GPU_STALL_QUIT", 2000, 10, 60000000ull, &v[16]);
     rc |= env_u64("DFCCL_GPU", 1, 0, 1, &v[17]);
+    rc |= env_u64("DFCCL_GPU_CHUNK_SIZE", 65536, 1024, 64ull << 20, &v[18]);
+    rc |= env_u64("DFCCL_GPU_SYS_SCOPE", 0, 0, 1, &v[19]);
     eng_config.preempt = (int)v[0];
     eng_config.threshold_base_ns = v[1];
     eng_config.threshold_max_ns = v[2] < v[1] ? v[1] : v[2];
@@ -95,6 +97,8 @@ static void eng_config_parse(void)
     eng_config.gpu_threads = (uint32_t)(v[14] & ~(uint64_t)31); /* whole warps */
     eng_config.gpu_idle_quit_us = v[15];
     eng_config.gpu_stall_quit_us = v[16];
+    eng_config.gpu_chunk_size = v[18] & ~(uint64_t)63;
+    eng_config.gpu_sys_scope = (int)v[19];
     eng_config_status = rc ? -1 : 0;
 }
 

@@ -28,6 +28,8 @@ typedef struct {
     uint32_t gpu_threads;        /* DFCCL_GPU_THREADS: threads per daemon block */
     uint64_t gpu_idle_quit_us;   /* DFCCL_GPU_IDLE_QUIT: daemon kernel exits after idle */
     uint64_t gpu_stall_quit_us;  /* DFCCL_GPU_STALL_QUIT: exits when all tasks stalled */
+    uint64_t gpu_chunk_size;     /* DFCCL_GPU_CHUNK_SIZE: bytes per FIFO step on the GPU */
+    int gpu_sys_scope;           /* DFCCL_GPU_SYS_SCOPE: system-scope flags for every peer */
 } eng_config_t;
 
 extern eng_config_t eng_config;

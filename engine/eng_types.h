@@ -58,6 +58,9 @@ typedef struct {
     char *send_data;
     uint64_t sent;  /* steps I have posted to the peer (mirror of send_ctrl->posted) */
     uint64_t recvd; /* steps I have consumed from the peer */
+    uint32_t sys;   /* GPU: the peer is another device, so flags need system scope (else
+                       device scope: processes sharing one GPU under MPS) */
+    uint32_t pad;
 } eng_conn_t;
 
 /* Everything an algorithm needs about the communicator and the buffers. */
