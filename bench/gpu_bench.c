@@ -5,6 +5,7 @@
  * One process per rank (N ranks on one GPU under MPS, or one per GPU). Median of the
  * per-iteration maximum over ranks, after warm-up; results checked every iteration.
  *   gpu_bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-s (skip staged MPI)]
+ *             [-m (also MPI_Allreduce on device buffers: needs the dfccl coll component)]
  * Columns: bytes, dfccl us, busbw GB/s, algo traffic GB/s (bytes the algorithm moves
  * through device memory per second) and its share of the copy rate, staged MPI us,
  * speed-up, errors. */
@@ -69,8 +70,8 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     size_t minb = 8, maxb = 256u << 20;
     double factor = 4;
-    int iters = 50, warm = 10, staged = 1, opt;
-    while ((opt = getopt(argc, argv, "b:e:f:n:w:s")) != -1) {
+    int iters = 50, warm = 10, staged = 1, viampi = 0, opt;
+    while ((opt = getopt(argc, argv, "b:e:f:n:w:sm")) != -1) {
         switch (opt) {
         case 'b': minb = parse_size(optarg); break;
         case 'e': maxb = parse_size(optarg); break;
@@ -78,9 +79,10 @@ int main(int argc, char **argv)
         case 'n': iters = atoi(optarg); break;
         case 'w': warm = atoi(optarg); break;
         case 's': staged = 0; break;
+        case 'm': viampi = 1; break;
         default:
             if (me == 0)
-                fprintf(stderr, "usage: gpu_bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-s]\n");
+                fprintf(stderr, "usage: gpu_bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-s] [-m]\n");
             MPI_Finalize();
             return 2;
         }
@@ -136,8 +138,8 @@ int main(int argc, char **argv)
         printf("# gpu_bench: allreduce float32 sum, %d ranks, %d device(s), DFCCL_PREEMPT=%s\n", P, ndev,
                pre ? pre : "1 (default)");
         printf("# device-to-device copy rate (read+write): %.1f GB/s\n", copy_gbs);
-        printf("# %12s %10s %10s %10s %7s %12s %9s %6s\n", "bytes", "dfccl_us", "busbw", "traffic", "%copy",
-               "staged_us", "speedup", "errors");
+        printf("# %12s %10s %10s %10s %7s %12s %9s %6s %10s\n", "bytes", "dfccl_us", "busbw", "traffic", "%copy",
+               "staged_us", "speedup", "errors", "mpi_us");
     }
     /* where a small collective's time goes: the host's pointer-kind query (two per call),
      * and a one-rank communicator's round trip (submission picked up by the daemon, a
@@ -195,7 +197,8 @@ int main(int argc, char **argv)
         /* how long a daemon holding a stalled collective keeps the SMs: rank 0 posts an
          * allreduce nobody else has posted yet and times cudaDeviceSynchronize (it returns
          * once the daemon's stall quit lets the kernel end); then the others join */
-        if (P > 1) {
+        const char *pe = getenv("DFCCL_PREEMPT");
+        if (P > 1 && !(pe && atoi(pe) == 0)) { /* without preemption this is the GPU-sync deadlock */
             double th[5];
             for (int k = 0; k < 5; k++) {
                 dfcclRequest_t req = NULL;
@@ -276,6 +279,28 @@ int main(int argc, char **argv)
             }
             sus = median(tv, it) * 1e6;
         }
+        /* -m: MPI_Allreduce on the device buffers, through the coll component the run
+         * loaded (dfccl's takes them to the GPU daemon) */
+        double mus = 0;
+        if (viampi) {
+            for (int k = 0; k < warm + it; k++) {
+                CU(cudaMemset(dout, 0xff, n * 4));
+                CU(cudaStreamSynchronize(0));
+                MPI_Barrier(MPI_COMM_WORLD);
+                double t0 = MPI_Wtime();
+                MPI_Allreduce(din, dout, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+                double dt = MPI_Wtime() - t0, mx;
+                MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+                if (k >= warm)
+                    tv[k - warm] = mx;
+                if (k == warm) {
+                    CU(cudaMemcpy(hout, dout, n * 4, cudaMemcpyDeviceToHost));
+                    for (size_t i = 0; i < n; i++)
+                        err += hout[i] != hexp[i];
+                }
+            }
+            mus = median(tv, it) * 1e6;
+        }
         long gerr;
         MPI_Allreduce(&err, &gerr, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
         total_err += gerr;
@@ -284,8 +309,8 @@ int main(int argc, char **argv)
         double algbw = (double)n * 4 / (us * 1e-6) / 1e9, busbw = algbw * 2.0 * (P - 1) / P;
         double traffic = P > 1 ? (double)P * 3.0 * busbw : 0;
         if (me == 0)
-            printf("  %12zu %10.2f %10.2f %10.1f %6.1f%% %12.2f %8.1fx %6ld\n", n * 4, us, busbw, traffic,
-                   copy_gbs > 0 ? 100.0 * traffic / copy_gbs : 0, sus, sus > 0 ? sus / us : 0, gerr);
+            printf("  %12zu %10.2f %10.2f %10.1f %6.1f%% %12.2f %8.1fx %6ld %10.2f\n", n * 4, us, busbw, traffic,
+                   copy_gbs > 0 ? 100.0 * traffic / copy_gbs : 0, sus, sus > 0 ? sus / us : 0, gerr, mus);
     }
     dfcclStats_t st;
     DC(dfcclCommGetStats(comm, &st));

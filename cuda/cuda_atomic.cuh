@@ -26,6 +26,13 @@ __device__ __forceinline__ void st_release_gpu_u64(uint64_t *p, uint64_t v)
     asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+__device__ __forceinline__ uint64_t atom_add_acq_rel_gpu_u64(uint64_t *p, uint64_t v)
+{
+    uint64_t old;
+    asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+    return old;
+}
+
 /* Flag operations at the scope a connection needs (eng_conn_t.sys). */
 __device__ __forceinline__ uint64_t ld_acquire_u64(const uint64_t *p, uint32_t sys)
 {

@@ -29,7 +29,7 @@ DFCCL_DEV_INLINE int prim_recv_ready(const eng_conn_t *c)
 {
     int r = 0;
     if (threadIdx.x == 0)
-        r = ld_acquire_u64(&c->recv_ctrl->posted, c->sys) > c->recvd;
+        r = ld_acquire_u64(&c->recv_ctrl->posted, c->sys) > ld_volatile_u64(&c->recvd);
     return block_broadcast_flag(r);
 }
 
@@ -38,7 +38,7 @@ DFCCL_DEV_INLINE int prim_send_ready(const eng_conn_t *c, uint32_t depth)
 {
     int r = 0;
     if (threadIdx.x == 0)
-        r = c->sent - ld_acquire_u64(&c->send_ctrl->consumed, c->sys) < depth;
+        r = ld_volatile_u64(&c->sent) - ld_acquire_u64(&c->send_ctrl->consumed, c->sys) < depth;
     return block_broadcast_flag(r);
 }
 
@@ -51,12 +51,12 @@ DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_v
     uint32_t s = (uint32_t)(ld_volatile_u64(&c->recvd) % v->depth);
     if (bytes_p)
         *bytes_p = ld_volatile_u64(&c->recv_ctrl->bytes[s]);
-    return c->recv_data + (uint64_t)s * v->chunk;
+    return c->recv_data + (uint64_t)s * c->rchunk;
 }
 
 DFCCL_DEV_INLINE char *prim_send_buf(const eng_conn_t *c, const eng_chan_view_t *v)
 {
-    return c->send_data + (ld_volatile_u64(&c->sent) % v->depth) * v->chunk;
+    return c->send_data + (ld_volatile_u64(&c->sent) % v->depth) * c->schunk;
 }
 
 /* All threads' data writes, then (thread 0) a fence and the release of `posted`: the
@@ -66,21 +66,79 @@ DFCCL_DEV_INLINE void prim_send_post(eng_conn_t *c, const eng_chan_view_t *v, ui
 {
     __syncthreads();
     if (threadIdx.x == 0) {
-        st_volatile_u64(&c->send_ctrl->bytes[c->sent % v->depth], bytes);
-        c->sent++;
+        const uint64_t sent = ld_volatile_u64(&c->sent);
+        st_volatile_u64(&c->send_ctrl->bytes[sent % v->depth], bytes);
+        st_volatile_u64(&c->sent, sent + 1);
         fence_acq_rel(c->sys);
-        st_release_u64(&c->send_ctrl->posted, c->sent, c->sys);
+        st_release_u64(&c->send_ctrl->posted, sent + 1, c->sys);
     }
     __syncthreads();
 }
 
-/* Every thread has finished reading the slot before the sender may reuse it. */
+/* Every thread has finished reading the slot before the sender may reuse it. The step
+ * counters (sent, recvd) are written by one thread and read by others, always with
+ * volatile accesses: no thread may see a stale L1 copy. */
 DFCCL_DEV_INLINE void prim_recv_done(eng_conn_t *c)
 {
     __syncthreads();
     if (threadIdx.x == 0) {
-        c->recvd++;
-        st_release_u64(&c->recv_ctrl->consumed, c->recvd, c->sys);
+        const uint64_t recvd = ld_volatile_u64(&c->recvd) + 1;
+        st_volatile_u64(&c->recvd, recvd);
+        st_release_u64(&c->recv_ctrl->consumed, recvd, c->sys);
+    }
+    __syncthreads();
+}
+
+/* --- every connection at once (one-shot): lane p of warp 0 handles connection p, so
+ * N peers cost one flag round trip instead of N ------------------------------------- */
+
+DFCCL_DEV_INLINE int prim_recv_ready_all(const eng_conn_t *conns, int n)
+{
+    int r = 1;
+    if (threadIdx.x < 32) {
+        int ok = 1;
+        for (int p = threadIdx.x; p < n; p += 32)
+            ok &= ld_acquire_u64(&conns[p].recv_ctrl->posted, conns[p].sys) > ld_volatile_u64(&conns[p].recvd);
+        r = __all_sync(0xffffffffu, ok);
+    }
+    return block_broadcast_flag(r);
+}
+
+DFCCL_DEV_INLINE int prim_send_ready_all(const eng_conn_t *conns, int n, uint32_t depth)
+{
+    int r = 1;
+    if (threadIdx.x < 32) {
+        int ok = 1;
+        for (int p = threadIdx.x; p < n; p += 32)
+            ok &= ld_volatile_u64(&conns[p].sent) - ld_acquire_u64(&conns[p].send_ctrl->consumed, conns[p].sys) <
+                  depth;
+        r = __all_sync(0xffffffffu, ok);
+    }
+    return block_broadcast_flag(r);
+}
+
+DFCCL_DEV_INLINE void prim_send_post_all(eng_conn_t *conns, int n, const eng_chan_view_t *v, uint64_t bytes)
+{
+    __syncthreads(); /* the block's data writes, observed by every posting lane */
+    for (int p = threadIdx.x; p < n && threadIdx.x < 32; p += 32) {
+        eng_conn_t *c = &conns[p];
+        const uint64_t sent = ld_volatile_u64(&c->sent);
+        st_volatile_u64(&c->send_ctrl->bytes[sent % v->depth], bytes);
+        st_volatile_u64(&c->sent, sent + 1);
+        fence_acq_rel(c->sys);
+        st_release_u64(&c->send_ctrl->posted, sent + 1, c->sys);
+    }
+    __syncthreads();
+}
+
+DFCCL_DEV_INLINE void prim_recv_done_all(eng_conn_t *conns, int n)
+{
+    __syncthreads(); /* every thread has read the slots */
+    for (int p = threadIdx.x; p < n && threadIdx.x < 32; p += 32) {
+        eng_conn_t *c = &conns[p];
+        const uint64_t recvd = ld_volatile_u64(&c->recvd) + 1;
+        st_volatile_u64(&c->recvd, recvd);
+        st_release_u64(&c->recv_ctrl->consumed, recvd, c->sys);
     }
     __syncthreads();
 }

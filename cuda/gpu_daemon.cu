@@ -34,23 +34,33 @@ __device__ static const gpu_comm_dev_t *load_comm(const gpu_daemon_params_t &p, 
 }
 
 /* Thread 0: one channel of request req is finished with result res; the last channel
- * to finish publishes the completion word to the host. */
+ * to finish publishes the completion word to the host. The per-request counter is never
+ * reset: every use adds exactly C (low 48 bits), so the last channel is the one that
+ * brings it to a multiple of C; a failing channel also adds 1 << 48, so on the common
+ * path the last channel learns "no error" from its own atomic, with no further load. */
+#define CHAN_ERR (1ull << 48)
 __device__ static void channel_done(const gpu_daemon_params_t &p, uint32_t req, int32_t res,
                                     unsigned long long *completed)
 {
     if (res < 0)
         atomicMin(&p.req_err[req], res);
-    __threadfence(); /* this block's results before the count (the barrier came first) */
-    if (atomicAdd(&p.req_chan[req], 1u) == (uint32_t)p.channels - 1) {
-        __threadfence();
-        int32_t worst = atomicExch(&p.req_err[req], 0);
-        atomicExch(&p.req_chan[req], 0u);
-        p.result[req] = worst;
-        if (completed)
-            atomicAdd(completed, 1ull);
-        fence_sc_sys(); /* every channel's results before the word the host polls */
-        st_release_sys_u32(&p.done[req], 1);
+    /* release: this block's results (the barrier came first); acquire: the other
+     * channels' results, for the last one */
+    const uint64_t inc = 1 + (res < 0 ? CHAN_ERR : 0);
+    const uint64_t now = atom_add_acq_rel_gpu_u64(&p.req_chan[req], inc) + inc;
+    if ((now & (CHAN_ERR - 1)) % (uint64_t)p.channels)
+        return;
+    int32_t worst = 0;
+    if (now >= CHAN_ERR) { /* rare: clear the error marks for the next use of req */
+        worst = atomicExch(&p.req_err[req], 0);
+        atomicAdd((unsigned long long *)&p.req_chan[req], 0ull - (now & ~(CHAN_ERR - 1)));
     }
+    p.result[req] = worst;
+    if (completed)
+        atomicAdd(completed, 1ull); /* no return value used: a fire-and-forget reduction */
+    /* release at system scope: every channel's results (acquired above) before the word
+     * the host polls */
+    st_release_sys_u32(&p.done[req], 1);
 }
 
 /* Thread 0: drop task i from the block's list, keeping submission order. */
@@ -160,7 +170,8 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
         if (t0) {
             uint64_t head = s_head;
             uint32_t n = s_n;
-            const uint64_t tail = ld_acquire_gpu_u64(&p.dstate[1]);
+            /* block 0's thread 0 is a fetcher lane: it knows the tail */
+            const uint64_t tail = b == 0 ? fpos : ld_acquire_gpu_u64(&p.dstate[1]);
             while (n < GPU_MAX_TASKS && head < tail) {
                 gpu_sq_entry_t entry;
                 load_entry(&entry, &p.dring[head & (GPU_RING - 1)]);
@@ -184,6 +195,7 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                 t->args = e->args;
                 t->seq = e->seq;
                 t->comm_id = e->comm_id;
+                t->cm = cm;
                 t->req_id = e->req_id;
                 t->slot = (uint32_t)(e->seq % cm->slots);
                 t->kind = e->kind;
@@ -213,7 +225,7 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             gpu_task_t *t = &tasks[i];
             if (t0) {
                 s_task = *t;
-                s_comm = *load_comm(p, s_task.comm_id);
+                s_comm = *s_task.cm;
                 s_dec = ld_volatile_u64(&s_comm.slot_next[s_task.slot * C + b]) != s_task.seq;
             }
             __syncthreads();

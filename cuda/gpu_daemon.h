@@ -39,7 +39,7 @@ typedef struct __attribute__((aligned(128))) {
 } gpu_sq_slot_t;
 
 /* A communicator as the daemon sees it (device memory). */
-typedef struct {
+typedef struct gpu_comm_dev {
     int rank, nranks;
     uint32_t slots, depth;
     uint64_t chunk;
@@ -53,6 +53,7 @@ typedef struct {
 /* A task in one block's list (device memory); ctx is the saved context. */
 typedef struct {
     eng_coll_args_t args;
+    const struct gpu_comm_dev *cm; /* its communicator (the table entry, resolved once) */
     uint64_t seq;
     uint64_t threshold_ns;
     uint32_t comm_id, req_id, slot, kind;
@@ -74,7 +75,7 @@ typedef struct {
     uint32_t gen;             /* this launch's generation */
     uint32_t *done;           /* host-mapped [GPU_MAX_REQS] completion words */
     int32_t *result;          /* host-mapped [GPU_MAX_REQS] */
-    uint32_t *req_chan;       /* device [GPU_MAX_REQS]: channels finished */
+    uint64_t *req_chan;       /* device [GPU_MAX_REQS]: channels finished (never reset) */
     int32_t *req_err;         /* device [GPU_MAX_REQS]: worst channel result */
     gpu_comm_dev_t **comms;   /* device [GPU_MAX_COMMS] */
     gpu_task_t *tasks;        /* device [channels][GPU_MAX_TASKS] */

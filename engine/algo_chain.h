@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Chain broadcast and reduce, pipelined in chunks. Ranks are placed on a chain by their
- * distance from the root (position p = rank - root mod N). Broadcast flows from p = 0
- * to p = N-1; reduce flows from p = N-1 to the root at p = 0, so the root's result is
- * x_root op (x_root+1 op (... x_root-1)), the same on every run. */
+/* Chain broadcast and reduce, pipelined in chunks. Data always flows in the ring's
+ * direction, rank r-1 -> r -> r+1 (the connections the GPU gives large FIFOs).
+ * Broadcast starts at the root and ends at root-1; reduce starts at root+1 and ends at
+ * the root, whose result folds the contributions in that fixed order on every run.
+ * A rank's position p is its distance along the data's path from its start. */
 #ifndef DFCCL_ALGO_CHAIN_H
 #define DFCCL_ALGO_CHAIN_H
 
@@ -13,15 +14,15 @@ DFCCL_DEV_INLINE eng_prog_t algo_chain_progress(const eng_coll_args_t *a, eng_ch
                                             eng_ctx_t *x)
 {
     const int N = v->nranks, r = v->rank, root = a->root;
-    const int p = (r - root + N) % N;
+    const int bcast = a->coll == ENG_COLL_BCAST;
+    const int p = bcast ? (r - root + N) % N : (root - r + N) % N;
     const size_t ts = eng_type_size(a->dtype);
     const uint64_t CE = v->chunk / ts;
-    const int bcast = a->coll == ENG_COLL_BCAST;
     /* upstream / downstream neighbours in the direction of the data */
     const int up_pos = bcast ? p - 1 : p + 1, down_pos = bcast ? p + 1 : p - 1;
     const int has_up = up_pos >= 0 && up_pos < N, has_down = down_pos >= 0 && down_pos < N;
-    eng_conn_t *in = has_up ? &v->conns[(up_pos + root) % N] : NULL;
-    eng_conn_t *out = has_down ? &v->conns[(down_pos + root) % N] : NULL;
+    eng_conn_t *in = has_up ? &v->conns[(r - 1 + N) % N] : NULL;
+    eng_conn_t *out = has_down ? &v->conns[(r + 1) % N] : NULL;
     const char *sbuf = (const char *)a->sendbuf;
     char *rbuf = (char *)a->recvbuf;
     eng_prog_t prog = ENG_WAIT;

@@ -18,8 +18,17 @@ DFCCL_DEV_INLINE eng_prog_t algo_oneshot_progress(const eng_coll_args_t *a, eng_
     eng_prog_t prog = ENG_WAIT;
 
     if (x->step == 0) {
-        /* step 0: post the input to every rank, starting with the next one; x->sub
-         * counts the ranks already served, so a preempted post resumes at the next */
+        /* step 0: post the input to every rank. Fast path: every FIFO has room, so
+         * copy to all and post all at once */
+        if (x->sub == 0 && prim_send_ready_all(v->conns, N, v->depth)) {
+            for (int p = 0; p < N; p++)
+                prim_copy(prim_send_buf(&v->conns[p], v), a->sendbuf, bytes);
+            prim_send_post_all(v->conns, N, v, bytes);
+            x->sub = (uint32_t)N;
+            prog = ENG_PROGRESS;
+        }
+        /* otherwise one rank at a time, starting with the next one; x->sub counts the
+         * ranks already served, so a preempted post resumes at the next */
         while (x->sub < (uint32_t)N) {
             eng_conn_t *c = &v->conns[(r + 1 + (int)x->sub) % N];
             if (!prim_send_ready(c, v->depth))
@@ -31,9 +40,8 @@ DFCCL_DEV_INLINE eng_prog_t algo_oneshot_progress(const eng_coll_args_t *a, eng_
         x->step = 1;
     }
     /* step 1: once all N contributions are in, reduce them in rank order */
-    for (int p = 0; p < N; p++)
-        if (!prim_recv_ready(&v->conns[p]))
-            return prog;
+    if (!prim_recv_ready_all(v->conns, N))
+        return prog;
     if (bytes) {
         prim_copy(a->recvbuf, prim_recv_buf(&v->conns[0], v, NULL), bytes);
         for (int p = 1; p < N; p++) {
@@ -42,8 +50,7 @@ DFCCL_DEV_INLINE eng_prog_t algo_oneshot_progress(const eng_coll_args_t *a, eng_
                         a->dtype, a->op);
         }
     }
-    for (int p = 0; p < N; p++)
-        prim_recv_done(&v->conns[p]);
+    prim_recv_done_all(v->conns, N);
     x->off = x->hi;
     return ENG_DONE;
 }

@@ -59,12 +59,12 @@ static void eng_config_parse(void)
     rc |= env_u64("DFCCL_STALL_REPORT", 10000, 0, 86400000ull, &v[10]);
     rc |= env_u64("DFCCL_TIMEOUT", 0, 0, 86400000ull, &v[11]);
     rc |= env_u64("DFCCL_IDLE_US", 2000, 0, 10000000ull, &v[12]);
-    rc |= env_u64("DFCCL_GPU_CHANNELS", 8, 1, 32, &v[13]);
+    rc |= env_u64("DFCCL_GPU_CHANNELS", 16, 1, 32, &v[13]);
     rc |= env_u64("DFCCL_GPU_THREADS", 512, 64, 512, &v[14]);
-    rc |= env_u64("DFCCL_GPU_IDLE_QUIT", 5000, 10, 60000000ull, &v[15]);
+    rc |= env_u64("DFCCL_GPU_IDLE_QUIT", 1000, 10, 60000000ull, &v[15]);
     rc |= env_u64("DFCCL_GPU_STALL_QUIT", 2000, 10, 60000000ull, &v[16]);
     rc |= env_u64("DFCCL_GPU", 1, 0, 1, &v[17]);
-    rc |= env_u64("DFCCL_GPU_CHUNK_SIZE", 65536, 1024, 64ull << 20, &v[18]);
+    rc |= env_u64("DFCCL_GPU_CHUNK_SIZE", 131072, 1024, 64ull << 20, &v[18]);
     rc |= env_u64("DFCCL_GPU_SYS_SCOPE", 0, 0, 1, &v[19]);
     eng_config.preempt = (int)v[0];
     eng_config.threshold_base_ns = v[1];

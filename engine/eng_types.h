@@ -58,6 +58,9 @@ typedef struct {
     char *send_data;
     uint64_t sent;  /* steps I have posted to the peer (mirror of send_ctrl->posted) */
     uint64_t recvd; /* steps I have consumed from the peer */
+    uint64_t rchunk; /* bytes per step, peer -> me and me -> peer (each the same at both */
+    uint64_t schunk; /* ends); the GPU sizes FIFOs by role: the ring's direction
+                        (r-1 -> r -> r+1) gets large steps, every other one one-shot's */
     uint32_t sys;   /* GPU: the peer is another device, so flags need system scope (else
                        device scope: processes sharing one GPU under MPS) */
     uint32_t pad;

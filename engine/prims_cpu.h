@@ -36,12 +36,12 @@ DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_v
     uint32_t s = (uint32_t)(c->recvd % v->depth);
     if (bytes_p)
         *bytes_p = DFCCL_READ_ONCE(c->recv_ctrl->bytes[s]);
-    return c->recv_data + (uint64_t)s * v->chunk;
+    return c->recv_data + (uint64_t)s * c->rchunk;
 }
 
 DFCCL_DEV_INLINE char *prim_send_buf(const eng_conn_t *c, const eng_chan_view_t *v)
 {
-    return c->send_data + (c->sent % v->depth) * v->chunk;
+    return c->send_data + (c->sent % v->depth) * c->schunk;
 }
 
 /* Publish one step: data and size first, then `posted` with release (the receiver's
@@ -58,6 +58,36 @@ DFCCL_DEV_INLINE void prim_recv_done(eng_conn_t *c)
 {
     c->recvd++;
     dfccl_store_release64(&c->recv_ctrl->consumed, c->recvd);
+}
+
+/* --- every connection at once (one-shot): the GPU checks and posts them in parallel -- */
+
+DFCCL_DEV_INLINE int prim_recv_ready_all(const eng_conn_t *conns, int n)
+{
+    for (int p = 0; p < n; p++)
+        if (!prim_recv_ready(&conns[p]))
+            return 0;
+    return 1;
+}
+
+DFCCL_DEV_INLINE int prim_send_ready_all(const eng_conn_t *conns, int n, uint32_t depth)
+{
+    for (int p = 0; p < n; p++)
+        if (!prim_send_ready(&conns[p], depth))
+            return 0;
+    return 1;
+}
+
+DFCCL_DEV_INLINE void prim_send_post_all(eng_conn_t *conns, int n, const eng_chan_view_t *v, uint64_t bytes)
+{
+    for (int p = 0; p < n; p++)
+        prim_send_post(&conns[p], v, bytes);
+}
+
+DFCCL_DEV_INLINE void prim_recv_done_all(eng_conn_t *conns, int n)
+{
+    for (int p = 0; p < n; p++)
+        prim_recv_done(&conns[p]);
 }
 
 /* --- data movement, named in dataflow order ------------------------------------------ */

@@ -141,6 +141,7 @@ dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, const uint8_t
                     c->segs[p] ? (eng_conn_ctrl_t *)(c->segs[p] + eng_conn_offset(c, s, ch, c->rank)) : NULL;
                 cn->send_data = cn->send_ctrl ? (char *)cn->send_ctrl + ctrl : NULL;
                 cn->sent = cn->recvd = 0;
+                cn->rchunk = cn->schunk = c->chunk;
             }
     c->stats.shm_bytes = c->seg_size;
     return dfcclSuccess;

@@ -88,19 +88,19 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
              0, -1},
             {"gpu_channels", "DFCCL_GPU_CHANNELS",
              "Blocks of the GPU daemon kernel; block c runs channel c of every collective on device "
-             "buffers. Default 8 (blocks, 1-32)",
-             8, -1},
+             "buffers. Default 16 (blocks, 1-32)",
+             16, -1},
             {"gpu_threads", "DFCCL_GPU_THREADS", "Threads per GPU daemon block. Default 512 (threads, 64-512)",
              512, -1},
             {"gpu_chunk_size", "DFCCL_GPU_CHUNK_SIZE",
-             "Bytes per FIFO step of the GPU daemon, rounded down to a multiple of 64. "
-             "Default 65536 (bytes)",
-             65536, -1},
+             "Bytes per FIFO step of the GPU daemon in the ring's direction, rounded down to a "
+             "multiple of 64. Default 131072 (bytes)",
+             131072, -1},
             {"gpu_idle_quit", "DFCCL_GPU_IDLE_QUIT",
              "The GPU daemon kernel exits after this long with nothing to do (cudaFree and "
              "cudaDeviceSynchronize wait for it); the next collective relaunches it. "
-             "Default 5000 (microseconds)",
-             5000, -1},
+             "Default 1000 (microseconds)",
+             1000, -1},
             {"gpu_stall_quit", "DFCCL_GPU_STALL_QUIT",
              "The GPU daemon kernel exits after every collective it holds has been stalled this "
              "long, so that the application's cudaDeviceSynchronize returns; progress relaunches "

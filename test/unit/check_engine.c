@@ -169,7 +169,10 @@ typedef struct {
     eng_conn_t *conns;     /* [rank][peer] */
 } sim_t;
 
-static void sim_init(sim_t *s, int N, uint32_t depth, uint64_t chunk)
+/* small != 0: connections off the ring's direction (r-1 -> r -> r+1) step by small
+ * bytes, as the GPU backend sizes its FIFOs; the algorithms must follow each
+ * connection's own step size. */
+static void sim_init(sim_t *s, int N, uint32_t depth, uint64_t chunk, uint64_t small)
 {
     s->N = N;
     s->depth = depth;
@@ -184,6 +187,8 @@ static void sim_init(sim_t *s, int N, uint32_t depth, uint64_t chunk)
             c->recv_data = s->data + ((size_t)r * N + p) * depth * chunk;
             c->send_ctrl = &s->ctrl[p * N + r];
             c->send_data = s->data + ((size_t)p * N + r) * depth * chunk;
+            c->rchunk = small && p != (r - 1 + N) % N ? small : chunk;
+            c->schunk = small && p != (r + 1) % N ? small : chunk;
         }
 }
 
@@ -255,6 +260,7 @@ typedef struct {
     uint32_t depth;
     int channels;
     uint64_t oneshot;
+    uint64_t small; /* role-sized connections (see sim_init) */
 } algo_case_t;
 
 /* Fill inputs, run, check against the reference; returns outputs for comparisons. */
@@ -291,7 +297,7 @@ static float **run_case(const algo_case_t *k, int stall_pct, int copy_ctx, unsig
     }
     sim_t sims[4];
     for (int c = 0; c < k->channels; c++)
-        sim_init(&sims[c], N, k->depth, k->chunk);
+        sim_init(&sims[c], N, k->depth, k->chunk, k->small);
     long waits = sim_run(sims, args, k->channels, stall_pct, copy_ctx, seed);
     if (waits_p)
         *waits_p = waits;
@@ -353,27 +359,36 @@ static void free_out(float **out, int N)
 }
 
 static const algo_case_t cases[] = {
-    /* coll, N, count, root, inplace, chunk, depth, channels, oneshot_max */
-    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0},
-    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0},
-    {ENG_COLL_ALLREDUCE, 4, 7, 0, 0, 256, 2, 1, 0}, /* fewer elements than ranks */
-    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0},
-    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 0},
-    {ENG_COLL_ALLREDUCE, 8, 0, 0, 0, 256, 2, 1, 0},
-    {ENG_COLL_ALLREDUCE, 4, 50, 0, 0, 256, 2, 1, 1024},  /* one-shot */
-    {ENG_COLL_ALLREDUCE, 3, 50, 0, 1, 256, 2, 1, 1024},  /* one-shot in place */
-    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0},
-    {ENG_COLL_REDUCE_SCATTER, 3, 333, 0, 1, 256, 2, 2, 0},
-    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0},
-    {ENG_COLL_ALLGATHER, 5, 100, 0, 1, 128, 2, 3, 0},
-    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0},
-    {ENG_COLL_BCAST, 3, 1000, 1, 1, 256, 3, 2, 0},
-    {ENG_COLL_REDUCE, 4, 1000, 3, 0, 256, 2, 1, 0},
-    {ENG_COLL_REDUCE, 5, 999, 1, 1, 128, 2, 2, 0},
-    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0},
-    {ENG_COLL_ALLTOALL, 3, 1, 0, 0, 256, 2, 2, 0},
-    {ENG_COLL_ALLTOALL, 1, 10, 0, 0, 256, 2, 1, 0},
-    {ENG_COLL_ALLREDUCE, 1, 10, 0, 0, 256, 2, 1, 0},
+    /* coll, N, count, root, inplace, chunk, depth, channels, oneshot_max, small */
+    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 7, 0, 0, 256, 2, 1, 0, 0}, /* fewer elements than ranks */
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 0, 0, 0, 256, 2, 1, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 50, 0, 0, 256, 2, 1, 1024, 0},  /* one-shot */
+    {ENG_COLL_ALLREDUCE, 3, 50, 0, 1, 256, 2, 1, 1024, 0},  /* one-shot in place */
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 3, 333, 0, 1, 256, 2, 2, 0, 0},
+    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 0},
+    {ENG_COLL_ALLGATHER, 5, 100, 0, 1, 128, 2, 3, 0, 0},
+    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 0},
+    {ENG_COLL_BCAST, 3, 1000, 1, 1, 256, 3, 2, 0, 0},
+    {ENG_COLL_REDUCE, 4, 1000, 3, 0, 256, 2, 1, 0, 0},
+    {ENG_COLL_REDUCE, 5, 999, 1, 1, 128, 2, 2, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 0},
+    {ENG_COLL_ALLTOALL, 3, 1, 0, 0, 256, 2, 2, 0, 0},
+    {ENG_COLL_ALLTOALL, 1, 10, 0, 0, 256, 2, 1, 0, 0},
+    {ENG_COLL_ALLREDUCE, 1, 10, 0, 0, 256, 2, 1, 0, 0},
+    /* role-sized connections: large steps r-1 -> r -> r+1 only, as on the GPU */
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 64},
+    {ENG_COLL_ALLREDUCE, 4, 30, 0, 1, 256, 2, 1, 128, 128}, /* one-shot fits a small step */
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64},
+    {ENG_COLL_ALLGATHER, 3, 333, 0, 1, 256, 2, 2, 0, 64},
+    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 64},
+    {ENG_COLL_REDUCE, 5, 999, 1, 1, 256, 2, 2, 0, 64},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64},
+    {ENG_COLL_ALLTOALL, 5, 77, 0, 0, 512, 3, 2, 0, 128},
 };
 
 START_TEST(algo_uninterrupted_vs_stalled)
@@ -417,7 +432,7 @@ START_TEST(algo_barrier_waits_for_all)
 {
     /* rank 2 never arrives: the others must wait (not finish) */
     sim_t s;
-    sim_init(&s, 3, 2, 256);
+    sim_init(&s, 3, 2, 256, 0);
     eng_coll_args_t a = {.coll = ENG_COLL_BARRIER, .algo = ENG_ALGO_ONESHOT};
     eng_ctx_t x[3];
     for (int r = 0; r < 3; r++)
