@@ -252,8 +252,12 @@ static void chaos(int ncomms, int count)
     float *h = malloc(sizeof(float) * (size_t)count);
     for (int k = 0; k < ncomms; k++) {
         OT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c[k]));
-        int one = 1, s;
-        OT_MPI(MPI_Allreduce(&one, &s, 1, MPI_INT, MPI_SUM, c[k])); /* bootstrap, same order */
+        /* the engine communicator comes with the first device-buffer call (host buffers
+         * pass through): make that call in the same order on every rank, since the
+         * bootstrap is a blocking all-gather (coll_dfccl_eager=1 lifts this) */
+        int one = 1, *done = dev_from(&one, sizeof(int));
+        OT_MPI(MPI_Allreduce(MPI_IN_PLACE, done, 1, MPI_INT, MPI_SUM, c[k]));
+        CU(cudaFree(done));
         for (int i = 0; i < count; i++)
             h[i] = (float)(k + 1);
         d[k] = dev_from(h, sizeof(float) * (size_t)count);
