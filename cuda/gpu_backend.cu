@@ -25,7 +25,6 @@ struct eng_gpu_comm {
     char **peer_fifo;        /* [nranks] IPC-mapped (mine at [rank]) */
     size_t fifo_bytes;
     eng_conn_t *conns_dev;
-    uint64_t *slot_next_dev;
     gpu_comm_dev_t *dev;
     unsigned long long *completed_dev;
     int32_t *abort_code;     /* host-mapped */
@@ -372,16 +371,11 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
     }
     {
         eng_conn_t *conns = (eng_conn_t *)calloc(nconn, sizeof(eng_conn_t));
-        uint64_t *slot_next = (uint64_t *)calloc((size_t)S * C, sizeof(uint64_t));
         res = dfcclNoMemory;
-        if (!conns || !slot_next) {
-            free(conns);
-            free(slot_next);
+        if (!conns)
             goto fail;
-        }
         for (uint32_t s = 0; s < S; s++)
             for (int c = 0; c < C; c++) {
-                slot_next[s * C + c] = s;
                 const size_t g = (size_t)s * C + c;
                 for (int p = 0; p < nranks; p++) {
                     eng_conn_t *cn = &conns[g * (size_t)nranks + (size_t)p];
@@ -410,23 +404,18 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
                   cudaMalloc((void **)&gc->stats_dev, (size_t)C * GPU_NSTATS * sizeof(uint64_t)) == cudaSuccess &&
                   cudaMemset(gc->stats_dev, 0, (size_t)C * GPU_NSTATS * sizeof(uint64_t)) == cudaSuccess &&
                   cudaMalloc((void **)&gc->conns_dev, nconn * sizeof(eng_conn_t)) == cudaSuccess &&
-                  cudaMalloc((void **)&gc->slot_next_dev, (size_t)S * C * sizeof(uint64_t)) == cudaSuccess &&
                   cudaMalloc((void **)&gc->dev, sizeof(gpu_comm_dev_t)) == cudaSuccess &&
                   cudaMalloc((void **)&gc->completed_dev, sizeof(unsigned long long)) == cudaSuccess &&
                   cudaMemset(gc->completed_dev, 0, sizeof(unsigned long long)) == cudaSuccess;
         if (ok) {
             d.conns = gc->conns_dev;
             d.stats = gc->stats_dev;
-            d.slot_next = gc->slot_next_dev;
             d.completed = gc->completed_dev;
             ok = cudaMemcpy(gc->conns_dev, conns, nconn * sizeof(eng_conn_t), cudaMemcpyHostToDevice) ==
                      cudaSuccess &&
-                 cudaMemcpy(gc->slot_next_dev, slot_next, (size_t)S * C * sizeof(uint64_t),
-                            cudaMemcpyHostToDevice) == cudaSuccess &&
                  cudaMemcpy(gc->dev, &d, sizeof(d), cudaMemcpyHostToDevice) == cudaSuccess;
         }
         free(conns);
-        free(slot_next);
         if (!ok) {
             cudaGetLastError();
             res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "device memory for the communicator");
@@ -488,8 +477,6 @@ extern "C" void eng_gpu_comm_destroy(eng_gpu_comm_t *gc)
         cudaFree(gc->fifo);
     if (gc->conns_dev)
         cudaFree(gc->conns_dev);
-    if (gc->slot_next_dev)
-        cudaFree(gc->slot_next_dev);
     if (gc->dev)
         cudaFree(gc->dev);
     if (gc->completed_dev)

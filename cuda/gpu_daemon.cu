@@ -33,14 +33,14 @@ __device__ static const gpu_comm_dev_t *load_comm(const gpu_daemon_params_t &p, 
     return (const gpu_comm_dev_t *)ld_volatile_u64((const uint64_t *)&p.comms[id]);
 }
 
-/* Thread 0: one channel of request req is finished with result res; the last channel
- * to finish publishes the completion word to the host. The per-request counter is never
- * reset: every use adds exactly C (low 48 bits), so the last channel is the one that
- * brings it to a multiple of C; a failing channel also adds 1 << 48, so on the common
- * path the last channel learns "no error" from its own atomic, with no further load. */
+/* Thread 0: one of the nchan channels taking part in request req is finished with
+ * result res; the last one publishes the completion word to the host. A failing channel
+ * adds 1 << 48 besides its 1, so on the common path the last channel learns "no error"
+ * from its own atomic, with no further load; it takes the counter back to 0 with a
+ * reduction nobody waits for (the request id is reused only after the host saw done). */
 #define CHAN_ERR (1ull << 48)
 __device__ static void channel_done(const gpu_daemon_params_t &p, uint32_t req, int32_t res,
-                                    unsigned long long *completed)
+                                    unsigned long long *completed, uint32_t nchan)
 {
     if (res < 0)
         atomicMin(&p.req_err[req], res);
@@ -48,13 +48,10 @@ __device__ static void channel_done(const gpu_daemon_params_t &p, uint32_t req, 
      * channels' results, for the last one */
     const uint64_t inc = 1 + (res < 0 ? CHAN_ERR : 0);
     const uint64_t now = atom_add_acq_rel_gpu_u64(&p.req_chan[req], inc) + inc;
-    if ((now & (CHAN_ERR - 1)) % (uint64_t)p.channels)
+    if ((now & (CHAN_ERR - 1)) != nchan)
         return;
-    int32_t worst = 0;
-    if (now >= CHAN_ERR) { /* rare: clear the error marks for the next use of req */
-        worst = atomicExch(&p.req_err[req], 0);
-        atomicAdd((unsigned long long *)&p.req_chan[req], 0ull - (now & ~(CHAN_ERR - 1)));
-    }
+    atomicAdd((unsigned long long *)&p.req_chan[req], 0ull - now);
+    const int32_t worst = now >= CHAN_ERR ? atomicExch(&p.req_err[req], 0) : 0;
     p.result[req] = worst;
     if (completed)
         atomicAdd(completed, 1ull); /* no return value used: a fire-and-forget reduction */
@@ -63,12 +60,20 @@ __device__ static void channel_done(const gpu_daemon_params_t &p, uint32_t req, 
     st_release_sys_u32(&p.done[req], 1);
 }
 
-/* Thread 0: drop task i from the block's list, keeping submission order. */
-__device__ static void task_remove(gpu_task_t *tasks, uint32_t *n, uint32_t i)
+/* Thread 0: drop task i from the block's list (and its key), keeping submission order. */
+__device__ static void task_remove(gpu_task_t *tasks, uint32_t *keys, uint32_t *n, uint32_t i)
 {
-    for (uint32_t j = i + 1; j < *n; j++)
+    for (uint32_t j = i + 1; j < *n; j++) {
         tasks[j - 1] = tasks[j];
+        keys[j - 1] = keys[j];
+    }
     (*n)--;
+}
+
+/* A task's slot key: tasks with the same key share FIFOs on this channel. */
+__device__ __forceinline__ uint32_t slot_key(uint32_t comm_id, uint32_t slot)
+{
+    return comm_id * 64u + slot;
 }
 
 /* Warp 0 of block 0: move what the host published into the device ring, as long as
@@ -146,7 +151,10 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
     __shared__ int s_dec;
     __shared__ int s_progress;
     __shared__ gpu_task_t s_task;
-    __shared__ gpu_comm_dev_t s_comm;
+    /* slot keys of the task list: a task may run only when no earlier task of the list
+     * has its key (instance seq of a communicator waits for seq-K on this channel, the
+     * scheduler's slot rule, checked without a memory access) */
+    __shared__ uint32_t s_key[GPU_MAX_TASKS];
     uint64_t last_move = 0, last_check = 0; /* thread 0 only */
     uint64_t fpos = 0, min_head = 0;        /* warp 0 of block 0 (the fetcher) */
     const bool fetcher = b == 0 && threadIdx.x < 32;
@@ -161,6 +169,9 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
         last_move = last_check = globaltimer_ns();
         st_volatile_u64(&p.block_active[b], last_move);
     }
+    __syncthreads();
+    for (uint32_t i = threadIdx.x; i < s_n; i += blockDim.x) /* tasks kept from the last launch */
+        s_key[i] = slot_key(tasks[i].comm_id, tasks[i].slot);
     __syncthreads();
 
     for (;;) {
@@ -181,27 +192,43 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                     /* fail this block's channel of every task of the communicator */
                     for (uint32_t i = 0; i < n;) {
                         if (tasks[i].comm_id == e->comm_id) {
-                            channel_done(p, tasks[i].req_id, dfcclCommAborted, load_comm(p, tasks[i].comm_id)->completed);
-                            task_remove(tasks, &n, i);
+                            channel_done(p, tasks[i].req_id, dfcclCommAborted, tasks[i].completed, tasks[i].nchan);
+                            task_remove(tasks, s_key, &n, i);
                         } else {
                             i++;
                         }
                     }
-                    channel_done(p, e->req_id, dfcclSuccess, NULL);
+                    channel_done(p, e->req_id, dfcclSuccess, NULL, (uint32_t)C); /* every block */
                     continue;
                 }
                 const gpu_comm_dev_t *cm = load_comm(p, e->comm_id);
+                const int N = cm->nranks;
+                eng_ctx_t x;
+                eng_ctx_init(&e->args, N, b, C, &x);
+                /* a channel with nothing to move takes no part (one-shots run on block 0
+                 * alone); one that has still waits its turn in the slot order */
+                const int k = eng_active_channels(&e->args, N, C);
+                if (x.done && !(k == 0 && b == 0))
+                    continue;
                 gpu_task_t *t = &tasks[n];
+                const uint32_t slot = (uint32_t)(e->seq % cm->slots);
                 t->args = e->args;
+                t->conns = cm->conns + ((size_t)slot * C + b) * (size_t)N;
+                t->abort_code = cm->abort_code;
+                t->stats = cm->stats + (size_t)b * GPU_NSTATS;
+                t->completed = cm->completed;
                 t->seq = e->seq;
-                t->comm_id = e->comm_id;
-                t->cm = cm;
-                t->req_id = e->req_id;
-                t->slot = (uint32_t)(e->seq % cm->slots);
-                t->kind = e->kind;
                 t->threshold_ns = sched_reset(&p.sp);
-                /* a channel with nothing to do still takes its turn in the slot order */
-                eng_ctx_init(&t->args, cm->nranks, b, C, &t->ctx);
+                t->chunk = cm->chunk;
+                t->rank = cm->rank;
+                t->nranks = N;
+                t->depth = cm->depth;
+                t->comm_id = e->comm_id;
+                t->req_id = e->req_id;
+                t->slot = slot;
+                t->nchan = k ? (uint32_t)k : 1u;
+                t->ctx = x;
+                s_key[n] = slot_key(e->comm_id, slot);
                 n++;
             }
             if (head != s_head) {
@@ -224,12 +251,14 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
              * warps never read the task table, which thread 0 rewrites */
             gpu_task_t *t = &tasks[i];
             if (t0) {
-                s_task = *t;
-                s_comm = *s_task.cm;
-                s_dec = ld_volatile_u64(&s_comm.slot_next[s_task.slot * C + b]) != s_task.seq;
+                int blocked = 0;
+                for (uint32_t j = 0; j < i && !blocked; j++)
+                    blocked = s_key[j] == s_key[i];
+                if (!blocked)
+                    s_task = *t;
+                s_dec = blocked;
             }
             __syncthreads();
-            const gpu_comm_dev_t *cm = &s_comm;
             if (s_dec) {
                 __syncthreads();
                 i++; /* its slot still holds an earlier collective of the communicator */
@@ -240,11 +269,11 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             eng_coll_args_t args = s_task.args;
             eng_ctx_t x = s_task.ctx; /* every thread steps its own copy identically */
             eng_chan_view_t v;
-            v.rank = cm->rank;
-            v.nranks = cm->nranks;
-            v.depth = cm->depth;
-            v.chunk = cm->chunk;
-            v.conns = cm->conns + ((size_t)s_task.slot * C + b) * (size_t)cm->nranks;
+            v.rank = s_task.rank;
+            v.nranks = s_task.nranks;
+            v.depth = s_task.depth;
+            v.chunk = s_task.chunk;
+            v.conns = s_task.conns;
             uint64_t threshold = s_task.threshold_ns, wait_start = 0, budget = 0;
             int spins = 0, moved = 0;
             if (t0) {
@@ -266,7 +295,7 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                      * every 64 spins and before a preemption */
                     int32_t ab = 0;
                     if (r != ENG_PROGRESS && (spins % 64 == 63 || now - wait_start >= budget))
-                        ab = *(volatile int32_t *)cm->abort_code;
+                        ab = *(volatile int32_t *)s_task.abort_code;
                     if (ab) {
                         dec = DEC_ABORT;
                         res = ab;
@@ -280,7 +309,7 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                         s_progress = 1;
                     } else if (now - wait_start >= budget) {
                         dec = DEC_PREEMPT;
-                        uint64_t *st = cm->stats + (size_t)b * GPU_NSTATS; /* device memory */
+                        uint64_t *st = s_task.stats; /* device memory */
                         st[GPU_STAT_PREEMPT]++;
                         if (!moved)
                             st[GPU_STAT_STALLS]++;
@@ -308,10 +337,9 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             if (finished) {
                 __syncthreads(); /* every thread's writes of the last step are done */
                 if (t0) {
-                    cm->slot_next[s_task.slot * C + b] = s_task.seq + cm->slots;
-                    channel_done(p, s_task.req_id, res, cm->completed);
+                    channel_done(p, s_task.req_id, res, s_task.completed, s_task.nchan);
                     uint32_t n = s_n;
-                    task_remove(tasks, &n, i);
+                    task_remove(tasks, s_key, &n, i);
                     s_n = n;
                     s_progress = 1;
                 }

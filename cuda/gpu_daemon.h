@@ -44,19 +44,28 @@ typedef struct gpu_comm_dev {
     uint32_t slots, depth;
     uint64_t chunk;
     eng_conn_t *conns;    /* [slots][channels][nranks], device memory */
-    uint64_t *slot_next;  /* [slots][channels]: sequence number each slot admits next */
     int32_t *abort_code;  /* host-mapped: nonzero fails every task with that result */
     uint64_t *stats;      /* device [channels][GPU_NSTATS], one writer per channel */
     unsigned long long *completed; /* device: collectives completed (last channel counts) */
 } gpu_comm_dev_t;
 
 /* A task in one block's list (device memory); ctx is the saved context. */
+/* A task in one block's list (device memory): what the block needs from the
+ * communicator is resolved at intake, so a scheduling pass reads only the task; ctx is
+ * the saved context. */
 typedef struct {
     eng_coll_args_t args;
-    const struct gpu_comm_dev *cm; /* its communicator (the table entry, resolved once) */
+    eng_conn_t *conns;             /* [nranks] of this task's slot and this channel */
+    int32_t *abort_code;           /* the communicator's (host-mapped) */
+    uint64_t *stats;               /* this channel's [GPU_NSTATS] */
+    unsigned long long *completed; /* the communicator's count of completed collectives */
     uint64_t seq;
     uint64_t threshold_ns;
-    uint32_t comm_id, req_id, slot, kind;
+    uint64_t chunk;
+    int rank, nranks;
+    uint32_t depth;
+    uint32_t comm_id, req_id, slot;
+    uint32_t nchan; /* channels with work in this collective: the completion count */
     eng_ctx_t ctx;
 } gpu_task_t;
 

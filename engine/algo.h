@@ -43,6 +43,19 @@ DFCCL_INLINE void eng_ctx_init(const eng_coll_args_t *a, int nranks, int c, int 
     x->done = x->lo >= x->hi;
 }
 
+/* Channels of C with elements to move: only those take part on the GPU (a one-shot
+ * runs on one block, and the others never see it). The same on every block. */
+DFCCL_INLINE int eng_active_channels(const eng_coll_args_t *a, int nranks, int C)
+{
+    int k = 0;
+    for (int c = 0; c < C; c++) {
+        eng_ctx_t x;
+        eng_ctx_init(a, nranks, c, C, &x);
+        k += !x.done;
+    }
+    return k;
+}
+
 /* Bytes one rank's collective covers in its output (for the one-rank copy). */
 DFCCL_INLINE uint64_t eng_self_bytes(const eng_coll_args_t *a)
 {
