@@ -44,16 +44,19 @@ DFCCL_INLINE void eng_ctx_init(const eng_coll_args_t *a, int nranks, int c, int 
 }
 
 /* Channels of C with elements to move: only those take part on the GPU (a one-shot
- * runs on one block, and the others never see it). The same on every block. */
+ * runs on block 0 alone, and the others never see it). Channel c owns
+ * [span*c/C, span*(c+1)/C), so exactly min(span, C) ranges are non-empty; closed form,
+ * because 64-bit divisions are slow on the GPU and every block computes this. */
 DFCCL_INLINE int eng_active_channels(const eng_coll_args_t *a, int nranks, int C)
 {
-    int k = 0;
-    for (int c = 0; c < C; c++) {
-        eng_ctx_t x;
-        eng_ctx_init(a, nranks, c, C, &x);
-        k += !x.done;
+    uint64_t span;
+    switch (a->algo) {
+    case ENG_ALGO_RING: span = ring_stride(a, nranks); break;
+    case ENG_ALGO_ONESHOT:
+    case ENG_ALGO_SELF: span = 1; C = 1; break;
+    default: span = a->count; break;
     }
-    return k;
+    return span < (uint64_t)C ? (int)span : C;
 }
 
 /* Bytes one rank's collective covers in its output (for the one-rank copy). */

@@ -428,6 +428,31 @@ START_TEST(algo_select_rules)
 }
 END_TEST
 
+START_TEST(active_channels_match_ranges)
+{
+    /* the closed form must count exactly the channels eng_ctx_init gives work */
+    static const size_t counts[] = {1, 2, 3, 7, 15, 16, 17, 100, 1000, 65537};
+    static const uint8_t algos[] = {ENG_ALGO_RING, ENG_ALGO_ONESHOT, ENG_ALGO_SELF, ENG_ALGO_CHAIN,
+                                    ENG_ALGO_PAIRWISE};
+    static const uint8_t colls[] = {ENG_COLL_ALLREDUCE, ENG_COLL_ALLGATHER, ENG_COLL_BCAST};
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
+        for (size_t ai = 0; ai < sizeof algos; ai++)
+            for (size_t oi = 0; oi < sizeof colls; oi++)
+                for (int N = 1; N <= 9; N += 4)
+                    for (int C = 1; C <= 32; C = C * 2 + 1) {
+                        eng_coll_args_t a = {.coll = colls[oi], .dtype = dfcclFloat32, .algo = algos[ai],
+                                             .count = counts[ci]};
+                        int k = 0;
+                        for (int c = 0; c < C; c++) {
+                            eng_ctx_t x;
+                            eng_ctx_init(&a, N, c, C, &x);
+                            k += !x.done;
+                        }
+                        ck_assert_int_eq(eng_active_channels(&a, N, C), k);
+                    }
+}
+END_TEST
+
 START_TEST(algo_barrier_waits_for_all)
 {
     /* rank 2 never arrives: the others must wait (not finish) */
@@ -473,6 +498,7 @@ int main(void)
     tcase_add_loop_test(t, algo_uninterrupted_vs_stalled, 0, (int)(sizeof(cases) / sizeof(cases[0])));
     tcase_add_test(t, algo_select_rules);
     tcase_add_test(t, algo_barrier_waits_for_all);
+    tcase_add_test(t, active_channels_match_ranges);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
