@@ -73,11 +73,11 @@ struct opts {
 
 static int g_rank, g_nranks;
 
-#define ROOT_PRINTF(...)                                                                          \
-    do {                                                                                          \
-        if (g_rank == 0) {                                                                        \
-            printf(__VA_ARGS__);                                                                  \
-        }                                                                                         \
+#define ROOT_PRINTF(...)                                                                                     \
+    do {                                                                                                     \
+        if (g_rank == 0) {                                                                                   \
+            printf(__VA_ARGS__);                                                                             \
+        }                                                                                                    \
     } while (0)
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -95,12 +95,11 @@ static void die(const char *fmt, ...)
     exit(2);
 }
 
-#define DFCHECK(call)                                                                             \
-    do {                                                                                          \
-        dfcclResult_t r_ = (call);                                                                \
-        if (r_ != dfcclSuccess)                                                                   \
-            die("%s failed: %s (%d): %s", #call, dfcclGetErrorString(r_), (int)r_,                \
-                dfcclGetLastError());                                                             \
+#define DFCHECK(call)                                                                                        \
+    do {                                                                                                     \
+        dfcclResult_t r_ = (call);                                                                           \
+        if (r_ != dfcclSuccess)                                                                              \
+            die("%s failed: %s (%d): %s", #call, dfcclGetErrorString(r_), (int)r_, dfcclGetLastError());     \
     } while (0)
 
 /* ------------------------------------------------------------------------- */
@@ -185,12 +184,9 @@ static int64_t input_value(const struct opts *o, int r, size_t i)
     if (!reducing)
         return mix;
     switch (o->op) {
-    case dfcclSum:
-        return ((int64_t)r * 3 + (int64_t)(i % 4u) * 7 + (int64_t)(i / 4u % 3u)) % 4; /* 0..3 */
-    case dfcclProd:
-        return ((i + (size_t)r) % 8 == 0) ? 2 : 1; /* at most ceil(n/8) factors of 2 */
-    default:
-        return mix;
+    case dfcclSum: return ((int64_t)r * 3 + (int64_t)(i % 4u) * 7 + (int64_t)(i / 4u % 3u)) % 4; /* 0..3 */
+    case dfcclProd: return ((i + (size_t)r) % 8 == 0) ? 2 : 1; /* at most ceil(n/8) factors of 2 */
+    default: return mix;
     }
 }
 
@@ -302,11 +298,9 @@ static int fill_expected(const struct opts *o, void *expected, const struct geom
     case C_ALLTOALL:
         for (int r = 0; r < g_nranks; r++)
             for (size_t i = 0; i < cnt; i++)
-                store(o->type, expected, (size_t)r * cnt + i,
-                      input_value(o, r, (size_t)g_rank * cnt + i));
+                store(o->type, expected, (size_t)r * cnt + i, input_value(o, r, (size_t)g_rank * cnt + i));
         return 1;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -322,34 +316,22 @@ static uint64_t count_wrong(const void *got, const void *want, size_t elems, siz
     return wrong;
 }
 
-static void submit(const struct opts *o, dfcclComm_t comm, const void *sendbuf, void *recvbuf,
-                   size_t count, dfcclRequest_t *req)
+static void submit(const struct opts *o, dfcclComm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                   dfcclRequest_t *req)
 {
     dfcclResult_t r;
     switch (o->coll) {
-    case C_ALLREDUCE:
-        r = dfcclAllReduce(sendbuf, recvbuf, count, o->type, o->op, comm, req);
-        break;
-    case C_REDUCE_SCATTER:
-        r = dfcclReduceScatter(sendbuf, recvbuf, count, o->type, o->op, comm, req);
-        break;
-    case C_ALLGATHER:
-        r = dfcclAllGather(sendbuf, recvbuf, count, o->type, comm, req);
-        break;
-    case C_BCAST:
-        r = dfcclBroadcast(sendbuf, recvbuf, count, o->type, o->root, comm, req);
-        break;
-    case C_REDUCE:
-        r = dfcclReduce(sendbuf, recvbuf, count, o->type, o->op, o->root, comm, req);
-        break;
+    case C_ALLREDUCE: r = dfcclAllReduce(sendbuf, recvbuf, count, o->type, o->op, comm, req); break;
+    case C_REDUCE_SCATTER: r = dfcclReduceScatter(sendbuf, recvbuf, count, o->type, o->op, comm, req); break;
+    case C_ALLGATHER: r = dfcclAllGather(sendbuf, recvbuf, count, o->type, comm, req); break;
+    case C_BCAST: r = dfcclBroadcast(sendbuf, recvbuf, count, o->type, o->root, comm, req); break;
+    case C_REDUCE: r = dfcclReduce(sendbuf, recvbuf, count, o->type, o->op, o->root, comm, req); break;
     case C_ALLTOALL:
-    default:
-        r = dfcclAllToAll(sendbuf, recvbuf, count, o->type, comm, req);
-        break;
+    default: r = dfcclAllToAll(sendbuf, recvbuf, count, o->type, comm, req); break;
     }
     if (r != dfcclSuccess)
-        die("submitting %s of %zu x %s failed: %s (%d): %s", coll_names[o->coll], count,
-            type_names[o->type], dfcclGetErrorString(r), (int)r, dfcclGetLastError());
+        die("submitting %s of %zu x %s failed: %s (%d): %s", coll_names[o->coll], count, type_names[o->type],
+            dfcclGetErrorString(r), (int)r, dfcclGetLastError());
 }
 
 static void wait_req(const struct opts *o, dfcclRequest_t *req, size_t count)
@@ -408,9 +390,21 @@ static int parse_size(const char *s, size_t *out)
         return -1;
     double mul = 1;
     switch (*end) {
-    case 'k': case 'K': mul = 1024.0; end++; break;
-    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
-    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
+    case 'k':
+    case 'K':
+        mul = 1024.0;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        mul = 1024.0 * 1024;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        mul = 1024.0 * 1024 * 1024;
+        end++;
+        break;
     default: break;
     }
     if (*end == 'B' || *end == 'b')
@@ -465,23 +459,22 @@ static int parse_type(const char *s)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: mpirun -np N dfccl_bench [options]\n"
-            "  -b MINBYTES  smallest size (default 8; K, M, G suffixes allowed)\n"
-            "  -e MAXBYTES  largest size (default 64M)\n"
-            "  -f FACTOR    multiply the size by FACTOR between steps (default 2)\n"
-            "  -c COLL      allreduce (default), reduce_scatter, allgather, bcast, reduce, alltoall\n"
-            "  -d TYPE      float (default), half|float16, bfloat16, double, int8, uint8, int32,\n"
-            "               uint32, int64, uint64\n"
-            "  -o OP        sum (default), prod, max, min, band, bor, bxor (bitwise: integer types)\n"
-            "  -r ROOT      root of bcast and reduce (default 0)\n"
-            "  -w WARMUP    untimed iterations per size (default 5)\n"
-            "  -n ITERS     timed iterations per size (default 20; scaled down from 16 MiB)\n"
-            "  -C [0|1]     check the result of every timed iteration (default 1)\n"
-            "  -p           print dfccl statistics summed over ranks at the end\n"
-            "  -h           this help\n"
-            "Columns: time is the median over iterations of the per-iteration maximum over\n"
-            "ranks, min(us) the minimum; #wrong counts wrong elements over ranks and iterations.\n");
+    fprintf(f, "usage: mpirun -np N dfccl_bench [options]\n"
+               "  -b MINBYTES  smallest size (default 8; K, M, G suffixes allowed)\n"
+               "  -e MAXBYTES  largest size (default 64M)\n"
+               "  -f FACTOR    multiply the size by FACTOR between steps (default 2)\n"
+               "  -c COLL      allreduce (default), reduce_scatter, allgather, bcast, reduce, alltoall\n"
+               "  -d TYPE      float (default), half|float16, bfloat16, double, int8, uint8, int32,\n"
+               "               uint32, int64, uint64\n"
+               "  -o OP        sum (default), prod, max, min, band, bor, bxor (bitwise: integer types)\n"
+               "  -r ROOT      root of bcast and reduce (default 0)\n"
+               "  -w WARMUP    untimed iterations per size (default 5)\n"
+               "  -n ITERS     timed iterations per size (default 20; scaled down from 16 MiB)\n"
+               "  -C [0|1]     check the result of every timed iteration (default 1)\n"
+               "  -p           print dfccl statistics summed over ranks at the end\n"
+               "  -h           this help\n"
+               "Columns: time is the median over iterations of the per-iteration maximum over\n"
+               "ranks, min(us) the minimum; #wrong counts wrong elements over ranks and iterations.\n");
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -563,9 +556,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                 o->check = 1;
             }
             break;
-        case 'p':
-            o->stats = 1;
-            break;
+        case 'p': o->stats = 1; break;
         case 'h':
             if (g_rank == 0)
                 usage(stdout);
@@ -593,8 +584,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         o->minbytes = dfcclTypeSize(o->type);
     if (o->maxbytes < o->minbytes) {
         if (g_rank == 0)
-            fprintf(stderr, "dfccl_bench: -e %zu is smaller than -b %zu\n", o->maxbytes,
-                    o->minbytes);
+            fprintf(stderr, "dfccl_bench: -e %zu is smaller than -b %zu\n", o->maxbytes, o->minbytes);
         return -1;
     }
     if (o->op >= dfcclBand && is_float_type(o->type)) {
@@ -634,10 +624,10 @@ static void print_header(const struct opts *o)
     dfcclGetVersion(&version);
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    printf("# dfccl_bench: dfccl %d.%d.%d, %d ranks, host %s\n", version / 10000,
-           version / 100 % 100, version % 100, g_nranks, host);
-    printf("# collective %s, type %s, op %s, root %d\n", coll_names[o->coll],
-           type_names[o->type], op_names[o->op], o->root);
+    printf("# dfccl_bench: dfccl %d.%d.%d, %d ranks, host %s\n", version / 10000, version / 100 % 100,
+           version % 100, g_nranks, host);
+    printf("# collective %s, type %s, op %s, root %d\n", coll_names[o->coll], type_names[o->type],
+           op_names[o->op], o->root);
     printf("# minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %d iters: %d "
            "(scaled down from 16 MiB) check: %d\n",
            o->minbytes, o->maxbytes, o->factor, o->warmup, o->iters, o->check);
@@ -655,10 +645,10 @@ static void print_header(const struct opts *o)
            " min(us): fastest iteration\n");
     printf("# #wrong: wrong elements, summed over ranks and checked iterations\n");
     printf("#\n");
-    printf("# %10s %12s %8s %6s %6s %8s %8s %8s %7s %8s\n", "size", "count", "type", "redop",
-           "root", "time", "algbw", "busbw", "#wrong", "min");
-    printf("# %10s %12s %8s %6s %6s %8s %8s %8s %7s %8s\n", "(B)", "(elements)", "", "", "",
-           "(us)", "(GB/s)", "(GB/s)", "", "(us)");
+    printf("# %10s %12s %8s %6s %6s %8s %8s %8s %7s %8s\n", "size", "count", "type", "redop", "root", "time",
+           "algbw", "busbw", "#wrong", "min");
+    printf("# %10s %12s %8s %6s %6s %8s %8s %8s %7s %8s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)",
+           "(GB/s)", "", "(us)");
     fflush(stdout);
 }
 
@@ -699,10 +689,8 @@ int main(int argc, char **argv)
         die("out of memory allocating %zu + %zu bytes", alloc_send, alloc_recv);
     memset(recvbuf, 0, alloc_recv);
 
-    const char *redop = (o.coll == C_ALLREDUCE || o.coll == C_REDUCE_SCATTER ||
-                         o.coll == C_REDUCE)
-                            ? op_names[o.op]
-                            : "none";
+    const char *redop =
+        (o.coll == C_ALLREDUCE || o.coll == C_REDUCE_SCATTER || o.coll == C_REDUCE) ? op_names[o.op] : "none";
     int root = (o.coll == C_BCAST || o.coll == C_REDUCE) ? o.root : -1;
 
     uint64_t total_wrong = 0;
@@ -712,8 +700,7 @@ int main(int argc, char **argv)
     for (size_t bytes = o.minbytes; bytes <= o.maxbytes;) {
         struct geom g = geometry(o.coll, bytes, tsize);
         if (g.count == 0) {
-            ROOT_PRINTF("# %zu B: fewer than one %s per rank, skipped\n", bytes,
-                        type_names[o.type]);
+            ROOT_PRINTF("# %zu B: fewer than one %s per rank, skipped\n", bytes, type_names[o.type]);
         } else {
             int warm, iters;
             scaled_iters(&o, bytes, &warm, &iters);
@@ -774,8 +761,7 @@ int main(int argc, char **argv)
 
     if (g_rank == 0) {
         if (o.check)
-            printf("# Out of bounds values : %" PRIu64 " %s\n", total_wrong,
-                   total_wrong ? "FAILED" : "OK");
+            printf("# Out of bounds values : %" PRIu64 " %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
         else
             printf("# Out of bounds values : not checked (-C 0)\n");
         printf("# Avg bus bandwidth    : %g\n", bw_n ? bw_sum / bw_n : 0.0);
@@ -784,14 +770,12 @@ int main(int argc, char **argv)
     if (o.stats) {
         dfcclStats_t st;
         DFCHECK(dfcclCommGetStats(comm, &st));
-        uint64_t mine[6] = {st.submitted, st.completed,   st.preemptions,
-                            st.stalls,    st.stall_ns,    st.shm_bytes};
+        uint64_t mine[6] = {st.submitted, st.completed, st.preemptions, st.stalls, st.stall_ns, st.shm_bytes};
         uint64_t sum[6] = {0};
         MPI_Reduce(mine, sum, 6, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
         if (g_rank == 0)
-            printf("# dfccl stats (summed over %d ranks): submitted %" PRIu64
-                   " completed %" PRIu64 " preemptions %" PRIu64 " stalls %" PRIu64
-                   " stall_ms %.3f shm_bytes %" PRIu64 "\n",
+            printf("# dfccl stats (summed over %d ranks): submitted %" PRIu64 " completed %" PRIu64
+                   " preemptions %" PRIu64 " stalls %" PRIu64 " stall_ms %.3f shm_bytes %" PRIu64 "\n",
                    g_nranks, sum[0], sum[1], sum[2], sum[3], (double)sum[4] / 1e6, sum[5]);
     }
     if (g_rank == 0)

@@ -18,22 +18,22 @@
 
 #include "dfccl_mpi.h"
 
-#define CU(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));   \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
-        }                                                                                          \
+#define CU(call)                                                                                             \
+    do {                                                                                                     \
+        cudaError_t e_ = (call);                                                                             \
+        if (e_ != cudaSuccess) {                                                                             \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));            \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                                    \
+        }                                                                                                    \
     } while (0)
-#define DC(call)                                                                                   \
-    do {                                                                                           \
-        dfcclResult_t r_ = (call);                                                                 \
-        if (r_ != dfcclSuccess) {                                                                  \
-            fprintf(stderr, "%s:%d %s: %s (%s)\n", __FILE__, __LINE__, #call, dfcclGetErrorString(r_), \
-                    dfcclGetLastError());                                                          \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
-        }                                                                                          \
+#define DC(call)                                                                                             \
+    do {                                                                                                     \
+        dfcclResult_t r_ = (call);                                                                           \
+        if (r_ != dfcclSuccess) {                                                                            \
+            fprintf(stderr, "%s:%d %s: %s (%s)\n", __FILE__, __LINE__, #call, dfcclGetErrorString(r_),       \
+                    dfcclGetLastError());                                                                    \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                                    \
+        }                                                                                                    \
     } while (0)
 
 static int cmp_double(const void *a, const void *b)
@@ -82,7 +82,8 @@ int main(int argc, char **argv)
         case 'm': viampi = 1; break;
         default:
             if (me == 0)
-                fprintf(stderr, "usage: gpu_bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-s] [-m]\n");
+                fprintf(stderr,
+                        "usage: gpu_bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-s] [-m]\n");
             MPI_Finalize();
             return 2;
         }
@@ -138,8 +139,8 @@ int main(int argc, char **argv)
         printf("# gpu_bench: allreduce float32 sum, %d ranks, %d device(s), DFCCL_PREEMPT=%s\n", P, ndev,
                pre ? pre : "1 (default)");
         printf("# device-to-device copy rate (read+write): %.1f GB/s\n", copy_gbs);
-        printf("# %12s %10s %10s %10s %7s %12s %9s %6s %10s\n", "bytes", "dfccl_us", "busbw", "traffic", "%copy",
-               "staged_us", "speedup", "errors", "mpi_us");
+        printf("# %12s %10s %10s %10s %7s %12s %9s %6s %10s\n", "bytes", "dfccl_us", "busbw", "traffic",
+               "%copy", "staged_us", "speedup", "errors", "mpi_us");
     }
     /* where a small collective's time goes: the host's pointer-kind query (two per call),
      * and a one-rank communicator's round trip (submission picked up by the daemon, a
@@ -185,7 +186,8 @@ int main(int argc, char **argv)
         }
         DC(dfcclCommGetStats(self, &s1));
         DC(dfcclCommDestroy(self));
-        double q = median(tq, 50) * 1e6, r = median(ts, 200) * 1e6, rl = median(tr, 10) * 1e6, qmax, rmax, rlmax;
+        double q = median(tq, 50) * 1e6, r = median(ts, 200) * 1e6, rl = median(tr, 10) * 1e6, qmax, rmax,
+               rlmax;
         MPI_Reduce(&q, &qmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         MPI_Reduce(&r, &rmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         MPI_Reduce(&rl, &rlmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -223,7 +225,8 @@ int main(int argc, char **argv)
         cudaFree(d2);
     }
     size_t maxn = maxb / 4 ? maxb / 4 : 1;
-    float *h = malloc(maxn * sizeof(float)), *hexp = malloc(maxn * sizeof(float)), *hout = malloc(maxn * sizeof(float));
+    float *h = malloc(maxn * sizeof(float)), *hexp = malloc(maxn * sizeof(float)),
+          *hout = malloc(maxn * sizeof(float));
     float *din, *dout;
     CU(cudaMalloc((void **)&din, maxn * sizeof(float)));
     CU(cudaMalloc((void **)&dout, maxn * sizeof(float)));
@@ -309,8 +312,9 @@ int main(int argc, char **argv)
         double algbw = (double)n * 4 / (us * 1e-6) / 1e9, busbw = algbw * 2.0 * (P - 1) / P;
         double traffic = P > 1 ? (double)P * 3.0 * busbw : 0;
         if (me == 0)
-            printf("  %12zu %10.2f %10.2f %10.1f %6.1f%% %12.2f %8.1fx %6ld %10.2f\n", n * 4, us, busbw, traffic,
-                   copy_gbs > 0 ? 100.0 * traffic / copy_gbs : 0, sus, sus > 0 ? sus / us : 0, gerr, mus);
+            printf("  %12zu %10.2f %10.2f %10.1f %6.1f%% %12.2f %8.1fx %6ld %10.2f\n", n * 4, us, busbw,
+                   traffic, copy_gbs > 0 ? 100.0 * traffic / copy_gbs : 0, sus, sus > 0 ? sus / us : 0, gerr,
+                   mus);
     }
     dfcclStats_t st;
     DC(dfcclCommGetStats(comm, &st));

@@ -101,7 +101,8 @@ int main(int argc, char **argv)
             }
         }
         if (me == 0)
-            printf("  %10zu %12.2f %12.2f %12.2f %12.2f\n", (size_t)n * 4, res[0], res[1], res[2], res[0] - res[2]);
+            printf("  %10zu %12.2f %12.2f %12.2f %12.2f\n", (size_t)n * 4, res[0], res[1], res[2],
+                   res[0] - res[2]);
     }
     long gbad;
     MPI_Allreduce(&bad, &gbad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);

@@ -44,8 +44,7 @@ DFCCL_DEV_INLINE int prim_send_ready(const eng_conn_t *c, uint32_t depth)
 
 /* --- slot access -------------------------------------------------------------------- */
 
-DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_view_t *v,
-                                           uint64_t *bytes_p)
+DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_view_t *v, uint64_t *bytes_p)
 {
     /* counters are advanced by thread 0: read them past L1 */
     uint32_t s = (uint32_t)(ld_volatile_u64(&c->recvd) % v->depth);
@@ -98,7 +97,8 @@ DFCCL_DEV_INLINE int prim_recv_ready_all(const eng_conn_t *conns, int n)
     if (threadIdx.x < 32) {
         int ok = 1;
         for (int p = threadIdx.x; p < n; p += 32)
-            ok &= ld_acquire_u64(&conns[p].recv_ctrl->posted, conns[p].sys) > ld_volatile_u64(&conns[p].recvd);
+            ok &=
+                ld_acquire_u64(&conns[p].recv_ctrl->posted, conns[p].sys) > ld_volatile_u64(&conns[p].recvd);
         r = __all_sync(0xffffffffu, ok);
     }
     return block_broadcast_flag(r);
@@ -110,7 +110,8 @@ DFCCL_DEV_INLINE int prim_send_ready_all(const eng_conn_t *conns, int n, uint32_
     if (threadIdx.x < 32) {
         int ok = 1;
         for (int p = threadIdx.x; p < n; p += 32)
-            ok &= ld_volatile_u64(&conns[p].sent) - ld_acquire_u64(&conns[p].send_ctrl->consumed, conns[p].sys) <
+            ok &= ld_volatile_u64(&conns[p].sent) -
+                      ld_acquire_u64(&conns[p].send_ctrl->consumed, conns[p].sys) <
                   depth;
         r = __all_sync(0xffffffffu, ok);
     }

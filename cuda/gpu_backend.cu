@@ -16,19 +16,18 @@ extern "C" {
 }
 #include "gpu_daemon.h"
 
-
 struct eng_gpu_comm {
     uint32_t id;
     int rank, nranks;
     uint64_t next_seq;
-    char *fifo;              /* my FIFOs (peers write into them) */
-    char **peer_fifo;        /* [nranks] IPC-mapped (mine at [rank]) */
+    char *fifo;       /* my FIFOs (peers write into them) */
+    char **peer_fifo; /* [nranks] IPC-mapped (mine at [rank]) */
     size_t fifo_bytes;
     eng_conn_t *conns_dev;
     gpu_comm_dev_t *dev;
     unsigned long long *completed_dev;
-    int32_t *abort_code;     /* host-mapped */
-    uint64_t *stats_dev;     /* device [channels][GPU_NSTATS] */
+    int32_t *abort_code; /* host-mapped */
+    uint64_t *stats_dev; /* device [channels][GPU_NSTATS] */
 };
 
 static struct {
@@ -39,11 +38,11 @@ static struct {
     int launched;
     uint64_t last_launch_ns;
     gpu_daemon_params_t params;
-    gpu_sq_slot_t *ring;      /* host view of the mapped ring */
+    gpu_sq_slot_t *ring; /* host view of the mapped ring */
     uint64_t tail;
-    uint64_t *fetched;        /* host views of mapped words */
+    uint64_t *fetched; /* host views of mapped words */
     uint32_t *exited;
-    uint32_t gen;             /* generation of the latest launch */
+    uint32_t gen; /* generation of the latest launch */
     uint32_t *done;
     int32_t *result;
     int free_ids[GPU_MAX_REQS];
@@ -61,13 +60,13 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-#define CUDA_TRY(_call, _label)                                                                        \
-    do {                                                                                               \
-        cudaError_t _e = (_call);                                                                      \
-        if (_e != cudaSuccess) {                                                                       \
-            eng_set_error(dfcclSystemError, "gpu", "%s failed: %s", #_call, cudaGetErrorString(_e));   \
-            goto _label;                                                                               \
-        }                                                                                              \
+#define CUDA_TRY(_call, _label)                                                                              \
+    do {                                                                                                     \
+        cudaError_t _e = (_call);                                                                            \
+        if (_e != cudaSuccess) {                                                                             \
+            eng_set_error(dfcclSystemError, "gpu", "%s failed: %s", #_call, cudaGetErrorString(_e));         \
+            goto _label;                                                                                     \
+        }                                                                                                    \
     } while (0)
 
 template <typename T> static T *mapped_alloc(size_t n, T **dev_p)
@@ -321,7 +320,8 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
         gc->fifo_bytes = fifo_off((size_t)S * C, 0, 0, nranks, big_conn, small_conn);
         gc->peer_fifo = (char **)calloc((size_t)nranks, sizeof(char *));
         if (gc->peer_fifo && cudaMalloc((void **)&gc->fifo, gc->fifo_bytes) == cudaSuccess &&
-            cudaMemset(gc->fifo, 0, gc->fifo_bytes) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess &&
+            cudaMemset(gc->fifo, 0, gc->fifo_bytes) == cudaSuccess &&
+            cudaDeviceSynchronize() == cudaSuccess &&
             cudaIpcGetMemHandle(&mine.handle, gc->fifo) == cudaSuccess) {
             cudaDeviceProp prop;
             mine.status = 0;
@@ -331,7 +331,8 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
         } else {
             cudaGetLastError();
             dfccl_warn("rank %d: no device FIFOs for the communicator (%zu B): device buffers will be "
-                       "refused on it", rank, gc->fifo_bytes);
+                       "refused on it",
+                       rank, gc->fifo_bytes);
         }
     }
     if (!all || !gc) {
@@ -352,8 +353,8 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
     for (int p = 0; p < nranks; p++) {
         if (p == rank)
             continue;
-        cudaError_t e = cudaIpcOpenMemHandle((void **)&gc->peer_fifo[p], all[p].handle,
-                                             cudaIpcMemLazyEnablePeerAccess);
+        cudaError_t e =
+            cudaIpcOpenMemHandle((void **)&gc->peer_fifo[p], all[p].handle, cudaIpcMemLazyEnablePeerAccess);
         if (e != cudaSuccess) {
             eng_set_error(dfcclSystemError, "dfcclCommInit", "cudaIpcOpenMemHandle(rank %d) failed: %s", p,
                           cudaGetErrorString(e));
@@ -379,15 +380,16 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
                 const size_t g = (size_t)s * C + c;
                 for (int p = 0; p < nranks; p++) {
                     eng_conn_t *cn = &conns[g * (size_t)nranks + (size_t)p];
-                    cn->recv_ctrl = (eng_conn_ctrl_t *)(gc->fifo + fifo_off(g, p, rank, nranks, big_conn, small_conn));
+                    cn->recv_ctrl =
+                        (eng_conn_ctrl_t *)(gc->fifo + fifo_off(g, p, rank, nranks, big_conn, small_conn));
                     cn->recv_data = (char *)cn->recv_ctrl + ctrl;
-                    cn->send_ctrl =
-                        (eng_conn_ctrl_t *)(gc->peer_fifo[p] + fifo_off(g, rank, p, nranks, big_conn, small_conn));
+                    cn->send_ctrl = (eng_conn_ctrl_t *)(gc->peer_fifo[p] +
+                                                        fifo_off(g, rank, p, nranks, big_conn, small_conn));
                     cn->send_data = (char *)cn->send_ctrl + ctrl;
                     cn->rchunk = p == (rank - 1 + nranks) % nranks ? chunk : small;
                     cn->schunk = p == (rank + 1) % nranks ? chunk : small;
-                    cn->sys = eng_config.gpu_sys_scope ||
-                              memcmp(&all[p].uuid, &mine.uuid, sizeof(mine.uuid)) != 0;
+                    cn->sys =
+                        eng_config.gpu_sys_scope || memcmp(&all[p].uuid, &mine.uuid, sizeof(mine.uuid)) != 0;
                 }
             }
         gc->abort_code = mapped_alloc<int32_t>(1, NULL);
@@ -399,14 +401,15 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
         d.slots = S;
         d.depth = depth;
         d.chunk = chunk;
-        bool ok = gc->abort_code &&
-                  cudaHostGetDevicePointer((void **)&d.abort_code, gc->abort_code, 0) == cudaSuccess &&
-                  cudaMalloc((void **)&gc->stats_dev, (size_t)C * GPU_NSTATS * sizeof(uint64_t)) == cudaSuccess &&
-                  cudaMemset(gc->stats_dev, 0, (size_t)C * GPU_NSTATS * sizeof(uint64_t)) == cudaSuccess &&
-                  cudaMalloc((void **)&gc->conns_dev, nconn * sizeof(eng_conn_t)) == cudaSuccess &&
-                  cudaMalloc((void **)&gc->dev, sizeof(gpu_comm_dev_t)) == cudaSuccess &&
-                  cudaMalloc((void **)&gc->completed_dev, sizeof(unsigned long long)) == cudaSuccess &&
-                  cudaMemset(gc->completed_dev, 0, sizeof(unsigned long long)) == cudaSuccess;
+        bool ok =
+            gc->abort_code &&
+            cudaHostGetDevicePointer((void **)&d.abort_code, gc->abort_code, 0) == cudaSuccess &&
+            cudaMalloc((void **)&gc->stats_dev, (size_t)C * GPU_NSTATS * sizeof(uint64_t)) == cudaSuccess &&
+            cudaMemset(gc->stats_dev, 0, (size_t)C * GPU_NSTATS * sizeof(uint64_t)) == cudaSuccess &&
+            cudaMalloc((void **)&gc->conns_dev, nconn * sizeof(eng_conn_t)) == cudaSuccess &&
+            cudaMalloc((void **)&gc->dev, sizeof(gpu_comm_dev_t)) == cudaSuccess &&
+            cudaMalloc((void **)&gc->completed_dev, sizeof(unsigned long long)) == cudaSuccess &&
+            cudaMemset(gc->completed_dev, 0, sizeof(unsigned long long)) == cudaSuccess;
         if (ok) {
             d.conns = gc->conns_dev;
             d.stats = gc->stats_dev;
@@ -436,7 +439,8 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "more than %d GPU communicators", GPU_MAX_COMMS);
         goto fail;
     }
-    if (cudaMemcpy(G.params.comms + gc->id, &gc->dev, sizeof(gc->dev), cudaMemcpyHostToDevice) != cudaSuccess) {
+    if (cudaMemcpy(G.params.comms + gc->id, &gc->dev, sizeof(gc->dev), cudaMemcpyHostToDevice) !=
+        cudaSuccess) {
         res = eng_set_error(dfcclSystemError, "dfcclCommInit", "cudaMemcpy of the communicator table");
         goto fail;
     }

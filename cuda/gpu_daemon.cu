@@ -192,7 +192,8 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                     /* fail this block's channel of every task of the communicator */
                     for (uint32_t i = 0; i < n;) {
                         if (tasks[i].comm_id == e->comm_id) {
-                            channel_done(p, tasks[i].req_id, dfcclCommAborted, tasks[i].completed, tasks[i].nchan);
+                            channel_done(p, tasks[i].req_id, dfcclCommAborted, tasks[i].completed,
+                                         tasks[i].nchan);
                             task_remove(tasks, s_key, &n, i);
                         } else {
                             i++;

@@ -8,12 +8,12 @@
 #include "../engine/eng_sched.h"
 #include "../engine/eng_types.h"
 
-#define GPU_MAX_COMMS 1024
-#define GPU_MAX_REQS 4096
-#define GPU_RING 1024 /* entries, both rings */
-#define GPU_MAX_TASKS 256 /* per block */
+#define GPU_MAX_COMMS    1024
+#define GPU_MAX_REQS     4096
+#define GPU_RING         1024 /* entries, both rings */
+#define GPU_MAX_TASKS    256  /* per block */
 #define GPU_MAX_CHANNELS 32
-#define GPU_MAX_THREADS 512 /* launch bound: keeps the state machines in registers */
+#define GPU_MAX_THREADS  512 /* launch bound: keeps the state machines in registers */
 
 enum { GPU_SQ_COLL = 1, GPU_SQ_DESTROY = 2 };
 enum { GPU_STAT_PREEMPT = 0, GPU_STAT_STALLS, GPU_STAT_STALL_NS, GPU_NSTATS };
@@ -43,9 +43,9 @@ typedef struct gpu_comm_dev {
     int rank, nranks;
     uint32_t slots, depth;
     uint64_t chunk;
-    eng_conn_t *conns;    /* [slots][channels][nranks], device memory */
-    int32_t *abort_code;  /* host-mapped: nonzero fails every task with that result */
-    uint64_t *stats;      /* device [channels][GPU_NSTATS], one writer per channel */
+    eng_conn_t *conns;             /* [slots][channels][nranks], device memory */
+    int32_t *abort_code;           /* host-mapped: nonzero fails every task with that result */
+    uint64_t *stats;               /* device [channels][GPU_NSTATS], one writer per channel */
     unsigned long long *completed; /* device: collectives completed (last channel counts) */
 } gpu_comm_dev_t;
 
@@ -72,22 +72,22 @@ typedef struct {
 typedef struct {
     /* submission: the host's ring (mapped) -> the fetcher (warp 0 of block 0) -> the device
      * ring, which every block reads from device memory at its own pace */
-    gpu_sq_slot_t *ring;      /* host-mapped (device alias) [GPU_RING] */
-    uint64_t *fetched;        /* host-mapped: host ring slots taken by the fetcher */
-    gpu_sq_entry_t *dring;    /* device [GPU_RING] */
-    uint64_t *dstate;         /* device: [0] fetch position, [1] device ring tail */
-    uint64_t *block_head;     /* device [channels]: device ring entries each block took */
-    uint64_t *block_active;   /* device [channels]: last time the block moved (globaltimer) */
-    uint32_t *ntasks;         /* device [channels]: tasks in the block's list */
-    uint32_t *quit;           /* device: the launch generation told to exit */
-    uint32_t *exited;         /* host-mapped: the daemon has decided to exit (host relaunches) */
-    uint32_t gen;             /* this launch's generation */
-    uint32_t *done;           /* host-mapped [GPU_MAX_REQS] completion words */
-    int32_t *result;          /* host-mapped [GPU_MAX_REQS] */
-    uint64_t *req_chan;       /* device [GPU_MAX_REQS]: channels finished (never reset) */
-    int32_t *req_err;         /* device [GPU_MAX_REQS]: worst channel result */
-    gpu_comm_dev_t **comms;   /* device [GPU_MAX_COMMS] */
-    gpu_task_t *tasks;        /* device [channels][GPU_MAX_TASKS] */
+    gpu_sq_slot_t *ring;    /* host-mapped (device alias) [GPU_RING] */
+    uint64_t *fetched;      /* host-mapped: host ring slots taken by the fetcher */
+    gpu_sq_entry_t *dring;  /* device [GPU_RING] */
+    uint64_t *dstate;       /* device: [0] fetch position, [1] device ring tail */
+    uint64_t *block_head;   /* device [channels]: device ring entries each block took */
+    uint64_t *block_active; /* device [channels]: last time the block moved (globaltimer) */
+    uint32_t *ntasks;       /* device [channels]: tasks in the block's list */
+    uint32_t *quit;         /* device: the launch generation told to exit */
+    uint32_t *exited;       /* host-mapped: the daemon has decided to exit (host relaunches) */
+    uint32_t gen;           /* this launch's generation */
+    uint32_t *done;         /* host-mapped [GPU_MAX_REQS] completion words */
+    int32_t *result;        /* host-mapped [GPU_MAX_REQS] */
+    uint64_t *req_chan;     /* device [GPU_MAX_REQS]: channels finished (never reset) */
+    int32_t *req_err;       /* device [GPU_MAX_REQS]: worst channel result */
+    gpu_comm_dev_t **comms; /* device [GPU_MAX_COMMS] */
+    gpu_task_t *tasks;      /* device [channels][GPU_MAX_TASKS] */
     int channels;
     sched_params_t sp;
     uint64_t idle_quit_ns, stall_quit_ns;

@@ -32,8 +32,14 @@ DFCCL_INLINE void eng_ctx_init(const eng_coll_args_t *a, int nranks, int c, int 
     uint64_t span;
     switch (a->algo) {
     case ENG_ALGO_RING: span = ring_stride(a, nranks); break;
-    case ENG_ALGO_ONESHOT: span = c == 0 ? 1 : 0; C = 1; break; /* channel 0 only */
-    case ENG_ALGO_SELF: span = c == 0 ? 1 : 0; C = 1; break;
+    case ENG_ALGO_ONESHOT:
+        span = c == 0 ? 1 : 0;
+        C = 1;
+        break; /* channel 0 only */
+    case ENG_ALGO_SELF:
+        span = c == 0 ? 1 : 0;
+        C = 1;
+        break;
     default: span = a->count; break;
     }
     x->lo = c < C ? span * (uint64_t)c / (uint64_t)C : span;
@@ -53,7 +59,10 @@ DFCCL_INLINE int eng_active_channels(const eng_coll_args_t *a, int nranks, int C
     switch (a->algo) {
     case ENG_ALGO_RING: span = ring_stride(a, nranks); break;
     case ENG_ALGO_ONESHOT:
-    case ENG_ALGO_SELF: span = 1; C = 1; break;
+    case ENG_ALGO_SELF:
+        span = 1;
+        C = 1;
+        break;
     default: span = a->count; break;
     }
     return span < (uint64_t)C ? (int)span : C;

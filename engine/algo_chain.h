@@ -10,8 +10,7 @@
 #include "eng_types.h"
 #include "prims.h"
 
-DFCCL_DEV_INLINE eng_prog_t algo_chain_progress(const eng_coll_args_t *a, eng_chan_view_t *v,
-                                            eng_ctx_t *x)
+DFCCL_DEV_INLINE eng_prog_t algo_chain_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
 {
     const int N = v->nranks, r = v->rank, root = a->root;
     const int bcast = a->coll == ENG_COLL_BCAST;
@@ -54,8 +53,7 @@ DFCCL_DEV_INLINE eng_prog_t algo_chain_progress(const eng_coll_args_t *a, eng_ch
                 prim_recv_reduce_send(in, out, v, sbuf + off * ts, n, a->dtype, a->op);
             } else {
                 /* root: the final fold lands in the output */
-                prim_recv_reduce_copy(in, v, sbuf + off * ts, rbuf + off * ts, n, a->dtype,
-                                      a->op);
+                prim_recv_reduce_copy(in, v, sbuf + off * ts, rbuf + off * ts, n, a->dtype, a->op);
             }
         }
         prog = ENG_PROGRESS;

@@ -9,8 +9,7 @@
 #include "eng_types.h"
 #include "prims.h"
 
-DFCCL_DEV_INLINE eng_prog_t algo_oneshot_progress(const eng_coll_args_t *a, eng_chan_view_t *v,
-                                              eng_ctx_t *x)
+DFCCL_DEV_INLINE eng_prog_t algo_oneshot_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
 {
     const int N = v->nranks, r = v->rank;
     const size_t ts = a->coll == ENG_COLL_BARRIER ? 0 : eng_type_size(a->dtype);
@@ -46,8 +45,8 @@ DFCCL_DEV_INLINE eng_prog_t algo_oneshot_progress(const eng_coll_args_t *a, eng_
         prim_copy(a->recvbuf, prim_recv_buf(&v->conns[0], v, NULL), bytes);
         for (int p = 1; p < N; p++) {
             prim_barrier(); /* each pass reads what the previous one wrote */
-            prim_reduce(a->recvbuf, a->recvbuf, prim_recv_buf(&v->conns[p], v, NULL), a->count,
-                        a->dtype, a->op);
+            prim_reduce(a->recvbuf, a->recvbuf, prim_recv_buf(&v->conns[p], v, NULL), a->count, a->dtype,
+                        a->op);
         }
     }
     prim_recv_done_all(v->conns, N);

@@ -9,8 +9,7 @@
 #include "eng_types.h"
 #include "prims.h"
 
-DFCCL_DEV_INLINE eng_prog_t algo_pairwise_progress(const eng_coll_args_t *a, eng_chan_view_t *v,
-                                               eng_ctx_t *x)
+DFCCL_DEV_INLINE eng_prog_t algo_pairwise_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
 {
     const int N = v->nranks, r = v->rank;
     const size_t ts = eng_type_size(a->dtype);
@@ -23,8 +22,8 @@ DFCCL_DEV_INLINE eng_prog_t algo_pairwise_progress(const eng_coll_args_t *a, eng
         return ENG_DONE;
     if (x->step == 0) {
         /* step 0: own block */
-        prim_copy(rbuf + ((uint64_t)r * a->count + x->lo) * ts,
-                  sbuf + ((uint64_t)r * a->count + x->lo) * ts, span * ts);
+        prim_copy(rbuf + ((uint64_t)r * a->count + x->lo) * ts, sbuf + ((uint64_t)r * a->count + x->lo) * ts,
+                  span * ts);
         x->step = 1;
         prog = ENG_PROGRESS;
     }

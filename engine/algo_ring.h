@@ -17,8 +17,8 @@ DFCCL_INLINE uint64_t ring_stride(const eng_coll_args_t *a, int nranks)
 
 /* Elements of block j present at block offset off, at most e. Only allreduce has short
  * (or empty) trailing blocks; a zero-length step is still sent so ranks stay in step. */
-DFCCL_INLINE uint64_t ring_block_elems(const eng_coll_args_t *a, uint64_t stride, int j,
-                                       uint64_t off, uint64_t e)
+DFCCL_INLINE uint64_t ring_block_elems(const eng_coll_args_t *a, uint64_t stride, int j, uint64_t off,
+                                       uint64_t e)
 {
     uint64_t len = stride;
     if (a->coll == ENG_COLL_ALLREDUCE) {
@@ -28,8 +28,7 @@ DFCCL_INLINE uint64_t ring_block_elems(const eng_coll_args_t *a, uint64_t stride
     return off >= len ? 0 : DFCCL_MIN(e, len - off);
 }
 
-DFCCL_DEV_INLINE eng_prog_t algo_ring_progress(const eng_coll_args_t *a, eng_chan_view_t *v,
-                                           eng_ctx_t *x)
+DFCCL_DEV_INLINE eng_prog_t algo_ring_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
 {
     const int N = v->nranks, r = v->rank;
     const size_t ts = eng_type_size(a->dtype);
@@ -71,8 +70,8 @@ DFCCL_DEV_INLINE eng_prog_t algo_ring_progress(const eng_coll_args_t *a, eng_cha
             const uint64_t n = ring_block_elems(a, S, seg, off, e);
             const char *src = sbuf + ((uint64_t)seg * S + off) * ts;
             const uint32_t rs_last = (uint32_t)N - 1;
-            char *dst = a->coll == ENG_COLL_REDUCE_SCATTER ? rbuf + off * ts
-                                                           : rbuf + ((uint64_t)seg * S + off) * ts;
+            char *dst =
+                a->coll == ENG_COLL_REDUCE_SCATTER ? rbuf + off * ts : rbuf + ((uint64_t)seg * S + off) * ts;
             if (t == 0) {
                 /* step 0: push own contribution of block r-1 to the next rank */
                 prim_send(out, v, src, n * ts);

@@ -12,9 +12,8 @@
 #include "reduce.h"
 #include "algo.h"
 
-static const char *const type_names[dfcclNumTypes] = {"int8",    "uint8",    "int32",  "uint32",
-                                                      "int64",   "uint64",   "float16", "bfloat16",
-                                                      "float32", "float64"};
+static const char *const type_names[dfcclNumTypes] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
+                                                      "uint64", "float16", "bfloat16", "float32", "float64"};
 static const char *const op_names[dfcclNumOps] = {"sum", "prod", "max", "min", "band", "bor", "bxor"};
 
 size_t dfcclTypeSize(dfcclDataType_t datatype)
@@ -32,7 +31,8 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
                             dfcclDataType_t datatype, dfcclRedOp_t op, int root, dfcclComm_t comm,
                             dfcclRequest_t *request_p)
 {
-    const int reduces = coll == ENG_COLL_ALLREDUCE || coll == ENG_COLL_REDUCE || coll == ENG_COLL_REDUCE_SCATTER;
+    const int reduces =
+        coll == ENG_COLL_ALLREDUCE || coll == ENG_COLL_REDUCE || coll == ENG_COLL_REDUCE_SCATTER;
     const int rooted = coll == ENG_COLL_REDUCE || coll == ENG_COLL_BCAST;
 
     if (!request_p)
@@ -86,8 +86,8 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
     const int dev_send = bytes && sendbuf && eng_gpu_is_device_ptr(sendbuf);
     const int dev_recv = bytes && recvbuf && eng_gpu_is_device_ptr(recvbuf);
     const int on_gpu = dev_send || dev_recv;
-    if (on_gpu && sendbuf && recvbuf && dev_send != dev_recv &&
-        !(coll == ENG_COLL_REDUCE && me != root) && !(coll == ENG_COLL_BCAST && me != root))
+    if (on_gpu && sendbuf && recvbuf && dev_send != dev_recv && !(coll == ENG_COLL_REDUCE && me != root) &&
+        !(coll == ENG_COLL_BCAST && me != root))
         return eng_set_error(dfcclInvalidArgument, fn,
                              "sendbuf and recvbuf must both be host memory or both device memory");
     if (on_gpu && !comm->gpu)
@@ -111,8 +111,8 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
                          .sendbuf = sendbuf,
                          .recvbuf = recvbuf};
     /* a one-shot contribution must fit one FIFO step of the daemon that runs it */
-    const uint64_t oneshot_max = on_gpu ? DFCCL_MIN(eng_config.oneshot_max, eng_config.gpu_chunk_size)
-                                        : eng_config.oneshot_max;
+    const uint64_t oneshot_max =
+        on_gpu ? DFCCL_MIN(eng_config.oneshot_max, eng_config.gpu_chunk_size) : eng_config.oneshot_max;
     a.algo = (uint8_t)eng_algo_select(&a, N, oneshot_max);
     if (on_gpu) {
         dfcclResult_t r = eng_gpu_submit(comm->gpu, &a, &req->done_p, &req->result_p, &req->gpu_id);

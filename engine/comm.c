@@ -133,16 +133,17 @@ dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllg
     }
     if (net_missing >= 0) {
         free(is_net);
-        res = eng_set_error(dfcclUnsupported, __func__,
-                            "rank %d (host '%.64s') must be reached over the net, but its dfccl (or this one) "
-                            "has no UCX transport (configure --with-ucx)",
-                            net_missing, all[net_missing].host);
+        res =
+            eng_set_error(dfcclUnsupported, __func__,
+                          "rank %d (host '%.64s') must be reached over the net, but its dfccl (or this one) "
+                          "has no UCX transport (configure --with-ucx)",
+                          net_missing, all[net_missing].host);
         goto err_free;
     }
     for (int p = 0; p < nranks; p++)
         if (p != rank)
-            dfccl_info("communicator %016llx rank %d: peer %d: transport %s", (unsigned long long)c->uid, rank,
-                       p, is_net[p] ? "ucx" : "shm");
+            dfccl_info("communicator %016llx rank %d: peer %d: transport %s", (unsigned long long)c->uid,
+                       rank, p, is_net[p] ? "ucx" : "shm");
 
     int *pids = malloc(sizeof(int) * (size_t)nranks);
     c->slot_next = calloc(c->slots, sizeof(uint64_t));

@@ -26,8 +26,8 @@ static int env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max, u
     char *end;
     unsigned long long v = strtoull(s, &end, 0);
     if (errno || *end || s[0] == '-' || v < min || v > max) {
-        eng_set_error(dfcclInvalidArgument, "config", "%s=%s: expected an integer in [%llu, %llu]",
-                      name, s, (unsigned long long)min, (unsigned long long)max);
+        eng_set_error(dfcclInvalidArgument, "config", "%s=%s: expected an integer in [%llu, %llu]", name, s,
+                      (unsigned long long)min, (unsigned long long)max);
         dfccl_error("%s", dfcclGetLastError());
         return -1;
     }

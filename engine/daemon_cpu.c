@@ -16,7 +16,7 @@
 #include "eng_log.h"
 #include "algo.h"
 
-#define ENG_RING_ENTRIES 1024u
+#define ENG_RING_ENTRIES       1024u
 #define ENG_SPINS_BEFORE_YIELD 64u
 
 typedef struct {
@@ -215,13 +215,15 @@ static void report_stall(eng_task_t *t, uint64_t waited_ns)
         if (c->segs[p] && dfccl_load_acquire64(&eng_seg_hdr(c, p)->arrived) <= t->seq) {
             nmissing++;
             if (len < sizeof(missing) - 16)
-                len += (size_t)snprintf(missing + len, sizeof(missing) - len, "%s%d", nmissing > 1 ? "," : "", p);
+                len += (size_t)snprintf(missing + len, sizeof(missing) - len, "%s%d", nmissing > 1 ? "," : "",
+                                        p);
         }
     }
     dfccl_warn("%s seq %llu on communicator %016llx (rank %d of %d) stalled for %llu ms; %s%s",
                coll_names[t->args.coll], (unsigned long long)t->seq, (unsigned long long)c->uid, c->rank,
                c->nranks, (unsigned long long)(waited_ns / 1000000),
-               nmissing ? "ranks that have not arrived: " : "every rank has arrived (a peer is busy elsewhere)",
+               nmissing ? "ranks that have not arrived: "
+                        : "every rank has arrived (a peer is busy elsewhere)",
                missing);
 }
 

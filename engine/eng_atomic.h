@@ -11,7 +11,7 @@
 
 #include "eng_inline.h"
 
-#define DFCCL_READ_ONCE(_var) (*(volatile __typeof__(_var) *)&(_var))
+#define DFCCL_READ_ONCE(_var)        (*(volatile __typeof__(_var) *)&(_var))
 #define DFCCL_WRITE_ONCE(_var, _val) (*(volatile __typeof__(_var) *)&(_var) = (_val))
 
 DFCCL_INLINE uint64_t dfccl_load_acquire64(const uint64_t *p)

@@ -13,8 +13,8 @@
 #include "eng_sched.h"
 
 #define ENG_COMM_MAGIC 0x646663636c436f6dull /* "dfcclCom" */
-#define ENG_SEG_MAGIC 0x6466636c53656721ull
-#define ENG_PAGE 4096u
+#define ENG_SEG_MAGIC  0x6466636c53656721ull
+#define ENG_PAGE       4096u
 
 /* Layout of a rank's segment: a header page, then one connection per (slot, channel,
  * sending peer), each a control page and depth x chunk bytes of FIFO. */
@@ -26,11 +26,11 @@ DFCCL_INLINE size_t eng_conn_ctrl_bytes(void)
 /* One completion word per request, written by the daemon with release after the
  * results are visible; the host reads it with acquire (dfcclTest/dfcclWait). */
 struct dfccl_request {
-    uint32_t done;     /* CPU backend's completion word */
+    uint32_t done; /* CPU backend's completion word */
     int32_t result;
-    uint32_t *done_p;  /* the word to poll: &done, or the GPU daemon's mapped word */
+    uint32_t *done_p; /* the word to poll: &done, or the GPU daemon's mapped word */
     int32_t *result_p;
-    int gpu_id;        /* GPU request id, -1 for the CPU backend */
+    int gpu_id; /* GPU request id, -1 for the CPU backend */
 };
 
 typedef struct eng_task {
@@ -55,17 +55,17 @@ struct dfccl_comm {
     uint64_t chunk;
     /* shared memory: one segment per rank, mapped by everyone */
     size_t seg_size;
-    char **segs;               /* [nranks] */
-    eng_conn_t *conns;         /* [slots][channels][nranks] */
+    char **segs;       /* [nranks] */
+    eng_conn_t *conns; /* [slots][channels][nranks] */
     /* host side, under the daemon's submission lock */
     uint64_t next_seq;
     /* daemon side */
-    uint64_t *slot_next;       /* [slots] */
-    dfcclResult_t aborted;     /* 0, or why every later collective fails */
-    dfcclStats_t stats;        /* written by the daemon, read by the host */
+    uint64_t *slot_next;   /* [slots] */
+    dfcclResult_t aborted; /* 0, or why every later collective fails */
+    dfcclStats_t stats;    /* written by the daemon, read by the host */
     struct dfccl_comm *live_next;
-    struct eng_gpu_comm *gpu;  /* device FIFOs; NULL when some rank has no GPU */
-    struct eng_net_comm *net;  /* net peers' shadows and endpoints; NULL without net peers */
+    struct eng_gpu_comm *gpu; /* device FIFOs; NULL when some rank has no GPU */
+    struct eng_net_comm *net; /* net peers' shadows and endpoints; NULL without net peers */
 };
 
 DFCCL_INLINE eng_seg_hdr_t *eng_seg_hdr(const struct dfccl_comm *c, int r)
@@ -88,8 +88,8 @@ DFCCL_INLINE eng_conn_t *eng_comm_conns(const struct dfccl_comm *c, uint32_t slo
 }
 
 /* shm.c */
-dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, const uint8_t *is_net, dfcclAllgatherFn_t ag,
-                            void *ctx);
+dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, const uint8_t *is_net,
+                            dfcclAllgatherFn_t ag, void *ctx);
 void eng_shm_teardown(struct dfccl_comm *c);
 void eng_shm_clean_stale(void);
 

@@ -8,28 +8,28 @@
 #include <stdint.h>
 
 typedef struct {
-    int preempt;                 /* DFCCL_PREEMPT: 1 = preempt stalled collectives */
-    uint64_t threshold_base_ns;  /* DFCCL_THRESHOLD_BASE_NS: first spin budget at a wait */
-    uint64_t threshold_max_ns;   /* DFCCL_THRESHOLD_MAX_NS: cap of the adaptive budget */
-    uint32_t threshold_growth;   /* DFCCL_THRESHOLD_GROWTH: k in "raise toward k*w" */
-    uint32_t head_factor;        /* DFCCL_HEAD_FACTOR: budget multiplier of the list head */
-    uint32_t slots;              /* DFCCL_SLOTS: K, instances in flight per communicator */
-    uint32_t channels;           /* DFCCL_CHANNELS: C, parallel parts of one collective */
-    uint64_t chunk_size;         /* DFCCL_CHUNK_SIZE: bytes per FIFO step */
-    uint32_t fifo_depth;         /* DFCCL_FIFO_DEPTH: FIFO steps per connection */
-    uint64_t oneshot_max;        /* DFCCL_ONESHOT_MAX: allreduce bytes run one-shot */
-    uint64_t stall_report_ms;    /* DFCCL_STALL_REPORT: report a stalled collective after */
-    uint64_t timeout_ms;         /* DFCCL_TIMEOUT: fail a stalled collective after (0=off) */
-    uint64_t idle_sleep_us;      /* DFCCL_IDLE_US: daemon sleeps after this long idle */
-    int gpu;                     /* DFCCL_GPU: 0 keeps the GPU backend off */
-    int net_force;               /* DFCCL_NET=ucx: every other rank over the net transport */
-    char host[64];               /* DFCCL_HOST: host name used for locality (default: gethostname) */
-    uint32_t gpu_channels;       /* DFCCL_GPU_CHANNELS: daemon blocks (channels) on the GPU */
-    uint32_t gpu_threads;        /* DFCCL_GPU_THREADS: threads per daemon block */
-    uint64_t gpu_idle_quit_us;   /* DFCCL_GPU_IDLE_QUIT: daemon kernel exits after idle */
-    uint64_t gpu_stall_quit_us;  /* DFCCL_GPU_STALL_QUIT: exits when all tasks stalled */
-    uint64_t gpu_chunk_size;     /* DFCCL_GPU_CHUNK_SIZE: bytes per FIFO step on the GPU */
-    int gpu_sys_scope;           /* DFCCL_GPU_SYS_SCOPE: system-scope flags for every peer */
+    int preempt;                /* DFCCL_PREEMPT: 1 = preempt stalled collectives */
+    uint64_t threshold_base_ns; /* DFCCL_THRESHOLD_BASE_NS: first spin budget at a wait */
+    uint64_t threshold_max_ns;  /* DFCCL_THRESHOLD_MAX_NS: cap of the adaptive budget */
+    uint32_t threshold_growth;  /* DFCCL_THRESHOLD_GROWTH: k in "raise toward k*w" */
+    uint32_t head_factor;       /* DFCCL_HEAD_FACTOR: budget multiplier of the list head */
+    uint32_t slots;             /* DFCCL_SLOTS: K, instances in flight per communicator */
+    uint32_t channels;          /* DFCCL_CHANNELS: C, parallel parts of one collective */
+    uint64_t chunk_size;        /* DFCCL_CHUNK_SIZE: bytes per FIFO step */
+    uint32_t fifo_depth;        /* DFCCL_FIFO_DEPTH: FIFO steps per connection */
+    uint64_t oneshot_max;       /* DFCCL_ONESHOT_MAX: allreduce bytes run one-shot */
+    uint64_t stall_report_ms;   /* DFCCL_STALL_REPORT: report a stalled collective after */
+    uint64_t timeout_ms;        /* DFCCL_TIMEOUT: fail a stalled collective after (0=off) */
+    uint64_t idle_sleep_us;     /* DFCCL_IDLE_US: daemon sleeps after this long idle */
+    int gpu;                    /* DFCCL_GPU: 0 keeps the GPU backend off */
+    int net_force;              /* DFCCL_NET=ucx: every other rank over the net transport */
+    char host[64];              /* DFCCL_HOST: host name used for locality (default: gethostname) */
+    uint32_t gpu_channels;      /* DFCCL_GPU_CHANNELS: daemon blocks (channels) on the GPU */
+    uint32_t gpu_threads;       /* DFCCL_GPU_THREADS: threads per daemon block */
+    uint64_t gpu_idle_quit_us;  /* DFCCL_GPU_IDLE_QUIT: daemon kernel exits after idle */
+    uint64_t gpu_stall_quit_us; /* DFCCL_GPU_STALL_QUIT: exits when all tasks stalled */
+    uint64_t gpu_chunk_size;    /* DFCCL_GPU_CHUNK_SIZE: bytes per FIFO step on the GPU */
+    int gpu_sys_scope;          /* DFCCL_GPU_SYS_SCOPE: system-scope flags for every peer */
 } eng_config_t;
 
 extern eng_config_t eng_config;

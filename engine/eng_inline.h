@@ -5,7 +5,7 @@
 #define DFCCL_ENG_INLINE_H
 
 #ifdef __CUDACC__
-#define DFCCL_INLINE static __host__ __device__ __forceinline__
+#define DFCCL_INLINE      static __host__ __device__ __forceinline__
 #define DFCCL_HOST_DEVICE __host__ __device__
 /* algorithms and primitives run inside the daemon only: device code under nvcc */
 #define DFCCL_DEV_INLINE static __device__ __forceinline__
@@ -18,22 +18,22 @@
 /* Element loops are shared by the CPU daemon (one thread) and the GPU daemon (a thread
  * block striding over the elements). */
 #ifdef __CUDA_ARCH__
-#define DFCCL_TID ((size_t)threadIdx.x)
+#define DFCCL_TID      ((size_t)threadIdx.x)
 #define DFCCL_NTHREADS ((size_t)blockDim.x)
 /* FIFO data is written by another process: load it from L2 (ld.global.cg), never from a
  * line this SM's L1 kept from an earlier use of the same slot */
 #define DFCCL_LOAD(_p) __ldcg(_p)
 #else
-#define DFCCL_TID ((size_t)0)
+#define DFCCL_TID      ((size_t)0)
 #define DFCCL_NTHREADS ((size_t)1)
 #define DFCCL_LOAD(_p) (*(_p))
 #endif
 
-#define DFCCL_LIKELY(_x) __builtin_expect(!!(_x), 1)
-#define DFCCL_UNLIKELY(_x) __builtin_expect(!!(_x), 0)
-#define DFCCL_CACHELINE 64
-#define DFCCL_MIN(_a, _b) ((_a) < (_b) ? (_a) : (_b))
-#define DFCCL_MAX(_a, _b) ((_a) > (_b) ? (_a) : (_b))
-#define DFCCL_DIV_UP(_a, _b) (((_a) + (_b) - 1) / (_b))
+#define DFCCL_LIKELY(_x)     __builtin_expect(!!(_x), 1)
+#define DFCCL_UNLIKELY(_x)   __builtin_expect(!!(_x), 0)
+#define DFCCL_CACHELINE      64
+#define DFCCL_MIN(_a, _b)    ((_a) < (_b) ? (_a) : (_b))
+#define DFCCL_MAX(_a, _b)    ((_a) > (_b) ? (_a) : (_b))
+#define DFCCL_DIV_UP(_a, _b) (((_a) + (_b)-1) / (_b))
 
 #endif

@@ -17,63 +17,60 @@ void eng_log(int level, const char *file, int line, const char *func, const char
 dfcclResult_t eng_set_error(dfcclResult_t res, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-#define DFCCL_LOG(_lvl, ...)                                                               \
-    do {                                                                                   \
-        if ((_lvl) <= eng_log_level)                                                       \
-            eng_log((_lvl), __FILE__, __LINE__, __func__, __VA_ARGS__);                    \
+#define DFCCL_LOG(_lvl, ...)                                                                                 \
+    do {                                                                                                     \
+        if ((_lvl) <= eng_log_level)                                                                         \
+            eng_log((_lvl), __FILE__, __LINE__, __func__, __VA_ARGS__);                                      \
     } while (0)
 #define dfccl_error(...) DFCCL_LOG(DFCCL_LOG_ERROR, __VA_ARGS__)
-#define dfccl_warn(...) DFCCL_LOG(DFCCL_LOG_WARN, __VA_ARGS__)
-#define dfccl_info(...) DFCCL_LOG(DFCCL_LOG_INFO, __VA_ARGS__)
+#define dfccl_warn(...)  DFCCL_LOG(DFCCL_LOG_WARN, __VA_ARGS__)
+#define dfccl_info(...)  DFCCL_LOG(DFCCL_LOG_INFO, __VA_ARGS__)
 #define dfccl_debug(...) DFCCL_LOG(DFCCL_LOG_DEBUG, __VA_ARGS__)
 #define dfccl_trace(...) DFCCL_LOG(DFCCL_LOG_TRACE, __VA_ARGS__)
 
 /* Argument errors: an error code and a message naming the argument. */
-#define DFCCL_ARG_ERROR(_fmt, ...)                                                         \
-    eng_set_error(dfcclInvalidArgument, __func__, _fmt, ##__VA_ARGS__)
+#define DFCCL_ARG_ERROR(_fmt, ...) eng_set_error(dfcclInvalidArgument, __func__, _fmt, ##__VA_ARGS__)
 
 /* Propagate an error with a breadcrumb (NCCL checks.h). */
-#define DFCCL_CHECK(_call)                                                                 \
-    do {                                                                                   \
-        dfcclResult_t _r = (_call);                                                        \
-        if (_r < 0) {                                                                      \
-            dfccl_debug("%s -> %d", #_call, (int)_r);                                      \
-            return _r;                                                                     \
-        }                                                                                  \
+#define DFCCL_CHECK(_call)                                                                                   \
+    do {                                                                                                     \
+        dfcclResult_t _r = (_call);                                                                          \
+        if (_r < 0) {                                                                                        \
+            dfccl_debug("%s -> %d", #_call, (int)_r);                                                        \
+            return _r;                                                                                       \
+        }                                                                                                    \
     } while (0)
 
-#define DFCCL_CHECK_GOTO(_call, _res, _label)                                              \
-    do {                                                                                   \
-        (_res) = (_call);                                                                  \
-        if ((_res) < 0) {                                                                  \
-            dfccl_debug("%s -> %d", #_call, (int)(_res));                                  \
-            goto _label;                                                                   \
-        }                                                                                  \
+#define DFCCL_CHECK_GOTO(_call, _res, _label)                                                                \
+    do {                                                                                                     \
+        (_res) = (_call);                                                                                    \
+        if ((_res) < 0) {                                                                                    \
+            dfccl_debug("%s -> %d", #_call, (int)(_res));                                                    \
+            goto _label;                                                                                     \
+        }                                                                                                    \
     } while (0)
 
 /* System calls returning -1/errno: retry EINTR, log errno, jump to _label. */
-#define DFCCL_SYS_CHECK_GOTO(_call, _name, _res, _label)                                   \
-    do {                                                                                   \
-        int _s;                                                                            \
-        do {                                                                               \
-            _s = (int)(_call);                                                             \
-        } while (_s == -1 && errno == EINTR);                                              \
-        if (_s == -1) {                                                                    \
-            (_res) = eng_set_error(dfcclSystemError, __func__, "%s failed: %s", (_name),   \
-                                   strerror(errno));                                       \
-            goto _label;                                                                   \
-        }                                                                                  \
+#define DFCCL_SYS_CHECK_GOTO(_call, _name, _res, _label)                                                     \
+    do {                                                                                                     \
+        int _s;                                                                                              \
+        do {                                                                                                 \
+            _s = (int)(_call);                                                                               \
+        } while (_s == -1 && errno == EINTR);                                                                \
+        if (_s == -1) {                                                                                      \
+            (_res) = eng_set_error(dfcclSystemError, __func__, "%s failed: %s", (_name), strerror(errno));   \
+            goto _label;                                                                                     \
+        }                                                                                                    \
     } while (0)
 
 /* pthread calls return the error code rather than -1. */
-#define DFCCL_PTHREAD_CHECK_GOTO(_call, _name, _res, _label)                               \
-    do {                                                                                   \
-        int _e = (_call);                                                                  \
-        if (_e != 0) {                                                                     \
-            (_res) = eng_set_error(dfcclSystemError, __func__, "%s failed: %s", (_name),   \
-                                   strerror(_e));                                          \
-            goto _label;                                                                   \
-        }                                                                                  \
+#define DFCCL_PTHREAD_CHECK_GOTO(_call, _name, _res, _label)                                                 \
+    do {                                                                                                     \
+        int _e = (_call);                                                                                    \
+        if (_e != 0) {                                                                                       \
+            (_res) = eng_set_error(dfcclSystemError, __func__, "%s failed: %s", (_name), strerror(_e));      \
+            goto _label;                                                                                     \
+        }                                                                                                    \
     } while (0)
 
 #endif

@@ -20,7 +20,8 @@ int eng_net_built(void);
 /* Collective over the communicator's ranks (every rank calls it when any pair of ranks
  * is on the net). is_net[p]: peer p is reached over the net. Points the connections to
  * net peers at local shadows and registers the communicator with the proxy thread. */
-dfcclResult_t eng_net_comm_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx);
+dfcclResult_t eng_net_comm_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAllgatherFn_t ag,
+                                 void *ctx);
 
 /* Local: unregisters from the proxy, releases endpoints, registrations and shadows. */
 void eng_net_comm_teardown(struct dfccl_comm *c);

@@ -35,11 +35,11 @@ typedef enum {
  * the receiver's shared segment, ahead of the FIFO data. Counters are free-running and
  * never reset, so a stale value can never be mistaken for a new one. */
 typedef struct {
-    uint64_t posted;                          /* sender: steps posted (release) */
+    uint64_t posted; /* sender: steps posted (release) */
     char pad0[DFCCL_CACHELINE - sizeof(uint64_t)];
-    uint64_t consumed;                        /* receiver: steps consumed (release) */
+    uint64_t consumed; /* receiver: steps consumed (release) */
     char pad1[DFCCL_CACHELINE - sizeof(uint64_t)];
-    uint64_t bytes[ENG_MAX_FIFO_DEPTH];       /* size of each posted step */
+    uint64_t bytes[ENG_MAX_FIFO_DEPTH]; /* size of each posted step */
 } eng_conn_ctrl_t;
 
 /* Header at the start of each rank's segment. */
@@ -56,22 +56,22 @@ typedef struct {
     char *recv_data;
     eng_conn_ctrl_t *send_ctrl; /* in the peer's segment: me -> peer */
     char *send_data;
-    uint64_t sent;  /* steps I have posted to the peer (mirror of send_ctrl->posted) */
-    uint64_t recvd; /* steps I have consumed from the peer */
+    uint64_t sent;   /* steps I have posted to the peer (mirror of send_ctrl->posted) */
+    uint64_t recvd;  /* steps I have consumed from the peer */
     uint64_t rchunk; /* bytes per step, peer -> me and me -> peer (each the same at both */
     uint64_t schunk; /* ends); the GPU sizes FIFOs by role: the ring's direction
                         (r-1 -> r -> r+1) gets large steps, every other one one-shot's */
-    uint32_t sys;   /* GPU: the peer is another device, so flags need system scope (else
-                       device scope: processes sharing one GPU under MPS) */
+    uint32_t sys;    /* GPU: the peer is another device, so flags need system scope (else
+                        device scope: processes sharing one GPU under MPS) */
     uint32_t pad;
 } eng_conn_t;
 
 /* Everything an algorithm needs about the communicator and the buffers. */
 typedef struct {
     int rank, nranks;
-    uint32_t depth;      /* FIFO steps per connection */
-    uint64_t chunk;      /* bytes per step */
-    eng_conn_t *conns;   /* [nranks] for this slot and channel */
+    uint32_t depth;    /* FIFO steps per connection */
+    uint64_t chunk;    /* bytes per step */
+    eng_conn_t *conns; /* [nranks] for this slot and channel */
 } eng_chan_view_t;
 
 /* The collective as the user described it. */
@@ -88,11 +88,11 @@ typedef struct {
  * exact step where it was preempted. Between waits a step runs to completion, so this
  * is a handful of integers; data already in a FIFO stays there. */
 typedef struct {
-    uint64_t lo, hi;    /* element range of this channel (within a block) */
-    uint64_t off;       /* current chunk's offset in [lo, hi) */
-    uint32_t step;      /* algorithm step inside the current chunk */
-    uint32_t sub;       /* sub-step: peers posted (one-shot), chunks sent (pairwise) */
-    uint32_t sub2;      /* chunks received (pairwise) */
+    uint64_t lo, hi; /* element range of this channel (within a block) */
+    uint64_t off;    /* current chunk's offset in [lo, hi) */
+    uint32_t step;   /* algorithm step inside the current chunk */
+    uint32_t sub;    /* sub-step: peers posted (one-shot), chunks sent (pairwise) */
+    uint32_t sub2;   /* chunks received (pairwise) */
     uint8_t done;
 } eng_ctx_t;
 

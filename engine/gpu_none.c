@@ -34,7 +34,8 @@ dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, uint3
                              int32_t **result_p, int *id_p)
 {
     (void)gc, (void)a, (void)done_p, (void)result_p, (void)id_p;
-    return eng_set_error(dfcclUnsupported, "dfccl", "device buffers need the GPU backend (built without CUDA)");
+    return eng_set_error(dfcclUnsupported, "dfccl",
+                         "device buffers need the GPU backend (built without CUDA)");
 }
 
 void eng_gpu_progress(void)

@@ -6,16 +6,14 @@
 #define DFCCL_PRIMS_COMPOSE_H
 
 /* send: local data -> peer FIFO */
-DFCCL_DEV_INLINE void prim_send(eng_conn_t *out, const eng_chan_view_t *v, const void *src,
-                            size_t bytes)
+DFCCL_DEV_INLINE void prim_send(eng_conn_t *out, const eng_chan_view_t *v, const void *src, size_t bytes)
 {
     prim_copy(prim_send_buf(out, v), src, bytes);
     prim_send_post(out, v, bytes);
 }
 
 /* recv_copy: peer FIFO -> local buffer */
-DFCCL_DEV_INLINE void prim_recv_copy(eng_conn_t *in, const eng_chan_view_t *v, void *dst,
-                                 size_t bytes)
+DFCCL_DEV_INLINE void prim_recv_copy(eng_conn_t *in, const eng_chan_view_t *v, void *dst, size_t bytes)
 {
     prim_copy(dst, prim_recv_buf(in, v, NULL), bytes);
     prim_recv_done(in);
@@ -23,7 +21,7 @@ DFCCL_DEV_INLINE void prim_recv_copy(eng_conn_t *in, const eng_chan_view_t *v, v
 
 /* recv_copy_send: peer FIFO -> local buffer and next peer's FIFO */
 DFCCL_DEV_INLINE void prim_recv_copy_send(eng_conn_t *in, eng_conn_t *out, const eng_chan_view_t *v,
-                                      void *dst, size_t bytes)
+                                          void *dst, size_t bytes)
 {
     const char *src = prim_recv_buf(in, v, NULL);
     if (dst)
@@ -35,7 +33,7 @@ DFCCL_DEV_INLINE void prim_recv_copy_send(eng_conn_t *in, eng_conn_t *out, const
 
 /* recv_reduce_send: (peer FIFO op local) -> next peer's FIFO */
 DFCCL_DEV_INLINE void prim_recv_reduce_send(eng_conn_t *in, eng_conn_t *out, const eng_chan_view_t *v,
-                                        const void *src, size_t n, int dtype, int op)
+                                            const void *src, size_t n, int dtype, int op)
 {
     size_t bytes = n * eng_type_size(dtype);
     prim_reduce(prim_send_buf(out, v), prim_recv_buf(in, v, NULL), src, n, dtype, op);
@@ -44,9 +42,8 @@ DFCCL_DEV_INLINE void prim_recv_reduce_send(eng_conn_t *in, eng_conn_t *out, con
 }
 
 /* recv_reduce_copy_send: (peer FIFO op local) -> local output and next peer's FIFO */
-DFCCL_DEV_INLINE void prim_recv_reduce_copy_send(eng_conn_t *in, eng_conn_t *out,
-                                             const eng_chan_view_t *v, const void *src,
-                                             void *dst, size_t n, int dtype, int op)
+DFCCL_DEV_INLINE void prim_recv_reduce_copy_send(eng_conn_t *in, eng_conn_t *out, const eng_chan_view_t *v,
+                                                 const void *src, void *dst, size_t n, int dtype, int op)
 {
     size_t bytes = n * eng_type_size(dtype);
     prim_reduce(dst, prim_recv_buf(in, v, NULL), src, n, dtype, op);
@@ -58,7 +55,7 @@ DFCCL_DEV_INLINE void prim_recv_reduce_copy_send(eng_conn_t *in, eng_conn_t *out
 
 /* recv_reduce_copy: (peer FIFO op local) -> local output */
 DFCCL_DEV_INLINE void prim_recv_reduce_copy(eng_conn_t *in, const eng_chan_view_t *v, const void *src,
-                                        void *dst, size_t n, int dtype, int op)
+                                            void *dst, size_t n, int dtype, int op)
 {
     prim_reduce(dst, prim_recv_buf(in, v, NULL), src, n, dtype, op);
     prim_recv_done(in);

@@ -30,8 +30,7 @@ DFCCL_DEV_INLINE int prim_send_ready(const eng_conn_t *c, uint32_t depth)
 
 /* --- slot access --------------------------------------------------------------------- */
 
-DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_view_t *v,
-                                       uint64_t *bytes_p)
+DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_view_t *v, uint64_t *bytes_p)
 {
     uint32_t s = (uint32_t)(c->recvd % v->depth);
     if (bytes_p)
@@ -98,8 +97,7 @@ DFCCL_DEV_INLINE void prim_copy(void *dst, const void *src, size_t bytes)
         memmove(dst, src, bytes);
 }
 
-DFCCL_DEV_INLINE void prim_reduce(void *dst, const void *a, const void *b, size_t n, int dtype,
-                              int op)
+DFCCL_DEV_INLINE void prim_reduce(void *dst, const void *a, const void *b, size_t n, int dtype, int op)
 {
     (void)eng_reduce(dst, a, b, n, dtype, op);
 }

@@ -82,59 +82,59 @@ DFCCL_INLINE uint16_t eng_float_to_bf16(float fv)
     return (uint16_t)(f >> 16);
 }
 
-#define ENG_OP_SUM(_x, _y) ((_x) + (_y))
+#define ENG_OP_SUM(_x, _y)  ((_x) + (_y))
 #define ENG_OP_PROD(_x, _y) ((_x) * (_y))
-#define ENG_OP_MAX(_x, _y) ((_x) > (_y) ? (_x) : (_y))
-#define ENG_OP_MIN(_x, _y) ((_x) < (_y) ? (_x) : (_y))
+#define ENG_OP_MAX(_x, _y)  ((_x) > (_y) ? (_x) : (_y))
+#define ENG_OP_MIN(_x, _y)  ((_x) < (_y) ? (_x) : (_y))
 #define ENG_OP_BAND(_x, _y) ((_x) & (_y))
-#define ENG_OP_BOR(_x, _y) ((_x) | (_y))
+#define ENG_OP_BOR(_x, _y)  ((_x) | (_y))
 #define ENG_OP_BXOR(_x, _y) ((_x) ^ (_y))
 
 /* _T: storage type, _A: arithmetic type for sum/prod (unsigned for integers). */
-#define ENG_LOOP(_T, _A, _OPM)                                                             \
-    do {                                                                                   \
-        _T *d_ = (_T *)dst;                                                                \
-        const _T *a_ = (const _T *)a, *b_ = (const _T *)b;                                 \
-        for (size_t i_ = DFCCL_TID; i_ < n; i_ += DFCCL_NTHREADS)                                                  \
-            d_[i_] = (_T)_OPM((_A)DFCCL_LOAD(&a_[i_]), (_A)DFCCL_LOAD(&b_[i_]));                                     \
+#define ENG_LOOP(_T, _A, _OPM)                                                                               \
+    do {                                                                                                     \
+        _T *d_ = (_T *)dst;                                                                                  \
+        const _T *a_ = (const _T *)a, *b_ = (const _T *)b;                                                   \
+        for (size_t i_ = DFCCL_TID; i_ < n; i_ += DFCCL_NTHREADS)                                            \
+            d_[i_] = (_T)_OPM((_A)DFCCL_LOAD(&a_[i_]), (_A)DFCCL_LOAD(&b_[i_]));                             \
     } while (0)
 
-#define ENG_INT_OPS(_T, _U)                                                                \
-    switch (op) {                                                                          \
-    case dfcclSum: ENG_LOOP(_T, _U, ENG_OP_SUM); return 0;                                 \
-    case dfcclProd: ENG_LOOP(_T, _U, ENG_OP_PROD); return 0;                               \
-    case dfcclMax: ENG_LOOP(_T, _T, ENG_OP_MAX); return 0;                                 \
-    case dfcclMin: ENG_LOOP(_T, _T, ENG_OP_MIN); return 0;                                 \
-    case dfcclBand: ENG_LOOP(_T, _T, ENG_OP_BAND); return 0;                               \
-    case dfcclBor: ENG_LOOP(_T, _T, ENG_OP_BOR); return 0;                                 \
-    case dfcclBxor: ENG_LOOP(_T, _T, ENG_OP_BXOR); return 0;                               \
-    default: return -1;                                                                    \
+#define ENG_INT_OPS(_T, _U)                                                                                  \
+    switch (op) {                                                                                            \
+    case dfcclSum: ENG_LOOP(_T, _U, ENG_OP_SUM); return 0;                                                   \
+    case dfcclProd: ENG_LOOP(_T, _U, ENG_OP_PROD); return 0;                                                 \
+    case dfcclMax: ENG_LOOP(_T, _T, ENG_OP_MAX); return 0;                                                   \
+    case dfcclMin: ENG_LOOP(_T, _T, ENG_OP_MIN); return 0;                                                   \
+    case dfcclBand: ENG_LOOP(_T, _T, ENG_OP_BAND); return 0;                                                 \
+    case dfcclBor: ENG_LOOP(_T, _T, ENG_OP_BOR); return 0;                                                   \
+    case dfcclBxor: ENG_LOOP(_T, _T, ENG_OP_BXOR); return 0;                                                 \
+    default: return -1;                                                                                      \
     }
 
-#define ENG_FLOAT_OPS(_T)                                                                  \
-    switch (op) {                                                                          \
-    case dfcclSum: ENG_LOOP(_T, _T, ENG_OP_SUM); return 0;                                 \
-    case dfcclProd: ENG_LOOP(_T, _T, ENG_OP_PROD); return 0;                               \
-    case dfcclMax: ENG_LOOP(_T, _T, ENG_OP_MAX); return 0;                                 \
-    case dfcclMin: ENG_LOOP(_T, _T, ENG_OP_MIN); return 0;                                 \
-    default: return -1;                                                                    \
+#define ENG_FLOAT_OPS(_T)                                                                                    \
+    switch (op) {                                                                                            \
+    case dfcclSum: ENG_LOOP(_T, _T, ENG_OP_SUM); return 0;                                                   \
+    case dfcclProd: ENG_LOOP(_T, _T, ENG_OP_PROD); return 0;                                                 \
+    case dfcclMax: ENG_LOOP(_T, _T, ENG_OP_MAX); return 0;                                                   \
+    case dfcclMin: ENG_LOOP(_T, _T, ENG_OP_MIN); return 0;                                                   \
+    default: return -1;                                                                                      \
     }
 
-#define ENG_HALF_LOOP(_TOF, _FROMF, _OPM)                                                  \
-    do {                                                                                   \
-        uint16_t *d_ = (uint16_t *)dst;                                                    \
-        const uint16_t *a_ = (const uint16_t *)a, *b_ = (const uint16_t *)b;               \
-        for (size_t i_ = DFCCL_TID; i_ < n; i_ += DFCCL_NTHREADS)                                                  \
-            d_[i_] = _FROMF(_OPM(_TOF(DFCCL_LOAD(&a_[i_])), _TOF(DFCCL_LOAD(&b_[i_]))));                             \
+#define ENG_HALF_LOOP(_TOF, _FROMF, _OPM)                                                                    \
+    do {                                                                                                     \
+        uint16_t *d_ = (uint16_t *)dst;                                                                      \
+        const uint16_t *a_ = (const uint16_t *)a, *b_ = (const uint16_t *)b;                                 \
+        for (size_t i_ = DFCCL_TID; i_ < n; i_ += DFCCL_NTHREADS)                                            \
+            d_[i_] = _FROMF(_OPM(_TOF(DFCCL_LOAD(&a_[i_])), _TOF(DFCCL_LOAD(&b_[i_]))));                     \
     } while (0)
 
-#define ENG_HALF_OPS(_TOF, _FROMF)                                                         \
-    switch (op) {                                                                          \
-    case dfcclSum: ENG_HALF_LOOP(_TOF, _FROMF, ENG_OP_SUM); return 0;                      \
-    case dfcclProd: ENG_HALF_LOOP(_TOF, _FROMF, ENG_OP_PROD); return 0;                    \
-    case dfcclMax: ENG_HALF_LOOP(_TOF, _FROMF, ENG_OP_MAX); return 0;                      \
-    case dfcclMin: ENG_HALF_LOOP(_TOF, _FROMF, ENG_OP_MIN); return 0;                      \
-    default: return -1;                                                                    \
+#define ENG_HALF_OPS(_TOF, _FROMF)                                                                           \
+    switch (op) {                                                                                            \
+    case dfcclSum: ENG_HALF_LOOP(_TOF, _FROMF, ENG_OP_SUM); return 0;                                        \
+    case dfcclProd: ENG_HALF_LOOP(_TOF, _FROMF, ENG_OP_PROD); return 0;                                      \
+    case dfcclMax: ENG_HALF_LOOP(_TOF, _FROMF, ENG_OP_MAX); return 0;                                        \
+    case dfcclMin: ENG_HALF_LOOP(_TOF, _FROMF, ENG_OP_MIN); return 0;                                        \
+    default: return -1;                                                                                      \
     }
 
 /* Returns 0, or -1 for a type/op pair the engine does not reduce (checked at submit). */

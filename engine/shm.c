@@ -18,7 +18,6 @@
 #include "eng_comm.h"
 #include "eng_log.h"
 
-
 static void seg_name(char *buf, size_t len, int pid, uint64_t uid, int rank)
 {
     snprintf(buf, len, "/dfccl-%d-%016llx-%d", pid, (unsigned long long)uid, rank);
@@ -90,8 +89,8 @@ static void *map_segment(const char *name, size_t size, int create, dfcclResult_
     return p;
 }
 
-dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, const uint8_t *is_net, dfcclAllgatherFn_t ag,
-                            void *ctx)
+dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, const uint8_t *is_net,
+                            dfcclAllgatherFn_t ag, void *ctx)
 {
     const int N = c->nranks;
     const size_t ctrl = eng_conn_ctrl_bytes();

@@ -42,8 +42,7 @@ int main(int argc, char **argv)
 
     /* 3. Submit the all-reduce (non-blocking), then wait: dfcclWait frees the request. */
     dfcclRequest_t req;
-    check(dfcclAllReduce(sendbuf, recvbuf, COUNT, dfcclFloat32, dfcclSum, comm, &req),
-          "dfcclAllReduce");
+    check(dfcclAllReduce(sendbuf, recvbuf, COUNT, dfcclFloat32, dfcclSum, comm, &req), "dfcclAllReduce");
     check(dfcclWait(&req), "dfcclWait");
 
     /* 4. Check: sum over r of (r + i) = n(n-1)/2 + n*i. */
@@ -54,8 +53,7 @@ int main(int argc, char **argv)
     int wrong_all = 0;
     MPI_Allreduce(&wrong, &wrong_all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
-        printf("allreduce of %d floats on %d ranks: %s\n", COUNT, nranks,
-               wrong_all ? "WRONG" : "correct");
+        printf("allreduce of %d floats on %d ranks: %s\n", COUNT, nranks, wrong_all ? "WRONG" : "correct");
 
     /* 5. Clean up. */
     check(dfcclCommDestroy(comm), "dfcclCommDestroy");

@@ -37,13 +37,13 @@
 
 #ifdef DFCCL_DEMO_CUDA
 #include <cuda_runtime.h>
-#define DEMO_CU(call)                                                                              \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "deadlock_demo: %s: %s\n", #call, cudaGetErrorString(e_));             \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
-        }                                                                                          \
+#define DEMO_CU(call)                                                                                        \
+    do {                                                                                                     \
+        cudaError_t e_ = (call);                                                                             \
+        if (e_ != cudaSuccess) {                                                                             \
+            fprintf(stderr, "deadlock_demo: %s: %s\n", #call, cudaGetErrorString(e_));                       \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                                    \
+        }                                                                                                    \
     } while (0)
 #endif
 
@@ -63,8 +63,8 @@ static int g_rank, g_nranks;
 
 static void fail(const char *what, dfcclResult_t r)
 {
-    fprintf(stderr, "deadlock_demo: rank %d: %s: %s (%d): %s\n", g_rank, what,
-            dfcclGetErrorString(r), (int)r, dfcclGetLastError());
+    fprintf(stderr, "deadlock_demo: rank %d: %s: %s (%d): %s\n", g_rank, what, dfcclGetErrorString(r), (int)r,
+            dfcclGetLastError());
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
     exit(1);
@@ -109,8 +109,8 @@ static float expected(int c, int it, size_t i)
     return (float)(n * (n + 1) / 2 + n * (int)((i + (size_t)c + (size_t)it) % 8));
 }
 
-static void deadlocked(double deadline, const int *order, const dfcclRequest_t *req,
-                       int it, int in_final_barrier)
+static void deadlocked(double deadline, const int *order, const dfcclRequest_t *req, int it,
+                       int in_final_barrier)
 {
     if (g_rank == 0) {
         if (in_final_barrier) {
@@ -374,8 +374,8 @@ int main(int argc, char **argv)
                "preemptions", "stalls", "stalled_ms");
         uint64_t tp = 0, ts = 0;
         for (int c = 0; c < NCOMMS; c++) {
-            printf("  %4d %10zu %9" PRIu64 " %9" PRIu64 " %11" PRIu64 " %9" PRIu64 " %11.3f\n", c,
-                   counts[c], sum[c][0], sum[c][1], sum[c][2], sum[c][3], (double)sum[c][4] / 1e6);
+            printf("  %4d %10zu %9" PRIu64 " %9" PRIu64 " %11" PRIu64 " %9" PRIu64 " %11.3f\n", c, counts[c],
+                   sum[c][0], sum[c][1], sum[c][2], sum[c][3], (double)sum[c][4] / 1e6);
             tp += sum[c][2];
             ts += sum[c][3];
         }

@@ -29,24 +29,24 @@
 extern "C" {
 #endif
 
-#define DFCCL_MAJOR 0
-#define DFCCL_MINOR 1
-#define DFCCL_PATCH 0
+#define DFCCL_MAJOR        0
+#define DFCCL_MINOR        1
+#define DFCCL_PATCH        0
 #define DFCCL_VERSION_CODE (DFCCL_MAJOR * 10000 + DFCCL_MINOR * 100 + DFCCL_PATCH)
 
 /** @brief Result of every dfccl call: 0 success, 1 in progress, negative errors. */
 typedef enum {
     dfcclSuccess = 0,
-    dfcclInProgress = 1,          /**< not an error: the operation is still running */
-    dfcclInvalidArgument = -1,    /**< an argument is wrong; the message names it */
-    dfcclInvalidUsage = -2,       /**< a call made in the wrong state */
-    dfcclSystemError = -3,        /**< a system call failed (errno in the log) */
-    dfcclNoMemory = -4,           /**< memory or shared memory could not be allocated */
-    dfcclTimeout = -5,            /**< a collective exceeded DFCCL_TIMEOUT */
-    dfcclCommAborted = -6,        /**< the communicator was destroyed or aborted */
-    dfcclUnsupported = -7,        /**< valid but not supported by this build/backend */
-    dfcclInternalError = -8,      /**< a bug in dfccl: please report it */
-    dfcclBootstrapError = -9,     /**< the bootstrap all-gather callback failed */
+    dfcclInProgress = 1,       /**< not an error: the operation is still running */
+    dfcclInvalidArgument = -1, /**< an argument is wrong; the message names it */
+    dfcclInvalidUsage = -2,    /**< a call made in the wrong state */
+    dfcclSystemError = -3,     /**< a system call failed (errno in the log) */
+    dfcclNoMemory = -4,        /**< memory or shared memory could not be allocated */
+    dfcclTimeout = -5,         /**< a collective exceeded DFCCL_TIMEOUT */
+    dfcclCommAborted = -6,     /**< the communicator was destroyed or aborted */
+    dfcclUnsupported = -7,     /**< valid but not supported by this build/backend */
+    dfcclInternalError = -8,   /**< a bug in dfccl: please report it */
+    dfcclBootstrapError = -9,  /**< the bootstrap all-gather callback failed */
 } dfcclResult_t;
 
 /** @brief Element types. */
@@ -91,13 +91,13 @@ typedef int (*dfcclAllgatherFn_t)(const void *sendbuf, void *recvbuf, size_t byt
 
 /** @brief Per-communicator statistics (dfcclCommGetStats). */
 typedef struct {
-    uint64_t submitted;     /**< collectives submitted on this rank */
-    uint64_t completed;     /**< collectives completed (with success or error) */
-    uint64_t preemptions;   /**< times a running collective was preempted at a wait */
-    uint64_t stalls;        /**< scheduling attempts that made no progress */
-    uint64_t stall_ns;      /**< total time spent waiting before a preemption, ns */
-    uint64_t shm_bytes;     /**< host shared memory this rank holds for the communicator */
-    uint64_t device_bytes;  /**< GPU memory this rank holds for the communicator */
+    uint64_t submitted;       /**< collectives submitted on this rank */
+    uint64_t completed;       /**< collectives completed (with success or error) */
+    uint64_t preemptions;     /**< times a running collective was preempted at a wait */
+    uint64_t stalls;          /**< scheduling attempts that made no progress */
+    uint64_t stall_ns;        /**< total time spent waiting before a preemption, ns */
+    uint64_t shm_bytes;       /**< host shared memory this rank holds for the communicator */
+    uint64_t device_bytes;    /**< GPU memory this rank holds for the communicator */
     uint64_t daemon_launches; /**< GPU daemon kernel launches in this process so far */
 } dfcclStats_t;
 
@@ -122,8 +122,8 @@ dfcclResult_t dfcclGetVersion(int *version_p);
  * @note Collective: every rank must call it. Configuration comes from the
  *       DFCCL_* environment variables, read at the first call of the process.
  */
-dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank,
-                            dfcclAllgatherFn_t allgather, void *ctx);
+dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllgatherFn_t allgather,
+                            void *ctx);
 
 /**
  * @brief Destroy a communicator. Local: collectives still pending on it complete
@@ -149,39 +149,34 @@ dfcclResult_t dfcclCommGetStats(dfcclComm_t comm, dfcclStats_t *stats_p);
  * @param [out] request_p  completed through dfcclTest / dfcclWait
  * @note Collective on @p comm. Buffers must stay valid until completion.
  */
-dfcclResult_t dfcclAllReduce(const void *sendbuf, void *recvbuf, size_t count,
-                             dfcclDataType_t datatype, dfcclRedOp_t op, dfcclComm_t comm,
-                             dfcclRequest_t *request_p);
+dfcclResult_t dfcclAllReduce(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
+                             dfcclRedOp_t op, dfcclComm_t comm, dfcclRequest_t *request_p);
 
 /** @brief Non-blocking reduce to @p root; @p recvbuf is used on the root only. */
-dfcclResult_t dfcclReduce(const void *sendbuf, void *recvbuf, size_t count,
-                          dfcclDataType_t datatype, dfcclRedOp_t op, int root,
-                          dfcclComm_t comm, dfcclRequest_t *request_p);
+dfcclResult_t dfcclReduce(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
+                          dfcclRedOp_t op, int root, dfcclComm_t comm, dfcclRequest_t *request_p);
 
 /** @brief Non-blocking broadcast of @p count elements from @p root's @p sendbuf into
  *         every rank's @p recvbuf (in place when they are equal). */
-dfcclResult_t dfcclBroadcast(const void *sendbuf, void *recvbuf, size_t count,
-                             dfcclDataType_t datatype, int root, dfcclComm_t comm,
-                             dfcclRequest_t *request_p);
+dfcclResult_t dfcclBroadcast(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
+                             int root, dfcclComm_t comm, dfcclRequest_t *request_p);
 
 /** @brief Non-blocking all-gather: @p sendcount elements per rank; recvbuf holds
  *         nranks * sendcount. In place when sendbuf == recvbuf + rank * sendcount. */
-dfcclResult_t dfcclAllGather(const void *sendbuf, void *recvbuf, size_t sendcount,
-                             dfcclDataType_t datatype, dfcclComm_t comm,
-                             dfcclRequest_t *request_p);
+dfcclResult_t dfcclAllGather(const void *sendbuf, void *recvbuf, size_t sendcount, dfcclDataType_t datatype,
+                             dfcclComm_t comm, dfcclRequest_t *request_p);
 
 /** @brief Non-blocking reduce-scatter: sendbuf holds nranks * recvcount elements,
  *         rank i gets block i reduced. In place when recvbuf == sendbuf + rank *
  *         recvcount. */
 dfcclResult_t dfcclReduceScatter(const void *sendbuf, void *recvbuf, size_t recvcount,
-                                 dfcclDataType_t datatype, dfcclRedOp_t op,
-                                 dfcclComm_t comm, dfcclRequest_t *request_p);
+                                 dfcclDataType_t datatype, dfcclRedOp_t op, dfcclComm_t comm,
+                                 dfcclRequest_t *request_p);
 
 /** @brief Non-blocking all-to-all: block i (@p count elements) of sendbuf goes to
  *         rank i. sendbuf and recvbuf must not overlap. */
-dfcclResult_t dfcclAllToAll(const void *sendbuf, void *recvbuf, size_t count,
-                            dfcclDataType_t datatype, dfcclComm_t comm,
-                            dfcclRequest_t *request_p);
+dfcclResult_t dfcclAllToAll(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
+                            dfcclComm_t comm, dfcclRequest_t *request_p);
 
 /** @brief Non-blocking barrier. */
 dfcclResult_t dfcclBarrier(dfcclComm_t comm, dfcclRequest_t *request_p);

@@ -23,8 +23,7 @@ static inline int dfcclMpiAllgather(const void *sendbuf, void *recvbuf, size_t b
     MPI_Comm mc = *(MPI_Comm *)ctx;
     if (bytes > (size_t)INT32_MAX)
         return -1;
-    return MPI_Allgather(sendbuf, (int)bytes, MPI_BYTE, recvbuf, (int)bytes, MPI_BYTE, mc) ==
-                   MPI_SUCCESS
+    return MPI_Allgather(sendbuf, (int)bytes, MPI_BYTE, recvbuf, (int)bytes, MPI_BYTE, mc) == MPI_SUCCESS
                ? 0
                : -1;
 }

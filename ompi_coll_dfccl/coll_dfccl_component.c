@@ -90,8 +90,8 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
              "Blocks of the GPU daemon kernel; block c runs channel c of every collective on device "
              "buffers. Default 16 (blocks, 1-32)",
              16, -1},
-            {"gpu_threads", "DFCCL_GPU_THREADS", "Threads per GPU daemon block. Default 512 (threads, 64-512)",
-             512, -1},
+            {"gpu_threads", "DFCCL_GPU_THREADS",
+             "Threads per GPU daemon block. Default 512 (threads, 64-512)", 512, -1},
             {"gpu_chunk_size", "DFCCL_GPU_CHUNK_SIZE",
              "Bytes per FIFO step of the GPU daemon in the ring's direction, rounded down to a "
              "multiple of 64. Default 131072 (bytes)",

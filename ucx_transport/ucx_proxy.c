@@ -27,9 +27,9 @@ typedef struct {
     int peer;
     eng_conn_ctrl_t *shadow_ctrl; /* me -> peer: my shadow of the peer's FIFO */
     char *shadow_data;
-    uint64_t remote_ctrl;         /* the same connection in the peer's segment */
-    eng_conn_ctrl_t *local_ctrl;  /* peer -> me: in my segment */
-    uint64_t remote_shadow_ctrl;  /* the same connection in the peer's shadow of me */
+    uint64_t remote_ctrl;        /* the same connection in the peer's segment */
+    eng_conn_ctrl_t *local_ctrl; /* peer -> me: in my segment */
+    uint64_t remote_shadow_ctrl; /* the same connection in the peer's shadow of me */
     uint64_t sent_posted, sent_consumed;
     uint64_t vals[NET_VALS];
     unsigned nval;
@@ -45,19 +45,19 @@ typedef struct {
 struct eng_net_comm {
     struct dfccl_comm *c;
     int nranks;
-    char **shadow;          /* [nranks]: my shadow of peer p's segment (net peers only) */
+    char **shadow; /* [nranks]: my shadow of peer p's segment (net peers only) */
     ucp_mem_h seg_mh;
-    ucp_mem_h *shadow_mh;   /* [nranks] */
-    ucp_ep_h *ep;           /* [nranks] */
-    ucp_rkey_h *seg_rkey;   /* [nranks]: peer's segment */
-    ucp_rkey_h *shadow_rkey;/* [nranks]: peer's shadow of my segment */
-    uint64_t *shadow_addr;  /* [nranks]: where that shadow is in the peer's memory */
-    net_peer_ref_t *refs;   /* [nranks]: error-handler arguments */
+    ucp_mem_h *shadow_mh;    /* [nranks] */
+    ucp_ep_h *ep;            /* [nranks] */
+    ucp_rkey_h *seg_rkey;    /* [nranks]: peer's segment */
+    ucp_rkey_h *shadow_rkey; /* [nranks]: peer's shadow of my segment */
+    uint64_t *shadow_addr;   /* [nranks]: where that shadow is in the peer's memory */
+    net_peer_ref_t *refs;    /* [nranks]: error-handler arguments */
     net_conn_t *conns;
     size_t nconns;
-    uint8_t *dead;          /* [nranks]: endpoint failed or closed: no more puts to it */
-    uint64_t closed_val;    /* stable source of the goodbye put */
-    int closing;            /* this rank is tearing the communicator down */
+    uint8_t *dead;       /* [nranks]: endpoint failed or closed: no more puts to it */
+    uint64_t closed_val; /* stable source of the goodbye put */
+    int closing;         /* this rank is tearing the communicator down */
     uint32_t depth;
     uint64_t chunk;
     struct eng_net_comm *next;
@@ -275,8 +275,8 @@ static void peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
     /* a peer that destroyed the communicator said goodbye first (teardown puts `closed`
      * into my shadow of its segment after its last step): it owes us nothing */
     if (dfccl_load_acquire64(&((eng_seg_hdr_t *)nc->shadow[ref->peer])->closed)) {
-        dfccl_debug("communicator %016llx (rank %d): peer rank %d left (%s)", (unsigned long long)c->uid, c->rank,
-                    ref->peer, ucs_status_string(status));
+        dfccl_debug("communicator %016llx (rank %d): peer rank %d left (%s)", (unsigned long long)c->uid,
+                    c->rank, ref->peer, ucs_status_string(status));
         return;
     }
     if (!c->aborted)
@@ -380,7 +380,8 @@ static void net_free_locked(struct eng_net_comm *nc)
     free(nc);
 }
 
-dfcclResult_t eng_net_comm_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx)
+dfcclResult_t eng_net_comm_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAllgatherFn_t ag,
+                                 void *ctx)
 {
     const int N = c->nranks, me = c->rank;
     dfcclResult_t res = dfcclSuccess;
@@ -418,8 +419,8 @@ dfcclResult_t eng_net_comm_setup(struct dfccl_comm *c, const uint8_t *is_net, df
     nc->shadow_addr = calloc((size_t)N, sizeof(uint64_t));
     rk = calloc((size_t)N + 1, sizeof(void *));
     rk_len = calloc((size_t)N + 1, sizeof(size_t));
-    if (!nc->shadow || !nc->shadow_mh || !nc->ep || !nc->seg_rkey || !nc->shadow_rkey || !nc->refs || !nc->dead ||
-        !nc->shadow_addr || !rk || !rk_len) {
+    if (!nc->shadow || !nc->shadow_mh || !nc->ep || !nc->seg_rkey || !nc->shadow_rkey || !nc->refs ||
+        !nc->dead || !nc->shadow_addr || !rk || !rk_len) {
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
         goto local_done;
     }
@@ -435,7 +436,8 @@ dfcclResult_t eng_net_comm_setup(struct dfccl_comm *c, const uint8_t *is_net, df
             continue;
         if (posix_memalign((void **)&nc->shadow[p], ENG_PAGE, c->seg_size)) {
             nc->shadow[p] = NULL;
-            res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for a shadow of rank %d's FIFOs", p);
+            res =
+                eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for a shadow of rank %d's FIFOs", p);
             break;
         }
         memset(nc->shadow[p], 0, c->seg_size);

@@ -15,11 +15,11 @@
 #include "../mpi/test_common.h"
 #include "dfccl_mpi.h"
 
-#define CU(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess)                                                                     \
-            TC_FAIL("%s: %s", #call, cudaGetErrorString(e_));                                      \
+#define CU(call)                                                                                             \
+    do {                                                                                                     \
+        cudaError_t e_ = (call);                                                                             \
+        if (e_ != cudaSuccess)                                                                               \
+            TC_FAIL("%s: %s", #call, cudaGetErrorString(e_));                                                \
     } while (0)
 
 static double deadline_s = 0;
@@ -35,7 +35,7 @@ static void on_alarm(int sig)
 
 /* Device twins of a host case's buffers; host pointers map to the same offsets. */
 typedef struct {
-    void *dsend, *drecv;       /* data start: same misalignment as the host buffers */
+    void *dsend, *drecv; /* data start: same misalignment as the host buffers */
     void *send_base, *recv_base;
     size_t send_bytes, recv_bytes;
 } dev_case_t;
@@ -154,12 +154,14 @@ static int mode_matrix(dfcclComm_t comm, int P, int me)
                 for (size_t si = 0; si < sizeof sizes / sizeof sizes[0] + 1; si++) {
                     size_t n = si < sizeof sizes / sizeof sizes[0] ? sizes[si] : (size_t)1 << 20;
                     /* the large size for a subset, to keep the matrix short */
-                    if (n == (size_t)1 << 20 && !(t == dfcclFloat32 || (t == dfcclBfloat16 && op == dfcclSum) ||
-                                                   (t == dfcclInt32 && op == dfcclMax)))
+                    if (n == (size_t)1 << 20 &&
+                        !(t == dfcclFloat32 || (t == dfcclBfloat16 && op == dfcclSum) ||
+                          (t == dfcclInt32 && op == dfcclMax)))
                         continue;
                     if (small_skip(t, op, si))
                         continue;
-                    for (int inplace = 0; inplace <= (tc_coll_has_inplace((tc_coll_t)coll) ? 1 : 0); inplace++) {
+                    for (int inplace = 0; inplace <= (tc_coll_has_inplace((tc_coll_t)coll) ? 1 : 0);
+                         inplace++) {
                         tc_case_t c;
                         memset(&c, 0, sizeof c);
                         c.coll = (tc_coll_t)coll;
@@ -292,7 +294,8 @@ static int mode_sync(dfcclComm_t comm, int P, int me)
     alarm(0);
     size_t bad = dev_check_sum(out, n, P, 3, "sync");
     if (me == 0)
-        printf("t_gpu sync: cudaDeviceSynchronize returned with a collective pending; completed, %zu bad\n", bad);
+        printf("t_gpu sync: cudaDeviceSynchronize returned with a collective pending; completed, %zu bad\n",
+               bad);
     cudaFree(in);
     cudaFree(out);
     return bad != 0;
@@ -339,8 +342,8 @@ static int mode_deplete(int P, int me)
         MPI_Comm_free(&mc[c]);
     }
     if (me == 0)
-        printf("t_gpu deplete: %d collectives in flight on %d communicators completed, %zu bad\n", NC * PER, NC,
-               bad);
+        printf("t_gpu deplete: %d collectives in flight on %d communicators completed, %zu bad\n", NC * PER,
+               NC, bad);
     return bad != 0;
 }
 

@@ -42,10 +42,9 @@
 #include <signal.h>
 
 static volatile sig_atomic_t phase_id;
-static const char *const phase_names[] = {"waiting for the pending allreduce to fail",
-                                          "waiting for the barrier posted after the failure",
-                                          "destroying the communicator with the dead peer",
-                                          "allreduce on the survivors' communicator"};
+static const char *const phase_names[] = {
+    "waiting for the pending allreduce to fail", "waiting for the barrier posted after the failure",
+    "destroying the communicator with the dead peer", "allreduce on the survivors' communicator"};
 
 /* SIGALRM: a phase took longer than the deadline */
 static void on_alarm(int sig)
@@ -109,9 +108,10 @@ int main(int argc, char **argv)
     int mid = tc_arg_flag(argc, argv, "--mid");
     int survivor_comm = tc_arg_flag(argc, argv, "--survivor-comm");
     int victim = tc_arg_value(argc, argv, "--victim") ? atoi(tc_arg_value(argc, argv, "--victim")) : 1;
-    size_t count = tc_arg_value(argc, argv, "--count") ? strtoull(tc_arg_value(argc, argv, "--count"), NULL, 0)
-                                                        : 1024;
-    double deadline = tc_arg_value(argc, argv, "--deadline") ? atof(tc_arg_value(argc, argv, "--deadline")) : 20;
+    size_t count =
+        tc_arg_value(argc, argv, "--count") ? strtoull(tc_arg_value(argc, argv, "--count"), NULL, 0) : 1024;
+    double deadline =
+        tc_arg_value(argc, argv, "--deadline") ? atof(tc_arg_value(argc, argv, "--deadline")) : 20;
     if (!probe && (tc_size < 2 || victim < 0 || victim >= tc_size))
         TC_FAIL("need at least 2 ranks and a victim in [0, %d), got victim %d", tc_size, victim);
     if (count < 1)

@@ -130,7 +130,8 @@ static dfcclResult_t wait_all(int n, dfcclRequest_t *req, double deadline, const
             }
         }
         if (left && now_s() - t0 > deadline) {
-            printf("HANG: rank %d: %s: %d of %d requests incomplete after %g s\n", me, what, left, n, deadline);
+            printf("HANG: rank %d: %s: %d of %d requests incomplete after %g s\n", me, what, left, n,
+                   deadline);
             fflush(stdout);
             _exit(3);
         }

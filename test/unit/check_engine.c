@@ -60,7 +60,8 @@ END_TEST
 
 /* ---- scheduler decisions -------------------------------------------------------------- */
 
-static const sched_params_t sp_on = {.preempt = 1, .base_ns = 1000, .max_ns = 100000, .growth = 4, .head_factor = 8};
+static const sched_params_t sp_on = {
+    .preempt = 1, .base_ns = 1000, .max_ns = 100000, .growth = 4, .head_factor = 8};
 
 START_TEST(sched_budget_rules)
 {
@@ -145,11 +146,12 @@ START_TEST(reduce_half_bf16)
         ck_assert_uint_eq(eng_float_to_half(eng_half_to_float((uint16_t)h)), h);
     }
     ck_assert_uint_eq(eng_float_to_half(1.0f), 0x3c00);
-    ck_assert_uint_eq(eng_float_to_half(65520.0f), 0x7c00);    /* rounds to inf */
+    ck_assert_uint_eq(eng_float_to_half(65520.0f), 0x7c00);        /* rounds to inf */
     ck_assert_uint_eq(eng_float_to_half(1.0f + 0x1p-11f), 0x3c00); /* tie to even */
     ck_assert_uint_eq(eng_float_to_bf16(1.0f), 0x3f80);
     ck_assert(eng_bf16_to_float(eng_float_to_bf16(3.0f)) == 3.0f);
-    uint16_t a[2] = {eng_float_to_half(1.5f), eng_float_to_half(-2.f)}, b[2] = {eng_float_to_half(2.f), eng_float_to_half(8.f)}, d[2];
+    uint16_t a[2] = {eng_float_to_half(1.5f), eng_float_to_half(-2.f)},
+             b[2] = {eng_float_to_half(2.f), eng_float_to_half(8.f)}, d[2];
     eng_reduce(d, a, b, 2, dfcclFloat16, dfcclSum);
     ck_assert(eng_half_to_float(d[0]) == 3.5f && eng_half_to_float(d[1]) == 6.f);
     uint16_t x[1] = {eng_float_to_bf16(3.f)}, y[1] = {eng_float_to_bf16(5.f)}, z[1];
@@ -226,7 +228,10 @@ static long sim_run(sim_t *s, eng_coll_args_t *args, int channels, int stall_pct
                     continue;
                 /* channels of one slot share nothing but the comm: give each its own
                  * connection set by offsetting into a per-channel simulation */
-                eng_chan_view_t v = {.rank = r, .nranks = N, .depth = s[c].depth, .chunk = s[c].chunk,
+                eng_chan_view_t v = {.rank = r,
+                                     .nranks = N,
+                                     .depth = s[c].depth,
+                                     .chunk = s[c].chunk,
                                      .conns = &s[c].conns[r * N]};
                 eng_ctx_t saved = *x, *run = x;
                 if (copy_ctx)
@@ -289,8 +294,13 @@ static float **run_case(const algo_case_t *k, int stall_pct, int copy_ctx, unsig
         size_t nin = k->coll == ENG_COLL_ALLGATHER ? cnt : in_elems;
         for (size_t i = 0; i < nin; i++)
             src[i] = (float)val(r, i);
-        args[r] = (eng_coll_args_t){.coll = (uint8_t)k->coll, .dtype = dfcclFloat32, .op = dfcclSum,
-                                    .root = k->root, .count = cnt, .sendbuf = src, .recvbuf = out[r]};
+        args[r] = (eng_coll_args_t){.coll = (uint8_t)k->coll,
+                                    .dtype = dfcclFloat32,
+                                    .op = dfcclSum,
+                                    .root = k->root,
+                                    .count = cnt,
+                                    .sendbuf = src,
+                                    .recvbuf = out[r]};
         if (k->coll == ENG_COLL_REDUCE_SCATTER && k->inplace)
             args[r].recvbuf = out[r] + (size_t)r * cnt;
         args[r].algo = (uint8_t)eng_algo_select(&args[r], N, k->oneshot);
@@ -366,8 +376,8 @@ static const algo_case_t cases[] = {
     {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 0},
     {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 0, 0},
     {ENG_COLL_ALLREDUCE, 8, 0, 0, 0, 256, 2, 1, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 50, 0, 0, 256, 2, 1, 1024, 0},  /* one-shot */
-    {ENG_COLL_ALLREDUCE, 3, 50, 0, 1, 256, 2, 1, 1024, 0},  /* one-shot in place */
+    {ENG_COLL_ALLREDUCE, 4, 50, 0, 0, 256, 2, 1, 1024, 0}, /* one-shot */
+    {ENG_COLL_ALLREDUCE, 3, 50, 0, 1, 256, 2, 1, 1024, 0}, /* one-shot in place */
     {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 0},
     {ENG_COLL_REDUCE_SCATTER, 3, 333, 0, 1, 256, 2, 2, 0, 0},
     {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 0},
@@ -440,8 +450,8 @@ START_TEST(active_channels_match_ranges)
             for (size_t oi = 0; oi < sizeof colls; oi++)
                 for (int N = 1; N <= 9; N += 4)
                     for (int C = 1; C <= 32; C = C * 2 + 1) {
-                        eng_coll_args_t a = {.coll = colls[oi], .dtype = dfcclFloat32, .algo = algos[ai],
-                                             .count = counts[ci]};
+                        eng_coll_args_t a = {
+                            .coll = colls[oi], .dtype = dfcclFloat32, .algo = algos[ai], .count = counts[ci]};
                         int k = 0;
                         for (int c = 0; c < C; c++) {
                             eng_ctx_t x;
