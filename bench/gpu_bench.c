@@ -36,6 +36,103 @@
         }                                                                                                    \
     } while (0)
 
+#ifdef DFCCL_BENCH_NCCL
+#include <nccl.h>
+#define NC(call)                                                                                             \
+    do {                                                                                                     \
+        ncclResult_t r_ = (call);                                                                            \
+        if (r_ != ncclSuccess) {                                                                             \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_));            \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                                    \
+        }                                                                                                    \
+    } while (0)
+static ncclComm_t g_nccl;
+#endif
+
+typedef enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_ALLGATHER, C_BCAST, C_NUM } coll_t;
+static const char *const coll_name[] = {"allreduce", "reduce_scatter", "allgather", "bcast"};
+static coll_t coll;
+
+/* what is timed, in this order in one run */
+enum { IMPL_DFCCL, IMPL_NCCL, IMPL_STAGED, IMPL_MPI };
+static const char *const impl_name[] = {"dfccl", "nccl", "staged", "mpi"};
+
+/* input element i of rank r: small integers, exact in float32 sums */
+static float val(int r, size_t i)
+{
+    return (float)((r * 13 + (int)(i % 101)) % 17);
+}
+
+/* One collective to completion. n: elements of the larger buffer; part: n / P (the
+ * per-rank block of reduce_scatter and allgather). h, hout: host staging buffers. */
+static void run_once(int impl, const float *din, float *dout, size_t n, size_t part, dfcclComm_t comm,
+                     cudaStream_t nstream, float *h, float *hout)
+{
+    (void)nstream;
+    int P;
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    switch (impl) {
+    case IMPL_DFCCL: {
+        dfcclRequest_t req;
+        switch (coll) {
+        case C_ALLREDUCE: DC(dfcclAllReduce(din, dout, n, dfcclFloat32, dfcclSum, comm, &req)); break;
+        case C_REDUCE_SCATTER: DC(dfcclReduceScatter(din, dout, part, dfcclFloat32, dfcclSum, comm, &req)); break;
+        case C_ALLGATHER: DC(dfcclAllGather(din, dout, part, dfcclFloat32, comm, &req)); break;
+        default: DC(dfcclBroadcast(din, dout, n, dfcclFloat32, 0, comm, &req)); break;
+        }
+        DC(dfcclWait(&req));
+        break;
+    }
+#ifdef DFCCL_BENCH_NCCL
+    case IMPL_NCCL:
+        switch (coll) {
+        case C_ALLREDUCE: NC(ncclAllReduce(din, dout, n, ncclFloat32, ncclSum, g_nccl, nstream)); break;
+        case C_REDUCE_SCATTER: NC(ncclReduceScatter(din, dout, part, ncclFloat32, ncclSum, g_nccl, nstream)); break;
+        case C_ALLGATHER: NC(ncclAllGather(din, dout, part, ncclFloat32, g_nccl, nstream)); break;
+        default: NC(ncclBroadcast(din, dout, n, ncclFloat32, 0, g_nccl, nstream)); break;
+        }
+        CU(cudaStreamSynchronize(nstream));
+        break;
+#endif
+    case IMPL_STAGED: /* what an MPI user does without a CUDA-aware path */
+        switch (coll) {
+        case C_ALLREDUCE:
+            CU(cudaMemcpy(h, din, n * 4, cudaMemcpyDeviceToHost));
+            MPI_Allreduce(MPI_IN_PLACE, h, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            CU(cudaMemcpy(dout, h, n * 4, cudaMemcpyHostToDevice));
+            break;
+        case C_REDUCE_SCATTER:
+            CU(cudaMemcpy(h, din, n * 4, cudaMemcpyDeviceToHost));
+            MPI_Reduce_scatter_block(h, hout, (int)part, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            CU(cudaMemcpy(dout, hout, part * 4, cudaMemcpyHostToDevice));
+            break;
+        case C_ALLGATHER:
+            CU(cudaMemcpy(h, din, part * 4, cudaMemcpyDeviceToHost));
+            MPI_Allgather(h, (int)part, MPI_FLOAT, hout, (int)part, MPI_FLOAT, MPI_COMM_WORLD);
+            CU(cudaMemcpy(dout, hout, part * (size_t)P * 4, cudaMemcpyHostToDevice));
+            break;
+        default:
+            CU(cudaMemcpy(h, din, n * 4, cudaMemcpyDeviceToHost));
+            MPI_Bcast(h, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+            CU(cudaMemcpy(dout, h, n * 4, cudaMemcpyHostToDevice));
+            break;
+        }
+        break;
+    default: /* IMPL_MPI: device buffers through the coll component the run loaded */
+        switch (coll) {
+        case C_ALLREDUCE: MPI_Allreduce(din, dout, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+        case C_REDUCE_SCATTER:
+            MPI_Reduce_scatter_block(din, dout, (int)part, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            break;
+        case C_ALLGATHER:
+            MPI_Allgather(din, (int)part, MPI_FLOAT, dout, (int)part, MPI_FLOAT, MPI_COMM_WORLD);
+            break;
+        default: MPI_Bcast(dout, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD); break; /* root: dout = din */
+        }
+        break;
+    }
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -70,8 +167,8 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     size_t minb = 8, maxb = 256u << 20;
     double factor = 4;
-    int iters = 50, warm = 10, staged = 1, viampi = 0, opt;
-    while ((opt = getopt(argc, argv, "b:e:f:n:w:sm")) != -1) {
+    int iters = 50, warm = 10, staged = 1, viampi = 0, want_nccl = 0, opt;
+    while ((opt = getopt(argc, argv, "b:e:f:n:w:smNc:")) != -1) {
         switch (opt) {
         case 'b': minb = parse_size(optarg); break;
         case 'e': maxb = parse_size(optarg); break;
@@ -80,10 +177,24 @@ int main(int argc, char **argv)
         case 'w': warm = atoi(optarg); break;
         case 's': staged = 0; break;
         case 'm': viampi = 1; break;
+        case 'N': want_nccl = 1; break;
+        case 'c':
+            coll = C_NUM;
+            for (int c = 0; c < C_NUM; c++)
+                if (!strcmp(optarg, coll_name[c]))
+                    coll = (coll_t)c;
+            if (coll == C_NUM) {
+                if (me == 0)
+                    fprintf(stderr, "gpu_bench: -c %s: expected allreduce, reduce_scatter, allgather or bcast\n",
+                            optarg);
+                MPI_Finalize();
+                return 2;
+            }
+            break;
         default:
             if (me == 0)
                 fprintf(stderr,
-                        "usage: gpu_bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-s] [-m]\n");
+                        "usage: gpu_bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-s] [-m] [-N] [-c COLL]\n");
             MPI_Finalize();
             return 2;
         }
@@ -135,12 +246,48 @@ int main(int argc, char **argv)
     dfcclComm_t comm;
     DC(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
     const char *pre = getenv("DFCCL_PREEMPT");
+    /* ranks sharing one device (N ranks on one GPU under MPS, or one per GPU) */
+    int nlocal;
+    MPI_Comm_size(local, &nlocal);
+    const int ranks_per_gpu = (nlocal + ndev - 1) / ndev;
+    int nccl_on = 0;
+    cudaStream_t nstream = NULL;
+    if (want_nccl) {
+#ifdef DFCCL_BENCH_NCCL
+        /* NCCL takes one GPU per rank */
+        if (ranks_per_gpu > 1) {
+            if (me == 0)
+                printf("# NCCL column off: %d ranks share a GPU (NCCL needs one GPU per rank)\n", ranks_per_gpu);
+        } else {
+            ncclUniqueId id;
+            if (me == 0)
+                NC(ncclGetUniqueId(&id));
+            MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+            NC(ncclCommInitRank(&g_nccl, P, id, me));
+            CU(cudaStreamCreateWithFlags(&nstream, cudaStreamNonBlocking));
+            nccl_on = 1;
+        }
+#else
+        if (me == 0)
+            printf("# NCCL column off: built without NCCL\n");
+#endif
+    }
     if (me == 0) {
-        printf("# gpu_bench: allreduce float32 sum, %d ranks, %d device(s), DFCCL_PREEMPT=%s\n", P, ndev,
-               pre ? pre : "1 (default)");
+        const char *ne = getenv("NCCL_NVLS_ENABLE");
+        printf("# gpu_bench: %s float32%s, %d ranks, %d device(s) per node, %d rank(s) per GPU, "
+               "DFCCL_PREEMPT=%s%s%s\n",
+               coll_name[coll], coll == C_ALLREDUCE || coll == C_REDUCE_SCATTER ? " sum" : "", P, ndev,
+               ranks_per_gpu, pre ? pre : "1 (default)", nccl_on ? ", NCCL_NVLS_ENABLE=" : "",
+               nccl_on ? (ne ? ne : "(unset)") : "");
         printf("# device-to-device copy rate (read+write): %.1f GB/s\n", copy_gbs);
-        printf("# %12s %10s %10s %10s %7s %12s %9s %6s %10s\n", "bytes", "dfccl_us", "busbw", "traffic",
-               "%copy", "staged_us", "speedup", "errors", "mpi_us");
+        printf("# %12s %10s %9s %9s %7s", "bytes", "dfccl_us", "busbw", "traffic", "%copy");
+        if (nccl_on)
+            printf(" %10s %9s %7s", "nccl_us", "nccl_bw", "nccl/df");
+        if (staged)
+            printf(" %11s %9s", "staged_us", "speedup");
+        if (viampi)
+            printf(" %10s", "mpi_us");
+        printf(" %6s\n", "errors");
     }
     /* where a small collective's time goes: the host's pointer-kind query (two per call),
      * and a one-rank communicator's round trip (submission picked up by the daemon, a
@@ -224,97 +371,104 @@ int main(int argc, char **argv)
         cudaFree(d1);
         cudaFree(d2);
     }
+    /* nccl-tests' conventions: "bytes" is the larger buffer (allgather's output,
+     * reduce_scatter's input); busbw = algbw x (2(P-1)/P | (P-1)/P | 1) */
+    const double busf = coll == C_ALLREDUCE ? 2.0 * (P - 1) / P : coll == C_BCAST ? 1.0 : (double)(P - 1) / P;
     size_t maxn = maxb / 4 ? maxb / 4 : 1;
-    float *h = malloc(maxn * sizeof(float)), *hexp = malloc(maxn * sizeof(float)),
-          *hout = malloc(maxn * sizeof(float));
+    float *h = malloc(maxn * sizeof(float)), *hexp = malloc(maxn * sizeof(float)), *hout = malloc(maxn * sizeof(float));
     float *din, *dout;
     CU(cudaMalloc((void **)&din, maxn * sizeof(float)));
     CU(cudaMalloc((void **)&dout, maxn * sizeof(float)));
     double *tv = malloc(sizeof(double) * (size_t)(iters > 0 ? iters : 1));
     long total_err = 0;
     for (size_t bytes = minb; bytes <= maxb; bytes = (size_t)((double)bytes * factor)) {
-        size_t n = bytes / 4 ? bytes / 4 : 1;
+        const size_t n = bytes / 4 ? bytes / 4 : 1;
+        /* per-rank counts: reduce_scatter's output and allgather's input are n / P */
+        const size_t part = n / (size_t)P;
+        if ((coll == C_REDUCE_SCATTER || coll == C_ALLGATHER) && part == 0)
+            continue;
+        const size_t nin = coll == C_ALLGATHER ? part : n, nout = coll == C_REDUCE_SCATTER ? part : n;
+        const size_t ncheck = coll == C_ALLGATHER ? part * (size_t)P : nout;
         int it = bytes >= (64u << 20) ? (iters < 10 ? iters : 10) : iters;
-        for (size_t i = 0; i < n; i++) {
-            h[i] = (float)((me * 13 + (int)(i % 101)) % 17);
+        for (size_t i = 0; i < nin; i++)
+            h[i] = val(me, i);
+        for (size_t i = 0; i < ncheck; i++) {
             float s = 0;
-            for (int r = 0; r < P; r++)
-                s += (float)((r * 13 + (int)(i % 101)) % 17);
+            switch (coll) {
+            case C_ALLREDUCE:
+                for (int r = 0; r < P; r++)
+                    s += val(r, i);
+                break;
+            case C_REDUCE_SCATTER:
+                for (int r = 0; r < P; r++)
+                    s += val(r, (size_t)me * part + i);
+                break;
+            case C_ALLGATHER: s = val((int)(i / part), i % part); break;
+            default: s = val(0, i); break; /* bcast from rank 0 */
+            }
             hexp[i] = s;
         }
-        CU(cudaMemcpy(din, h, n * 4, cudaMemcpyHostToDevice));
+        CU(cudaMemcpy(din, h, nin * 4, cudaMemcpyHostToDevice));
         CU(cudaStreamSynchronize(0));
         long err = 0;
-        for (int k = 0; k < warm + it; k++) {
-            CU(cudaMemset(dout, 0xff, n * 4));
-            /* the legacy stream only: cudaDeviceSynchronize would also wait for the
-             * daemon kernel to quit */
-            CU(cudaStreamSynchronize(0));
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            dfcclRequest_t req;
-            DC(dfcclAllReduce(din, dout, n, dfcclFloat32, dfcclSum, comm, &req));
-            DC(dfcclWait(&req));
-            double dt = MPI_Wtime() - t0, mx;
-            MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-            if (k >= warm)
-                tv[k - warm] = mx;
-            if (k == warm) { /* check one timed iteration fully */
-                CU(cudaMemcpy(hout, dout, n * 4, cudaMemcpyDeviceToHost));
-                for (size_t i = 0; i < n; i++)
-                    err += hout[i] != hexp[i];
-            }
-        }
-        double us = median(tv, it) * 1e6;
-        /* staged: what a non-CUDA-aware MPI user does */
-        double sus = 0;
-        if (staged) {
-            for (int k = 0; k < warm / 2 + it; k++) {
-                MPI_Barrier(MPI_COMM_WORLD);
-                double t0 = MPI_Wtime();
-                CU(cudaMemcpy(h, din, n * 4, cudaMemcpyDeviceToHost));
-                MPI_Allreduce(MPI_IN_PLACE, h, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-                CU(cudaMemcpy(dout, h, n * 4, cudaMemcpyHostToDevice));
-                double dt = MPI_Wtime() - t0, mx;
-                MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-                if (k >= warm / 2)
-                    tv[k - warm / 2] = mx;
-            }
-            sus = median(tv, it) * 1e6;
-        }
-        /* -m: MPI_Allreduce on the device buffers, through the coll component the run
-         * loaded (dfccl's takes them to the GPU daemon) */
-        double mus = 0;
-        if (viampi) {
-            for (int k = 0; k < warm + it; k++) {
-                CU(cudaMemset(dout, 0xff, n * 4));
+        double us = -1, nus = -1, sus = -1, mus = -1;
+        /* the same loop for every implementation: reset the output, line the ranks up,
+         * time one call to completion, keep the slowest rank; check one timed iteration */
+        for (int impl = 0; impl < 4; impl++) {
+            if ((impl == IMPL_NCCL && !nccl_on) || (impl == IMPL_STAGED && !staged) || (impl == IMPL_MPI && !viampi))
+                continue;
+            const int w = impl == IMPL_STAGED ? warm / 2 : warm;
+            for (int k = 0; k < w + it; k++) {
+                CU(cudaMemset(dout, 0xff, nout * 4));
+                if (coll == C_BCAST && impl == IMPL_MPI && me == 0) /* MPI_Bcast works in place */
+                    CU(cudaMemcpy(dout, din, n * 4, cudaMemcpyDeviceToDevice));
+                /* the legacy stream only: cudaDeviceSynchronize would also wait for the
+                 * daemon kernel to quit */
                 CU(cudaStreamSynchronize(0));
                 MPI_Barrier(MPI_COMM_WORLD);
                 double t0 = MPI_Wtime();
-                MPI_Allreduce(din, dout, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+                run_once(impl, din, dout, n, part, comm, nstream, h, hout);
                 double dt = MPI_Wtime() - t0, mx;
                 MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-                if (k >= warm)
-                    tv[k - warm] = mx;
-                if (k == warm) {
-                    CU(cudaMemcpy(hout, dout, n * 4, cudaMemcpyDeviceToHost));
-                    for (size_t i = 0; i < n; i++)
-                        err += hout[i] != hexp[i];
+                if (k >= w)
+                    tv[k - w] = mx;
+                if (k == w && impl != IMPL_STAGED) {
+                    CU(cudaMemcpy(hout, dout, ncheck * 4, cudaMemcpyDeviceToHost));
+                    for (size_t i = 0; i < ncheck; i++)
+                        if (hout[i] != hexp[i] && err++ < 3)
+                            fprintf(stderr, "rank %d %s %s %zu B [%zu]: got %g want %g\n", me, impl_name[impl],
+                                    coll_name[coll], bytes, i, hout[i], hexp[i]);
                 }
             }
-            mus = median(tv, it) * 1e6;
+            double m = median(tv, it) * 1e6;
+            if (impl == IMPL_DFCCL)
+                us = m;
+            else if (impl == IMPL_NCCL)
+                nus = m;
+            else if (impl == IMPL_STAGED)
+                sus = m;
+            else
+                mus = m;
         }
         long gerr;
         MPI_Allreduce(&err, &gerr, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
         total_err += gerr;
-        /* ring: every rank reads and writes about 3 x 2(P-1)/P x bytes of device memory
-         * (FIFO write, FIFO read, input or output); the whole GPU sees P times that */
-        double algbw = (double)n * 4 / (us * 1e-6) / 1e9, busbw = algbw * 2.0 * (P - 1) / P;
-        double traffic = P > 1 ? (double)P * 3.0 * busbw : 0;
-        if (me == 0)
-            printf("  %12zu %10.2f %10.2f %10.1f %6.1f%% %12.2f %8.1fx %6ld %10.2f\n", n * 4, us, busbw,
-                   traffic, copy_gbs > 0 ? 100.0 * traffic / copy_gbs : 0, sus, sus > 0 ? sus / us : 0, gerr,
-                   mus);
+        const double busbw = (double)bytes / (us * 1e-6) / 1e9 * busf;
+        /* device-memory traffic the algorithm performs: each step reads and writes about
+         * three times its bytes (FIFO write, FIFO read, input or output), on every rank
+         * that shares the device */
+        const double traffic = P > 1 ? (double)ranks_per_gpu * 3.0 * busbw : 0;
+        if (me == 0) {
+            printf("  %12zu %10.2f %9.2f %9.1f %6.1f%%", bytes, us, busbw, traffic,
+                   copy_gbs > 0 ? 100.0 * traffic / copy_gbs : 0);
+            if (nccl_on)
+                printf(" %10.2f %9.2f %7.2f", nus, (double)bytes / (nus * 1e-6) / 1e9 * busf, nus / us);
+            if (staged)
+                printf(" %11.2f %8.1fx", sus, sus / us);
+            if (viampi)
+                printf(" %10.2f", mus);
+            printf(" %6ld\n", gerr);
+        }
     }
     dfcclStats_t st;
     DC(dfcclCommGetStats(comm, &st));
@@ -324,6 +478,12 @@ int main(int argc, char **argv)
                (unsigned long long)st.completed, (unsigned long long)st.preemptions,
                (unsigned long long)st.daemon_launches, (double)st.device_bytes / 1048576.0);
     DC(dfcclCommDestroy(comm));
+#ifdef DFCCL_BENCH_NCCL
+    if (nccl_on) {
+        NC(ncclCommDestroy(g_nccl));
+        CU(cudaStreamDestroy(nstream));
+    }
+#endif
     cudaFree(din);
     cudaFree(dout);
     free(h);
