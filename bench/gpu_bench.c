@@ -76,7 +76,9 @@ static void run_once(int impl, const float *din, float *dout, size_t n, size_t p
         dfcclRequest_t req;
         switch (coll) {
         case C_ALLREDUCE: DC(dfcclAllReduce(din, dout, n, dfcclFloat32, dfcclSum, comm, &req)); break;
-        case C_REDUCE_SCATTER: DC(dfcclReduceScatter(din, dout, part, dfcclFloat32, dfcclSum, comm, &req)); break;
+        case C_REDUCE_SCATTER:
+            DC(dfcclReduceScatter(din, dout, part, dfcclFloat32, dfcclSum, comm, &req));
+            break;
         case C_ALLGATHER: DC(dfcclAllGather(din, dout, part, dfcclFloat32, comm, &req)); break;
         default: DC(dfcclBroadcast(din, dout, n, dfcclFloat32, 0, comm, &req)); break;
         }
@@ -87,7 +89,9 @@ static void run_once(int impl, const float *din, float *dout, size_t n, size_t p
     case IMPL_NCCL:
         switch (coll) {
         case C_ALLREDUCE: NC(ncclAllReduce(din, dout, n, ncclFloat32, ncclSum, g_nccl, nstream)); break;
-        case C_REDUCE_SCATTER: NC(ncclReduceScatter(din, dout, part, ncclFloat32, ncclSum, g_nccl, nstream)); break;
+        case C_REDUCE_SCATTER:
+            NC(ncclReduceScatter(din, dout, part, ncclFloat32, ncclSum, g_nccl, nstream));
+            break;
         case C_ALLGATHER: NC(ncclAllGather(din, dout, part, ncclFloat32, g_nccl, nstream)); break;
         default: NC(ncclBroadcast(din, dout, n, ncclFloat32, 0, g_nccl, nstream)); break;
         }
@@ -185,7 +189,8 @@ int main(int argc, char **argv)
                     coll = (coll_t)c;
             if (coll == C_NUM) {
                 if (me == 0)
-                    fprintf(stderr, "gpu_bench: -c %s: expected allreduce, reduce_scatter, allgather or bcast\n",
+                    fprintf(stderr,
+                            "gpu_bench: -c %s: expected allreduce, reduce_scatter, allgather or bcast\n",
                             optarg);
                 MPI_Finalize();
                 return 2;
@@ -193,8 +198,8 @@ int main(int argc, char **argv)
             break;
         default:
             if (me == 0)
-                fprintf(stderr,
-                        "usage: gpu_bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-s] [-m] [-N] [-c COLL]\n");
+                fprintf(stderr, "usage: gpu_bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-s] "
+                                "[-m] [-N] [-c COLL]\n");
             MPI_Finalize();
             return 2;
         }
@@ -257,7 +262,8 @@ int main(int argc, char **argv)
         /* NCCL takes one GPU per rank */
         if (ranks_per_gpu > 1) {
             if (me == 0)
-                printf("# NCCL column off: %d ranks share a GPU (NCCL needs one GPU per rank)\n", ranks_per_gpu);
+                printf("# NCCL column off: %d ranks share a GPU (NCCL needs one GPU per rank)\n",
+                       ranks_per_gpu);
         } else {
             ncclUniqueId id;
             if (me == 0)
@@ -375,7 +381,8 @@ int main(int argc, char **argv)
      * reduce_scatter's input); busbw = algbw x (2(P-1)/P | (P-1)/P | 1) */
     const double busf = coll == C_ALLREDUCE ? 2.0 * (P - 1) / P : coll == C_BCAST ? 1.0 : (double)(P - 1) / P;
     size_t maxn = maxb / 4 ? maxb / 4 : 1;
-    float *h = malloc(maxn * sizeof(float)), *hexp = malloc(maxn * sizeof(float)), *hout = malloc(maxn * sizeof(float));
+    float *h = malloc(maxn * sizeof(float)), *hexp = malloc(maxn * sizeof(float)),
+          *hout = malloc(maxn * sizeof(float));
     float *din, *dout;
     CU(cudaMalloc((void **)&din, maxn * sizeof(float)));
     CU(cudaMalloc((void **)&dout, maxn * sizeof(float)));
@@ -389,6 +396,8 @@ int main(int argc, char **argv)
             continue;
         const size_t nin = coll == C_ALLGATHER ? part : n, nout = coll == C_REDUCE_SCATTER ? part : n;
         const size_t ncheck = coll == C_ALLGATHER ? part * (size_t)P : nout;
+        /* the bytes the collective covers (rounded down to whole blocks, as nccl-tests) */
+        const size_t cbytes = (coll == C_ALLGATHER || coll == C_REDUCE_SCATTER ? part * (size_t)P : n) * 4;
         int it = bytes >= (64u << 20) ? (iters < 10 ? iters : 10) : iters;
         for (size_t i = 0; i < nin; i++)
             h[i] = val(me, i);
@@ -415,7 +424,8 @@ int main(int argc, char **argv)
         /* the same loop for every implementation: reset the output, line the ranks up,
          * time one call to completion, keep the slowest rank; check one timed iteration */
         for (int impl = 0; impl < 4; impl++) {
-            if ((impl == IMPL_NCCL && !nccl_on) || (impl == IMPL_STAGED && !staged) || (impl == IMPL_MPI && !viampi))
+            if ((impl == IMPL_NCCL && !nccl_on) || (impl == IMPL_STAGED && !staged) ||
+                (impl == IMPL_MPI && !viampi))
                 continue;
             const int w = impl == IMPL_STAGED ? warm / 2 : warm;
             for (int k = 0; k < w + it; k++) {
@@ -436,8 +446,8 @@ int main(int argc, char **argv)
                     CU(cudaMemcpy(hout, dout, ncheck * 4, cudaMemcpyDeviceToHost));
                     for (size_t i = 0; i < ncheck; i++)
                         if (hout[i] != hexp[i] && err++ < 3)
-                            fprintf(stderr, "rank %d %s %s %zu B [%zu]: got %g want %g\n", me, impl_name[impl],
-                                    coll_name[coll], bytes, i, hout[i], hexp[i]);
+                            fprintf(stderr, "rank %d %s %s %zu B [%zu]: got %g want %g\n", me,
+                                    impl_name[impl], coll_name[coll], bytes, i, hout[i], hexp[i]);
                 }
             }
             double m = median(tv, it) * 1e6;
@@ -453,16 +463,16 @@ int main(int argc, char **argv)
         long gerr;
         MPI_Allreduce(&err, &gerr, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
         total_err += gerr;
-        const double busbw = (double)bytes / (us * 1e-6) / 1e9 * busf;
+        const double busbw = (double)cbytes / (us * 1e-6) / 1e9 * busf;
         /* device-memory traffic the algorithm performs: each step reads and writes about
          * three times its bytes (FIFO write, FIFO read, input or output), on every rank
          * that shares the device */
         const double traffic = P > 1 ? (double)ranks_per_gpu * 3.0 * busbw : 0;
         if (me == 0) {
-            printf("  %12zu %10.2f %9.2f %9.1f %6.1f%%", bytes, us, busbw, traffic,
+            printf("  %12zu %10.2f %9.2f %9.1f %6.1f%%", cbytes, us, busbw, traffic,
                    copy_gbs > 0 ? 100.0 * traffic / copy_gbs : 0);
             if (nccl_on)
-                printf(" %10.2f %9.2f %7.2f", nus, (double)bytes / (nus * 1e-6) / 1e9 * busf, nus / us);
+                printf(" %10.2f %9.2f %7.2f", nus, (double)cbytes / (nus * 1e-6) / 1e9 * busf, nus / us);
             if (staged)
                 printf(" %11.2f %8.1fx", sus, sus / us);
             if (viampi)

@@ -73,7 +73,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(local, &nlocal);
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < nlocal) {
         if (me == 0)
-            printf("SKIP: t_nccl_chaos needs one GPU per rank (%d ranks on a node with %d GPUs)\n", nlocal, ndev);
+            printf("SKIP: t_nccl_chaos needs one GPU per rank (%d ranks on a node with %d GPUs)\n", nlocal,
+                   ndev);
         MPI_Finalize();
         return 77;
     }
