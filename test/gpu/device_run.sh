@@ -1,6 +1,7 @@
 #!/bin/bash
 # What one device-tool call runs on the GPU machine: build the release tarball carried
-# in .dist/, run the GPU suite, then the GPU benchmark. Logs go to $OUT.
+# in .dist/, run the GPU suite, then the GPU benchmark (MODE: test, ompi, bench, all,
+# multigpu, build). Logs go to $OUT.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
@@ -19,6 +20,10 @@ if [ "$MODE" = all ] || [ "$MODE" = ompi ]; then
     mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY; nvidia-cuda-mps-control -d
     bash test/ompi/run_ompi_suite.sh "$PWD" ${OMPI_QUICK:-} 2>&1 | tee "$OUT/ompi_tests.log"
     echo quit | nvidia-cuda-mps-control; sleep 1
+fi
+if [ "$MODE" = multigpu ]; then
+    # one rank per GPU against NCCL (a machine kind with several GPUs)
+    bash test/gpu/run_multigpu.sh "$PWD" 2>&1 | tee "$OUT/multigpu.log"
 fi
 if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
     bash bench/gpu_bench.sh "$PWD" 2>&1 | tee "$OUT/gpu_bench.log"
