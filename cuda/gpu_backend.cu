@@ -12,6 +12,7 @@
 extern "C" {
 #include "../engine/eng_config.h"
 #include "../engine/eng_gpu.h"
+#include "../engine/eng_gpu_layout.h"
 #include "../engine/eng_log.h"
 }
 #include "gpu_daemon.h"
@@ -257,24 +258,6 @@ extern "C" dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_
     return dfcclSuccess;
 }
 
-/* One-shot contributions and pairwise steps to peers off the ring's direction use FIFOs
- * of this step size: large enough for a one-shot allreduce. */
-static uint64_t gpu_small_chunk(void)
-{
-    uint64_t s = DFCCL_DIV_UP(DFCCL_MAX(eng_config.oneshot_max, (uint64_t)4096), 64) * 64;
-    return DFCCL_MIN(s, eng_config.gpu_chunk_size);
-}
-
-/* Where the connection from rank src lives in receiver R's FIFO memory: groups of one
- * (slot, channel) each, and in a group one connection per source rank; the one from
- * R-1 (the ring's direction) is large, the others small. g = S*C gives the total. */
-static size_t fifo_off(size_t g, int src, int R, int N, size_t big, size_t small)
-{
-    const int pred = (R - 1 + N) % N;
-    const size_t in_group = src <= pred ? (size_t)src * small : big + (size_t)(src - 1) * small;
-    return g * (big + (size_t)(N - 1) * small) + in_group;
-}
-
 typedef struct {
     int32_t status;
     int32_t device;
@@ -306,9 +289,9 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
     if (gc)
         gc->id = GPU_MAX_COMMS; /* not in the daemon's table yet */
     const uint32_t S = eng_config.slots, depth = eng_config.fifo_depth;
-    const uint64_t chunk = eng_config.gpu_chunk_size, small = gpu_small_chunk();
-    /* device FIFOs need no page alignment: control words, then 16-byte aligned data */
-    const size_t ctrl = DFCCL_DIV_UP(sizeof(eng_conn_ctrl_t), 256) * 256;
+    const uint64_t chunk = eng_config.gpu_chunk_size;
+    const uint64_t small = eng_gpu_small_chunk(eng_config.oneshot_max, chunk);
+    const size_t ctrl = ENG_GPU_CTRL_BYTES; /* device FIFOs need no page alignment */
     const size_t big_conn = ctrl + depth * chunk, small_conn = ctrl + depth * small;
     int C = 0;
     size_t nconn = 0;
@@ -317,7 +300,7 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
         nconn = (size_t)S * C * (size_t)nranks;
         gc->rank = rank;
         gc->nranks = nranks;
-        gc->fifo_bytes = fifo_off((size_t)S * C, 0, 0, nranks, big_conn, small_conn);
+        gc->fifo_bytes = eng_gpu_fifo_off((size_t)S * C, 0, 0, nranks, big_conn, small_conn);
         gc->peer_fifo = (char **)calloc((size_t)nranks, sizeof(char *));
         if (gc->peer_fifo && cudaMalloc((void **)&gc->fifo, gc->fifo_bytes) == cudaSuccess &&
             cudaMemset(gc->fifo, 0, gc->fifo_bytes) == cudaSuccess &&
@@ -380,14 +363,15 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
                 const size_t g = (size_t)s * C + c;
                 for (int p = 0; p < nranks; p++) {
                     eng_conn_t *cn = &conns[g * (size_t)nranks + (size_t)p];
-                    cn->recv_ctrl =
-                        (eng_conn_ctrl_t *)(gc->fifo + fifo_off(g, p, rank, nranks, big_conn, small_conn));
+                    cn->recv_ctrl = (eng_conn_ctrl_t *)(gc->fifo + eng_gpu_fifo_off(g, p, rank, nranks,
+                                                                                    big_conn, small_conn));
                     cn->recv_data = (char *)cn->recv_ctrl + ctrl;
-                    cn->send_ctrl = (eng_conn_ctrl_t *)(gc->peer_fifo[p] +
-                                                        fifo_off(g, rank, p, nranks, big_conn, small_conn));
+                    cn->send_ctrl =
+                        (eng_conn_ctrl_t *)(gc->peer_fifo[p] +
+                                            eng_gpu_fifo_off(g, rank, p, nranks, big_conn, small_conn));
                     cn->send_data = (char *)cn->send_ctrl + ctrl;
-                    cn->rchunk = p == (rank - 1 + nranks) % nranks ? chunk : small;
-                    cn->schunk = p == (rank + 1) % nranks ? chunk : small;
+                    cn->rchunk = eng_gpu_step(p, rank, nranks, chunk, small);
+                    cn->schunk = eng_gpu_step(rank, p, nranks, chunk, small);
                     cn->sys =
                         eng_config.gpu_sys_scope || memcmp(&all[p].uuid, &mine.uuid, sizeof(mine.uuid)) != 0;
                 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "algo.h"
+#include "eng_gpu_layout.h"
 #include "eng_ring.h"
 #include "eng_sched.h"
 #include "reduce.h"
@@ -463,6 +464,42 @@ START_TEST(active_channels_match_ranges)
 }
 END_TEST
 
+START_TEST(gpu_fifo_layout)
+{
+    /* every connection of a receiver's FIFO memory is inside it, disjoint from the others,
+     * aligned, large enough for its step size, and sender and receiver agree on it */
+    const uint64_t chunks[][2] = {{131072, 16384}, {262144, 4096}, {1024, 1024}};
+    for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++)
+        for (int N = 1; N <= 9; N++)
+            for (uint32_t depth = 2; depth <= 4; depth += 2) {
+                const uint64_t big = chunks[ci][0], small = eng_gpu_small_chunk(chunks[ci][1], big);
+                const size_t bc = ENG_GPU_CTRL_BYTES + depth * big, sc = ENG_GPU_CTRL_BYTES + depth * small;
+                const size_t G = 3; /* slots x channels */
+                const size_t total = eng_gpu_fifo_off(G, 0, 0, N, bc, sc);
+                ck_assert_uint_eq(total, G * (bc + (size_t)(N - 1) * sc));
+                for (int R = 0; R < N; R++) {
+                    size_t end_prev = 0;
+                    for (size_t g = 0; g < G; g++)
+                        for (int src = 0; src < N; src++) {
+                            /* in address order: group by group, source by source */
+                            const size_t off = eng_gpu_fifo_off(g, src, R, N, bc, sc);
+                            const uint64_t step = eng_gpu_step(src, R, N, big, small);
+                            const size_t len = ENG_GPU_CTRL_BYTES + depth * step;
+                            ck_assert_uint_eq(off, end_prev);
+                            ck_assert_uint_eq(off % 256, 0);
+                            end_prev = off + len;
+                            ck_assert_uint_le(end_prev, total);
+                            /* the ring's direction gets the large steps (N = 2: both peers) */
+                            ck_assert_uint_eq(step, src == (R - 1 + N) % N ? big : small);
+                        }
+                    ck_assert_uint_eq(end_prev, total);
+                }
+                /* a one-shot contribution always fits a small step */
+                ck_assert_uint_ge(small, DFCCL_MIN(chunks[ci][1], big));
+            }
+}
+END_TEST
+
 START_TEST(algo_barrier_waits_for_all)
 {
     /* rank 2 never arrives: the others must wait (not finish) */
@@ -509,6 +546,7 @@ int main(void)
     tcase_add_test(t, algo_select_rules);
     tcase_add_test(t, algo_barrier_waits_for_all);
     tcase_add_test(t, active_channels_match_ranges);
+    tcase_add_test(t, gpu_fifo_layout);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
