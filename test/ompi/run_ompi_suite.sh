@@ -70,6 +70,12 @@ if [ ! -x "$BIN/t_device" ] && [ -f "$CUDA_HOME/include/cuda_runtime.h" ]; then
     $MPICC -std=gnu11 -O2 -I"$SRC" -I"$CUDA_HOME/include" "$SRC/t_device.c" -o "$BIN/t_device" \
         -L"$CUDA_HOME/lib64" -lcudart_static -ldl -lrt -lpthread -lm 2>"$WORK/cc.err" || cat "$WORK/cc.err"
 fi
+# the host matrix (t_colls) with every buffer a device copy: the whole matrix through MPI
+if [ ! -x "$BIN/t_colls_dev" ] && [ -f "$CUDA_HOME/include/cuda_runtime.h" ]; then
+    $MPICC -std=gnu11 -O2 -Wall -Wextra -DOT_DEVICE -I"$SRC" -I"$CUDA_HOME/include" "$SRC/t_colls.c" \
+        -o "$BIN/t_colls_dev" -L"$CUDA_HOME/lib64" -lcudart_static -ldl -lrt -lpthread -lm 2>"$WORK/cc.err" ||
+        cat "$WORK/cc.err"
+fi
 
 # mpirun with the component loaded from the build tree; MCA arguments then program
 # run NAME NP TIMEOUT [--mca k v ...] [-x VAR=v] -- PROGRAM ARGS
@@ -261,6 +267,16 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
             grep '^OK ' "$WORK/out" | sed 's/^/    /'
         else
             fail "device buffers np=$np" "rc $rc"
+        fi
+    done
+    for np in $([ -x "$BIN/t_colls_dev" ] && echo 2 4); do
+        run 600 $np --mca coll_dfccl_verbose 3 -- t_colls_dev --quick
+        rc=$?
+        if [ $rc = 0 ] && grep -q 'OK t_colls' "$WORK/out" && grep -q -- '-> engine (device memory' "$WORK/out"; then
+            pass "device buffers: the collective matrix through MPI on the GPU daemon np=$np"
+            grep '^OK ' "$WORK/out" | sed 's/^/    /'
+        else
+            fail "device-buffer matrix np=$np" "rc $rc"
         fi
     done
 else

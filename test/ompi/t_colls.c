@@ -28,6 +28,67 @@ static long g_checks;
 static bool g_quick;
 static const char *g_types; /* --types: only these (comma-separated names) */
 
+/* ------------------------------------------------------------------ device mirrors */
+
+#ifdef OT_DEVICE
+/* Built with -DOT_DEVICE (t_colls_dev, GPU machines): every buffer an MPI call sees is a
+ * device copy of the host buffer the test fills and checks, guard zone included; after
+ * the call completes the copies come back, so the same checks (values, guard, unchanged
+ * send buffers) apply. Copies come from one device arena (cudaMalloc/cudaFree per call
+ * would wait for the GPU daemon to exit). */
+#include <cuda_runtime.h>
+
+#define CU(call)                                                                                             \
+    do {                                                                                                     \
+        cudaError_t e_ = (call);                                                                             \
+        if (e_ != cudaSuccess)                                                                               \
+            OT_FAIL("%s: %s", #call, cudaGetErrorString(e_));                                                \
+    } while (0)
+
+static struct {
+    char *arena;
+    size_t size, used;
+    int n;
+    struct {
+        void *h, *d;
+        size_t len;
+    } m[64];
+} g_dev;
+
+static void *DV(const void *h, size_t bytes)
+{
+    if (!h || h == MPI_IN_PLACE)
+        return (void *)h;
+    const size_t len = bytes + OT_GUARD, at = (g_dev.used + 255) & ~(size_t)255;
+    if (!g_dev.arena) {
+        g_dev.size = (size_t)1 << 30;
+        CU(cudaMalloc((void **)&g_dev.arena, g_dev.size));
+    }
+    if (at + len > g_dev.size || g_dev.n == 64)
+        OT_FAIL("device arena full (%zu + %zu bytes, %d buffers)", at, len, g_dev.n);
+    void *d = g_dev.arena + at;
+    CU(cudaMemcpy(d, h, len, cudaMemcpyHostToDevice));
+    g_dev.m[g_dev.n].h = (void *)h;
+    g_dev.m[g_dev.n].d = d;
+    g_dev.m[g_dev.n].len = len;
+    g_dev.n++;
+    g_dev.used = at + len;
+    return d;
+}
+
+/* the call is complete: every device copy back into its host buffer */
+static void BACK(void)
+{
+    for (int i = 0; i < g_dev.n; i++)
+        CU(cudaMemcpy(g_dev.m[i].h, g_dev.m[i].d, g_dev.m[i].len, cudaMemcpyDeviceToHost));
+    g_dev.n = 0;
+    g_dev.used = 0;
+}
+#else
+#define DV(h, bytes) ((void *)(h))
+#define BACK()       ((void)0)
+#endif
+
 /* ------------------------------------------------------------------ reductions */
 
 static void test_allreduce(MPI_Comm comm, const ot_type_t *t, MPI_Op op, size_t count, bool in_place, bool nb)
@@ -45,11 +106,12 @@ static void test_allreduce(MPI_Comm comm, const ot_type_t *t, MPI_Op op, size_t 
     const void *sb = in_place ? MPI_IN_PLACE : s;
     if (nb) {
         MPI_Request q;
-        OT_MPI(MPI_Iallreduce(sb, rb, (int)count, t->dt, op, comm, &q));
+        OT_MPI(MPI_Iallreduce(DV(sb, bytes), DV(rb, bytes), (int)count, t->dt, op, comm, &q));
         OT_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
     } else {
-        OT_MPI(MPI_Allreduce(sb, rb, (int)count, t->dt, op, comm));
+        OT_MPI(MPI_Allreduce(DV(sb, bytes), DV(rb, bytes), (int)count, t->dt, op, comm));
     }
+    BACK();
     ot_reference(t, op, seed, n, want, count);
     char what[160];
     snprintf(what, sizeof(what), "%sallreduce%s %s count %zu", nb ? "i" : "", in_place ? " in place" : "",
@@ -80,11 +142,12 @@ static void test_reduce(MPI_Comm comm, const ot_type_t *t, MPI_Op op, size_t cou
     const void *sb = root_in_place ? MPI_IN_PLACE : s;
     if (nb) {
         MPI_Request q;
-        OT_MPI(MPI_Ireduce(sb, rarg, (int)count, t->dt, op, root, comm, &q));
+        OT_MPI(MPI_Ireduce(DV(sb, bytes), DV(rarg, bytes), (int)count, t->dt, op, root, comm, &q));
         OT_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
     } else {
-        OT_MPI(MPI_Reduce(sb, rarg, (int)count, t->dt, op, root, comm));
+        OT_MPI(MPI_Reduce(DV(sb, bytes), DV(rarg, bytes), (int)count, t->dt, op, root, comm));
     }
+    BACK();
     char what[160];
     snprintf(what, sizeof(what), "%sreduce%s %s count %zu root %d", nb ? "i" : "",
              in_place ? " in place" : "", op_name(op), count, root);
@@ -111,11 +174,14 @@ static void test_rsb(MPI_Comm comm, const ot_type_t *t, MPI_Op op, size_t count,
     const void *sb = in_place ? MPI_IN_PLACE : s;
     if (nb) {
         MPI_Request q;
-        OT_MPI(MPI_Ireduce_scatter_block(sb, rb, (int)count, t->dt, op, comm, &q));
+        OT_MPI(MPI_Ireduce_scatter_block(DV(sb, abytes), DV(rb, in_place ? abytes : bytes), (int)count, t->dt,
+                                         op, comm, &q));
         OT_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
     } else {
-        OT_MPI(MPI_Reduce_scatter_block(sb, rb, (int)count, t->dt, op, comm));
+        OT_MPI(MPI_Reduce_scatter_block(DV(sb, abytes), DV(rb, in_place ? abytes : bytes), (int)count, t->dt,
+                                        op, comm));
     }
+    BACK();
     ot_reference(t, op, seed, n, want, all);
     char what[160];
     snprintf(what, sizeof(what), "%sreduce_scatter_block%s %s count %zu", nb ? "i" : "",
@@ -152,11 +218,13 @@ static void test_rs(MPI_Comm comm, const ot_type_t *t, MPI_Op op, size_t count, 
     const void *sb = in_place ? MPI_IN_PLACE : s;
     if (nb) {
         MPI_Request q;
-        OT_MPI(MPI_Ireduce_scatter(sb, rb, counts, t->dt, op, comm, &q));
+        OT_MPI(MPI_Ireduce_scatter(DV(sb, abytes), DV(rb, in_place ? abytes : mine), counts, t->dt, op, comm,
+                                   &q));
         OT_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
     } else {
-        OT_MPI(MPI_Reduce_scatter(sb, rb, counts, t->dt, op, comm));
+        OT_MPI(MPI_Reduce_scatter(DV(sb, abytes), DV(rb, in_place ? abytes : mine), counts, t->dt, op, comm));
     }
+    BACK();
     ot_reference(t, op, seed, n, want, all);
     char what[160];
     snprintf(what, sizeof(what), "%sreduce_scatter%s %s %s counts (base %zu)", nb ? "i" : "",
@@ -181,11 +249,12 @@ static void test_bcast(MPI_Comm comm, const ot_type_t *t, size_t count, bool nb,
         memcpy(b, want, bytes);
     if (nb) {
         MPI_Request q;
-        OT_MPI(MPI_Ibcast(b, (int)count, t->dt, root, comm, &q));
+        OT_MPI(MPI_Ibcast(DV(b, bytes), (int)count, t->dt, root, comm, &q));
         OT_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
     } else {
-        OT_MPI(MPI_Bcast(b, (int)count, t->dt, root, comm));
+        OT_MPI(MPI_Bcast(DV(b, bytes), (int)count, t->dt, root, comm));
     }
+    BACK();
     char what[160];
     snprintf(what, sizeof(what), "%sbcast %s count %zu root %d", nb ? "i" : "", t->name, count, root);
     ot_compare_bytes(what, b, want, bytes);
@@ -210,11 +279,12 @@ static void test_allgather(MPI_Comm comm, const ot_type_t *t, size_t count, bool
     const void *sb = in_place ? MPI_IN_PLACE : s;
     if (nb) {
         MPI_Request q;
-        OT_MPI(MPI_Iallgather(sb, (int)count, t->dt, rb, (int)count, t->dt, comm, &q));
+        OT_MPI(MPI_Iallgather(DV(sb, bytes), (int)count, t->dt, DV(rb, all), (int)count, t->dt, comm, &q));
         OT_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
     } else {
-        OT_MPI(MPI_Allgather(sb, (int)count, t->dt, rb, (int)count, t->dt, comm));
+        OT_MPI(MPI_Allgather(DV(sb, bytes), (int)count, t->dt, DV(rb, all), (int)count, t->dt, comm));
     }
+    BACK();
     char what[160];
     snprintf(what, sizeof(what), "%sallgather%s %s count %zu", nb ? "i" : "", in_place ? " in place" : "",
              t->name, count);
@@ -241,11 +311,12 @@ static void test_alltoall(MPI_Comm comm, const ot_type_t *t, size_t count, bool 
     const void *sb = in_place ? MPI_IN_PLACE : s;
     if (nb) {
         MPI_Request q;
-        OT_MPI(MPI_Ialltoall(sb, (int)count, t->dt, rb, (int)count, t->dt, comm, &q));
+        OT_MPI(MPI_Ialltoall(DV(sb, all), (int)count, t->dt, DV(rb, all), (int)count, t->dt, comm, &q));
         OT_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
     } else {
-        OT_MPI(MPI_Alltoall(sb, (int)count, t->dt, rb, (int)count, t->dt, comm));
+        OT_MPI(MPI_Alltoall(DV(sb, all), (int)count, t->dt, DV(rb, all), (int)count, t->dt, comm));
     }
+    BACK();
     char what[160];
     snprintf(what, sizeof(what), "%salltoall%s %s count %zu", nb ? "i" : "", in_place ? " in place" : "",
              t->name, count);
@@ -356,11 +427,13 @@ static void run_many(MPI_Comm base)
             rb[k] = ot_alloc(count * t->size);
             ag[k] = ot_alloc(bb);
             ot_fill(t, op, seed + (uint64_t)k, r, s[k], count);
-            OT_MPI(MPI_Iallreduce(s[k], rb[k], (int)count, t->dt, op, c[k], &q[k]));
-            OT_MPI(
-                MPI_Iallgather(s[k], (int)count, t->dt, ag[k], (int)count, t->dt, c[(k + 1) % K], &q[K + k]));
+            void *ds = DV(s[k], count * t->size);
+            OT_MPI(MPI_Iallreduce(ds, DV(rb[k], count * t->size), (int)count, t->dt, op, c[k], &q[k]));
+            OT_MPI(MPI_Iallgather(ds, (int)count, t->dt, DV(ag[k], bb), (int)count, t->dt, c[(k + 1) % K],
+                                  &q[K + k]));
         }
         OT_MPI(MPI_Waitall(2 * K, q, MPI_STATUSES_IGNORE));
+        BACK();
         for (int k = 0; k < K; k++) {
             ot_reference(t, op, seed + (uint64_t)k, n, want, count);
             ot_compare("many: iallreduce", t, rb[k], want, count);
