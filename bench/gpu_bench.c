@@ -16,16 +16,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef DFCCL_BENCH_NCCL
+#include <nccl.h>
+#endif
+
+#include "../test/gpu/gpu_check.h" /* CU(), and NC() with NCCL */
 #include "dfccl_mpi.h"
 
-#define CU(call)                                                                                             \
-    do {                                                                                                     \
-        cudaError_t e_ = (call);                                                                             \
-        if (e_ != cudaSuccess) {                                                                             \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));            \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                                    \
-        }                                                                                                    \
-    } while (0)
 #define DC(call)                                                                                             \
     do {                                                                                                     \
         dfcclResult_t r_ = (call);                                                                           \
@@ -37,15 +34,6 @@
     } while (0)
 
 #ifdef DFCCL_BENCH_NCCL
-#include <nccl.h>
-#define NC(call)                                                                                             \
-    do {                                                                                                     \
-        ncclResult_t r_ = (call);                                                                            \
-        if (r_ != ncclSuccess) {                                                                             \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_));            \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                                    \
-        }                                                                                                    \
-    } while (0)
 static ncclComm_t g_nccl;
 #endif
 

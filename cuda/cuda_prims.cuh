@@ -22,31 +22,57 @@ __device__ __forceinline__ int block_broadcast_flag(int v)
     return s_flag;
 }
 
-/* --- readiness ------------------------------------------------------------------------ */
+/* --- one connection, by one thread ---------------------------------------------------
+ * The step counters (sent, recvd) are written by one thread and read by others, always
+ * with volatile accesses: no thread may see a stale L1 copy. */
 
-/* Pairs with the release store of `posted` in prim_send_post. */
-DFCCL_DEV_INLINE int prim_recv_ready(const eng_conn_t *c)
+/* A step from the peer is posted. Pairs with the release of `posted` in conn_post. */
+__device__ __forceinline__ int conn_recv_ready(const eng_conn_t *c)
 {
-    int r = 0;
-    if (threadIdx.x == 0)
-        r = ld_acquire_u64(&c->recv_ctrl->posted, c->sys) > ld_volatile_u64(&c->recvd);
-    return block_broadcast_flag(r);
+    return ld_acquire_u64(&c->recv_ctrl->posted, c->sys) > ld_volatile_u64(&c->recvd);
 }
 
-/* Pairs with the release store of `consumed` in prim_recv_done. */
+/* The peer has room. Pairs with the release of `consumed` in conn_consumed. */
+__device__ __forceinline__ int conn_send_ready(const eng_conn_t *c, uint32_t depth)
+{
+    return ld_volatile_u64(&c->sent) - ld_acquire_u64(&c->send_ctrl->consumed, c->sys) < depth;
+}
+
+/* Publish one step (after a barrier: the block's data writes are observed by this
+ * thread): size, a fence at the connection's scope, then `posted` (NCCL postPeer). */
+__device__ __forceinline__ void conn_post(eng_conn_t *c, uint32_t depth, uint64_t bytes)
+{
+    const uint64_t sent = ld_volatile_u64(&c->sent);
+    st_volatile_u64(&c->send_ctrl->bytes[sent % depth], bytes);
+    st_volatile_u64(&c->sent, sent + 1);
+    fence_acq_rel(c->sys);
+    st_release_u64(&c->send_ctrl->posted, sent + 1, c->sys);
+}
+
+/* Give one slot back to the sender (after a barrier: every thread has read it). */
+__device__ __forceinline__ void conn_consumed(eng_conn_t *c)
+{
+    const uint64_t recvd = ld_volatile_u64(&c->recvd) + 1;
+    st_volatile_u64(&c->recvd, recvd);
+    st_release_u64(&c->recv_ctrl->consumed, recvd, c->sys);
+}
+
+/* --- readiness ------------------------------------------------------------------------ */
+
+DFCCL_DEV_INLINE int prim_recv_ready(const eng_conn_t *c)
+{
+    return block_broadcast_flag(threadIdx.x == 0 && conn_recv_ready(c));
+}
+
 DFCCL_DEV_INLINE int prim_send_ready(const eng_conn_t *c, uint32_t depth)
 {
-    int r = 0;
-    if (threadIdx.x == 0)
-        r = ld_volatile_u64(&c->sent) - ld_acquire_u64(&c->send_ctrl->consumed, c->sys) < depth;
-    return block_broadcast_flag(r);
+    return block_broadcast_flag(threadIdx.x == 0 && conn_send_ready(c, depth));
 }
 
 /* --- slot access -------------------------------------------------------------------- */
 
 DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_view_t *v, uint64_t *bytes_p)
 {
-    /* counters are advanced by thread 0: read them past L1 */
     uint32_t s = (uint32_t)(ld_volatile_u64(&c->recvd) % v->depth);
     if (bytes_p)
         *bytes_p = ld_volatile_u64(&c->recv_ctrl->bytes[s]);
@@ -58,33 +84,21 @@ DFCCL_DEV_INLINE char *prim_send_buf(const eng_conn_t *c, const eng_chan_view_t 
     return c->send_data + (ld_volatile_u64(&c->sent) % v->depth) * c->schunk;
 }
 
-/* All threads' data writes, then (thread 0) a fence and the release of `posted`: the
- * barrier makes the block's writes observed by thread 0, the fence (at the connection's
- * scope) makes them visible to the peer before the step (NCCL postPeer). */
+/* All threads' data writes, then thread 0 posts the step. */
 DFCCL_DEV_INLINE void prim_send_post(eng_conn_t *c, const eng_chan_view_t *v, uint64_t bytes)
 {
     __syncthreads();
-    if (threadIdx.x == 0) {
-        const uint64_t sent = ld_volatile_u64(&c->sent);
-        st_volatile_u64(&c->send_ctrl->bytes[sent % v->depth], bytes);
-        st_volatile_u64(&c->sent, sent + 1);
-        fence_acq_rel(c->sys);
-        st_release_u64(&c->send_ctrl->posted, sent + 1, c->sys);
-    }
+    if (threadIdx.x == 0)
+        conn_post(c, v->depth, bytes);
     __syncthreads();
 }
 
-/* Every thread has finished reading the slot before the sender may reuse it. The step
- * counters (sent, recvd) are written by one thread and read by others, always with
- * volatile accesses: no thread may see a stale L1 copy. */
+/* Every thread has finished reading the slot before the sender may reuse it. */
 DFCCL_DEV_INLINE void prim_recv_done(eng_conn_t *c)
 {
     __syncthreads();
-    if (threadIdx.x == 0) {
-        const uint64_t recvd = ld_volatile_u64(&c->recvd) + 1;
-        st_volatile_u64(&c->recvd, recvd);
-        st_release_u64(&c->recv_ctrl->consumed, recvd, c->sys);
-    }
+    if (threadIdx.x == 0)
+        conn_consumed(c);
     __syncthreads();
 }
 
@@ -97,8 +111,7 @@ DFCCL_DEV_INLINE int prim_recv_ready_all(const eng_conn_t *conns, int n)
     if (threadIdx.x < 32) {
         int ok = 1;
         for (int p = threadIdx.x; p < n; p += 32)
-            ok &=
-                ld_acquire_u64(&conns[p].recv_ctrl->posted, conns[p].sys) > ld_volatile_u64(&conns[p].recvd);
+            ok &= conn_recv_ready(&conns[p]);
         r = __all_sync(0xffffffffu, ok);
     }
     return block_broadcast_flag(r);
@@ -110,9 +123,7 @@ DFCCL_DEV_INLINE int prim_send_ready_all(const eng_conn_t *conns, int n, uint32_
     if (threadIdx.x < 32) {
         int ok = 1;
         for (int p = threadIdx.x; p < n; p += 32)
-            ok &= ld_volatile_u64(&conns[p].sent) -
-                      ld_acquire_u64(&conns[p].send_ctrl->consumed, conns[p].sys) <
-                  depth;
+            ok &= conn_send_ready(&conns[p], depth);
         r = __all_sync(0xffffffffu, ok);
     }
     return block_broadcast_flag(r);
@@ -121,26 +132,16 @@ DFCCL_DEV_INLINE int prim_send_ready_all(const eng_conn_t *conns, int n, uint32_
 DFCCL_DEV_INLINE void prim_send_post_all(eng_conn_t *conns, int n, const eng_chan_view_t *v, uint64_t bytes)
 {
     __syncthreads(); /* the block's data writes, observed by every posting lane */
-    for (int p = threadIdx.x; p < n && threadIdx.x < 32; p += 32) {
-        eng_conn_t *c = &conns[p];
-        const uint64_t sent = ld_volatile_u64(&c->sent);
-        st_volatile_u64(&c->send_ctrl->bytes[sent % v->depth], bytes);
-        st_volatile_u64(&c->sent, sent + 1);
-        fence_acq_rel(c->sys);
-        st_release_u64(&c->send_ctrl->posted, sent + 1, c->sys);
-    }
+    for (int p = threadIdx.x; p < n && threadIdx.x < 32; p += 32)
+        conn_post(&conns[p], v->depth, bytes);
     __syncthreads();
 }
 
 DFCCL_DEV_INLINE void prim_recv_done_all(eng_conn_t *conns, int n)
 {
     __syncthreads(); /* every thread has read the slots */
-    for (int p = threadIdx.x; p < n && threadIdx.x < 32; p += 32) {
-        eng_conn_t *c = &conns[p];
-        const uint64_t recvd = ld_volatile_u64(&c->recvd) + 1;
-        st_volatile_u64(&c->recvd, recvd);
-        st_release_u64(&c->recv_ctrl->consumed, recvd, c->sys);
-    }
+    for (int p = threadIdx.x; p < n && threadIdx.x < 32; p += 32)
+        conn_consumed(&conns[p]);
     __syncthreads();
 }
 

@@ -77,9 +77,8 @@ __device__ __forceinline__ uint32_t slot_key(uint32_t comm_id, uint32_t slot)
 }
 
 /* Warp 0 of block 0: move what the host published into the device ring, as long as
- * every block has room. fpos (the next host slot) is the same in every lane. Returns 1
- * when something was fetched. */
-__device__ static int fetch(const gpu_daemon_params_t &p, uint64_t &fpos, uint64_t &min_head)
+ * every block has room. fpos (the next host slot) is the same in every lane. */
+__device__ static void fetch(const gpu_daemon_params_t &p, uint64_t &fpos, uint64_t &min_head)
 {
     const unsigned lane = threadIdx.x;
     const uint64_t mask = GPU_RING - 1;
@@ -105,14 +104,13 @@ __device__ static int fetch(const gpu_daemon_params_t &p, uint64_t &fpos, uint64
         fpos++;
     }
     if (fpos == start)
-        return 0;
+        return;
     __syncwarp(); /* the lanes' entry words before the tail */
     if (lane == 0) {
         st_volatile_u64(&p.dstate[0], fpos);
         st_release_gpu_u64(&p.dstate[1], fpos);
         st_volatile_u64(p.fetched, fpos); /* the host may reuse those slots */
     }
-    return 1;
 }
 
 /* Thread 0 of block 0: every block has been still (no progress, no new task) for
@@ -363,7 +361,7 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             /* block 0 looks at the others at most every 10 us, and only once it is still */
             if (b == 0 && !s_dec && now - last_move > 10000 && now - last_check > 10000) {
                 last_check = now;
-                s_dec = daemon_quit(p, now, ld_volatile_u64(&p.dstate[0]));
+                s_dec = daemon_quit(p, now, fpos); /* thread 0 is a fetcher lane */
             }
         }
         __syncthreads();

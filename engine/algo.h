@@ -26,24 +26,24 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
     }
 }
 
+/* The range the algorithm splits over the channels, and the channels it uses: all C,
+ * or (one-shot, one rank) channel 0 alone. */
+DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *C)
+{
+    switch (a->algo) {
+    case ENG_ALGO_RING: return ring_stride(a, nranks);
+    case ENG_ALGO_ONESHOT:
+    case ENG_ALGO_SELF: *C = 1; return 1;
+    default: return a->count;
+    }
+}
+
 /* Channel c of C owns elements [lo, hi) of the range the algorithm splits. */
 DFCCL_INLINE void eng_ctx_init(const eng_coll_args_t *a, int nranks, int c, int C, eng_ctx_t *x)
 {
-    uint64_t span;
-    switch (a->algo) {
-    case ENG_ALGO_RING: span = ring_stride(a, nranks); break;
-    case ENG_ALGO_ONESHOT:
-        span = c == 0 ? 1 : 0;
-        C = 1;
-        break; /* channel 0 only */
-    case ENG_ALGO_SELF:
-        span = c == 0 ? 1 : 0;
-        C = 1;
-        break;
-    default: span = a->count; break;
-    }
-    x->lo = c < C ? span * (uint64_t)c / (uint64_t)C : span;
-    x->hi = c < C ? span * (uint64_t)(c + 1) / (uint64_t)C : span;
+    const uint64_t span = eng_split_span(a, nranks, &C);
+    x->lo = c < C ? span * (uint64_t)c / (uint64_t)C : 0;
+    x->hi = c < C ? span * (uint64_t)(c + 1) / (uint64_t)C : 0;
     x->off = x->lo;
     x->step = x->sub = x->sub2 = 0;
     x->done = x->lo >= x->hi;
@@ -55,16 +55,7 @@ DFCCL_INLINE void eng_ctx_init(const eng_coll_args_t *a, int nranks, int c, int 
  * because 64-bit divisions are slow on the GPU and every block computes this. */
 DFCCL_INLINE int eng_active_channels(const eng_coll_args_t *a, int nranks, int C)
 {
-    uint64_t span;
-    switch (a->algo) {
-    case ENG_ALGO_RING: span = ring_stride(a, nranks); break;
-    case ENG_ALGO_ONESHOT:
-    case ENG_ALGO_SELF:
-        span = 1;
-        C = 1;
-        break;
-    default: span = a->count; break;
-    }
+    const uint64_t span = eng_split_span(a, nranks, &C);
     return span < (uint64_t)C ? (int)span : C;
 }
 

@@ -19,22 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CU(call)                                                                                             \
-    do {                                                                                                     \
-        cudaError_t e_ = (call);                                                                             \
-        if (e_ != cudaSuccess) {                                                                             \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));            \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                                    \
-        }                                                                                                    \
-    } while (0)
-#define NC(call)                                                                                             \
-    do {                                                                                                     \
-        ncclResult_t r_ = (call);                                                                            \
-        if (r_ != ncclSuccess) {                                                                             \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_));            \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                                    \
-        }                                                                                                    \
-    } while (0)
+#include "gpu_check.h" /* CU(), NC() */
 
 static double now_s(void)
 {

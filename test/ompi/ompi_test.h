@@ -371,4 +371,13 @@ static inline long ot_rss_kb(void)
     return rss * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+#ifdef CUDART_VERSION /* programs built with the CUDA runtime (device-buffer tests) */
+#define CU(call)                                                                                             \
+    do {                                                                                                     \
+        cudaError_t e_ = (call);                                                                             \
+        if (e_ != cudaSuccess)                                                                               \
+            OT_FAIL("%s: %s", #call, cudaGetErrorString(e_));                                                \
+    } while (0)
+#endif
+
 #endif /* DFCCL_OMPI_TEST_H */

@@ -13,6 +13,10 @@
  * --quick: fewer types and sizes (for 8 ranks). --comms: which communicators
  * (default all four; "many" runs the matrix on four dups at once, non-blocking).
  */
+#ifdef OT_DEVICE
+#include <cuda_runtime.h> /* before ompi_test.h: it then defines CU() */
+#endif
+
 #include "ompi_test.h"
 
 static uint64_t g_seed = 1;
@@ -36,15 +40,6 @@ static const char *g_types; /* --types: only these (comma-separated names) */
  * the call completes the copies come back, so the same checks (values, guard, unchanged
  * send buffers) apply. Copies come from one device arena (cudaMalloc/cudaFree per call
  * would wait for the GPU daemon to exit). */
-#include <cuda_runtime.h>
-
-#define CU(call)                                                                                             \
-    do {                                                                                                     \
-        cudaError_t e_ = (call);                                                                             \
-        if (e_ != cudaSuccess)                                                                               \
-            OT_FAIL("%s: %s", #call, cudaGetErrorString(e_));                                                \
-    } while (0)
-
 static struct {
     char *arena;
     size_t size, used;

@@ -12,14 +12,7 @@
  */
 #include <cuda_runtime.h>
 
-#include "ompi_test.h"
-
-#define CU(call)                                                                                             \
-    do {                                                                                                     \
-        cudaError_t e_ = (call);                                                                             \
-        if (e_ != cudaSuccess)                                                                               \
-            OT_FAIL("%s: %s", #call, cudaGetErrorString(e_));                                                \
-    } while (0)
+#include "ompi_test.h" /* CU() with the CUDA runtime */
 
 static long g_checks;
 
