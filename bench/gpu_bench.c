@@ -292,7 +292,7 @@ int main(int argc, char **argv)
         CU(cudaMalloc((void **)&d2, 64));
         CU(cudaMemset(d1, 0, 64));
         CU(cudaStreamSynchronize(0));
-        double tq[50], ts[200];
+        double tq[50], ts[200], tsy[50], tsq[50];
         for (int k = 0; k < 50; k++) {
             double t0 = MPI_Wtime();
             for (int j = 0; j < 100; j++) {
@@ -300,6 +300,25 @@ int main(int argc, char **argv)
                 CU(cudaPointerGetAttributes(&pa, (j & 1) ? d1 : d2));
             }
             tq[k] = (MPI_Wtime() - t0) / 100;
+            /* what the component's per-call synchronization of the (idle) legacy stream
+             * costs, and what asking it costs */
+            t0 = MPI_Wtime();
+            for (int j = 0; j < 100; j++)
+                CU(cudaStreamSynchronize(0));
+            tsy[k] = (MPI_Wtime() - t0) / 100;
+            t0 = MPI_Wtime();
+            for (int j = 0; j < 100; j++)
+                CU(cudaStreamQuery(0));
+            tsq[k] = (MPI_Wtime() - t0) / 100;
+        }
+        {
+            double sy = median(tsy, 50) * 1e6, sq = median(tsq, 50) * 1e6, sym, sqm;
+            MPI_Reduce(&sy, &sym, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            MPI_Reduce(&sq, &sqm, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            if (me == 0)
+                printf(
+                    "# idle legacy stream: cudaStreamSynchronize %.2f us, cudaStreamQuery %.2f us per call\n",
+                    sym, sqm);
         }
         dfcclComm_t self;
         DC(dfcclCommInitMPI(&self, MPI_COMM_SELF));

@@ -10,6 +10,8 @@ mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
 nvidia-cuda-mps-control -d
 trap 'echo quit | nvidia-cuda-mps-control' EXIT
 B=$(cd "$B" && pwd)
+# the hardware floor under pick-up and completion, in the same call
+[ -x "$B/bench/gpu_floor" ] && "$B/bench/gpu_floor"
 # the dfccl coll component from the build tree, for the MPI_Allreduce column (-m)
 SYS=$(ompi_info --path pkglibdir 2>/dev/null | sed -e 's/.*: *//')
 MPIRUN="mpirun --oversubscribe --mca btl self,vader --bind-to none -x CUDA_MPS_PIPE_DIRECTORY -x LD_LIBRARY_PATH

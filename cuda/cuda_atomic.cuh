@@ -73,6 +73,24 @@ __device__ __forceinline__ void st_volatile_u32(uint32_t *p, uint32_t v)
     asm volatile("st.volatile.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
+/* LL lines: one 16-byte access, so both flags and both data words arrive together
+ * (NCCL's LL protocol relies on the same). */
+__device__ __forceinline__ void st_volatile_v4_u32(void *p, uint32_t a, uint32_t b, uint32_t c, uint32_t d)
+{
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c), "r"(d)
+                 : "memory");
+}
+
+__device__ __forceinline__ uint4 ld_volatile_v4_u32(const void *p)
+{
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
 __device__ __forceinline__ void fence_acq_rel_sys(void)
 {
     asm volatile("fence.acq_rel.sys;" ::: "memory");

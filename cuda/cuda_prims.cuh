@@ -9,6 +9,7 @@
 #define DFCCL_CUDA_PRIMS_CUH
 
 #include "../engine/eng_types.h"
+#include "../engine/ll_packet.h"
 #include "../engine/reduce.h"
 #include "cuda_atomic.cuh"
 
@@ -43,7 +44,7 @@ __device__ __forceinline__ int conn_send_ready(const eng_conn_t *c, uint32_t dep
 __device__ __forceinline__ void conn_post(eng_conn_t *c, uint32_t depth, uint64_t bytes)
 {
     const uint64_t sent = ld_volatile_u64(&c->sent);
-    st_volatile_u64(&c->send_ctrl->bytes[sent % depth], bytes);
+    st_volatile_u64(&c->send_ctrl->bytes[eng_mod(sent, depth)], bytes);
     st_volatile_u64(&c->sent, sent + 1);
     fence_acq_rel(c->sys);
     st_release_u64(&c->send_ctrl->posted, sent + 1, c->sys);
@@ -73,7 +74,7 @@ DFCCL_DEV_INLINE int prim_send_ready(const eng_conn_t *c, uint32_t depth)
 
 DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_view_t *v, uint64_t *bytes_p)
 {
-    uint32_t s = (uint32_t)(ld_volatile_u64(&c->recvd) % v->depth);
+    uint32_t s = (uint32_t)eng_mod(ld_volatile_u64(&c->recvd), v->depth);
     if (bytes_p)
         *bytes_p = ld_volatile_u64(&c->recv_ctrl->bytes[s]);
     return c->recv_data + (uint64_t)s * c->rchunk;
@@ -81,7 +82,7 @@ DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_v
 
 DFCCL_DEV_INLINE char *prim_send_buf(const eng_conn_t *c, const eng_chan_view_t *v)
 {
-    return c->send_data + (ld_volatile_u64(&c->sent) % v->depth) * c->schunk;
+    return c->send_data + eng_mod(ld_volatile_u64(&c->sent), v->depth) * c->schunk;
 }
 
 /* All threads' data writes, then thread 0 posts the step. */
@@ -143,6 +144,85 @@ DFCCL_DEV_INLINE void prim_recv_done_all(eng_conn_t *conns, int n)
     for (int p = threadIdx.x; p < n && threadIdx.x < 32; p += 32)
         conn_consumed(&conns[p]);
     __syncthreads();
+}
+
+/* --- LL lines (eng_types.h): one 16-byte store per line and peer; lane p of warp 0
+ * resolves connection p's step and flag once, every thread then owns whole lines -------- */
+
+/* The LL primitives stay out of line: inlined into the daemon kernel they push it past
+ * its 128 registers and spill in the ring's loops. */
+static __device__ __noinline__ void prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
+                                                     const void *src, uint64_t bytes)
+{
+    __shared__ char *s_dst[ENG_LL_MAX_RANKS];
+    __shared__ uint32_t s_flag[ENG_LL_MAX_RANKS];
+    const int tid = (int)threadIdx.x;
+    if (tid < n) {
+        const eng_conn_t *c = &conns[tid];
+        const uint64_t sent = ld_volatile_u64(&c->sent);
+        s_dst[tid] = c->send_data + eng_mod(sent, v->depth) * c->schunk;
+        s_flag[tid] = (uint32_t)(sent + 1);
+    }
+    __syncthreads();
+    const uint64_t lines = eng_ll_lines(bytes);
+    for (uint64_t i = (uint64_t)tid; i < lines; i += blockDim.x) {
+        const uint64_t pk = bytes ? eng_ll_packet_load(src, bytes, i) : 0;
+        const uint32_t lo = (uint32_t)pk, hi = (uint32_t)(pk >> 32);
+        for (int p = 0; p < n; p++)
+            st_volatile_v4_u32(s_dst[p] + ENG_LL_LINE * i, lo, s_flag[p], hi, s_flag[p]);
+    }
+    /* LL steps publish nothing else (see prims_cpu.h); the barrier keeps s_dst until
+     * every thread is done with it */
+    __syncthreads();
+    if (tid < n)
+        st_volatile_u64(&conns[tid].sent, ld_volatile_u64(&conns[tid].sent) + 1);
+}
+
+/* Loads of up to ENG_LL_BATCH peers' lines are issued before any is used, so a line
+ * costs one memory round trip per batch of peers, not one per peer. */
+#define ENG_LL_BATCH 4
+static __device__ __noinline__ int prim_ll_reduce_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
+                                                      const eng_coll_args_t *a, uint64_t bytes)
+{
+    __shared__ const char *s_src[ENG_LL_MAX_RANKS];
+    __shared__ uint32_t s_flag[ENG_LL_MAX_RANKS];
+    const int tid = (int)threadIdx.x;
+    if (tid < n) {
+        const eng_conn_t *c = &conns[tid];
+        const uint64_t recvd = ld_volatile_u64(&c->recvd);
+        s_src[tid] = c->recv_data + eng_mod(recvd, v->depth) * c->rchunk;
+        s_flag[tid] = (uint32_t)(recvd + 1);
+    }
+    __syncthreads();
+    const uint64_t lines = eng_ll_lines(bytes);
+    const int dtype = a->dtype, op = a->op;
+    int ok = 1;
+    for (uint64_t i = (uint64_t)tid; i < lines; i += blockDim.x) {
+        const uint64_t off = ENG_LL_LINE * i;
+        uint64_t acc = 0;
+        int lok = 1;
+        for (int p0 = 0; p0 < n; p0 += ENG_LL_BATCH) {
+            uint4 w[ENG_LL_BATCH];
+#pragma unroll
+            for (int k = 0; k < ENG_LL_BATCH; k++)
+                if (p0 + k < n)
+                    w[k] = ld_volatile_v4_u32(s_src[p0 + k] + off);
+#pragma unroll
+            for (int k = 0; k < ENG_LL_BATCH; k++)
+                if (p0 + k < n) {
+                    const uint32_t f = s_flag[p0 + k];
+                    lok &= (w[k].y == f) & (w[k].w == f);
+                    const uint64_t pk = (uint64_t)w[k].x | (uint64_t)w[k].z << 32;
+                    acc = p0 + k ? eng_reduce_packet(acc, pk, dtype, op) : pk;
+                }
+        }
+        /* a line not complete yet is rewritten on the retry (the output is the user's
+         * and nothing reads it before completion) */
+        if (lok && bytes)
+            eng_ll_packet_store(a->recvbuf, bytes, i, acc);
+        ok &= lok;
+    }
+    return __syncthreads_and(ok);
 }
 
 /* --- data movement ------------------------------------------------------------------- */

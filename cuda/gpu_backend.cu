@@ -25,7 +25,7 @@ struct eng_gpu_comm {
     char **peer_fifo; /* [nranks] IPC-mapped (mine at [rank]) */
     size_t fifo_bytes;
     eng_conn_t *conns_dev;
-    gpu_comm_dev_t *dev;
+    gpu_comm_dev_t dev; /* what every submission carries to the daemon (device pointers) */
     unsigned long long *completed_dev;
     int32_t *abort_code; /* host-mapped */
     uint64_t *stats_dev; /* device [channels][GPU_NSTATS] */
@@ -107,7 +107,8 @@ static int gpu_init_locked(void)
         eng_set_error(dfcclNoMemory, "gpu", "cudaHostAlloc of the daemon's mapped memory failed");
         goto fail;
     }
-    CUDA_TRY(cudaMalloc((void **)&p.dring, GPU_RING * sizeof(gpu_sq_entry_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.dring, GPU_RING * sizeof(gpu_sq_slot_t)), fail);
+    CUDA_TRY(cudaMemset(p.dring, 0, GPU_RING * sizeof(gpu_sq_slot_t)), fail); /* no flag is current */
     CUDA_TRY(cudaMalloc((void **)&p.dstate, 2 * sizeof(uint64_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.block_head, GPU_MAX_CHANNELS * sizeof(uint64_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.block_active, GPU_MAX_CHANNELS * sizeof(uint64_t)), fail);
@@ -118,13 +119,15 @@ static int gpu_init_locked(void)
     CUDA_TRY(cudaMemset(p.quit, 0, sizeof(uint32_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.req_chan, GPU_MAX_REQS * sizeof(uint64_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.req_err, GPU_MAX_REQS * sizeof(int32_t)), fail);
-    CUDA_TRY(cudaMalloc((void **)&p.comms, GPU_MAX_COMMS * sizeof(gpu_comm_dev_t *)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.tasks, (size_t)G.channels * GPU_MAX_TASKS * sizeof(gpu_task_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.ntasks, GPU_MAX_CHANNELS * sizeof(uint32_t)), fail);
     CUDA_TRY(cudaMemset(p.req_chan, 0, GPU_MAX_REQS * sizeof(uint64_t)), fail);
     CUDA_TRY(cudaMemset(p.req_err, 0, GPU_MAX_REQS * sizeof(int32_t)), fail);
-    CUDA_TRY(cudaMemset(p.comms, 0, GPU_MAX_COMMS * sizeof(gpu_comm_dev_t *)), fail);
     CUDA_TRY(cudaMemset(p.ntasks, 0, GPU_MAX_CHANNELS * sizeof(uint32_t)), fail);
+    if (eng_config.gpu_trace) {
+        CUDA_TRY(cudaMalloc((void **)&p.trace, GPU_TRACE_TOTAL * sizeof(uint64_t)), fail);
+        CUDA_TRY(cudaMemset(p.trace, 0, GPU_TRACE_TOTAL * sizeof(uint64_t)), fail);
+    }
     CUDA_TRY(cudaDeviceSynchronize(), fail);
     p.channels = G.channels;
     p.sp.preempt = eng_config.preempt;
@@ -208,7 +211,7 @@ extern "C" void eng_gpu_release(int id)
 }
 
 /* Publish one entry (lock held); waits for ring space and a request id. */
-static int submit_locked(uint32_t kind, uint32_t comm_id, uint64_t seq, const eng_coll_args_t *a)
+static int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const eng_coll_args_t *a)
 {
     for (;;) {
         if (G.nfree > 0 && G.tail - __atomic_load_n(G.fetched, __ATOMIC_ACQUIRE) < GPU_RING)
@@ -221,7 +224,7 @@ static int submit_locked(uint32_t kind, uint32_t comm_id, uint64_t seq, const en
     }
     int id = G.free_ids[--G.nfree];
     G.done[id] = 0;
-    G.result[id] = dfcclInProgress;
+    G.result[id] = dfcclSuccess; /* the daemon writes it only on failure: one PCIe write less */
     union {
         gpu_sq_entry_t e;
         uint32_t w[GPU_SQ_WORDS];
@@ -229,7 +232,8 @@ static int submit_locked(uint32_t kind, uint32_t comm_id, uint64_t seq, const en
     static_assert(sizeof(gpu_sq_entry_t) <= sizeof(u.w), "an entry fits one ring slot");
     memset(&u, 0, sizeof(u));
     u.e.kind = kind;
-    u.e.comm_id = comm_id;
+    u.e.comm_id = gc->id;
+    u.e.comm = gc->dev;
     u.e.req_id = (uint32_t)id;
     u.e.seq = seq;
     if (a)
@@ -250,7 +254,7 @@ extern "C" dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_
                                         int32_t **result_p, int *id_p)
 {
     pthread_mutex_lock(&G_lock);
-    int id = submit_locked(GPU_SQ_COLL, gc->id, gc->next_seq++, a);
+    int id = submit_locked(GPU_SQ_COLL, gc, gc->next_seq++, a);
     pthread_mutex_unlock(&G_lock);
     *done_p = &G.done[id];
     *result_p = &G.result[id];
@@ -391,7 +395,6 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
             cudaMalloc((void **)&gc->stats_dev, (size_t)C * GPU_NSTATS * sizeof(uint64_t)) == cudaSuccess &&
             cudaMemset(gc->stats_dev, 0, (size_t)C * GPU_NSTATS * sizeof(uint64_t)) == cudaSuccess &&
             cudaMalloc((void **)&gc->conns_dev, nconn * sizeof(eng_conn_t)) == cudaSuccess &&
-            cudaMalloc((void **)&gc->dev, sizeof(gpu_comm_dev_t)) == cudaSuccess &&
             cudaMalloc((void **)&gc->completed_dev, sizeof(unsigned long long)) == cudaSuccess &&
             cudaMemset(gc->completed_dev, 0, sizeof(unsigned long long)) == cudaSuccess;
         if (ok) {
@@ -399,8 +402,8 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
             d.stats = gc->stats_dev;
             d.completed = gc->completed_dev;
             ok = cudaMemcpy(gc->conns_dev, conns, nconn * sizeof(eng_conn_t), cudaMemcpyHostToDevice) ==
-                     cudaSuccess &&
-                 cudaMemcpy(gc->dev, &d, sizeof(d), cudaMemcpyHostToDevice) == cudaSuccess;
+                 cudaSuccess;
+            gc->dev = d;
         }
         free(conns);
         if (!ok) {
@@ -409,7 +412,7 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
             goto fail;
         }
     }
-    /* a communicator id, and its entry in the daemon's table (before any submission) */
+    /* a communicator id: the daemon's slot keys and the destroy entry name it */
     pthread_mutex_lock(&G_lock);
     gc->id = GPU_MAX_COMMS;
     for (uint32_t i = 0; i < GPU_MAX_COMMS; i++)
@@ -423,11 +426,6 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "more than %d GPU communicators", GPU_MAX_COMMS);
         goto fail;
     }
-    if (cudaMemcpy(G.params.comms + gc->id, &gc->dev, sizeof(gc->dev), cudaMemcpyHostToDevice) !=
-        cudaSuccess) {
-        res = eng_set_error(dfcclSystemError, "dfcclCommInit", "cudaMemcpy of the communicator table");
-        goto fail;
-    }
     free(all);
     *gc_p = gc;
     return dfcclSuccess;
@@ -437,6 +435,54 @@ fail:
     return res;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* DFCCL_GPU_TRACE: log the medians of every stage recorded since the last report (the
+ * single-channel collectives block 0 ran), then clear the records. */
+static void trace_report(void)
+{
+    enum { NST = 5 }; /* fetched->taken, taken->run, run->finished, finished->posted, poll */
+    uint64_t *tr = (uint64_t *)malloc(GPU_TRACE_TOTAL * sizeof(uint64_t)), *d[NST];
+    int ok = tr != NULL;
+    for (int k = 0; k < NST; k++)
+        ok &= (d[k] = (uint64_t *)malloc(GPU_TRACE_RECS * sizeof(uint64_t))) != NULL;
+    if (ok && cudaMemcpy(tr, G.params.trace, GPU_TRACE_TOTAL * sizeof(uint64_t), cudaMemcpyDeviceToHost) ==
+                  cudaSuccess) {
+        size_t m = 0, mp = 0;
+        for (size_t i = 0; i < GPU_TRACE_RECS; i++) {
+            const uint64_t *r = tr + i * GPU_TRACE_WORDS;
+            if (!r[GPU_TR_FETCHED] || r[GPU_TR_TASK] < r[GPU_TR_FETCHED] || r[GPU_TR_RUN] < r[GPU_TR_TASK] ||
+                r[GPU_TR_FINISHED] < r[GPU_TR_RUN] || r[GPU_TR_POSTED] < r[GPU_TR_FINISHED])
+                continue;
+            d[0][m] = r[GPU_TR_TASK] - r[GPU_TR_FETCHED];
+            d[1][m] = r[GPU_TR_RUN] - r[GPU_TR_TASK];
+            d[2][m] = r[GPU_TR_FINISHED] - r[GPU_TR_RUN];
+            d[3][m] = r[GPU_TR_POSTED] - r[GPU_TR_FINISHED];
+            m++;
+            if (r[GPU_TR_POLLS] > 1 && r[GPU_TR_POLL_NS] < 1000000) /* idle stretches between calls */
+                d[4][mp++] = r[GPU_TR_POLL_NS] / r[GPU_TR_POLLS];
+        }
+        for (int k = 0; k < NST; k++)
+            qsort(d[k], k == NST - 1 ? mp : m, sizeof(uint64_t), cmp_u64);
+        if (m)
+            dfccl_warn("GPU trace (%zu collectives, medians in ns): fetched -> taken by block 0 %llu, "
+                       "taken -> running %llu, running -> finished %llu, finished -> completion posted %llu; "
+                       "fetcher's idle poll period %llu",
+                       m, (unsigned long long)d[0][m / 2], (unsigned long long)d[1][m / 2],
+                       (unsigned long long)d[2][m / 2], (unsigned long long)d[3][m / 2],
+                       (unsigned long long)(mp ? d[4][mp / 2] : 0));
+        cudaMemset(G.params.trace, 0, GPU_TRACE_RECS * GPU_TRACE_WORDS * sizeof(uint64_t));
+    }
+    cudaGetLastError();
+    free(tr);
+    for (int k = 0; k < NST; k++)
+        free(d[k]);
+}
+
 extern "C" void eng_gpu_comm_destroy(eng_gpu_comm_t *gc)
 {
     if (!gc)
@@ -444,7 +490,7 @@ extern "C" void eng_gpu_comm_destroy(eng_gpu_comm_t *gc)
     if (gc->id < GPU_MAX_COMMS) {
         /* every block drops the communicator's tasks, in submission order */
         pthread_mutex_lock(&G_lock);
-        int id = submit_locked(GPU_SQ_DESTROY, gc->id, 0, NULL);
+        int id = submit_locked(GPU_SQ_DESTROY, gc, 0, NULL);
         pthread_mutex_unlock(&G_lock);
         while (!__atomic_load_n(&G.done[id], __ATOMIC_ACQUIRE)) {
             eng_gpu_progress();
@@ -453,6 +499,8 @@ extern "C" void eng_gpu_comm_destroy(eng_gpu_comm_t *gc)
         eng_gpu_release(id);
         pthread_mutex_lock(&G_lock);
         G.comm_used[gc->id] = 0;
+        if (G.params.trace)
+            trace_report();
         pthread_mutex_unlock(&G_lock);
     }
     if (gc->peer_fifo) {
@@ -465,8 +513,6 @@ extern "C" void eng_gpu_comm_destroy(eng_gpu_comm_t *gc)
         cudaFree(gc->fifo);
     if (gc->conns_dev)
         cudaFree(gc->conns_dev);
-    if (gc->dev)
-        cudaFree(gc->dev);
     if (gc->completed_dev)
         cudaFree(gc->completed_dev);
     if (gc->abort_code)

@@ -5,7 +5,10 @@
  * cuda_prims.cuh. Thread 0 of each block takes the control decisions (which entry, which
  * task, preempt or not) and broadcasts them, so the block never diverges around a
  * barrier. Warp 0 of block 0 is also the fetcher: it alone reads the host's submission
- * ring (over PCIe) and hands entries to every block through a ring in device memory.
+ * ring (over PCIe) and hands entries to every block through a ring in device memory,
+ * copying the host's flagged words as they are, so a block validates an entry by its
+ * flags (no tail counter, no fence on the fetcher's path) and block 0 takes them from
+ * shared memory.
  * Block 0 also decides when the whole daemon exits: after idle_quit with nothing to do,
  * or after stall_quit with every task stalled, so the SMs are free and an application's
  * cudaDeviceSynchronize returns; tasks and their saved contexts stay in device memory for
@@ -16,21 +19,29 @@
 
 enum { DEC_CONTINUE = 0, DEC_PREEMPT = 1, DEC_ABORT = 2 };
 
-/* Words the host writes while the daemon runs (ring entries, the communicator table) are
- * read with volatile loads: a line (or sector) this SM's L1 kept from the entry's previous
- * use must never stand in for the new contents. */
-__device__ static void load_entry(gpu_sq_entry_t *dst, const gpu_sq_entry_t *src)
-{
-    static_assert(sizeof(gpu_sq_entry_t) % 8 == 0, "entry is copied in 8-byte words");
-    uint64_t *d = (uint64_t *)dst;
-    const uint64_t *s = (const uint64_t *)src;
-    for (unsigned i = 0; i < sizeof(gpu_sq_entry_t) / 8; i++)
-        d[i] = ld_volatile_u64(&s[i]);
-}
+#define GPU_SQ_USED ((unsigned)(sizeof(gpu_sq_entry_t) / 4)) /* flagged words an entry fills */
 
-__device__ static const gpu_comm_dev_t *load_comm(const gpu_daemon_params_t &p, uint32_t id)
+/* Thread 0: entry `pos` of the device ring, if every word of it carries its flag (pos+1).
+ * The words are read with volatile loads, all in flight at once: a line this SM's L1
+ * kept from the slot's previous use must never stand in for the new contents. */
+__device__ static __noinline__ bool take_entry(const gpu_sq_slot_t *ring, uint64_t pos, gpu_sq_entry_t *e)
 {
-    return (const gpu_comm_dev_t *)ld_volatile_u64((const uint64_t *)&p.comms[id]);
+    static_assert(sizeof(gpu_sq_entry_t) % 8 == 0 && GPU_SQ_USED <= GPU_SQ_WORDS, "an entry fits a slot");
+    const gpu_sq_slot_t *sl = &ring[pos & (GPU_RING - 1)];
+    const uint32_t flag = (uint32_t)(pos + 1);
+    if ((uint32_t)(ld_volatile_u64(&sl->w[0]) >> 32) != flag) /* the idle poll: one load */
+        return false;
+    uint64_t w[GPU_SQ_USED];
+    bool ok = true;
+#pragma unroll
+    for (unsigned i = 0; i < GPU_SQ_USED; i++)
+        w[i] = ld_volatile_u64(&sl->w[i]);
+#pragma unroll
+    for (unsigned i = 0; i < GPU_SQ_USED; i++) {
+        ok &= (uint32_t)(w[i] >> 32) == flag;
+        ((uint32_t *)e)[i] = (uint32_t)w[i];
+    }
+    return ok; /* some words still on their way: the next pass takes it */
 }
 
 /* Thread 0: one of the nchan channels taking part in request req is finished with
@@ -42,6 +53,21 @@ __device__ static const gpu_comm_dev_t *load_comm(const gpu_daemon_params_t &p, 
 __device__ static void channel_done(const gpu_daemon_params_t &p, uint32_t req, int32_t res,
                                     unsigned long long *completed, uint32_t nchan)
 {
+    if (nchan == 1) { /* the only channel (one-shots, small rings): nothing to count */
+        uint64_t *tr = p.trace ? p.trace + p.trace[GPU_TRACE_IDX_OFF + req] * GPU_TRACE_WORDS : NULL;
+        if (tr)
+            tr[GPU_TR_FINISHED] = globaltimer_ns();
+        if (res < 0) /* the host preset success: a completion costs one PCIe write */
+            p.result[req] = res;
+        if (completed)
+            atomicAdd(completed, 1ull);
+        /* release at system scope: the block's results (the barrier came first) and the
+         * result word before the word the host polls */
+        st_release_sys_u32(&p.done[req], 1);
+        if (tr)
+            tr[GPU_TR_POSTED] = globaltimer_ns();
+        return;
+    }
     if (res < 0)
         atomicMin(&p.req_err[req], res);
     /* release: this block's results (the barrier came first); acquire: the other
@@ -51,8 +77,8 @@ __device__ static void channel_done(const gpu_daemon_params_t &p, uint32_t req, 
     if ((now & (CHAN_ERR - 1)) != nchan)
         return;
     atomicAdd((unsigned long long *)&p.req_chan[req], 0ull - now);
-    const int32_t worst = now >= CHAN_ERR ? atomicExch(&p.req_err[req], 0) : 0;
-    p.result[req] = worst;
+    if (now >= CHAN_ERR)
+        p.result[req] = atomicExch(&p.req_err[req], 0);
     if (completed)
         atomicAdd(completed, 1ull); /* no return value used: a fire-and-forget reduction */
     /* release at system scope: every channel's results (acquired above) before the word
@@ -76,67 +102,122 @@ __device__ __forceinline__ uint32_t slot_key(uint32_t comm_id, uint32_t slot)
     return comm_id * 64u + slot;
 }
 
+/* The fetcher's state (warp 0 of block 0, the same in every lane). */
+typedef struct {
+    uint64_t fpos;     /* next host slot */
+    uint64_t min_head; /* the slowest block's device ring position, as last read */
+    uint64_t pub;      /* position last published to the host in `fetched` */
+    uint64_t polls;    /* DFCCL_GPU_TRACE: polls since the last entry found, and when */
+    uint64_t last_ns;
+} fetcher_t;
+
 /* Warp 0 of block 0: move what the host published into the device ring, as long as
- * every block has room. fpos (the next host slot) is the same in every lane. */
-__device__ static void fetch(const gpu_daemon_params_t &p, uint64_t &fpos, uint64_t &min_head)
+ * every block has room. Each lane reads word `lane` of the next two slots with two loads
+ * in flight at once: one PCIe round trip fetches up to two entries, and no read waits
+ * for a slot behind the last one found. The words go to the device ring as they are
+ * (flag included), so the fetcher publishes nothing behind a fence, and to block 0's
+ * shared staging (s_stage[pos & 1]). The host learns which slots it may reuse
+ * (`fetched`, a PCIe write) only every quarter ring or once the ring is empty, so that
+ * no completion's system-scope release waits behind that write. Returns the first
+ * position fetched by this call. */
+__device__ static uint64_t fetch(const gpu_daemon_params_t &p, fetcher_t &f, gpu_sq_entry_t *s_stage)
 {
     const unsigned lane = threadIdx.x;
     const uint64_t mask = GPU_RING - 1;
-    const uint64_t start = fpos;
-    for (int k = 0; k < 16; k++) {
-        if (fpos - min_head >= GPU_RING) { /* refresh the slowest block's position */
-            uint64_t h = lane < (unsigned)p.channels ? ld_volatile_u64(&p.block_head[lane]) : UINT64_MAX;
-            for (int o = 16; o; o >>= 1) {
-                uint64_t x = __shfl_xor_sync(0xffffffffu, h, o);
-                h = x < h ? x : h;
-            }
-            min_head = h;
-            if (fpos - min_head >= GPU_RING)
-                break;
+    const uint64_t start = f.fpos;
+    f.polls++;
+    bool room = true;
+    if (f.fpos + 2 - f.min_head > GPU_RING) { /* refresh the slowest block's position */
+        uint64_t h = lane < (unsigned)p.channels ? ld_volatile_u64(&p.block_head[lane]) : UINT64_MAX;
+        for (int o = 16; o; o >>= 1) {
+            uint64_t x = __shfl_xor_sync(0xffffffffu, h, o);
+            h = x < h ? x : h;
         }
-        /* one coalesced read of the slot: all flags current means the whole entry */
-        const gpu_sq_slot_t *sl = &p.ring[fpos & mask];
-        uint64_t v = lane < GPU_SQ_WORDS ? ld_volatile_u64(&sl->w[lane]) : 0;
-        if (!__all_sync(0xffffffffu, lane >= GPU_SQ_WORDS || (uint32_t)(v >> 32) == (uint32_t)(fpos + 1)))
-            break;
-        if (lane < GPU_SQ_WORDS && lane < sizeof(gpu_sq_entry_t) / 4)
-            ((uint32_t *)&p.dring[fpos & mask])[lane] = (uint32_t)v;
-        fpos++;
+        f.min_head = h;
+        room = f.fpos + 2 - f.min_head <= GPU_RING;
     }
-    if (fpos == start)
-        return;
-    __syncwarp(); /* the lanes' entry words before the tail */
+    if (room) {
+        const bool used = lane < GPU_SQ_USED;
+        const uint64_t v0 = used ? ld_volatile_u64(&p.ring[f.fpos & mask].w[lane]) : 0;
+        const uint64_t v1 = used ? ld_volatile_u64(&p.ring[(f.fpos + 1) & mask].w[lane]) : 0;
+        const uint64_t vs[2] = {v0, v1};
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            if (!__all_sync(0xffffffffu, !used || (uint32_t)(vs[k] >> 32) == (uint32_t)(f.fpos + 1)))
+                break;
+            if (used) {
+                st_volatile_u64(&p.dring[f.fpos & mask].w[lane], vs[k]);
+                ((uint32_t *)&s_stage[f.fpos & 1])[lane] = (uint32_t)vs[k];
+            }
+            if (p.trace && lane == 0) {
+                uint64_t *ft = p.trace + GPU_TRACE_FETCH_OFF + (f.fpos & mask) * 4;
+                const uint64_t now = globaltimer_ns();
+                ft[0] = now;
+                ft[1] = k == 0 ? f.polls : 0;
+                ft[2] = k == 0 ? now - f.last_ns : 0;
+            }
+            f.fpos++;
+        }
+    }
+    if (f.fpos == start) {
+        if (f.pub != f.fpos && lane == 0)
+            st_volatile_u64(p.fetched, f.fpos);
+        f.pub = f.fpos;
+        return start;
+    }
+    if (p.trace) {
+        f.polls = 0;
+        f.last_ns = globaltimer_ns();
+    }
+    __syncwarp(); /* the staged words before thread 0 reads them */
     if (lane == 0) {
-        st_volatile_u64(&p.dstate[0], fpos);
-        st_release_gpu_u64(&p.dstate[1], fpos);
-        st_volatile_u64(p.fetched, fpos); /* the host may reuse those slots */
+        st_volatile_u64(&p.dstate[0], f.fpos); /* where the next launch's fetcher starts */
+        if (f.fpos - f.pub >= GPU_RING / 4)
+            st_volatile_u64(p.fetched, f.fpos); /* the host may reuse those slots */
     }
+    if (f.fpos - f.pub >= GPU_RING / 4)
+        f.pub = f.fpos;
+    return start;
 }
 
-/* Thread 0 of block 0: every block has been still (no progress, no new task) for
- * idle_quit, or for stall_quit while some hold stalled tasks, and every fetched entry
- * has been taken: tell the host first, then (unless a submission slipped in between,
- * which the host's fence after publishing pairs with) every block. */
+/* Warp 0 of block 0 (lane c reads block c's words, all in flight at once): every block
+ * has been still (no progress, no new task) for idle_quit, or for stall_quit while some
+ * hold stalled tasks, and every fetched entry has been taken: tell the host first, then
+ * (unless a submission slipped in between, which the host's fence after publishing
+ * pairs with) every block. fpos is the fetcher's, the same in every lane. */
 __device__ static int daemon_quit(const gpu_daemon_params_t &p, uint64_t now, uint64_t fpos)
 {
+    const unsigned lane = threadIdx.x;
     uint64_t latest = 0;
     int busy = 0;
-    for (int c = 0; c < p.channels; c++) {
-        uint64_t t = ld_volatile_u64(&p.block_active[c]);
+    for (int c = (int)lane; c < p.channels; c += 32) {
+        const uint64_t t = ld_volatile_u64(&p.block_active[c]);
+        const uint32_t n = ld_volatile_u32(&p.ntasks[c]);
+        const uint64_t h = ld_volatile_u64(&p.block_head[c]);
         latest = t > latest ? t : latest;
-        busy |= ld_volatile_u32(&p.ntasks[c]) != 0 || ld_volatile_u64(&p.block_head[c]) != fpos;
+        busy |= n != 0 || h != fpos;
     }
+    for (int o = 16; o; o >>= 1) {
+        const uint64_t x = __shfl_xor_sync(0xffffffffu, latest, o);
+        latest = x > latest ? x : latest;
+    }
+    busy = __any_sync(0xffffffffu, busy);
     if (now < latest || now - latest <= (busy ? p.stall_quit_ns : p.idle_quit_ns))
         return 0;
-    st_volatile_u32(p.exited, p.gen);
-    fence_sc_sys();
-    const uint64_t w0 = ld_volatile_u64(&p.ring[fpos & (GPU_RING - 1)].w[0]);
-    if ((uint32_t)(w0 >> 32) == (uint32_t)(fpos + 1)) {
-        st_volatile_u32(p.exited, 0);
-        return 0;
+    int quit = 0;
+    if (lane == 0) {
+        st_volatile_u64(p.fetched, fpos);
+        st_volatile_u32(p.exited, p.gen);
+        fence_sc_sys();
+        const uint64_t w0 = ld_volatile_u64(&p.ring[fpos & (GPU_RING - 1)].w[0]);
+        if ((uint32_t)(w0 >> 32) == (uint32_t)(fpos + 1)) {
+            st_volatile_u32(p.exited, 0);
+        } else {
+            st_volatile_u32(p.quit, p.gen);
+            quit = 1;
+        }
     }
-    st_volatile_u32(p.quit, p.gen);
-    return 1;
+    return __shfl_sync(0xffffffffu, quit, 0);
 }
 
 __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemon_params_t p)
@@ -149,17 +230,21 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
     __shared__ int s_dec;
     __shared__ int s_progress;
     __shared__ gpu_task_t s_task;
+    __shared__ int s_fresh; /* s_task is task 0, just built by the intake */
     /* slot keys of the task list: a task may run only when no earlier task of the list
      * has its key (instance seq of a communicator waits for seq-K on this channel, the
      * scheduler's slot rule, checked without a memory access) */
     __shared__ uint32_t s_key[GPU_MAX_TASKS];
-    uint64_t last_move = 0, last_check = 0; /* thread 0 only */
-    uint64_t fpos = 0, min_head = 0;        /* warp 0 of block 0 (the fetcher) */
+    uint64_t last_move = 0, last_check = 0; /* thread 0 (last_check: warp 0 of block 0) */
+    uint32_t trace_n = 0;                   /* thread 0 of block 0: trace records written */
+    __shared__ gpu_sq_entry_t s_stage[2];   /* block 0: the entries the fetcher just took */
+    fetcher_t f = {0, 0, 0, 0, 0};          /* warp 0 of block 0 (the fetcher) */
     const bool fetcher = b == 0 && threadIdx.x < 32;
 
     if (fetcher) {
-        fpos = ld_volatile_u64(&p.dstate[0]);
-        min_head = fpos > GPU_RING ? fpos - GPU_RING : 0; /* refreshed before it matters */
+        f.fpos = f.pub = ld_volatile_u64(&p.dstate[0]);
+        f.min_head = f.fpos > GPU_RING ? f.fpos - GPU_RING : 0; /* refreshed before it matters */
+        f.last_ns = globaltimer_ns();
     }
     if (t0) {
         s_head = ld_volatile_u64(&p.block_head[b]);
@@ -173,21 +258,27 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
     __syncthreads();
 
     for (;;) {
+        uint64_t fstart = f.fpos;
         if (fetcher)
-            fetch(p, fpos, min_head);
+            fstart = fetch(p, f, s_stage);
         /* ---- take new entries of the device ring into the task list (thread 0) ---- */
         if (t0) {
             uint64_t head = s_head;
             uint32_t n = s_n;
-            /* block 0's thread 0 is a fetcher lane: it knows the tail */
-            const uint64_t tail = b == 0 ? fpos : ld_acquire_gpu_u64(&p.dstate[1]);
-            while (n < GPU_MAX_TASKS && head < tail) {
-                gpu_sq_entry_t entry;
-                load_entry(&entry, &p.dring[head & (GPU_RING - 1)]);
+            s_fresh = 0;
+            gpu_sq_entry_t entry;
+            /* block 0's thread 0 is a fetcher lane: what this iteration fetched is staged */
+            while (n < GPU_MAX_TASKS && (b == 0 ? head < f.fpos : take_entry(p.dring, head, &entry))) {
+                if (b == 0 && head >= fstart)
+                    entry = s_stage[head & 1];
+                else if (b == 0 && !take_entry(p.dring, head, &entry))
+                    break; /* cannot be: the fetcher wrote it before this pass */
+                const uint64_t taken_ns = p.trace && b == 0 ? globaltimer_ns() : 0;
                 const gpu_sq_entry_t *e = &entry;
                 head++;
                 if (e->kind == GPU_SQ_DESTROY) {
                     /* fail this block's channel of every task of the communicator */
+                    s_fresh = 0; /* task 0 may be among them */
                     for (uint32_t i = 0; i < n;) {
                         if (tasks[i].comm_id == e->comm_id) {
                             channel_done(p, tasks[i].req_id, dfcclCommAborted, tasks[i].completed,
@@ -200,7 +291,7 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                     channel_done(p, e->req_id, dfcclSuccess, NULL, (uint32_t)C); /* every block */
                     continue;
                 }
-                const gpu_comm_dev_t *cm = load_comm(p, e->comm_id);
+                const gpu_comm_dev_t *cm = &e->comm;
                 const int N = cm->nranks;
                 eng_ctx_t x;
                 eng_ctx_init(&e->args, N, b, C, &x);
@@ -209,8 +300,10 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                 const int k = eng_active_channels(&e->args, N, C);
                 if (x.done && !(k == 0 && b == 0))
                     continue;
-                gpu_task_t *t = &tasks[n];
-                const uint32_t slot = (uint32_t)(e->seq % cm->slots);
+                /* the first task is built in shared memory, where the pass starts with
+                 * it (no reload from device memory), and copied to the list */
+                gpu_task_t *t = n == 0 ? &s_task : &tasks[n];
+                const uint32_t slot = (uint32_t)eng_mod(e->seq, cm->slots);
                 t->args = e->args;
                 t->conns = cm->conns + ((size_t)slot * C + b) * (size_t)N;
                 t->abort_code = cm->abort_code;
@@ -227,6 +320,21 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                 t->slot = slot;
                 t->nchan = k ? (uint32_t)k : 1u;
                 t->ctx = x;
+                if (n == 0) {
+                    tasks[0] = s_task;
+                    s_fresh = 1;
+                }
+                if (taken_ns && t->nchan == 1) { /* DFCCL_GPU_TRACE */
+                    const uint32_t r = trace_n++ & (GPU_TRACE_RECS - 1);
+                    uint64_t *rec = p.trace + (size_t)r * GPU_TRACE_WORDS;
+                    const uint64_t *ft = p.trace + GPU_TRACE_FETCH_OFF + ((head - 1) & (GPU_RING - 1)) * 4;
+                    rec[GPU_TR_FETCHED] = ft[0];
+                    rec[GPU_TR_POLLS] = ft[1];
+                    rec[GPU_TR_POLL_NS] = ft[2];
+                    rec[GPU_TR_TASK] = taken_ns;
+                    rec[GPU_TR_RUN] = rec[GPU_TR_FINISHED] = rec[GPU_TR_POSTED] = 0;
+                    p.trace[GPU_TRACE_IDX_OFF + e->req_id] = r;
+                }
                 s_key[n] = slot_key(e->comm_id, slot);
                 n++;
             }
@@ -253,8 +361,9 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                 int blocked = 0;
                 for (uint32_t j = 0; j < i && !blocked; j++)
                     blocked = s_key[j] == s_key[i];
-                if (!blocked)
+                if (!blocked && !(i == 0 && s_fresh))
                     s_task = *t;
+                s_fresh = 0;
                 s_dec = blocked;
             }
             __syncthreads();
@@ -278,6 +387,11 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             if (t0) {
                 wait_start = globaltimer_ns();
                 budget = sched_budget(&p.sp, threshold, is_head);
+                if (p.trace && b == 0 && s_task.nchan == 1) { /* DFCCL_GPU_TRACE: the first run */
+                    uint64_t *rec = p.trace + p.trace[GPU_TRACE_IDX_OFF + s_task.req_id] * GPU_TRACE_WORDS;
+                    if (!rec[GPU_TR_RUN])
+                        rec[GPU_TR_RUN] = wait_start;
+                }
             }
             int finished = x.done;
             int32_t res = dfcclSuccess;
@@ -351,17 +465,25 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
 
         /* ---- exit: block 0 decides for the daemon, every block follows ---- */
         if (t0) {
-            uint64_t now = globaltimer_ns();
+            const uint64_t now = globaltimer_ns();
             if (s_progress) {
                 last_move = now;
                 st_volatile_u64(&p.block_active[b], now);
                 st_volatile_u32(&p.ntasks[b], s_n);
             }
-            s_dec = ld_volatile_u32(p.quit) == p.gen;
-            /* block 0 looks at the others at most every 10 us, and only once it is still */
-            if (b == 0 && !s_dec && now - last_move > 10000 && now - last_check > 10000) {
+            /* block 0 looks at the others at most every 20 us, and only once it is still */
+            s_dec = b == 0 ? (now - last_move > 20000 && now - last_check > 20000 ? 2 : 0)
+                           : ld_volatile_u32(p.quit) == p.gen;
+            if (s_dec == 2)
                 last_check = now;
-                s_dec = daemon_quit(p, now, fpos); /* thread 0 is a fetcher lane */
+        }
+        if (fetcher) {
+            __syncwarp();
+            if (s_dec == 2) { /* the same in every lane */
+                const int q = daemon_quit(p, __shfl_sync(0xffffffffu, globaltimer_ns(), 0), f.fpos);
+                __syncwarp();
+                if (threadIdx.x == 0)
+                    s_dec = q;
             }
         }
         __syncthreads();

@@ -17,28 +17,27 @@
 
 enum { GPU_SQ_COLL = 1, GPU_SQ_DESTROY = 2 };
 enum { GPU_STAT_PREEMPT = 0, GPU_STAT_STALLS, GPU_STAT_STALL_NS, GPU_NSTATS };
+/* DFCCL_GPU_TRACE: for each single-channel collective (block 0), %globaltimer at each
+ * stage, and the fetcher's polls and their time since the entry before. The trace buffer
+ * holds GPU_TRACE_RECS records (a ring block 0 fills), the fetcher's stamps per ring
+ * position, and each request's record index. */
+enum {
+    GPU_TR_FETCHED = 0, /* the fetcher's read returned the entry */
+    GPU_TR_TASK,        /* block 0 took the entry from the device ring */
+    GPU_TR_RUN,         /* its first scheduling pass started the task */
+    GPU_TR_FINISHED,    /* the algorithm finished */
+    GPU_TR_POSTED,      /* the completion word was stored */
+    GPU_TR_POLLS,       /* fetcher polls since the previous entry */
+    GPU_TR_POLL_NS,     /* and their time */
+    GPU_TRACE_WORDS = 8
+};
+#define GPU_TRACE_RECS      4096
+#define GPU_TRACE_FETCH_OFF ((size_t)GPU_TRACE_RECS * GPU_TRACE_WORDS)   /* [GPU_RING][4] */
+#define GPU_TRACE_IDX_OFF   (GPU_TRACE_FETCH_OFF + (size_t)GPU_RING * 4) /* [GPU_MAX_REQS] */
+#define GPU_TRACE_TOTAL     (GPU_TRACE_IDX_OFF + (size_t)GPU_MAX_REQS)
 
-/* One submission as the daemon uses it (the device ring's entries). */
-typedef struct {
-    uint32_t kind;
-    uint32_t comm_id;
-    uint32_t req_id;
-    uint32_t pad;
-    uint64_t seq;
-    eng_coll_args_t args;
-} gpu_sq_entry_t;
-
-/* The host ring's slot of one submission, LL-style (NCCL's low-latency protocol): each
- * 8-byte word carries 4 bytes of the entry and, in its upper half, the flag
- * (position + 1, never 0). The host writes each word with one 8-byte store, so when one
- * warp's single read of the slot finds every flag current it has the whole entry: a
- * pick-up costs one PCIe round trip instead of a stamp read followed by the body. */
-#define GPU_SQ_WORDS 16
-typedef struct __attribute__((aligned(128))) {
-    uint64_t w[GPU_SQ_WORDS];
-} gpu_sq_slot_t;
-
-/* A communicator as the daemon sees it (device memory). */
+/* A communicator as the daemon sees it. Every submission carries a copy, so taking an
+ * entry costs no dependent lookup of a communicator table. */
 typedef struct gpu_comm_dev {
     int rank, nranks;
     uint32_t slots, depth;
@@ -48,6 +47,28 @@ typedef struct gpu_comm_dev {
     uint64_t *stats;               /* device [channels][GPU_NSTATS], one writer per channel */
     unsigned long long *completed; /* device: collectives completed (last channel counts) */
 } gpu_comm_dev_t;
+
+/* One submission as the daemon uses it (the device ring's entries). */
+typedef struct {
+    uint32_t kind;
+    uint32_t comm_id;
+    uint32_t req_id;
+    uint32_t pad;
+    uint64_t seq;
+    eng_coll_args_t args;
+    gpu_comm_dev_t comm;
+} gpu_sq_entry_t;
+
+/* The host ring's slot of one submission, LL-style (NCCL's low-latency protocol): each
+ * 8-byte word carries 4 bytes of the entry and, in its upper half, the flag
+ * (position + 1, never 0). The host writes each word with one 8-byte store, so when one
+ * warp's read of the slot (lane i: word i) finds every flag current it has the whole
+ * entry: a pick-up costs one PCIe round trip instead of a stamp read followed by the
+ * body. */
+#define GPU_SQ_WORDS 32
+typedef struct __attribute__((aligned(256))) {
+    uint64_t w[GPU_SQ_WORDS];
+} gpu_sq_slot_t;
 
 /* A task in one block's list (device memory); ctx is the saved context. */
 /* A task in one block's list (device memory): what the block needs from the
@@ -71,11 +92,11 @@ typedef struct {
 
 typedef struct {
     /* submission: the host's ring (mapped) -> the fetcher (warp 0 of block 0) -> the device
-     * ring, which every block reads from device memory at its own pace */
+     * ring, which every block reads at its own pace */
     gpu_sq_slot_t *ring;    /* host-mapped (device alias) [GPU_RING] */
     uint64_t *fetched;      /* host-mapped: host ring slots taken by the fetcher */
-    gpu_sq_entry_t *dring;  /* device [GPU_RING] */
-    uint64_t *dstate;       /* device: [0] fetch position, [1] device ring tail */
+    gpu_sq_slot_t *dring;   /* device [GPU_RING]: the host's flagged words, copied as they are */
+    uint64_t *dstate;       /* device: [0] the fetcher's position (where a relaunch resumes) */
     uint64_t *block_head;   /* device [channels]: device ring entries each block took */
     uint64_t *block_active; /* device [channels]: last time the block moved (globaltimer) */
     uint32_t *ntasks;       /* device [channels]: tasks in the block's list */
@@ -86,8 +107,8 @@ typedef struct {
     int32_t *result;        /* host-mapped [GPU_MAX_REQS] */
     uint64_t *req_chan;     /* device [GPU_MAX_REQS]: channels finished (never reset) */
     int32_t *req_err;       /* device [GPU_MAX_REQS]: worst channel result */
-    gpu_comm_dev_t **comms; /* device [GPU_MAX_COMMS] */
     gpu_task_t *tasks;      /* device [channels][GPU_MAX_TASKS] */
+    uint64_t *trace;        /* device [GPU_TRACE_TOTAL] or NULL (DFCCL_GPU_TRACE) */
     int channels;
     sched_params_t sp;
     uint64_t idle_quit_ns, stall_quit_ns;

@@ -5,20 +5,28 @@
 #define DFCCL_ALGO_H
 
 #include "algo_chain.h"
+#include "algo_ll.h"
 #include "algo_oneshot.h"
 #include "algo_pairwise.h"
 #include "algo_ring.h"
 
-/* The choice depends only on arguments every rank passes identically, so all ranks
- * pick the same algorithm. */
-DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, uint64_t oneshot_max)
+/* The choice depends only on arguments every rank passes identically (and on the
+ * communicator), so all ranks pick the same algorithm. Allreduces up to ll_max bytes
+ * run in LL lines (0: never), up to oneshot_max one-shot, the rest in a ring. */
+DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, uint64_t oneshot_max,
+                                        uint64_t ll_max)
 {
     if (nranks == 1)
         return ENG_ALGO_SELF;
+    const int ll = ll_max > 0 && nranks <= ENG_LL_MAX_RANKS;
     switch (a->coll) {
-    case ENG_COLL_ALLREDUCE:
-        return a->count * eng_type_size(a->dtype) <= oneshot_max ? ENG_ALGO_ONESHOT : ENG_ALGO_RING;
-    case ENG_COLL_BARRIER: return ENG_ALGO_ONESHOT;
+    case ENG_COLL_ALLREDUCE: {
+        const uint64_t bytes = a->count * eng_type_size(a->dtype);
+        if (ll && bytes <= ll_max)
+            return ENG_ALGO_LL;
+        return bytes <= oneshot_max ? ENG_ALGO_ONESHOT : ENG_ALGO_RING;
+    }
+    case ENG_COLL_BARRIER: return ll ? ENG_ALGO_LL : ENG_ALGO_ONESHOT;
     case ENG_COLL_REDUCE:
     case ENG_COLL_BCAST: return ENG_ALGO_CHAIN;
     case ENG_COLL_ALLTOALL: return ENG_ALGO_PAIRWISE;
@@ -33,6 +41,7 @@ DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *
     switch (a->algo) {
     case ENG_ALGO_RING: return ring_stride(a, nranks);
     case ENG_ALGO_ONESHOT:
+    case ENG_ALGO_LL:
     case ENG_ALGO_SELF: *C = 1; return 1;
     default: return a->count;
     }
@@ -42,8 +51,8 @@ DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *
 DFCCL_INLINE void eng_ctx_init(const eng_coll_args_t *a, int nranks, int c, int C, eng_ctx_t *x)
 {
     const uint64_t span = eng_split_span(a, nranks, &C);
-    x->lo = c < C ? span * (uint64_t)c / (uint64_t)C : 0;
-    x->hi = c < C ? span * (uint64_t)(c + 1) / (uint64_t)C : 0;
+    x->lo = c < C ? eng_div(span * (uint64_t)c, (uint64_t)C) : 0;
+    x->hi = c < C ? eng_div(span * (uint64_t)(c + 1), (uint64_t)C) : 0;
     x->off = x->lo;
     x->step = x->sub = x->sub2 = 0;
     x->done = x->lo >= x->hi;
@@ -70,6 +79,7 @@ DFCCL_DEV_INLINE eng_prog_t eng_algo_progress(const eng_coll_args_t *a, eng_chan
     switch (a->algo) {
     case ENG_ALGO_RING: return algo_ring_progress(a, v, x);
     case ENG_ALGO_ONESHOT: return algo_oneshot_progress(a, v, x);
+    case ENG_ALGO_LL: return algo_ll_progress(a, v, x);
     case ENG_ALGO_CHAIN: return algo_chain_progress(a, v, x);
     case ENG_ALGO_PAIRWISE: return algo_pairwise_progress(a, v, x);
     case ENG_ALGO_SELF:

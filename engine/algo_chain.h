@@ -16,7 +16,7 @@ DFCCL_DEV_INLINE eng_prog_t algo_chain_progress(const eng_coll_args_t *a, eng_ch
     const int bcast = a->coll == ENG_COLL_BCAST;
     const int p = bcast ? (r - root + N) % N : (root - r + N) % N;
     const size_t ts = eng_type_size(a->dtype);
-    const uint64_t CE = v->chunk / ts;
+    const uint64_t CE = eng_div(v->chunk, ts);
     /* upstream / downstream neighbours in the direction of the data */
     const int up_pos = bcast ? p - 1 : p + 1, down_pos = bcast ? p + 1 : p - 1;
     const int has_up = up_pos >= 0 && up_pos < N, has_down = down_pos >= 0 && down_pos < N;

@@ -31,7 +31,7 @@ DFCCL_DEV_INLINE eng_prog_t algo_pairwise_progress(const eng_coll_args_t *a, eng
         const int to = (r + (int)x->step) % N, from = (r - (int)x->step + N) % N;
         eng_conn_t *out = &v->conns[to], *in = &v->conns[from];
         /* each direction steps by its own connection's size (the same at both ends) */
-        const uint64_t CO = out->schunk / ts, CI = in->rchunk / ts;
+        const uint64_t CO = eng_div(out->schunk, ts), CI = eng_div(in->rchunk, ts);
         const uint32_t nout = (uint32_t)DFCCL_DIV_UP(span, CO), nin = (uint32_t)DFCCL_DIV_UP(span, CI);
         while (x->sub < nout && prim_send_ready(out, v->depth)) {
             const uint64_t off = x->lo + (uint64_t)x->sub * CO, n = DFCCL_MIN(CO, x->hi - off);

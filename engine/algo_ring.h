@@ -32,7 +32,7 @@ DFCCL_DEV_INLINE eng_prog_t algo_ring_progress(const eng_coll_args_t *a, eng_cha
 {
     const int N = v->nranks, r = v->rank;
     const size_t ts = eng_type_size(a->dtype);
-    const uint64_t S = ring_stride(a, N), CE = v->chunk / ts;
+    const uint64_t S = ring_stride(a, N), CE = eng_div(v->chunk, ts);
     eng_conn_t *in = &v->conns[(r - 1 + N) % N], *out = &v->conns[(r + 1) % N];
     const char *sbuf = (const char *)a->sendbuf;
     char *rbuf = (char *)a->recvbuf;

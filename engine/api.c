@@ -8,6 +8,7 @@
 #include "eng_atomic.h"
 #include "eng_comm.h"
 #include "eng_gpu.h"
+#include "eng_gpu_layout.h"
 #include "eng_log.h"
 #include "reduce.h"
 #include "algo.h"
@@ -110,10 +111,15 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
                          .count = coll == ENG_COLL_BARRIER ? 0 : count,
                          .sendbuf = sendbuf,
                          .recvbuf = recvbuf};
-    /* a one-shot contribution must fit one FIFO step of the daemon that runs it */
+    /* a one-shot contribution must fit one FIFO step of the daemon that runs it, an LL
+     * one twice over (its lines carry flags); the net transport's proxy copies steps
+     * without 8-byte atomicity, so communicators with net peers never use LL */
     const uint64_t oneshot_max =
         on_gpu ? DFCCL_MIN(eng_config.oneshot_max, eng_config.gpu_chunk_size) : eng_config.oneshot_max;
-    a.algo = (uint8_t)eng_algo_select(&a, N, oneshot_max);
+    const uint64_t min_step = on_gpu ? eng_gpu_small_chunk(eng_config.oneshot_max, eng_config.gpu_chunk_size)
+                                     : eng_config.chunk_size;
+    const uint64_t ll_max = comm->net ? 0 : DFCCL_MIN(eng_config.ll_max, min_step / 2);
+    a.algo = (uint8_t)eng_algo_select(&a, N, oneshot_max, ll_max);
     if (on_gpu) {
         dfcclResult_t r = eng_gpu_submit(comm->gpu, &a, &req->done_p, &req->result_p, &req->gpu_id);
         if (r != dfcclSuccess) {

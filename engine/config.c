@@ -44,7 +44,7 @@ static void eng_config_parse(void)
             if (!strcasecmp(lvl, names[i]))
                 eng_log_level = i;
     }
-    uint64_t v[20];
+    uint64_t v[22];
     int rc = 0;
     rc |= env_u64("DFCCL_PREEMPT", 1, 0, 1, &v[0]);
     rc |= env_u64("DFCCL_THRESHOLD_BASE_NS", 20000, 100, 60000000000ull, &v[1]);
@@ -66,6 +66,8 @@ static void eng_config_parse(void)
     rc |= env_u64("DFCCL_GPU", 1, 0, 1, &v[17]);
     rc |= env_u64("DFCCL_GPU_CHUNK_SIZE", 131072, 1024, 64ull << 20, &v[18]);
     rc |= env_u64("DFCCL_GPU_SYS_SCOPE", 0, 0, 1, &v[19]);
+    rc |= env_u64("DFCCL_LL_MAX", 8192, 0, 64ull << 20, &v[20]);
+    rc |= env_u64("DFCCL_GPU_TRACE", 0, 0, 1, &v[21]);
     eng_config.preempt = (int)v[0];
     eng_config.threshold_base_ns = v[1];
     eng_config.threshold_max_ns = v[2] < v[1] ? v[1] : v[2];
@@ -99,6 +101,8 @@ static void eng_config_parse(void)
     eng_config.gpu_stall_quit_us = v[16];
     eng_config.gpu_chunk_size = v[18] & ~(uint64_t)63;
     eng_config.gpu_sys_scope = (int)v[19];
+    eng_config.ll_max = v[20];
+    eng_config.gpu_trace = (int)v[21];
     eng_config_status = rc ? -1 : 0;
 }
 

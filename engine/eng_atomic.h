@@ -29,6 +29,11 @@ DFCCL_INLINE uint64_t dfccl_load_relaxed64(const uint64_t *p)
     return atomic_load_explicit((_Atomic uint64_t *)p, memory_order_relaxed);
 }
 
+DFCCL_INLINE void dfccl_store_relaxed64(uint64_t *p, uint64_t v)
+{
+    atomic_store_explicit((_Atomic uint64_t *)p, v, memory_order_relaxed);
+}
+
 DFCCL_INLINE uint32_t dfccl_load_acquire32(const uint32_t *p)
 {
     return atomic_load_explicit((_Atomic uint32_t *)p, memory_order_acquire);

@@ -18,6 +18,7 @@ typedef struct {
     uint64_t chunk_size;        /* DFCCL_CHUNK_SIZE: bytes per FIFO step */
     uint32_t fifo_depth;        /* DFCCL_FIFO_DEPTH: FIFO steps per connection */
     uint64_t oneshot_max;       /* DFCCL_ONESHOT_MAX: allreduce bytes run one-shot */
+    uint64_t ll_max;            /* DFCCL_LL_MAX: allreduce bytes run in LL lines (0: never) */
     uint64_t stall_report_ms;   /* DFCCL_STALL_REPORT: report a stalled collective after */
     uint64_t timeout_ms;        /* DFCCL_TIMEOUT: fail a stalled collective after (0=off) */
     uint64_t idle_sleep_us;     /* DFCCL_IDLE_US: daemon sleeps after this long idle */
@@ -30,6 +31,7 @@ typedef struct {
     uint64_t gpu_stall_quit_us; /* DFCCL_GPU_STALL_QUIT: exits when all tasks stalled */
     uint64_t gpu_chunk_size;    /* DFCCL_GPU_CHUNK_SIZE: bytes per FIFO step on the GPU */
     int gpu_sys_scope;          /* DFCCL_GPU_SYS_SCOPE: system-scope flags for every peer */
+    int gpu_trace;              /* DFCCL_GPU_TRACE: time each single-channel collective's stages */
 } eng_config_t;
 
 extern eng_config_t eng_config;

@@ -36,4 +36,22 @@
 #define DFCCL_MAX(_a, _b)    ((_a) > (_b) ? (_a) : (_b))
 #define DFCCL_DIV_UP(_a, _b) (((_a) + (_b)-1) / (_b))
 
+/* x % d and x / d for the small divisors of the hot paths (FIFO depth, slots, channels,
+ * element sizes): a mask or a shift when d is a power of two, as it is by default. A
+ * 64-bit division is a long dependent instruction sequence on the GPU (~0.3 us measured
+ * on the daemon's critical path), and a small collective is a chain of such steps. */
+#ifdef __CUDA_ARCH__
+#define DFCCL_POPC64(_x) ((unsigned)__popcll(_x))
+#else
+#define DFCCL_POPC64(_x) ((unsigned)__builtin_popcountll(_x))
+#endif
+DFCCL_INLINE uint64_t eng_mod(uint64_t x, uint64_t d)
+{
+    return (d & (d - 1)) == 0 ? x & (d - 1) : x % d;
+}
+DFCCL_INLINE uint64_t eng_div(uint64_t x, uint64_t d)
+{
+    return (d & (d - 1)) == 0 ? x >> DFCCL_POPC64(d - 1) : x / d;
+}
+
 #endif

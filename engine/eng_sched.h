@@ -24,8 +24,10 @@ DFCCL_INLINE uint64_t sched_budget(const sched_params_t *p, uint64_t threshold_n
 {
     if (!p->preempt)
         return SCHED_FOREVER;
-    uint64_t f = is_head ? p->head_factor : 1u;
-    return threshold_ns > SCHED_FOREVER / f ? SCHED_FOREVER : threshold_ns * f;
+    const uint64_t f = is_head ? p->head_factor : 1u;
+    /* no division on this path (the GPU's is slow): head_factor <= 1024 (2^10), so
+     * only thresholds beyond any real wait could overflow */
+    return threshold_ns >= (SCHED_FOREVER >> 10) ? SCHED_FOREVER : threshold_ns * f;
 }
 
 /* A wait was satisfied after waited_ns: the peers are active on this collective, so raise

@@ -29,7 +29,21 @@ typedef enum {
     ENG_ALGO_ONESHOT,  /* small allreduce, barrier */
     ENG_ALGO_CHAIN,    /* bcast, reduce */
     ENG_ALGO_PAIRWISE, /* alltoall */
+    ENG_ALGO_LL,       /* smallest allreduces, barrier: one-shot in LL lines */
 } eng_algo_t;
+
+/* LL lines (NCCL's low-latency protocol): 16 bytes carry 8 bytes of payload as two
+ * {4 bytes of data, 4-byte flag} words; the flag is the connection's step number + 1, so
+ * a reader that sees the current flag next to the data has the data: no step counter to
+ * publish behind a fence and no acquire before the read. One LL step holds
+ * rchunk / 16 lines. Peers above ENG_LL_MAX_RANKS use the one-shot. */
+#define ENG_LL_LINE      16
+#define ENG_LL_MAX_RANKS 32
+
+DFCCL_INLINE uint64_t eng_ll_lines(uint64_t bytes)
+{
+    return bytes ? DFCCL_DIV_UP(bytes, 8) : 1; /* a barrier sends one line of nothing */
+}
 
 /* Control words of one connection (one direction, one slot, one channel). They live in
  * the receiver's shared segment, ahead of the FIFO data. Counters are free-running and

@@ -10,6 +10,7 @@
 
 #include "eng_atomic.h"
 #include "eng_types.h"
+#include "ll_packet.h"
 #include "reduce.h"
 
 /* --- readiness: never wait here; the scheduler owns every wait ---------------------- */
@@ -32,7 +33,7 @@ DFCCL_DEV_INLINE int prim_send_ready(const eng_conn_t *c, uint32_t depth)
 
 DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_view_t *v, uint64_t *bytes_p)
 {
-    uint32_t s = (uint32_t)(c->recvd % v->depth);
+    uint32_t s = (uint32_t)eng_mod(c->recvd, v->depth);
     if (bytes_p)
         *bytes_p = DFCCL_READ_ONCE(c->recv_ctrl->bytes[s]);
     return c->recv_data + (uint64_t)s * c->rchunk;
@@ -40,14 +41,14 @@ DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_v
 
 DFCCL_DEV_INLINE char *prim_send_buf(const eng_conn_t *c, const eng_chan_view_t *v)
 {
-    return c->send_data + (c->sent % v->depth) * c->schunk;
+    return c->send_data + eng_mod(c->sent, v->depth) * c->schunk;
 }
 
 /* Publish one step: data and size first, then `posted` with release (the receiver's
  * acquire in prim_recv_ready is the counterpart). */
 DFCCL_DEV_INLINE void prim_send_post(eng_conn_t *c, const eng_chan_view_t *v, uint64_t bytes)
 {
-    c->send_ctrl->bytes[c->sent % v->depth] = bytes;
+    c->send_ctrl->bytes[eng_mod(c->sent, v->depth)] = bytes;
     c->sent++;
     dfccl_store_release64(&c->send_ctrl->posted, c->sent);
 }
@@ -87,6 +88,58 @@ DFCCL_DEV_INLINE void prim_recv_done_all(eng_conn_t *conns, int n)
 {
     for (int p = 0; p < n; p++)
         prim_recv_done(&conns[p]);
+}
+
+/* --- LL lines: each 8-byte word {4 data bytes, flag} is one atomic store, so a reader
+ * that sees the flag sees its data; the words need no order among themselves -------- */
+
+/* Write the packets of src as lines into every connection's current step. LL steps
+ * publish nothing else: `posted` stays at the last Simple step, which is all a later
+ * Simple step's check needs (it waits for its own, absolute, count). */
+DFCCL_DEV_INLINE void prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_view_t *v, const void *src,
+                                       uint64_t bytes)
+{
+    const uint64_t lines = eng_ll_lines(bytes);
+    for (int p = 0; p < n; p++) {
+        eng_conn_t *c = &conns[p];
+        uint64_t *dst = (uint64_t *)prim_send_buf(c, v);
+        const uint64_t flag = (uint64_t)(uint32_t)(c->sent + 1) << 32;
+        for (uint64_t i = 0; i < lines; i++) {
+            const uint64_t pk = bytes ? eng_ll_packet_load(src, bytes, i) : 0;
+            dfccl_store_relaxed64(&dst[2 * i], flag | (uint32_t)pk);
+            dfccl_store_relaxed64(&dst[2 * i + 1], flag | (pk >> 32));
+        }
+        c->sent++;
+    }
+}
+
+/* Every connection's current step holds all lines with its flag: reduce them in rank
+ * order into recvbuf and return 1; otherwise 0 and nothing is written. */
+DFCCL_DEV_INLINE int prim_ll_reduce_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
+                                        const eng_coll_args_t *a, uint64_t bytes)
+{
+    const uint64_t lines = eng_ll_lines(bytes);
+    for (int p = 0; p < n; p++) {
+        const uint64_t *src = (const uint64_t *)prim_recv_buf(&conns[p], v, NULL);
+        const uint32_t flag = (uint32_t)(conns[p].recvd + 1);
+        for (uint64_t i = 0; i < 2 * lines; i++)
+            if ((uint32_t)(dfccl_load_relaxed64(&src[i]) >> 32) != flag)
+                return 0;
+    }
+    if (!bytes)
+        return 1;
+    /* every line is in place, and stays until prim_recv_done_all gives the steps back */
+    for (uint64_t i = 0; i < lines; i++) {
+        uint64_t acc = 0;
+        for (int p = 0; p < n; p++) {
+            const uint64_t *src = (const uint64_t *)prim_recv_buf(&conns[p], v, NULL);
+            const uint64_t pk = (uint32_t)dfccl_load_relaxed64(&src[2 * i]) |
+                                (uint64_t)(uint32_t)dfccl_load_relaxed64(&src[2 * i + 1]) << 32;
+            acc = p ? eng_reduce_packet(acc, pk, a->dtype, a->op) : pk;
+        }
+        eng_ll_packet_store(a->recvbuf, bytes, i, acc);
+    }
+    return 1;
 }
 
 /* --- data movement, named in dataflow order ------------------------------------------ */

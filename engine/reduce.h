@@ -155,6 +155,75 @@ DFCCL_INLINE int eng_reduce(void *dst, const void *a, const void *b, size_t n, i
     }
 }
 
+/* The same reduction by one thread on one 8-byte packet of each side (the LL one-shot's
+ * unit: every thread reduces the packets it read itself). Elements past the message's
+ * end are reduced too and never stored. */
+#define ENG_PK(_T, _A, _OPM)                                                                                 \
+    do {                                                                                                     \
+        _T x_[8 / sizeof(_T)], y_[8 / sizeof(_T)];                                                           \
+        memcpy(x_, &a, 8);                                                                                   \
+        memcpy(y_, &b, 8);                                                                                   \
+        for (unsigned i_ = 0; i_ < 8 / sizeof(_T); i_++)                                                     \
+            x_[i_] = (_T)_OPM((_A)x_[i_], (_A)y_[i_]);                                                       \
+        memcpy(&a, x_, 8);                                                                                   \
+        return a;                                                                                            \
+    } while (0)
+
+#define ENG_PK_HALF(_TOF, _FROMF, _OPM)                                                                      \
+    do {                                                                                                     \
+        uint16_t x_[4], y_[4];                                                                               \
+        memcpy(x_, &a, 8);                                                                                   \
+        memcpy(y_, &b, 8);                                                                                   \
+        for (unsigned i_ = 0; i_ < 4; i_++)                                                                  \
+            x_[i_] = _FROMF(_OPM(_TOF(x_[i_]), _TOF(y_[i_])));                                               \
+        memcpy(&a, x_, 8);                                                                                   \
+        return a;                                                                                            \
+    } while (0)
+
+#define ENG_PK_INT(_T, _U)                                                                                   \
+    switch (op) {                                                                                            \
+    case dfcclSum: ENG_PK(_T, _U, ENG_OP_SUM);                                                               \
+    case dfcclProd: ENG_PK(_T, _U, ENG_OP_PROD);                                                             \
+    case dfcclMax: ENG_PK(_T, _T, ENG_OP_MAX);                                                               \
+    case dfcclMin: ENG_PK(_T, _T, ENG_OP_MIN);                                                               \
+    case dfcclBand: ENG_PK(_T, _T, ENG_OP_BAND);                                                             \
+    case dfcclBor: ENG_PK(_T, _T, ENG_OP_BOR);                                                               \
+    default: ENG_PK(_T, _T, ENG_OP_BXOR);                                                                    \
+    }
+
+#define ENG_PK_FLOAT(_T)                                                                                     \
+    switch (op) {                                                                                            \
+    case dfcclSum: ENG_PK(_T, _T, ENG_OP_SUM);                                                               \
+    case dfcclProd: ENG_PK(_T, _T, ENG_OP_PROD);                                                             \
+    case dfcclMax: ENG_PK(_T, _T, ENG_OP_MAX);                                                               \
+    default: ENG_PK(_T, _T, ENG_OP_MIN);                                                                     \
+    }
+
+#define ENG_PK_HALFS(_TOF, _FROMF)                                                                           \
+    switch (op) {                                                                                            \
+    case dfcclSum: ENG_PK_HALF(_TOF, _FROMF, ENG_OP_SUM);                                                    \
+    case dfcclProd: ENG_PK_HALF(_TOF, _FROMF, ENG_OP_PROD);                                                  \
+    case dfcclMax: ENG_PK_HALF(_TOF, _FROMF, ENG_OP_MAX);                                                    \
+    default: ENG_PK_HALF(_TOF, _FROMF, ENG_OP_MIN);                                                          \
+    }
+
+/* a op b on the packets (the pair was validated at submission) */
+DFCCL_INLINE uint64_t eng_reduce_packet(uint64_t a, uint64_t b, int dtype, int op)
+{
+    switch (dtype) {
+    case dfcclInt8: ENG_PK_INT(int8_t, uint8_t)
+    case dfcclUint8: ENG_PK_INT(uint8_t, uint8_t)
+    case dfcclInt32: ENG_PK_INT(int32_t, uint32_t)
+    case dfcclUint32: ENG_PK_INT(uint32_t, uint32_t)
+    case dfcclInt64: ENG_PK_INT(int64_t, uint64_t)
+    case dfcclUint64: ENG_PK_INT(uint64_t, uint64_t)
+    case dfcclFloat32: ENG_PK_FLOAT(float)
+    case dfcclFloat64: ENG_PK_FLOAT(double)
+    case dfcclFloat16: ENG_PK_HALFS(eng_half_to_float, eng_float_to_half)
+    default: ENG_PK_HALFS(eng_bf16_to_float, eng_float_to_bf16)
+    }
+}
+
 DFCCL_INLINE int eng_op_valid(int dtype, int op)
 {
     if (dtype < 0 || dtype >= dfcclNumTypes || op < 0 || op >= dfcclNumOps)

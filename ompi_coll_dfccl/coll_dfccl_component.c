@@ -78,6 +78,11 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
              "All-reduces up to this size use the one-shot algorithm, larger ones the ring "
              "(at most the chunk size). Default 16384 (bytes)",
              16384, -1},
+            {"ll_max", "DFCCL_LL_MAX",
+             "All-reduces (and barriers) up to this size use the LL one-shot (data and flag in "
+             "each 8-byte word), at most half the smallest FIFO step; 0 turns LL off. "
+             "Default 8192 (bytes)",
+             8192, -1},
             {"stall_report", "DFCCL_STALL_REPORT",
              "A collective stalled this long logs once which ranks have not arrived; 0: never. "
              "Default 10000 (milliseconds)",

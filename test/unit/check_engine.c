@@ -267,6 +267,7 @@ typedef struct {
     int channels;
     uint64_t oneshot;
     uint64_t small; /* role-sized connections (see sim_init) */
+    uint64_t ll;    /* ll_max */
 } algo_case_t;
 
 /* Fill inputs, run, check against the reference; returns outputs for comparisons. */
@@ -304,7 +305,7 @@ static float **run_case(const algo_case_t *k, int stall_pct, int copy_ctx, unsig
                                     .recvbuf = out[r]};
         if (k->coll == ENG_COLL_REDUCE_SCATTER && k->inplace)
             args[r].recvbuf = out[r] + (size_t)r * cnt;
-        args[r].algo = (uint8_t)eng_algo_select(&args[r], N, k->oneshot);
+        args[r].algo = (uint8_t)eng_algo_select(&args[r], N, k->oneshot, k->ll);
     }
     sim_t sims[4];
     for (int c = 0; c < k->channels; c++)
@@ -370,36 +371,41 @@ static void free_out(float **out, int N)
 }
 
 static const algo_case_t cases[] = {
-    /* coll, N, count, root, inplace, chunk, depth, channels, oneshot_max, small */
-    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0},
-    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 7, 0, 0, 256, 2, 1, 0, 0}, /* fewer elements than ranks */
-    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 0},
-    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 0, 0},
-    {ENG_COLL_ALLREDUCE, 8, 0, 0, 0, 256, 2, 1, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 50, 0, 0, 256, 2, 1, 1024, 0}, /* one-shot */
-    {ENG_COLL_ALLREDUCE, 3, 50, 0, 1, 256, 2, 1, 1024, 0}, /* one-shot in place */
-    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 0},
-    {ENG_COLL_REDUCE_SCATTER, 3, 333, 0, 1, 256, 2, 2, 0, 0},
-    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 0},
-    {ENG_COLL_ALLGATHER, 5, 100, 0, 1, 128, 2, 3, 0, 0},
-    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 0},
-    {ENG_COLL_BCAST, 3, 1000, 1, 1, 256, 3, 2, 0, 0},
-    {ENG_COLL_REDUCE, 4, 1000, 3, 0, 256, 2, 1, 0, 0},
-    {ENG_COLL_REDUCE, 5, 999, 1, 1, 128, 2, 2, 0, 0},
-    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 0},
-    {ENG_COLL_ALLTOALL, 3, 1, 0, 0, 256, 2, 2, 0, 0},
-    {ENG_COLL_ALLTOALL, 1, 10, 0, 0, 256, 2, 1, 0, 0},
-    {ENG_COLL_ALLREDUCE, 1, 10, 0, 0, 256, 2, 1, 0, 0},
+    /* coll, N, count, root, inplace, chunk, depth, channels, oneshot_max, small, ll_max */
+    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 7, 0, 0, 256, 2, 1, 0, 0, 0}, /* fewer elements than ranks */
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 0, 0, 0, 256, 2, 1, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 50, 0, 0, 256, 2, 1, 1024, 0, 0}, /* one-shot */
+    {ENG_COLL_ALLREDUCE, 3, 50, 0, 1, 256, 2, 1, 1024, 0, 0}, /* one-shot in place */
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 3, 333, 0, 1, 256, 2, 2, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 5, 100, 0, 1, 128, 2, 3, 0, 0, 0},
+    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 0, 0},
+    {ENG_COLL_BCAST, 3, 1000, 1, 1, 256, 3, 2, 0, 0, 0},
+    {ENG_COLL_REDUCE, 4, 1000, 3, 0, 256, 2, 1, 0, 0, 0},
+    {ENG_COLL_REDUCE, 5, 999, 1, 1, 128, 2, 2, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 3, 1, 0, 0, 256, 2, 2, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 1, 10, 0, 0, 256, 2, 1, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 1, 10, 0, 0, 256, 2, 1, 0, 0, 0},
     /* role-sized connections: large steps r-1 -> r -> r+1 only, as on the GPU */
-    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 64},
-    {ENG_COLL_ALLREDUCE, 4, 30, 0, 1, 256, 2, 1, 128, 128}, /* one-shot fits a small step */
-    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64},
-    {ENG_COLL_ALLGATHER, 3, 333, 0, 1, 256, 2, 2, 0, 64},
-    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 64},
-    {ENG_COLL_REDUCE, 5, 999, 1, 1, 256, 2, 2, 0, 64},
-    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64},
-    {ENG_COLL_ALLTOALL, 5, 77, 0, 0, 512, 3, 2, 0, 128},
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 64, 0},
+    {ENG_COLL_ALLREDUCE, 4, 30, 0, 1, 256, 2, 1, 128, 128, 0}, /* one-shot fits a small step */
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0},
+    {ENG_COLL_ALLGATHER, 3, 333, 0, 1, 256, 2, 2, 0, 64, 0},
+    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 64, 0},
+    {ENG_COLL_REDUCE, 5, 999, 1, 1, 256, 2, 2, 0, 64, 0},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64, 0},
+    {ENG_COLL_ALLTOALL, 5, 77, 0, 0, 512, 3, 2, 0, 128, 0},
+    /* LL one-shot: odd counts (a half-filled last packet), in place, 8 ranks, role-sized */
+    {ENG_COLL_ALLREDUCE, 4, 51, 0, 0, 512, 2, 1, 1024, 0, 256},
+    {ENG_COLL_ALLREDUCE, 3, 63, 0, 1, 512, 2, 1, 1024, 0, 256},
+    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 128, 0, 128},
+    {ENG_COLL_ALLREDUCE, 5, 32, 0, 1, 512, 3, 2, 0, 256, 128},
 };
 
 START_TEST(algo_uninterrupted_vs_stalled)
@@ -426,16 +432,20 @@ END_TEST
 START_TEST(algo_select_rules)
 {
     eng_coll_args_t a = {.coll = ENG_COLL_ALLREDUCE, .dtype = dfcclFloat32, .count = 16};
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 32), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64), ENG_ALGO_LL);
+    ck_assert_int_eq(eng_algo_select(&a, ENG_LL_MAX_RANKS + 1, 64, 64), ENG_ALGO_ONESHOT);
     a.count = 17;
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64), ENG_ALGO_RING);
-    ck_assert_int_eq(eng_algo_select(&a, 1, 64), ENG_ALGO_SELF);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&a, 1, 64, 64), ENG_ALGO_SELF);
     a.coll = ENG_COLL_BCAST;
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64), ENG_ALGO_CHAIN);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64), ENG_ALGO_CHAIN);
     a.coll = ENG_COLL_ALLTOALL;
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64), ENG_ALGO_PAIRWISE);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64), ENG_ALGO_PAIRWISE);
     a.coll = ENG_COLL_BARRIER;
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64), ENG_ALGO_LL);
 }
 END_TEST
 
@@ -443,8 +453,8 @@ START_TEST(active_channels_match_ranges)
 {
     /* the closed form must count exactly the channels eng_ctx_init gives work */
     static const size_t counts[] = {1, 2, 3, 7, 15, 16, 17, 100, 1000, 65537};
-    static const uint8_t algos[] = {ENG_ALGO_RING, ENG_ALGO_ONESHOT, ENG_ALGO_SELF, ENG_ALGO_CHAIN,
-                                    ENG_ALGO_PAIRWISE};
+    static const uint8_t algos[] = {ENG_ALGO_RING,  ENG_ALGO_ONESHOT,  ENG_ALGO_SELF,
+                                    ENG_ALGO_CHAIN, ENG_ALGO_PAIRWISE, ENG_ALGO_LL};
     static const uint8_t colls[] = {ENG_COLL_ALLREDUCE, ENG_COLL_ALLGATHER, ENG_COLL_BCAST};
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
         for (size_t ai = 0; ai < sizeof algos; ai++)
@@ -524,6 +534,119 @@ START_TEST(algo_barrier_waits_for_all)
 }
 END_TEST
 
+START_TEST(reduce_packet_matches_reduce)
+{
+    /* one thread's 8-byte packet reduction is the same as the element loop, every type/op */
+    unsigned seed = 99;
+    for (int t = 0; t < dfcclNumTypes; t++)
+        for (int op = 0; op < dfcclNumOps; op++) {
+            if (!eng_op_valid(t, op))
+                continue;
+            for (int k = 0; k < 200; k++) {
+                uint64_t a = 0, b = 0, want;
+                unsigned char *pa = (unsigned char *)&a, *pb = (unsigned char *)&b;
+                for (int j = 0; j < 8; j++) {
+                    pa[j] = (unsigned char)rand_r(&seed);
+                    pb[j] = (unsigned char)rand_r(&seed);
+                }
+                if (t == dfcclFloat32 || t == dfcclFloat64 || t == dfcclFloat16 || t == dfcclBfloat16) {
+                    /* finite values: clear the top exponent bit of every element */
+                    const size_t ts = eng_type_size(t);
+                    for (size_t e = 0; e < 8 / ts; e++) {
+                        pa[e * ts + ts - 1] &= 0x3f;
+                        pb[e * ts + ts - 1] &= 0x3f;
+                    }
+                }
+                ck_assert_int_eq(eng_reduce(&want, &a, &b, 8 / eng_type_size(t), t, op), 0);
+                const uint64_t got = eng_reduce_packet(a, b, t, op);
+                ck_assert_msg(got == want, "type %d op %d: %016llx != %016llx", t, op,
+                              (unsigned long long)got, (unsigned long long)want);
+            }
+        }
+}
+END_TEST
+
+START_TEST(ll_packets_any_alignment)
+{
+    /* packets of a buffer at every alignment and length: loaded zero-padded, stored
+     * without touching a byte past the end */
+    unsigned char buf[64], out[64];
+    for (int i = 0; i < 64; i++)
+        buf[i] = (unsigned char)(i * 37 + 5);
+    for (int off = 0; off < 8; off++)
+        for (uint64_t len = 1; len <= 20; len++) {
+            memset(out, 0xee, sizeof out);
+            for (uint64_t i = 0; i < eng_ll_lines(len); i++) {
+                const uint64_t pk = eng_ll_packet_load(buf + off, len, i);
+                for (uint64_t j = 0; j < 8; j++) {
+                    const unsigned char want = 8 * i + j < len ? buf[off + 8 * i + j] : 0;
+                    ck_assert_uint_eq((pk >> (8 * j)) & 0xff, want);
+                }
+                eng_ll_packet_store(out + off, len, i, pk);
+            }
+            ck_assert_mem_eq(out + off, buf + off, len);
+            for (int j = 0; j < 64; j++)
+                if (j < off || j >= off + (int)len)
+                    ck_assert_uint_eq(out[j], 0xee);
+        }
+}
+END_TEST
+
+START_TEST(ll_steps_reuse_and_wait)
+{
+    /* consecutive LL allreduces through the same connections (flags of every step differ,
+     * the FIFO wraps), with injected stalls and resumption from copied contexts */
+    const int N = 3;
+    const size_t cnt = 21; /* 84 bytes: 11 lines, a half-filled last packet */
+    sim_t s;
+    sim_init(&s, N, 2, 256, 0);
+    for (int round = 0; round < 9; round++) {
+        float in[3][21], out[3][21];
+        eng_coll_args_t args[3];
+        for (int r = 0; r < N; r++) {
+            for (size_t i = 0; i < cnt; i++) {
+                in[r][i] = (float)((r * 5 + (int)i * 3 + round * 7) % 13) - 4.f;
+                out[r][i] = -99.f;
+            }
+            args[r] = (eng_coll_args_t){.coll = ENG_COLL_ALLREDUCE,
+                                        .dtype = dfcclFloat32,
+                                        .op = dfcclSum,
+                                        .count = cnt,
+                                        .sendbuf = in[r],
+                                        .recvbuf = round % 2 ? in[r] : out[r]};
+            args[r].algo = (uint8_t)eng_algo_select(&args[r], N, 1024, 256);
+            ck_assert_int_eq(args[r].algo, ENG_ALGO_LL);
+        }
+        float want[21];
+        for (size_t i = 0; i < cnt; i++)
+            want[i] = in[0][i] + in[1][i] + in[2][i];
+        long waits = sim_run(&s, args, 1, 40, 1, 77u + (unsigned)round);
+        ck_assert_msg(waits > 0, "round %d never waited: the test did not bite", round);
+        for (int r = 0; r < N; r++)
+            for (size_t i = 0; i < cnt; i++)
+                ck_assert_msg(((float *)args[r].recvbuf)[i] == want[i], "round %d rank %d [%zu]: %g != %g",
+                              round, r, i, ((float *)args[r].recvbuf)[i], want[i]);
+    }
+    /* an LL barrier with rank 2 absent: the others must wait; then rank 2 completes it */
+    eng_coll_args_t b = {.coll = ENG_COLL_BARRIER};
+    b.algo = (uint8_t)eng_algo_select(&b, N, 1024, 256);
+    ck_assert_int_eq(b.algo, ENG_ALGO_LL);
+    eng_ctx_t x[3];
+    for (int r = 0; r < N; r++)
+        eng_ctx_init(&b, N, 0, 1, &x[r]);
+    for (int k = 0; k < 10; k++)
+        for (int r = 0; r < 2; r++) {
+            eng_chan_view_t v = {.rank = r, .nranks = N, .depth = 2, .chunk = 256, .conns = &s.conns[r * N]};
+            ck_assert_int_ne(eng_algo_progress(&b, &v, &x[r]), ENG_DONE);
+        }
+    for (int r = 2; r >= 0; r--) {
+        eng_chan_view_t v = {.rank = r, .nranks = N, .depth = 2, .chunk = 256, .conns = &s.conns[r * N]};
+        ck_assert_int_eq(eng_algo_progress(&b, &v, &x[r]), ENG_DONE);
+    }
+    sim_free(&s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("engine");
@@ -539,12 +662,15 @@ int main(void)
     t = tcase_create("reduce");
     tcase_add_test(t, reduce_int_and_float);
     tcase_add_test(t, reduce_half_bf16);
+    tcase_add_test(t, reduce_packet_matches_reduce);
+    tcase_add_test(t, ll_packets_any_alignment);
     suite_add_tcase(s, t);
     t = tcase_create("algo");
     tcase_set_timeout(t, 60);
     tcase_add_loop_test(t, algo_uninterrupted_vs_stalled, 0, (int)(sizeof(cases) / sizeof(cases[0])));
     tcase_add_test(t, algo_select_rules);
     tcase_add_test(t, algo_barrier_waits_for_all);
+    tcase_add_test(t, ll_steps_reuse_and_wait);
     tcase_add_test(t, active_channels_match_ranges);
     tcase_add_test(t, gpu_fifo_layout);
     suite_add_tcase(s, t);

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The hardware floor under a small collective's pick-up and completion, measured with
+ * the same kinds of memory accesses the daemon makes, so the daemon's figures can be
+ * stated against it:
+ *   - latency of one dependent 8-byte volatile read of host-mapped memory (PCIe) and of
+ *     device memory (L2), from one GPU thread, timed with %globaltimer;
+ *   - host <-> device ping-pong through host-mapped words: the host publishes a
+ *     sequence number, one GPU thread polls it and answers in another host-mapped word,
+ *     the host polls that (the shape of submission -> pick-up -> completion), with the
+ *     answer written three ways: a volatile store, a system-scope release store (what
+ *     the daemon's completion uses), and __threadfence() then a system-scope release
+ *     (what a completion after device-memory results costs).
+ * Usage: gpu_floor [ITERS]. One process; run it beside nothing else. */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "../cuda/cuda_atomic.cuh"
+
+#define CK(call)                                                                                             \
+    do {                                                                                                     \
+        cudaError_t e_ = (call);                                                                             \
+        if (e_ != cudaSuccess) {                                                                             \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));            \
+            exit(1);                                                                                         \
+        }                                                                                                    \
+    } while (0)
+
+/* a pointer chase: next = a[cur], n dependent loads; returns ns per load */
+__global__ void chase(const uint64_t *a, int n, uint64_t *out)
+{
+    uint64_t cur = 0;
+    const uint64_t t0 = globaltimer_ns();
+    for (int i = 0; i < n; i++)
+        cur = ld_volatile_u64(&a[cur]);
+    const uint64_t t1 = globaltimer_ns();
+    out[0] = (t1 - t0);
+    out[1] = cur; /* keeps the chain live */
+}
+
+/* one warp polling host-mapped slots the way the fetcher does: lane i reads word i of
+ * each of `slots` 256-byte slots (all loads in flight), iters times; out = ns per poll */
+__global__ void warp_poll(const uint64_t *ring, int words, int slots, int iters, uint64_t *out)
+{
+    const unsigned lane = threadIdx.x;
+    uint64_t acc = 0;
+    const uint64_t t0 = globaltimer_ns();
+    for (int i = 0; i < iters; i++) {
+        uint64_t v0 = 0, v1 = 0;
+        if ((int)lane < words) {
+            v0 = ld_volatile_u64(&ring[lane]);
+            if (slots > 1)
+                v1 = ld_volatile_u64(&ring[32 + lane]);
+        }
+        acc += __any_sync(0xffffffffu, (v0 | v1) == 12345); /* waits for every lane's loads */
+    }
+    const uint64_t t1 = globaltimer_ns();
+    if (lane == 0) {
+        out[0] = (t1 - t0) / (uint64_t)iters;
+        out[1] = acc;
+    }
+}
+
+/* cost of the daemon's clocks and block barrier, in SM cycles, and the SM clock rate:
+ * out = {globaltimer cycles/read, clock64 cycles/read, __syncthreads cycles, ns per 1e6 cycles} */
+__global__ void clocks(int n, uint64_t *out)
+{
+    __shared__ uint64_t s_sink;
+    uint64_t acc = 0;
+    long long c0 = clock64();
+    for (int i = 0; i < n; i++)
+        acc += globaltimer_ns() & 1; /* each read is used: none is dropped */
+    long long c1 = clock64();
+    for (int i = 0; i < n; i++)
+        acc += (uint64_t)clock64() & 1;
+    long long c2 = clock64();
+    for (int i = 0; i < n; i++)
+        __syncthreads();
+    long long c3 = clock64();
+    const uint64_t g0 = globaltimer_ns();
+    const long long c4 = clock64();
+    while (clock64() - c4 < 1000000)
+        ;
+    const uint64_t g1 = globaltimer_ns();
+    if (threadIdx.x == 0) {
+        s_sink = acc;
+        out[0] = (uint64_t)(c1 - c0) / (uint64_t)n;
+        out[1] = (uint64_t)(c2 - c1) / (uint64_t)n;
+        out[2] = (uint64_t)(c3 - c2) / (uint64_t)n;
+        out[3] = g1 - g0;
+        out[4] = s_sink;
+    }
+}
+
+/* one thread answers every sequence number the host publishes, until it sees 0 */
+__global__ void pong(const uint64_t *h2d, uint64_t *d2h, int mode)
+{
+    uint64_t expect = 1;
+    for (;;) {
+        uint64_t v;
+        while ((v = ld_volatile_u64(h2d)) < expect)
+            ;
+        if (v == UINT64_MAX)
+            return;
+        if (mode == 0) {
+            st_volatile_u64(d2h, v);
+        } else if (mode == 1) {
+            st_release_sys_u64(d2h, v);
+        } else {
+            __threadfence();
+            st_release_sys_u64(d2h, v);
+        }
+        expect = v + 1;
+    }
+}
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    const int iters = argc > 1 ? atoi(argv[1]) : 20000;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("SKIP: gpu_floor needs a CUDA device\n");
+        return 77;
+    }
+    /* ---- read latencies ---- */
+    const int NCH = 4096, hops = 2000;
+    uint64_t *hchain, *dhchain, *dchain, *out, *hout;
+    CK(cudaHostAlloc((void **)&hchain, NCH * sizeof(uint64_t), cudaHostAllocMapped));
+    CK(cudaHostGetDevicePointer((void **)&dhchain, hchain, 0));
+    for (int i = 0; i < NCH; i++) /* stride of 17 lines: no two hops share a line */
+        hchain[i] = (uint64_t)((i + 17 * 16) % NCH);
+    CK(cudaMalloc((void **)&dchain, NCH * sizeof(uint64_t)));
+    CK(cudaMemcpy(dchain, hchain, NCH * sizeof(uint64_t), cudaMemcpyHostToDevice));
+    CK(cudaMalloc((void **)&out, 2 * sizeof(uint64_t)));
+    hout = (uint64_t *)malloc(2 * sizeof(uint64_t));
+    double pcie = 0, l2 = 0;
+    for (int rep = 0; rep < 3; rep++) { /* the last repetition counts (warm) */
+        chase<<<1, 1>>>(dhchain, hops, out);
+        CK(cudaMemcpy(hout, out, 2 * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+        pcie = (double)hout[0] / hops;
+        chase<<<1, 1>>>(dchain, hops, out);
+        CK(cudaMemcpy(hout, out, 2 * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+        l2 = (double)hout[0] / hops;
+    }
+    printf("# floor: dependent volatile 8-byte read, one GPU thread: host-mapped (PCIe) %.0f ns, device "
+           "memory (L2) %.0f ns\n",
+           pcie, l2);
+
+    {
+        uint64_t *dout, h[5];
+        CK(cudaMalloc((void **)&dout, 5 * sizeof(uint64_t)));
+        for (int rep = 0; rep < 2; rep++)
+            clocks<<<1, 512>>>(1000, dout);
+        CK(cudaMemcpy(h, dout, 5 * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+        const double ns_per_cycle = (double)h[3] / 1e6;
+        printf(
+            "# floor: one %%globaltimer read %llu cycles (%.0f ns), clock64 %llu cycles, __syncthreads (512 "
+            "threads) %llu cycles; SM clock %.2f GHz\n",
+            (unsigned long long)h[0], (double)h[0] * ns_per_cycle, (unsigned long long)h[1],
+            (unsigned long long)h[2], 1.0 / ns_per_cycle);
+        cudaFree(dout);
+    }
+
+    {
+        uint64_t *dout, h[2];
+        CK(cudaMalloc((void **)&dout, 2 * sizeof(uint64_t)));
+        const int shapes[3][2] = {{1, 1}, {28, 1}, {28, 2}};
+        printf("# floor: one warp polling host-mapped 256-byte slots (all loads in flight):");
+        for (int k = 0; k < 3; k++) {
+            warp_poll<<<1, 32>>>(dhchain, shapes[k][0], shapes[k][1], 2000, dout);
+            CK(cudaMemcpy(h, dout, 2 * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+            printf(" %d word(s) x %d slot(s) %llu ns%s", shapes[k][0], shapes[k][1], (unsigned long long)h[0],
+                   k < 2 ? "," : "\n");
+        }
+        cudaFree(dout);
+    }
+
+    /* ---- ping-pong ---- */
+    uint64_t *h2d, *d2h, *dh2d, *dd2h;
+    CK(cudaHostAlloc((void **)&h2d, 256, cudaHostAllocMapped));
+    CK(cudaHostAlloc((void **)&d2h, 256, cudaHostAllocMapped));
+    CK(cudaHostGetDevicePointer((void **)&dh2d, h2d, 0));
+    CK(cudaHostGetDevicePointer((void **)&dd2h, d2h, 0));
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    double *t = (double *)malloc(sizeof(double) * (size_t)iters);
+    static const char *const names[] = {"volatile store", "st.release.sys", "__threadfence + st.release.sys"};
+    for (int mode = 0; mode < 3; mode++) {
+        __atomic_store_n(h2d, 0, __ATOMIC_SEQ_CST);
+        __atomic_store_n(d2h, 0, __ATOMIC_SEQ_CST);
+        pong<<<1, 1, 0, s>>>(dh2d, dd2h, mode);
+        CK(cudaGetLastError());
+        const int warm = 1000;
+        for (int k = 1; k <= warm + iters; k++) {
+            const double t0 = now_ns();
+            __atomic_store_n(h2d, (uint64_t)k, __ATOMIC_RELEASE);
+            while (__atomic_load_n(d2h, __ATOMIC_ACQUIRE) != (uint64_t)k)
+                ;
+            if (k > warm)
+                t[k - warm - 1] = now_ns() - t0;
+        }
+        __atomic_store_n(h2d, UINT64_MAX, __ATOMIC_RELEASE);
+        CK(cudaStreamSynchronize(s));
+        qsort(t, (size_t)iters, sizeof(double), cmp);
+        printf("# floor: host -> GPU -> host ping-pong through mapped words, answer by %s: median %.2f us, "
+               "p10 %.2f, p90 %.2f (%d round trips)\n",
+               names[mode], t[iters / 2] / 1e3, t[iters / 10] / 1e3, t[iters * 9 / 10] / 1e3, iters);
+    }
+    free(t);
+    free(hout);
+    cudaFreeHost(h2d);
+    cudaFreeHost(d2h);
+    cudaFreeHost(hchain);
+    cudaFree(dchain);
+    cudaFree(out);
+    cudaStreamDestroy(s);
+    return 0;
+}

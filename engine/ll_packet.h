@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The LL one-shot's unit of data: packet i is bytes [8i, 8i+8) of a user buffer, read or
+ * written by the one thread that owns it. User buffers may have any alignment and any
+ * length, so the packet at the end, or an unaligned one, goes byte by byte (zero-padded
+ * on the way in, never written past the end on the way out). Shared by both backends'
+ * primitives. */
+#ifndef DFCCL_LL_PACKET_H
+#define DFCCL_LL_PACKET_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "eng_inline.h"
+
+DFCCL_INLINE uint64_t eng_ll_packet_load(const void *buf, uint64_t bytes, uint64_t i)
+{
+    const unsigned char *s = (const unsigned char *)buf + 8 * i;
+    const uint64_t left = bytes - 8 * i;
+    if (left >= 8 && ((uintptr_t)s & 7) == 0)
+        return *(const uint64_t *)s;
+    uint64_t v = 0;
+    const unsigned n = left < 8 ? (unsigned)left : 8u;
+    for (unsigned k = 0; k < n; k++)
+        v |= (uint64_t)s[k] << (8 * k);
+    return v;
+}
+
+DFCCL_INLINE void eng_ll_packet_store(void *buf, uint64_t bytes, uint64_t i, uint64_t v)
+{
+    unsigned char *d = (unsigned char *)buf + 8 * i;
+    const uint64_t left = bytes - 8 * i;
+    if (left >= 8 && ((uintptr_t)d & 7) == 0) {
+        *(uint64_t *)d = v;
+        return;
+    }
+    const unsigned n = left < 8 ? (unsigned)left : 8u;
+    for (unsigned k = 0; k < n; k++)
+        d[k] = (unsigned char)(v >> (8 * k));
+}
+
+#endif
