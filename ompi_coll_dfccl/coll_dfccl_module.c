@@ -95,7 +95,9 @@ mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *co
     mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
 
     *priority = 0;
-    if (!cm->enable || OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2)
+    /* size-1 communicators too: coll/self would memcpy a device buffer on the host (Open
+     * MPI here is not CUDA-aware); the engine runs them as a one-rank copy */
+    if (!cm->enable || OMPI_COMM_IS_INTER(comm))
         return NULL;
 
     mca_coll_dfccl_module_t *m = OBJ_NEW(mca_coll_dfccl_module_t);
