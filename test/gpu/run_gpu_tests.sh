@@ -57,6 +57,9 @@ for np in ${CHAOS_NPS:-2 4 8}; do
 done
 run "sync" 60 ok 2 $T sync --deadline 30
 run "deplete" 120 ok 4 $T deplete
+for np in ${COMMS_NPS:-2 8}; do
+    run "100 communicators" 180 ok $np $T comms --comms 100
+done
 # the hang proofs last: each leaves kernels spinning until MPS is restarted
 run "chaos preempt=0" 90 hang 4 -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
 mps_restart

@@ -7,6 +7,8 @@
  *   sync     rank 0 posts a collective, then cudaDeviceSynchronize, then tells rank 1,
  *            which posts only then                                      [--deadline S]
  *   deplete  more collectives in flight than slots x channels, random interleaving
+ *   comms    100 communicators alive at once (--comms N), each used with device buffers
+ *            in a per-rank order, checked; device memory per communicator reported
  * Exits 77 (skip) without a GPU; 3 when a --deadline watchdog fires. */
 #include <cuda_runtime.h>
 #include <signal.h>
@@ -347,6 +349,62 @@ static int mode_deplete(int P, int me)
     return bad != 0;
 }
 
+static int ncomms = 100;
+
+static int mode_comms(int P, int me)
+{
+    MPI_Comm *mc = calloc((size_t)ncomms, sizeof(MPI_Comm));
+    dfcclComm_t *dc = calloc((size_t)ncomms, sizeof(dfcclComm_t));
+    dfcclRequest_t *req = calloc((size_t)ncomms, sizeof(dfcclRequest_t));
+    int *order = calloc((size_t)ncomms, sizeof(int));
+    const size_t n = 4099; /* odd: the ring's last block is short */
+    void *in = dev_fill_float(n, me, 5);
+    void **out = calloc((size_t)ncomms, sizeof(void *));
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < ncomms; i++) {
+        MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &mc[i]));
+        CHECK(dfcclCommInitMPI(&dc[i], mc[i]));
+        CU(cudaMalloc(&out[i], n * sizeof(float)));
+        order[i] = i;
+    }
+    const double t_init = MPI_Wtime() - t0;
+    size_t free_b = 0, total_b = 0;
+    CU(cudaMemGetInfo(&free_b, &total_b));
+    /* every communicator at once, each rank in its own order: preemption keeps it moving */
+    tc_rng_t g;
+    tc_rng_seed(&g, (uint64_t)me * 7919u + 1);
+    tc_shuffle_int(&g, order, ncomms);
+    for (int k = 0; k < ncomms; k++)
+        CHECK(dfcclAllReduce(in, out[order[k]], n, dfcclFloat32, dfcclSum, dc[order[k]], &req[k]));
+    wait_or_hang(req, ncomms);
+    size_t bad = 0;
+    for (int i = 0; i < ncomms; i++)
+        bad += dev_check_sum(out[i], n, P, 5, "comms");
+    dfcclStats_t s;
+    CHECK(dfcclCommGetStats(dc[0], &s));
+    for (int i = 0; i < ncomms; i++) {
+        CHECK(dfcclCommDestroy(dc[i]));
+        MPI_Comm_free(&mc[i]);
+        cudaFree(out[i]);
+    }
+    size_t free_after = 0;
+    CU(cudaMemGetInfo(&free_after, &total_b));
+    if (me == 0)
+        printf(
+            "t_gpu comms: %d communicators alive at once, created in %.2f s, one allreduce each in per-rank "
+            "order, np=%d, %zu bad; device memory per communicator %.1f MiB (stats); device memory free with "
+            "all alive %.1f GiB, after destroy %.1f GiB\n",
+            ncomms, t_init, P, bad, (double)s.device_bytes / 1048576.0, (double)free_b / 1073741824.0,
+            (double)free_after / 1073741824.0);
+    cudaFree(in);
+    free(mc);
+    free(dc);
+    free(req);
+    free(order);
+    free(out);
+    return bad != 0;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -360,6 +418,8 @@ int main(int argc, char **argv)
             iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--small"))
             small_run = 1;
+        else if (!strcmp(argv[i], "--comms") && i + 1 < argc)
+            ncomms = atoi(argv[++i]);
     }
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
@@ -384,6 +444,8 @@ int main(int argc, char **argv)
         fail = mode_sync(comm, tc_size, tc_rank);
     else if (!strcmp(mode, "deplete"))
         fail = mode_deplete(tc_size, tc_rank);
+    else if (!strcmp(mode, "comms"))
+        fail = mode_comms(tc_size, tc_rank);
     else
         TC_FAIL("unknown mode %s", mode);
     int any = 0;
