@@ -149,6 +149,22 @@ DFCCL_DEV_INLINE void prim_recv_done_all(eng_conn_t *conns, int n)
 /* --- LL lines (eng_types.h): one 16-byte store per line and peer; lane p of warp 0
  * resolves connection p's step and flag once, every thread then owns whole lines -------- */
 
+/* Lane p of warp 0 resolves connection p's current step (the send side's or the receive
+ * side's) and its flag into shared memory, for the whole block. */
+__device__ __forceinline__ void ll_steps(const eng_conn_t *conns, int n, const eng_chan_view_t *v, bool send,
+                                         char **s_ptr, uint32_t *s_flag)
+{
+    const int tid = (int)threadIdx.x;
+    if (tid < n) {
+        const eng_conn_t *c = &conns[tid];
+        const uint64_t k = ld_volatile_u64(send ? &c->sent : &c->recvd);
+        s_ptr[tid] = send ? c->send_data + eng_mod(k, v->depth) * c->schunk
+                          : c->recv_data + eng_mod(k, v->depth) * c->rchunk;
+        s_flag[tid] = (uint32_t)(k + 1);
+    }
+    __syncthreads();
+}
+
 /* The LL primitives stay out of line: inlined into the daemon kernel they push it past
  * its 128 registers and spill in the ring's loops. */
 static __device__ __noinline__ void prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
@@ -157,13 +173,7 @@ static __device__ __noinline__ void prim_ll_send_all(eng_conn_t *conns, int n, c
     __shared__ char *s_dst[ENG_LL_MAX_RANKS];
     __shared__ uint32_t s_flag[ENG_LL_MAX_RANKS];
     const int tid = (int)threadIdx.x;
-    if (tid < n) {
-        const eng_conn_t *c = &conns[tid];
-        const uint64_t sent = ld_volatile_u64(&c->sent);
-        s_dst[tid] = c->send_data + eng_mod(sent, v->depth) * c->schunk;
-        s_flag[tid] = (uint32_t)(sent + 1);
-    }
-    __syncthreads();
+    ll_steps(conns, n, v, true, s_dst, s_flag);
     const uint64_t lines = eng_ll_lines(bytes);
     for (uint64_t i = (uint64_t)tid; i < lines; i += blockDim.x) {
         const uint64_t pk = bytes ? eng_ll_packet_load(src, bytes, i) : 0;
@@ -184,16 +194,10 @@ static __device__ __noinline__ void prim_ll_send_all(eng_conn_t *conns, int n, c
 static __device__ __noinline__ int prim_ll_reduce_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
                                                       const eng_coll_args_t *a, uint64_t bytes)
 {
-    __shared__ const char *s_src[ENG_LL_MAX_RANKS];
+    __shared__ char *s_src[ENG_LL_MAX_RANKS];
     __shared__ uint32_t s_flag[ENG_LL_MAX_RANKS];
     const int tid = (int)threadIdx.x;
-    if (tid < n) {
-        const eng_conn_t *c = &conns[tid];
-        const uint64_t recvd = ld_volatile_u64(&c->recvd);
-        s_src[tid] = c->recv_data + eng_mod(recvd, v->depth) * c->rchunk;
-        s_flag[tid] = (uint32_t)(recvd + 1);
-    }
-    __syncthreads();
+    ll_steps(conns, n, v, false, s_src, s_flag);
     const uint64_t lines = eng_ll_lines(bytes);
     const int dtype = a->dtype, op = a->op;
     int ok = 1;

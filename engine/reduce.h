@@ -99,27 +99,6 @@ DFCCL_INLINE uint16_t eng_float_to_bf16(float fv)
             d_[i_] = (_T)_OPM((_A)DFCCL_LOAD(&a_[i_]), (_A)DFCCL_LOAD(&b_[i_]));                             \
     } while (0)
 
-#define ENG_INT_OPS(_T, _U)                                                                                  \
-    switch (op) {                                                                                            \
-    case dfcclSum: ENG_LOOP(_T, _U, ENG_OP_SUM); return 0;                                                   \
-    case dfcclProd: ENG_LOOP(_T, _U, ENG_OP_PROD); return 0;                                                 \
-    case dfcclMax: ENG_LOOP(_T, _T, ENG_OP_MAX); return 0;                                                   \
-    case dfcclMin: ENG_LOOP(_T, _T, ENG_OP_MIN); return 0;                                                   \
-    case dfcclBand: ENG_LOOP(_T, _T, ENG_OP_BAND); return 0;                                                 \
-    case dfcclBor: ENG_LOOP(_T, _T, ENG_OP_BOR); return 0;                                                   \
-    case dfcclBxor: ENG_LOOP(_T, _T, ENG_OP_BXOR); return 0;                                                 \
-    default: return -1;                                                                                      \
-    }
-
-#define ENG_FLOAT_OPS(_T)                                                                                    \
-    switch (op) {                                                                                            \
-    case dfcclSum: ENG_LOOP(_T, _T, ENG_OP_SUM); return 0;                                                   \
-    case dfcclProd: ENG_LOOP(_T, _T, ENG_OP_PROD); return 0;                                                 \
-    case dfcclMax: ENG_LOOP(_T, _T, ENG_OP_MAX); return 0;                                                   \
-    case dfcclMin: ENG_LOOP(_T, _T, ENG_OP_MIN); return 0;                                                   \
-    default: return -1;                                                                                      \
-    }
-
 #define ENG_HALF_LOOP(_TOF, _FROMF, _OPM)                                                                    \
     do {                                                                                                     \
         uint16_t *d_ = (uint16_t *)dst;                                                                      \
@@ -128,29 +107,55 @@ DFCCL_INLINE uint16_t eng_float_to_bf16(float fv)
             d_[i_] = _FROMF(_OPM(_TOF(DFCCL_LOAD(&a_[i_])), _TOF(DFCCL_LOAD(&b_[i_]))));                     \
     } while (0)
 
-#define ENG_HALF_OPS(_TOF, _FROMF)                                                                           \
+#define ENG_LOOP_RET(_T, _A, _OPM)                                                                           \
+    do {                                                                                                     \
+        ENG_LOOP(_T, _A, _OPM);                                                                              \
+        return 0;                                                                                            \
+    } while (0)
+#define ENG_HALF_LOOP_RET(_TOF, _FROMF, _OPM)                                                                \
+    do {                                                                                                     \
+        ENG_HALF_LOOP(_TOF, _FROMF, _OPM);                                                                   \
+        return 0;                                                                                            \
+    } while (0)
+
+/* The op switches, written once for the element loops and the LL packets: _B(_X, _Y, _OPM)
+ * reduces with _OPM and returns; for integers (_X, _Y) is (storage type, arithmetic type),
+ * for floats (type, type), for halves (to-float, from-float). */
+#define ENG_INT_SWITCH(_B, _T, _U, _DEFAULT)                                                                 \
     switch (op) {                                                                                            \
-    case dfcclSum: ENG_HALF_LOOP(_TOF, _FROMF, ENG_OP_SUM); return 0;                                        \
-    case dfcclProd: ENG_HALF_LOOP(_TOF, _FROMF, ENG_OP_PROD); return 0;                                      \
-    case dfcclMax: ENG_HALF_LOOP(_TOF, _FROMF, ENG_OP_MAX); return 0;                                        \
-    case dfcclMin: ENG_HALF_LOOP(_TOF, _FROMF, ENG_OP_MIN); return 0;                                        \
-    default: return -1;                                                                                      \
+    case dfcclSum: _B(_T, _U, ENG_OP_SUM);                                                                   \
+    case dfcclProd: _B(_T, _U, ENG_OP_PROD);                                                                 \
+    case dfcclMax: _B(_T, _T, ENG_OP_MAX);                                                                   \
+    case dfcclMin: _B(_T, _T, ENG_OP_MIN);                                                                   \
+    case dfcclBand: _B(_T, _T, ENG_OP_BAND);                                                                 \
+    case dfcclBor: _B(_T, _T, ENG_OP_BOR);                                                                   \
+    case dfcclBxor: _B(_T, _T, ENG_OP_BXOR);                                                                 \
+    default: _DEFAULT;                                                                                       \
+    }
+
+#define ENG_FLOAT_SWITCH(_B, _X, _Y, _DEFAULT)                                                               \
+    switch (op) {                                                                                            \
+    case dfcclSum: _B(_X, _Y, ENG_OP_SUM);                                                                   \
+    case dfcclProd: _B(_X, _Y, ENG_OP_PROD);                                                                 \
+    case dfcclMax: _B(_X, _Y, ENG_OP_MAX);                                                                   \
+    case dfcclMin: _B(_X, _Y, ENG_OP_MIN);                                                                   \
+    default: _DEFAULT;                                                                                       \
     }
 
 /* Returns 0, or -1 for a type/op pair the engine does not reduce (checked at submit). */
 DFCCL_INLINE int eng_reduce(void *dst, const void *a, const void *b, size_t n, int dtype, int op)
 {
     switch (dtype) {
-    case dfcclInt8: ENG_INT_OPS(int8_t, uint8_t)
-    case dfcclUint8: ENG_INT_OPS(uint8_t, uint8_t)
-    case dfcclInt32: ENG_INT_OPS(int32_t, uint32_t)
-    case dfcclUint32: ENG_INT_OPS(uint32_t, uint32_t)
-    case dfcclInt64: ENG_INT_OPS(int64_t, uint64_t)
-    case dfcclUint64: ENG_INT_OPS(uint64_t, uint64_t)
-    case dfcclFloat32: ENG_FLOAT_OPS(float)
-    case dfcclFloat64: ENG_FLOAT_OPS(double)
-    case dfcclFloat16: ENG_HALF_OPS(eng_half_to_float, eng_float_to_half)
-    case dfcclBfloat16: ENG_HALF_OPS(eng_bf16_to_float, eng_float_to_bf16)
+    case dfcclInt8: ENG_INT_SWITCH(ENG_LOOP_RET, int8_t, uint8_t, return -1)
+    case dfcclUint8: ENG_INT_SWITCH(ENG_LOOP_RET, uint8_t, uint8_t, return -1)
+    case dfcclInt32: ENG_INT_SWITCH(ENG_LOOP_RET, int32_t, uint32_t, return -1)
+    case dfcclUint32: ENG_INT_SWITCH(ENG_LOOP_RET, uint32_t, uint32_t, return -1)
+    case dfcclInt64: ENG_INT_SWITCH(ENG_LOOP_RET, int64_t, uint64_t, return -1)
+    case dfcclUint64: ENG_INT_SWITCH(ENG_LOOP_RET, uint64_t, uint64_t, return -1)
+    case dfcclFloat32: ENG_FLOAT_SWITCH(ENG_LOOP_RET, float, float, return -1)
+    case dfcclFloat64: ENG_FLOAT_SWITCH(ENG_LOOP_RET, double, double, return -1)
+    case dfcclFloat16: ENG_FLOAT_SWITCH(ENG_HALF_LOOP_RET, eng_half_to_float, eng_float_to_half, return -1)
+    case dfcclBfloat16: ENG_FLOAT_SWITCH(ENG_HALF_LOOP_RET, eng_bf16_to_float, eng_float_to_bf16, return -1)
     default: return -1;
     }
 }
@@ -180,47 +185,21 @@ DFCCL_INLINE int eng_reduce(void *dst, const void *a, const void *b, size_t n, i
         return a;                                                                                            \
     } while (0)
 
-#define ENG_PK_INT(_T, _U)                                                                                   \
-    switch (op) {                                                                                            \
-    case dfcclSum: ENG_PK(_T, _U, ENG_OP_SUM);                                                               \
-    case dfcclProd: ENG_PK(_T, _U, ENG_OP_PROD);                                                             \
-    case dfcclMax: ENG_PK(_T, _T, ENG_OP_MAX);                                                               \
-    case dfcclMin: ENG_PK(_T, _T, ENG_OP_MIN);                                                               \
-    case dfcclBand: ENG_PK(_T, _T, ENG_OP_BAND);                                                             \
-    case dfcclBor: ENG_PK(_T, _T, ENG_OP_BOR);                                                               \
-    default: ENG_PK(_T, _T, ENG_OP_BXOR);                                                                    \
-    }
-
-#define ENG_PK_FLOAT(_T)                                                                                     \
-    switch (op) {                                                                                            \
-    case dfcclSum: ENG_PK(_T, _T, ENG_OP_SUM);                                                               \
-    case dfcclProd: ENG_PK(_T, _T, ENG_OP_PROD);                                                             \
-    case dfcclMax: ENG_PK(_T, _T, ENG_OP_MAX);                                                               \
-    default: ENG_PK(_T, _T, ENG_OP_MIN);                                                                     \
-    }
-
-#define ENG_PK_HALFS(_TOF, _FROMF)                                                                           \
-    switch (op) {                                                                                            \
-    case dfcclSum: ENG_PK_HALF(_TOF, _FROMF, ENG_OP_SUM);                                                    \
-    case dfcclProd: ENG_PK_HALF(_TOF, _FROMF, ENG_OP_PROD);                                                  \
-    case dfcclMax: ENG_PK_HALF(_TOF, _FROMF, ENG_OP_MAX);                                                    \
-    default: ENG_PK_HALF(_TOF, _FROMF, ENG_OP_MIN);                                                          \
-    }
-
 /* a op b on the packets (the pair was validated at submission) */
 DFCCL_INLINE uint64_t eng_reduce_packet(uint64_t a, uint64_t b, int dtype, int op)
 {
     switch (dtype) {
-    case dfcclInt8: ENG_PK_INT(int8_t, uint8_t)
-    case dfcclUint8: ENG_PK_INT(uint8_t, uint8_t)
-    case dfcclInt32: ENG_PK_INT(int32_t, uint32_t)
-    case dfcclUint32: ENG_PK_INT(uint32_t, uint32_t)
-    case dfcclInt64: ENG_PK_INT(int64_t, uint64_t)
-    case dfcclUint64: ENG_PK_INT(uint64_t, uint64_t)
-    case dfcclFloat32: ENG_PK_FLOAT(float)
-    case dfcclFloat64: ENG_PK_FLOAT(double)
-    case dfcclFloat16: ENG_PK_HALFS(eng_half_to_float, eng_float_to_half)
-    default: ENG_PK_HALFS(eng_bf16_to_float, eng_float_to_bf16)
+    case dfcclInt8: ENG_INT_SWITCH(ENG_PK, int8_t, uint8_t, return a)
+    case dfcclUint8: ENG_INT_SWITCH(ENG_PK, uint8_t, uint8_t, return a)
+    case dfcclInt32: ENG_INT_SWITCH(ENG_PK, int32_t, uint32_t, return a)
+    case dfcclUint32: ENG_INT_SWITCH(ENG_PK, uint32_t, uint32_t, return a)
+    case dfcclInt64: ENG_INT_SWITCH(ENG_PK, int64_t, uint64_t, return a)
+    case dfcclUint64: ENG_INT_SWITCH(ENG_PK, uint64_t, uint64_t, return a)
+    case dfcclFloat32: ENG_FLOAT_SWITCH(ENG_PK, float, float, return a)
+    case dfcclFloat64: ENG_FLOAT_SWITCH(ENG_PK, double, double, return a)
+    case dfcclFloat16: ENG_FLOAT_SWITCH(ENG_PK_HALF, eng_half_to_float, eng_float_to_half, return a)
+    case dfcclBfloat16: ENG_FLOAT_SWITCH(ENG_PK_HALF, eng_bf16_to_float, eng_float_to_bf16, return a)
+    default: return a;
     }
 }
 
