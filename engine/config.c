@@ -55,7 +55,7 @@ static void eng_config_parse(void)
     rc |= env_u64("DFCCL_CHANNELS", 1, 1, 32, &v[6]);
     rc |= env_u64("DFCCL_CHUNK_SIZE", 65536, 1024, 64ull << 20, &v[7]);
     rc |= env_u64("DFCCL_FIFO_DEPTH", 4, 2, 64, &v[8]);
-    rc |= env_u64("DFCCL_ONESHOT_MAX", 16384, 0, 64ull << 20, &v[9]);
+    rc |= env_u64("DFCCL_ONESHOT_MAX", 32768, 0, 64ull << 20, &v[9]);
     rc |= env_u64("DFCCL_STALL_REPORT", 10000, 0, 86400000ull, &v[10]);
     rc |= env_u64("DFCCL_TIMEOUT", 0, 0, 86400000ull, &v[11]);
     rc |= env_u64("DFCCL_IDLE_US", 2000, 0, 10000000ull, &v[12]);
@@ -78,7 +78,7 @@ static void eng_config_parse(void)
     /* chunks stay 64-byte multiples so every element type stays aligned inside a step */
     eng_config.chunk_size = v[7] & ~(uint64_t)63;
     eng_config.fifo_depth = (uint32_t)v[8];
-    eng_config.oneshot_max = v[9] > eng_config.chunk_size ? eng_config.chunk_size : v[9];
+    eng_config.oneshot_max = v[9]; /* each submission caps it at FIFO depth x smallest step */
     eng_config.stall_report_ms = v[10];
     eng_config.timeout_ms = v[11];
     eng_config.idle_sleep_us = v[12];

@@ -17,11 +17,14 @@
 /* control words ahead of each connection's data (16-byte aligned data follows) */
 #define ENG_GPU_CTRL_BYTES (DFCCL_DIV_UP(sizeof(eng_conn_ctrl_t), 256) * 256)
 
-/* step size of the connections off the ring's direction: a one-shot contribution fits */
-DFCCL_INLINE uint64_t eng_gpu_small_chunk(uint64_t oneshot_max, uint64_t gpu_chunk)
+/* step size of the connections off the ring's direction: a one-shot contribution fits
+ * their FIFO depth (it travels in one chunk per step), an LL one one step (its lines are
+ * twice its bytes) */
+DFCCL_INLINE uint64_t eng_gpu_small_chunk(uint64_t oneshot_max, uint64_t ll_max, uint32_t depth,
+                                          uint64_t gpu_chunk)
 {
-    const uint64_t s = DFCCL_DIV_UP(DFCCL_MAX(oneshot_max, (uint64_t)4096), 64) * 64;
-    return DFCCL_MIN(s, gpu_chunk);
+    const uint64_t want = DFCCL_MAX(DFCCL_MAX(DFCCL_DIV_UP(oneshot_max, depth), 2 * ll_max), (uint64_t)4096);
+    return DFCCL_MIN(DFCCL_DIV_UP(want, 64) * 64, gpu_chunk);
 }
 
 /* bytes per step from src to R, and from me to p */

@@ -76,8 +76,8 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
             {"fifo_depth", "DFCCL_FIFO_DEPTH", "FIFO steps per connection. Default 4 (steps, 2-64)", 4, -1},
             {"oneshot_max", "DFCCL_ONESHOT_MAX",
              "All-reduces up to this size use the one-shot algorithm, larger ones the ring "
-             "(at most the chunk size). Default 16384 (bytes)",
-             16384, -1},
+             "(at most FIFO depth x the smallest FIFO step). Default 32768 (bytes)",
+             32768, -1},
             {"ll_max", "DFCCL_LL_MAX",
              "All-reduces (and barriers) up to this size use the LL one-shot (data and flag in "
              "each 8-byte word), at most half the smallest FIFO step; 0 turns LL off. "

@@ -395,6 +395,10 @@ static const algo_case_t cases[] = {
     /* role-sized connections: large steps r-1 -> r -> r+1 only, as on the GPU */
     {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 64, 0},
     {ENG_COLL_ALLREDUCE, 4, 30, 0, 1, 256, 2, 1, 128, 128, 0}, /* one-shot fits a small step */
+    /* one-shot in several chunks (one per FIFO step): uniform and role-sized steps */
+    {ENG_COLL_ALLREDUCE, 3, 120, 0, 1, 256, 2, 1, 1024, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 100, 0, 0, 512, 4, 1, 1024, 128, 0},
+    {ENG_COLL_ALLREDUCE, 5, 97, 0, 1, 512, 4, 2, 1024, 128, 0},
     {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0},
     {ENG_COLL_ALLGATHER, 3, 333, 0, 1, 256, 2, 2, 0, 64, 0},
     {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 64, 0},
@@ -482,7 +486,8 @@ START_TEST(gpu_fifo_layout)
     for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++)
         for (int N = 1; N <= 9; N++)
             for (uint32_t depth = 2; depth <= 4; depth += 2) {
-                const uint64_t big = chunks[ci][0], small = eng_gpu_small_chunk(chunks[ci][1], big);
+                const uint64_t big = chunks[ci][0],
+                               small = eng_gpu_small_chunk(chunks[ci][1], 4096, depth, big);
                 const size_t bc = ENG_GPU_CTRL_BYTES + depth * big, sc = ENG_GPU_CTRL_BYTES + depth * small;
                 const size_t G = 3; /* slots x channels */
                 const size_t total = eng_gpu_fifo_off(G, 0, 0, N, bc, sc);
@@ -504,8 +509,10 @@ START_TEST(gpu_fifo_layout)
                         }
                     ck_assert_uint_eq(end_prev, total);
                 }
-                /* a one-shot contribution always fits a small step */
-                ck_assert_uint_ge(small, DFCCL_MIN(chunks[ci][1], big));
+                /* a one-shot contribution always fits the small steps of one FIFO (one
+                 * chunk per step), an LL one of 4 KiB one step */
+                ck_assert_uint_ge(small * depth, DFCCL_MIN(chunks[ci][1], big * depth));
+                ck_assert_uint_ge(small, DFCCL_MIN(8192, big));
             }
 }
 END_TEST
