@@ -119,6 +119,13 @@ static inline void mca_coll_dfccl_op_engine(mca_coll_dfccl_op_t *op, dfcclComm_t
     op->device_direct = dfcclCommDeviceBuffers(ecomm, &direct) == dfcclSuccess && direct;
 }
 
+/** @brief The op's device buffers went to the GPU daemon as they are (so no CPU daemon
+ *         thread needs a core while the caller waits for it). */
+static inline bool mca_coll_dfccl_op_on_gpu(const mca_coll_dfccl_op_t *op)
+{
+    return op->device_direct && op->device_synced;
+}
+
 /** @brief The engine's view of a user buffer region: the buffer itself for host memory
  *         and for device memory the GPU daemon takes, else a staged host copy. */
 static inline int mca_coll_dfccl_view(mca_coll_dfccl_op_t *op, const void *user, ptrdiff_t lo, size_t len,

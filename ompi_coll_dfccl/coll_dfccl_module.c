@@ -267,7 +267,7 @@ int mca_coll_dfccl_progress(void)
 {
     mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
     mca_coll_dfccl_req_t *done = NULL;
-    int completed = 0;
+    int completed = 0, on_cpu = 0;
 
     if (!cm->active)
         return 0;
@@ -275,6 +275,7 @@ int mca_coll_dfccl_progress(void)
     for (mca_coll_dfccl_req_t **pp = &cm->active; *pp;) {
         mca_coll_dfccl_req_t *req = *pp;
         int rc = OMPI_SUCCESS, finished = 0;
+        on_cpu |= req->op.ereq && !mca_coll_dfccl_op_on_gpu(&req->op);
         if (req->op.ereq) {
             dfcclResult_t res = dfcclTest(&req->op.ereq, &finished);
             if (res != dfcclSuccess) {
@@ -308,9 +309,11 @@ int mca_coll_dfccl_progress(void)
     OPAL_THREAD_UNLOCK(&cm->lock);
 
     if (!done) {
-        /* engine work pending and none finished: the daemon thread runs on this
-         * machine's cores too, and an MPI_Wait spinning here would hold one */
-        sched_yield();
+        /* engine work pending on the CPU daemon and none finished: its thread runs on
+         * this machine's cores too, and an MPI_Wait spinning here would hold one (the
+         * GPU daemon needs no core: a yield there only delays seeing the completion) */
+        if (on_cpu)
+            sched_yield();
         return 0;
     }
     /* outside the lock: completion may run callbacks and free communicators */
@@ -597,7 +600,8 @@ int mca_coll_dfccl_op_wait(mca_coll_dfccl_op_t *op)
          * non-blocking calls) moving meanwhile */
         while ((res = dfcclTest(&op->ereq, &done)) == dfcclSuccess && !done) {
             opal_progress();
-            sched_yield(); /* the engine's daemon thread may need this core */
+            if (!mca_coll_dfccl_op_on_gpu(op))
+                sched_yield(); /* the CPU daemon's thread may need this core */
         }
         if (res != dfcclSuccess) {
             DFCCL_ERROR("collective failed on the engine: %s", dfcclGetErrorString(res));
