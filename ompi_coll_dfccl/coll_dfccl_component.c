@@ -111,6 +111,10 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
              "long, so that the application's cudaDeviceSynchronize returns; progress relaunches "
              "it. Default 2000 (microseconds)",
              2000, -1},
+            {"gpu_trace", "DFCCL_GPU_TRACE",
+             "1: the GPU daemon time-stamps the stages of every single-channel collective and each "
+             "engine communicator's destroy logs their medians (a diagnostic). Default 0 (0/1)",
+             0, -1},
         },
     .keyval = MPI_KEYVAL_INVALID,
 };
