@@ -291,7 +291,7 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
     memset(&mine, 0, sizeof(mine));
     mine.status = -1;
     if (gc)
-        gc->id = GPU_MAX_COMMS; /* not in the daemon's table yet */
+        gc->id = GPU_MAX_COMMS; /* no communicator id yet */
     const uint32_t S = eng_config.slots, depth = eng_config.fifo_depth;
     const uint64_t chunk = eng_config.gpu_chunk_size;
     const uint64_t small = eng_gpu_small_chunk(eng_config.oneshot_max, eng_config.ll_max, depth, chunk);

@@ -119,11 +119,12 @@ DFCCL_DEV_INLINE int prim_ll_reduce_all(eng_conn_t *conns, int n, const eng_chan
                                         const eng_coll_args_t *a, uint64_t bytes)
 {
     const uint64_t lines = eng_ll_lines(bytes);
+    const uint64_t *src[ENG_LL_MAX_RANKS]; /* each connection's current step */
     for (int p = 0; p < n; p++) {
-        const uint64_t *src = (const uint64_t *)prim_recv_buf(&conns[p], v, NULL);
+        src[p] = (const uint64_t *)prim_recv_buf(&conns[p], v, NULL);
         const uint32_t flag = (uint32_t)(conns[p].recvd + 1);
         for (uint64_t i = 0; i < 2 * lines; i++)
-            if ((uint32_t)(dfccl_load_relaxed64(&src[i]) >> 32) != flag)
+            if ((uint32_t)(dfccl_load_relaxed64(&src[p][i]) >> 32) != flag)
                 return 0;
     }
     if (!bytes)
@@ -132,9 +133,8 @@ DFCCL_DEV_INLINE int prim_ll_reduce_all(eng_conn_t *conns, int n, const eng_chan
     for (uint64_t i = 0; i < lines; i++) {
         uint64_t acc = 0;
         for (int p = 0; p < n; p++) {
-            const uint64_t *src = (const uint64_t *)prim_recv_buf(&conns[p], v, NULL);
-            const uint64_t pk = (uint32_t)dfccl_load_relaxed64(&src[2 * i]) |
-                                (uint64_t)(uint32_t)dfccl_load_relaxed64(&src[2 * i + 1]) << 32;
+            const uint64_t pk = (uint32_t)dfccl_load_relaxed64(&src[p][2 * i]) |
+                                (uint64_t)(uint32_t)dfccl_load_relaxed64(&src[p][2 * i + 1]) << 32;
             acc = p ? eng_reduce_packet(acc, pk, a->dtype, a->op) : pk;
         }
         eng_ll_packet_store(a->recvbuf, bytes, i, acc);
