@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Host side of the GPU backend: the daemon's memory (submission ring, completion words,
- * task lists), communicators' device FIFOs shared with CUDA IPC, submission, and the
+ * task lists), communicators' device FIFOs shared with CUDA IPC (host-staged ones,
+ * moved by the net transport's proxy, for peers on the net), submission, and the
  * launch / relaunch of the daemon kernel on its own non-blocking stream. */
 #include <cuda_runtime.h>
 #include <pthread.h>
@@ -14,8 +15,12 @@ extern "C" {
 #include "../engine/eng_gpu.h"
 #include "../engine/eng_gpu_layout.h"
 #include "../engine/eng_log.h"
+#include "../engine/eng_net.h"
 }
 #include "gpu_daemon.h"
+
+/* host-staged segments start with a page for the header (eng_seg_hdr_t) */
+#define GPU_NET_HDR 4096
 
 struct eng_gpu_comm {
     uint32_t id;
@@ -24,6 +29,13 @@ struct eng_gpu_comm {
     char *fifo;       /* my FIFOs (peers write into them) */
     char **peer_fifo; /* [nranks] IPC-mapped (mine at [rank]) */
     size_t fifo_bytes;
+    /* net peers: host-pinned, device-mapped FIFOs; the proxy puts into hseg and from my
+     * shadows (eng_net_shadow) of the peers */
+    char *hseg, *hseg_dev;
+    size_t hseg_bytes;
+    eng_net_t *net;
+    size_t *shadow_size; /* [nranks]: 0 for local peers (and for a shadow not mapped) */
+    char **shadow_dev;   /* [nranks]: device mappings of my shadows */
     eng_conn_t *conns_dev;
     gpu_comm_dev_t dev; /* what every submission carries to the daemon (device pointers) */
     unsigned long long *completed_dev;
@@ -280,10 +292,89 @@ static dfcclResult_t gather_status(gpu_boot_t *mine, gpu_boot_t *all, int nranks
     return dfcclSuccess;
 }
 
-extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid,
-                                             dfcclAllgatherFn_t ag, void *ctx)
+/* Pin and map host memory for the device (the net transport's FIFOs). */
+static char *host_map(void *h, size_t bytes)
 {
-    (void)uid;
+    char *d = NULL;
+    if (cudaHostRegister(h, bytes, cudaHostRegisterMapped) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    if (cudaHostGetDevicePointer((void **)&d, h, 0) != cudaSuccess) {
+        cudaGetLastError();
+        cudaHostUnregister(h);
+        return NULL;
+    }
+    return d;
+}
+
+/* The connections with net peers (collective over the communicator): my receive
+ * segment is a header page and then the device FIFOs' layout, host-pinned; my shadow of
+ * peer p holds my connections to p, one per (slot, channel) group. The proxy moves steps
+ * between them; the daemon reads and writes them through their device mappings with
+ * system-scope flags. */
+static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *is_net, uint64_t uid, size_t groups,
+                                uint64_t chunk, uint64_t small, size_t big_conn, size_t small_conn,
+                                dfcclAllgatherFn_t ag, void *ctx)
+{
+    const int N = gc->nranks, me = gc->rank;
+    const size_t ctrl = ENG_GPU_CTRL_BYTES, depth = eng_config.fifo_depth;
+    size_t nconn = 0;
+    for (int p = 0; p < N; p++)
+        nconn += p != me && is_net[p] ? groups : 0;
+    eng_net_conn_desc_t *d = (eng_net_conn_desc_t *)calloc(nconn ? nconn : 1, sizeof(*d)), *k = d;
+    if (!d || !gc->shadow_size || !gc->shadow_dev)
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
+    for (int p = 0; p < N; p++) {
+        if (p == me || !is_net[p])
+            continue;
+        const size_t out = ctrl + depth * eng_gpu_step(me, p, N, chunk, small);
+        const size_t in = ctrl + depth * eng_gpu_step(p, me, N, chunk, small);
+        gc->shadow_size[p] = GPU_NET_HDR + groups * out;
+        for (size_t g = 0; g < groups; g++, k++) {
+            k->peer = p;
+            k->send_off = GPU_NET_HDR + eng_gpu_fifo_off(g, me, p, N, big_conn, small_conn);
+            k->shadow_off = GPU_NET_HDR + g * out;
+            k->recv_off = GPU_NET_HDR + eng_gpu_fifo_off(g, p, me, N, big_conn, small_conn);
+            k->peer_shadow_off = GPU_NET_HDR + g * in;
+            k->schunk = eng_gpu_step(me, p, N, chunk, small);
+        }
+    }
+    eng_net_layout_t L;
+    memset(&L, 0, sizeof(L));
+    L.uid = uid;
+    L.rank = me;
+    L.nranks = N;
+    L.seg = gc->hseg;
+    L.seg_size = gc->hseg_bytes;
+    L.shadow_size = gc->shadow_size;
+    L.ctrl_bytes = ctrl;
+    L.depth = (uint32_t)depth;
+    L.conns = d;
+    L.nconns = nconn;
+    L.abort_words[0] = gc->abort_code;
+    dfcclResult_t res = eng_net_setup(&L, ag, ctx, &gc->net);
+    free(d);
+    if (res != dfcclSuccess)
+        return res;
+    /* the shadows, mapped into the device; every rank agrees before the first step */
+    gpu_boot_t mine, *all = (gpu_boot_t *)calloc((size_t)N, sizeof(gpu_boot_t));
+    memset(&mine, 0, sizeof(mine));
+    for (int p = 0; p < N && all; p++)
+        if (gc->shadow_size[p] &&
+            !(gc->shadow_dev[p] = host_map(eng_net_shadow(gc->net, p), gc->shadow_size[p]))) {
+            mine.status = eng_set_error(dfcclSystemError, "dfcclCommInit",
+                                        "cudaHostRegister of the net FIFOs' shadow of rank %d failed", p);
+            break;
+        }
+    res = all ? gather_status(&mine, all, N, ag, ctx) : dfcclNoMemory;
+    free(all);
+    return res;
+}
+
+extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid,
+                                             const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx)
+{
     *gc_p = NULL;
     gpu_boot_t mine, *all = (gpu_boot_t *)calloc((size_t)nranks, sizeof(gpu_boot_t));
     eng_gpu_comm_t *gc = (eng_gpu_comm_t *)calloc(1, sizeof(*gc));
@@ -334,11 +425,26 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
         res = dfcclSuccess; /* some rank has no GPU: this communicator runs host buffers only */
         goto fail;
     }
-    /* map every peer's FIFOs */
+    /* map every local peer's FIFOs; net peers' go through host-staged ones */
     mine.status = 0;
     gc->peer_fifo[rank] = gc->fifo;
-    for (int p = 0; p < nranks; p++) {
-        if (p == rank)
+    if (is_net) {
+        gc->hseg_bytes = GPU_NET_HDR + gc->fifo_bytes;
+        gc->shadow_size = (size_t *)calloc((size_t)nranks, sizeof(size_t));
+        gc->shadow_dev = (char **)calloc((size_t)nranks, sizeof(char *));
+        if (posix_memalign((void **)&gc->hseg, GPU_NET_HDR, gc->hseg_bytes) != 0)
+            gc->hseg = NULL;
+        if (gc->hseg)
+            memset(gc->hseg, 0, gc->hseg_bytes);
+        if (!gc->hseg || !gc->shadow_size || !gc->shadow_dev || !(gc->hseg_dev = host_map(gc->hseg, gc->hseg_bytes))) {
+            mine.status = eng_set_error(dfcclNoMemory, "dfcclCommInit",
+                                        "no pinned host memory for the net FIFOs (%zu B)", gc->hseg_bytes);
+            free(gc->hseg);
+            gc->hseg = NULL;
+        }
+    }
+    for (int p = 0; p < nranks && mine.status == 0; p++) {
+        if (p == rank || (is_net && is_net[p]))
             continue;
         cudaError_t e =
             cudaIpcOpenMemHandle((void **)&gc->peer_fifo[p], all[p].handle, cudaIpcMemLazyEnablePeerAccess);
@@ -357,6 +463,9 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
         if (res != dfcclSuccess)
             goto fail;
     }
+    if (is_net && (res = net_create(gc, is_net, uid, (size_t)S * C, chunk, small, big_conn, small_conn, ag,
+                                    ctx)) != dfcclSuccess)
+        goto fail;
     {
         eng_conn_t *conns = (eng_conn_t *)calloc(nconn, sizeof(eng_conn_t));
         res = dfcclNoMemory;
@@ -367,6 +476,19 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
                 const size_t g = (size_t)s * C + c;
                 for (int p = 0; p < nranks; p++) {
                     eng_conn_t *cn = &conns[g * (size_t)nranks + (size_t)p];
+                    cn->rchunk = eng_gpu_step(p, rank, nranks, chunk, small);
+                    cn->schunk = eng_gpu_step(rank, p, nranks, chunk, small);
+                    if (is_net && is_net[p] && p != rank) { /* host-staged, system scope */
+                        const size_t out = ENG_GPU_CTRL_BYTES + depth * cn->schunk;
+                        cn->recv_ctrl = (eng_conn_ctrl_t *)(gc->hseg_dev + GPU_NET_HDR +
+                                                            eng_gpu_fifo_off(g, p, rank, nranks, big_conn,
+                                                                             small_conn));
+                        cn->recv_data = (char *)cn->recv_ctrl + ctrl;
+                        cn->send_ctrl = (eng_conn_ctrl_t *)(gc->shadow_dev[p] + GPU_NET_HDR + g * out);
+                        cn->send_data = (char *)cn->send_ctrl + ctrl;
+                        cn->sys = 1;
+                        continue;
+                    }
                     cn->recv_ctrl = (eng_conn_ctrl_t *)(gc->fifo + eng_gpu_fifo_off(g, p, rank, nranks,
                                                                                     big_conn, small_conn));
                     cn->recv_data = (char *)cn->recv_ctrl + ctrl;
@@ -374,8 +496,6 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
                         (eng_conn_ctrl_t *)(gc->peer_fifo[p] +
                                             eng_gpu_fifo_off(g, rank, p, nranks, big_conn, small_conn));
                     cn->send_data = (char *)cn->send_ctrl + ctrl;
-                    cn->rchunk = eng_gpu_step(p, rank, nranks, chunk, small);
-                    cn->schunk = eng_gpu_step(rank, p, nranks, chunk, small);
                     cn->sys =
                         eng_config.gpu_sys_scope || memcmp(&all[p].uuid, &mine.uuid, sizeof(mine.uuid)) != 0;
                 }
@@ -503,6 +623,20 @@ extern "C" void eng_gpu_comm_destroy(eng_gpu_comm_t *gc)
             trace_report();
         pthread_mutex_unlock(&G_lock);
     }
+    if (gc->net) {
+        /* unpinned first: the net transport frees the shadows */
+        for (int p = 0; p < gc->nranks; p++)
+            if (gc->shadow_dev[p])
+                cudaHostUnregister(eng_net_shadow(gc->net, p));
+        eng_net_teardown(gc->net);
+    }
+    if (gc->hseg) {
+        if (gc->hseg_dev)
+            cudaHostUnregister(gc->hseg);
+        free(gc->hseg);
+    }
+    free(gc->shadow_size);
+    free(gc->shadow_dev);
     if (gc->peer_fifo) {
         for (int p = 0; p < gc->nranks; p++)
             if (p != gc->rank && gc->peer_fifo[p])

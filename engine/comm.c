@@ -54,6 +54,64 @@ static int live_remove(struct dfccl_comm *c)
     return found;
 }
 
+/* The CPU daemon's connections with net peers: the shared-memory segment's layout, my
+ * shadow of each net peer a whole segment of the same shape. */
+static dfcclResult_t net_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx)
+{
+    _Static_assert(sizeof(dfcclResult_t) == sizeof(int32_t), "the abort word is an int32_t");
+    const int N = c->nranks, me = c->rank;
+    size_t nconn = 0;
+    for (int p = 0; p < N; p++)
+        nconn += is_net[p] ? (size_t)c->slots * c->channels : 0;
+    size_t *shadow_size = calloc((size_t)N, sizeof(size_t));
+    eng_net_conn_desc_t *d = calloc(nconn ? nconn : 1, sizeof(*d)), *k = d;
+    if (!shadow_size || !d) {
+        free(shadow_size);
+        free(d);
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
+    }
+    for (int p = 0; p < N; p++) {
+        if (!is_net[p])
+            continue;
+        shadow_size[p] = c->seg_size;
+        for (uint32_t s = 0; s < c->slots; s++)
+            for (uint32_t ch = 0; ch < c->channels; ch++, k++) {
+                k->peer = p;
+                k->send_off = k->shadow_off = eng_conn_offset(c, s, ch, me);
+                k->recv_off = k->peer_shadow_off = eng_conn_offset(c, s, ch, p);
+                k->schunk = c->chunk;
+            }
+    }
+    const eng_net_layout_t L = {.uid = c->uid,
+                                .rank = me,
+                                .nranks = N,
+                                .seg = c->segs[me],
+                                .seg_size = c->seg_size,
+                                .shadow_size = shadow_size,
+                                .ctrl_bytes = eng_conn_ctrl_bytes(),
+                                .depth = c->depth,
+                                .conns = d,
+                                .nconns = nconn,
+                                .abort_words = {(int32_t *)&c->aborted, NULL}};
+    dfcclResult_t res = eng_net_setup(&L, ag, ctx, &c->net);
+    free(shadow_size);
+    free(d);
+    if (res != dfcclSuccess)
+        return res;
+    for (int p = 0; p < N; p++) {
+        if (!is_net[p])
+            continue;
+        char *shadow = eng_net_shadow(c->net, p);
+        for (uint32_t s = 0; s < c->slots; s++)
+            for (uint32_t ch = 0; ch < c->channels; ch++) {
+                eng_conn_t *cn = &eng_comm_conns(c, s, ch)[p];
+                cn->send_ctrl = (eng_conn_ctrl_t *)(shadow + eng_conn_offset(c, s, ch, me));
+                cn->send_data = (char *)cn->send_ctrl + eng_conn_ctrl_bytes();
+            }
+    }
+    return dfcclSuccess;
+}
+
 typedef struct {
     int32_t pid;
     int16_t net_force; /* DFCCL_NET=ucx on this rank */
@@ -162,16 +220,17 @@ dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllg
     DFCCL_CHECK_GOTO(eng_daemon_acquire(), res, err_pids);
     DFCCL_CHECK_GOTO(eng_shm_setup(c, pids, is_net, allgather, ctx), res, err_daemon);
     if (any_net) {
-        res = eng_net_comm_setup(c, is_net, allgather, ctx);
+        res = net_setup(c, is_net, allgather, ctx);
         if (res < 0) {
             eng_shm_teardown(c);
             goto err_daemon;
         }
     }
-    /* device FIFOs are shared with CUDA IPC: one host only (net peers: host buffers) */
-    if (eng_config.gpu && !any_net) {
-        res = eng_gpu_comm_create(&c->gpu, rank, nranks, c->uid, allgather, ctx);
+    /* device FIFOs: CUDA IPC with local peers, host-staged ones with net peers */
+    if (eng_config.gpu) {
+        res = eng_gpu_comm_create(&c->gpu, rank, nranks, c->uid, any_net ? is_net : NULL, allgather, ctx);
         if (res < 0) {
+            eng_net_teardown(c->net);
             eng_shm_teardown(c);
             goto err_daemon;
         }
@@ -211,7 +270,7 @@ dfcclResult_t dfcclCommDestroy(dfcclComm_t comm)
     eng_daemon_wait(&req);
     comm->magic = 0;
     eng_gpu_comm_destroy(comm->gpu);
-    eng_net_comm_teardown(comm);
+    eng_net_teardown(comm->net);
     eng_shm_teardown(comm);
     free(comm->slot_next);
     free(comm);

@@ -23,9 +23,11 @@ int eng_gpu_available(void);
 int eng_gpu_is_device_ptr(const void *p);
 
 /* Collective over the communicator's ranks (uses the bootstrap all-gather). Every rank
- * must call it; *gc_p is NULL on every rank when any rank cannot use its GPU. */
+ * must call it; *gc_p is NULL on every rank when any rank cannot use its GPU. is_net
+ * (NULL: no peer on the net): the peers reached over the net transport, through
+ * host-staged FIFOs. */
 dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid,
-                                  dfcclAllgatherFn_t ag, void *ctx);
+                                  const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx);
 
 /* Local: fails what is pending on the communicator, frees its device memory. */
 void eng_gpu_comm_destroy(eng_gpu_comm_t *gc);

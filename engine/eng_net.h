@@ -1,29 +1,68 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The net transport as the engine sees it (ucx_transport/). For a peer on the net the
- * connections keep exactly the layout of the shared-memory transport: the daemon writes
- * steps into a local shadow of the peer's FIFOs, and the proxy thread puts them into the
- * peer's real FIFOs with UCX (data, then a fence, then the step counter); the receiver's
- * `consumed` counter travels back the same way. The algorithms never know. Built
- * without UCX, engine/net_none.c answers "no net transport". */
+ * sender's daemon writes steps into a local *shadow* of the peer's connection, and the
+ * proxy thread puts them into the peer's real FIFO with UCX (data, then a fence, then the
+ * step counter); the receiver's `consumed` counter travels back into the sender's shadow
+ * the same way. The algorithms never know. Both backends use it: the CPU daemon with its
+ * shared-memory segment, the GPU daemon with host-pinned FIFOs mapped into the device
+ * (host-staged); the layout says where each connection lives. Built without UCX,
+ * engine/net_none.c answers "no net transport". */
 #ifndef DFCCL_ENG_NET_H
 #define DFCCL_ENG_NET_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dfccl.h"
 
-struct dfccl_comm;
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct eng_net_comm eng_net_t;
+
+/* One connection with a net peer, as this rank sees both of its directions. Both ends
+ * derive the same offsets from the communicator's shape. */
+typedef struct {
+    int peer;
+    size_t send_off;        /* me -> peer: the connection in the peer's receive segment */
+    size_t shadow_off;      /* ... and in my shadow of the peer */
+    size_t recv_off;        /* peer -> me: the connection in my receive segment */
+    size_t peer_shadow_off; /* ... and in the peer's shadow of me */
+    uint64_t schunk;        /* bytes per step, me -> peer */
+} eng_net_conn_desc_t;
+
+typedef struct {
+    uint64_t uid; /* for messages */
+    int rank, nranks;
+    char *seg; /* my receive segment; an eng_seg_hdr_t first */
+    size_t seg_size;
+    const size_t *shadow_size; /* [nranks]: bytes of my shadow of each peer, 0: not on the net */
+    size_t ctrl_bytes;         /* a connection's data starts this far after its control words */
+    uint32_t depth;
+    const eng_net_conn_desc_t *conns;
+    size_t nconns;
+    int32_t *abort_words[2]; /* set to dfcclCommAborted when a peer fails (NULL: unused) */
+} eng_net_layout_t;
 
 /* 1 when this build has the UCX transport. */
 int eng_net_built(void);
 
-/* Collective over the communicator's ranks (every rank calls it when any pair of ranks
- * is on the net). is_net[p]: peer p is reached over the net. Points the connections to
- * net peers at local shadows and registers the communicator with the proxy thread. */
-dfcclResult_t eng_net_comm_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAllgatherFn_t ag,
-                                 void *ctx);
+/* Collective over the communicator's ranks (every rank calls it, in the same order as
+ * every other net setup). Allocates my shadows of the net peers (zeroed, page-aligned,
+ * with a header first), registers them and my receive segment, connects, and hands the
+ * connections to the proxy thread. */
+dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, void *ctx, eng_net_t **net_p);
 
-/* Local: unregisters from the proxy, releases endpoints, registrations and shadows. */
-void eng_net_comm_teardown(struct dfccl_comm *c);
+/* My shadow of peer p (NULL when p is not on the net). */
+char *eng_net_shadow(eng_net_t *net, int p);
+
+/* Local: pushes the steps still in the shadows, says goodbye, unregisters from the
+ * proxy, releases endpoints, registrations and shadows. */
+void eng_net_teardown(eng_net_t *net);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -18,9 +18,9 @@ int eng_gpu_is_device_ptr(const void *p)
 }
 
 dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid,
-                                  dfcclAllgatherFn_t ag, void *ctx)
+                                  const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx)
 {
-    (void)rank, (void)nranks, (void)uid, (void)ag, (void)ctx;
+    (void)rank, (void)nranks, (void)uid, (void)is_net, (void)ag, (void)ctx;
     *gc_p = NULL;
     return dfcclSuccess;
 }

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The net transport over UCX. One UCX context and worker per process, driven by one
  * proxy thread. For every connection to a peer on the net the daemon writes into a local
- * *shadow* of the peer's FIFO (same layout as the shared-memory transport); the proxy
- * puts each new step into the peer's real FIFO (data and size, then a fence, then the
- * step counter), and puts this rank's `consumed` counters into the peer's shadow of this
- * rank's FIFOs, which is where the peer's daemon reads its credits. The algorithms and
- * the scheduler are unchanged: a wait on a remote peer is a wait on a local word.
+ * *shadow* of the peer's connection (same control words and FIFO); the proxy puts each
+ * new step into the peer's real FIFO (data and size, then a fence, then the step
+ * counter), and puts this rank's `consumed` counters into the peer's shadow of this
+ * rank's connections, which is where the peer's daemon reads its credits. The algorithms
+ * and the scheduler are unchanged: a wait on a remote peer is a wait on a local word.
+ * Where the segments live is the caller's (eng_net_layout_t): the CPU daemon's shared
+ * memory, or the GPU daemon's host-pinned, device-mapped FIFOs.
  * The proxy spins while there is traffic and sleeps on the worker's event fd when idle.
  * A peer whose endpoint fails (killed process, lost link) aborts the communicator, so
  * its pending collectives fail instead of hanging. */
@@ -30,6 +32,7 @@ typedef struct {
     uint64_t remote_ctrl;        /* the same connection in the peer's segment */
     eng_conn_ctrl_t *local_ctrl; /* peer -> me: in my segment */
     uint64_t remote_shadow_ctrl; /* the same connection in the peer's shadow of me */
+    uint64_t chunk;              /* bytes per step, me -> peer */
     uint64_t sent_posted, sent_consumed;
     uint64_t vals[NET_VALS];
     unsigned nval;
@@ -43,9 +46,12 @@ typedef struct {
 } net_peer_ref_t;
 
 struct eng_net_comm {
-    struct dfccl_comm *c;
-    int nranks;
-    char **shadow; /* [nranks]: my shadow of peer p's segment (net peers only) */
+    uint64_t uid;
+    int rank, nranks;
+    char *seg;                /* my receive segment */
+    size_t ctrl_bytes;        /* control words ahead of each connection's data */
+    int32_t *abort_words[2];  /* the communicator's abort words */
+    char **shadow;            /* [nranks]: my shadow of peer p's connections (net peers only) */
     ucp_mem_h seg_mh;
     ucp_mem_h *shadow_mh;    /* [nranks] */
     ucp_ep_h *ep;            /* [nranks] */
@@ -59,7 +65,6 @@ struct eng_net_comm {
     uint64_t closed_val; /* stable source of the goodbye put */
     int closing;         /* this rank is tearing the communicator down */
     uint32_t depth;
-    uint64_t chunk;
     struct eng_net_comm *next;
 };
 
@@ -122,8 +127,8 @@ static int proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
         for (uint64_t s = k->sent_posted; s < posted; s++) {
             uint32_t slot = (uint32_t)(s % nc->depth);
             uint64_t bytes = k->shadow_ctrl->bytes[slot];
-            if (bytes && put(ep, k->shadow_data + (uint64_t)slot * nc->chunk, bytes,
-                             k->remote_ctrl + eng_conn_ctrl_bytes() + (uint64_t)slot * nc->chunk,
+            if (bytes && put(ep, k->shadow_data + (uint64_t)slot * k->chunk, bytes,
+                             k->remote_ctrl + nc->ctrl_bytes + (uint64_t)slot * k->chunk,
                              nc->seg_rkey[k->peer]))
                 return -1;
             if (put(ep, &k->shadow_ctrl->bytes[slot], sizeof(uint64_t),
@@ -153,6 +158,19 @@ static int proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
     return moved;
 }
 
+static int net_aborted(const struct eng_net_comm *nc)
+{
+    return __atomic_load_n(nc->abort_words[0], __ATOMIC_ACQUIRE) != 0;
+}
+
+/* The daemons fail every task of the communicator once they see the word. */
+static void net_abort(struct eng_net_comm *nc)
+{
+    for (int i = 0; i < 2; i++)
+        if (nc->abort_words[i])
+            __atomic_store_n(nc->abort_words[i], (int32_t)dfcclCommAborted, __ATOMIC_RELEASE);
+}
+
 static void *proxy_main(void *arg)
 {
     (void)arg;
@@ -165,14 +183,14 @@ static void *proxy_main(void *arg)
             break;
         }
         for (struct eng_net_comm *nc = U.comms; nc; nc = nc->next) {
-            if (nc->c->aborted)
+            if (net_aborted(nc))
                 continue;
             for (size_t i = 0; i < nc->nconns; i++) {
                 int r = proxy_conn(nc, &nc->conns[i]);
                 if (r < 0) {
                     dfccl_error("communicator %016llx: put to peer rank %d failed; communicator aborted",
-                                (unsigned long long)nc->c->uid, nc->conns[i].peer);
-                    nc->c->aborted = dfcclCommAborted;
+                                (unsigned long long)nc->uid, nc->conns[i].peer);
+                    net_abort(nc);
                     break;
                 }
                 moved |= r;
@@ -268,22 +286,21 @@ static void peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
     (void)ep;
     net_peer_ref_t *ref = arg;
     struct eng_net_comm *nc = ref->nc;
-    struct dfccl_comm *c = nc->c;
     nc->dead[ref->peer] = 1;
     if (nc->closing)
         return; /* our own endpoints, closed by our teardown */
     /* a peer that destroyed the communicator said goodbye first (teardown puts `closed`
      * into my shadow of its segment after its last step): it owes us nothing */
     if (dfccl_load_acquire64(&((eng_seg_hdr_t *)nc->shadow[ref->peer])->closed)) {
-        dfccl_debug("communicator %016llx (rank %d): peer rank %d left (%s)", (unsigned long long)c->uid,
-                    c->rank, ref->peer, ucs_status_string(status));
+        dfccl_debug("communicator %016llx (rank %d): peer rank %d left (%s)", (unsigned long long)nc->uid,
+                    nc->rank, ref->peer, ucs_status_string(status));
         return;
     }
-    if (!c->aborted)
+    if (!net_aborted(nc))
         dfccl_error("communicator %016llx (rank %d): peer rank %d is unreachable over UCX (%s); its pending "
                     "collectives fail",
-                    (unsigned long long)c->uid, c->rank, ref->peer, ucs_status_string(status));
-    c->aborted = dfcclCommAborted; /* the daemon fails every task of the communicator */
+                    (unsigned long long)nc->uid, nc->rank, ref->peer, ucs_status_string(status));
+    net_abort(nc);
 }
 
 /* Exchanged at set-up: addresses and keys; variable-size parts follow the header. */
@@ -380,10 +397,9 @@ static void net_free_locked(struct eng_net_comm *nc)
     free(nc);
 }
 
-dfcclResult_t eng_net_comm_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAllgatherFn_t ag,
-                                 void *ctx)
+dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, void *ctx, eng_net_t **net_p)
 {
-    const int N = c->nranks, me = c->rank;
+    const int N = L->nranks, me = L->rank;
     dfcclResult_t res = dfcclSuccess;
     char *blob = NULL, *all = NULL;
     void *addr = NULL;
@@ -391,8 +407,9 @@ dfcclResult_t eng_net_comm_setup(struct dfccl_comm *c, const uint8_t *is_net, df
     void **rk = NULL;
     size_t *rk_len = NULL;
     int nnet = 0;
+    *net_p = NULL;
     for (int p = 0; p < N; p++)
-        nnet += is_net[p];
+        nnet += p != me && L->shadow_size[p] > 0;
 
     pthread_mutex_lock(&U.lock);
     struct eng_net_comm *nc = calloc(1, sizeof(*nc));
@@ -400,10 +417,14 @@ dfcclResult_t eng_net_comm_setup(struct dfccl_comm *c, const uint8_t *is_net, df
         pthread_mutex_unlock(&U.lock);
         return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
     }
-    nc->c = c;
+    nc->uid = L->uid;
+    nc->rank = me;
     nc->nranks = N;
-    nc->depth = c->depth;
-    nc->chunk = c->chunk;
+    nc->seg = L->seg;
+    nc->ctrl_bytes = L->ctrl_bytes;
+    nc->depth = L->depth;
+    nc->abort_words[0] = L->abort_words[0];
+    nc->abort_words[1] = L->abort_words[1];
     /* a local failure is reported through the exchange below: every rank takes part
      * in every allgather, so nobody waits for a rank that gave up */
     const int acquired = (res = proxy_acquire_locked()) == dfcclSuccess;
@@ -417,31 +438,32 @@ dfcclResult_t eng_net_comm_setup(struct dfccl_comm *c, const uint8_t *is_net, df
     nc->refs = calloc((size_t)N, sizeof(net_peer_ref_t));
     nc->dead = calloc((size_t)N, 1);
     nc->shadow_addr = calloc((size_t)N, sizeof(uint64_t));
+    nc->conns = calloc(L->nconns ? L->nconns : 1, sizeof(net_conn_t));
     rk = calloc((size_t)N + 1, sizeof(void *));
     rk_len = calloc((size_t)N + 1, sizeof(size_t));
     if (!nc->shadow || !nc->shadow_mh || !nc->ep || !nc->seg_rkey || !nc->shadow_rkey || !nc->refs ||
-        !nc->dead || !nc->shadow_addr || !rk || !rk_len) {
+        !nc->dead || !nc->shadow_addr || !nc->conns || !rk || !rk_len) {
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
         goto local_done;
     }
     /* my segment receives data and steps; my shadows receive credits */
-    nc->seg_mh = mem_register(c->segs[me], c->seg_size, &rk[N], &rk_len[N]);
+    nc->seg_mh = mem_register(L->seg, L->seg_size, &rk[N], &rk_len[N]);
     if (!nc->seg_mh) {
         res = eng_set_error(dfcclSystemError, "dfcclCommInit", "ucp_mem_map of the FIFOs (%zu B) failed",
-                            c->seg_size);
+                            L->seg_size);
         goto local_done;
     }
     for (int p = 0; p < N && res == dfcclSuccess; p++) {
-        if (!is_net[p])
+        if (p == me || !L->shadow_size[p])
             continue;
-        if (posix_memalign((void **)&nc->shadow[p], ENG_PAGE, c->seg_size)) {
+        if (posix_memalign((void **)&nc->shadow[p], ENG_PAGE, L->shadow_size[p])) {
             nc->shadow[p] = NULL;
             res =
                 eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for a shadow of rank %d's FIFOs", p);
             break;
         }
-        memset(nc->shadow[p], 0, c->seg_size);
-        nc->shadow_mh[p] = mem_register(nc->shadow[p], c->seg_size, &rk[p], &rk_len[p]);
+        memset(nc->shadow[p], 0, L->shadow_size[p]);
+        nc->shadow_mh[p] = mem_register(nc->shadow[p], L->shadow_size[p], &rk[p], &rk_len[p]);
         if (!nc->shadow_mh[p])
             res = eng_set_error(dfcclSystemError, "dfcclCommInit", "ucp_mem_map of a shadow failed");
     }
@@ -460,7 +482,7 @@ local_done:;
         int32_t st = res;
         memcpy(b, &st, sizeof(st));
         b += sizeof(st);
-        net_boot_hdr_t h = {.seg_addr = (uint64_t)(uintptr_t)c->segs[me],
+        net_boot_hdr_t h = {.seg_addr = (uint64_t)(uintptr_t)L->seg,
                             .addr_len = (uint32_t)addr_len,
                             .seg_rkey_len = (uint32_t)(rk_len ? rk_len[N] : 0)};
         memcpy(b, &h, sizeof(h));
@@ -499,8 +521,11 @@ local_done:;
             res = eng_set_error(dfcclSystemError, "dfcclCommInit", "rank %d could not set up UCX", p);
     }
     /* endpoints and remote keys of every net peer */
+    uint64_t *seg_addr = res == dfcclSuccess ? calloc((size_t)N, sizeof(uint64_t)) : NULL;
+    if (res == dfcclSuccess && !seg_addr)
+        res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
     for (int p = 0; p < N && res == dfcclSuccess; p++) {
-        if (!is_net[p])
+        if (p == me || !L->shadow_size[p])
             continue;
         const char *b = all + (size_t)p * stride + sizeof(int32_t);
         net_boot_hdr_t h;
@@ -521,6 +546,7 @@ local_done:;
             }
             b += sizeof(sa) + sizeof(kl) + kl;
         }
+        seg_addr[p] = h.seg_addr;
         nc->refs[p] = (net_peer_ref_t){.nc = nc, .peer = p};
         nc->shadow_addr[p] = shadow_addr;
         ucp_ep_params_t ep;
@@ -544,31 +570,21 @@ local_done:;
                                 ucs_status_string(st));
             break;
         }
-        /* connections: mine to p write my shadow of p; p's to me are credited back
-         * through p's shadow of me, at the same offset as in my segment */
-        size_t grow = (size_t)c->slots * c->channels;
-        net_conn_t *nk = realloc(nc->conns, (nc->nconns + grow) * sizeof(net_conn_t));
-        if (!nk) {
-            res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for net connections");
-            break;
-        }
-        nc->conns = nk;
-        for (uint32_t s = 0; s < c->slots; s++)
-            for (uint32_t ch = 0; ch < c->channels; ch++) {
-                const size_t out = eng_conn_offset(c, s, ch, me), in = eng_conn_offset(c, s, ch, p);
-                eng_conn_t *cn = &eng_comm_conns(c, s, ch)[p];
-                net_conn_t *k = &nc->conns[nc->nconns++];
-                memset(k, 0, sizeof(*k));
-                k->peer = p;
-                k->shadow_ctrl = (eng_conn_ctrl_t *)(nc->shadow[p] + out);
-                k->shadow_data = (char *)k->shadow_ctrl + eng_conn_ctrl_bytes();
-                k->remote_ctrl = h.seg_addr + out;
-                k->local_ctrl = (eng_conn_ctrl_t *)(c->segs[me] + in);
-                k->remote_shadow_ctrl = shadow_addr + in;
-                cn->send_ctrl = k->shadow_ctrl;
-                cn->send_data = k->shadow_data;
-            }
     }
+    /* the connections: mine to p are written into my shadow of p, p's to me are
+     * credited back through p's shadow of me */
+    for (size_t i = 0; i < L->nconns && res == dfcclSuccess; i++) {
+        const eng_net_conn_desc_t *d = &L->conns[i];
+        net_conn_t *k = &nc->conns[nc->nconns++];
+        k->peer = d->peer;
+        k->chunk = d->schunk;
+        k->shadow_ctrl = (eng_conn_ctrl_t *)(nc->shadow[d->peer] + d->shadow_off);
+        k->shadow_data = (char *)k->shadow_ctrl + L->ctrl_bytes;
+        k->remote_ctrl = seg_addr[d->peer] + d->send_off;
+        k->local_ctrl = (eng_conn_ctrl_t *)(L->seg + d->recv_off);
+        k->remote_shadow_ctrl = nc->shadow_addr[d->peer] + d->peer_shadow_off;
+    }
+    free(seg_addr);
     if (addr)
         ucp_worker_release_address(U.worker, (ucp_address_t *)addr);
     for (int p = 0; rk && p <= N; p++)
@@ -603,12 +619,17 @@ local_done:;
         pthread_mutex_unlock(&U.lock);
         return res;
     }
-    c->net = nc;
     nc->next = U.comms;
     U.comms = nc;
     pthread_mutex_unlock(&U.lock);
-    dfccl_info("communicator %016llx rank %d: %d peer(s) over UCX", (unsigned long long)c->uid, me, nnet);
+    dfccl_info("communicator %016llx rank %d: %d peer(s) over UCX", (unsigned long long)L->uid, me, nnet);
+    *net_p = nc;
     return dfcclSuccess;
+}
+
+char *eng_net_shadow(eng_net_t *nc, int p)
+{
+    return nc && p >= 0 && p < nc->nranks ? nc->shadow[p] : NULL;
 }
 
 /* Wait for an operation (flush, close) to finish, progressing the worker. */
@@ -621,9 +642,8 @@ static void wait_request(ucs_status_ptr_t r)
     ucp_request_free(r);
 }
 
-void eng_net_comm_teardown(struct dfccl_comm *c)
+void eng_net_teardown(eng_net_t *nc)
 {
-    struct eng_net_comm *nc = c->net;
     if (!nc)
         return;
     pthread_mutex_lock(&U.lock);
@@ -653,7 +673,6 @@ void eng_net_comm_teardown(struct dfccl_comm *c)
             break;
         }
     net_free_locked(nc);
-    c->net = NULL;
     proxy_release_locked();
     pthread_mutex_unlock(&U.lock);
 }
