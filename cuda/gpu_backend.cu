@@ -428,7 +428,10 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
     /* map every local peer's FIFOs; net peers' go through host-staged ones */
     mine.status = 0;
     gc->peer_fifo[rank] = gc->fifo;
-    if (is_net) {
+    /* the abort word (the net transport's error handler writes it) */
+    if (!(gc->abort_code = mapped_alloc<int32_t>(1, NULL)))
+        mine.status = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no mapped memory for the abort word");
+    if (is_net && mine.status == 0) {
         gc->hseg_bytes = GPU_NET_HDR + gc->fifo_bytes;
         gc->shadow_size = (size_t *)calloc((size_t)nranks, sizeof(size_t));
         gc->shadow_dev = (char **)calloc((size_t)nranks, sizeof(char *));
@@ -500,7 +503,6 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
                         eng_config.gpu_sys_scope || memcmp(&all[p].uuid, &mine.uuid, sizeof(mine.uuid)) != 0;
                 }
             }
-        gc->abort_code = mapped_alloc<int32_t>(1, NULL);
 
         gpu_comm_dev_t d;
         memset(&d, 0, sizeof(d));

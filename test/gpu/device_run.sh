@@ -1,13 +1,25 @@
 #!/bin/bash
 # What one device-tool call runs on the GPU machine: build the release tarball carried
 # in .dist/, run the GPU suite, then the GPU benchmark (MODE: test, ompi, bench, all,
-# multigpu, build). Logs go to $OUT.
+# multigpu, net, build). Logs go to $OUT.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 W=/tmp/dfccl-build; rm -rf $W; mkdir -p $W
+# UCX: the machine has the runtime only; Debian's headers (and ucx_perftest) carried in
+# .dist/ are unpacked into a prefix whose libraries are links to the system's
+UCX_CONF=
+if ls .dist/libucx-dev_*.deb >/dev/null 2>&1; then
+    U=$W/ucx; mkdir -p $U/lib $U/bin
+    for d in .dist/libucx-dev_*.deb .dist/ucx-utils_*.deb; do [ -f "$d" ] && dpkg -x "$d" $U/root; done
+    ln -s $U/root/usr/include $U/include
+    for l in ucp ucs uct ucm; do ln -sf /usr/lib/x86_64-linux-gnu/lib$l.so.0 $U/lib/lib$l.so; done
+    [ -x $U/root/usr/bin/ucx_perftest ] && ln -s $U/root/usr/bin/ucx_perftest $U/bin/
+    export PATH=$U/bin:$PATH
+    UCX_CONF=--with-ucx=$U
+fi
 tar xzf .dist/dfccl-*.tar.gz -C $W && cd $W/dfccl-* || exit 1
-( ./configure --enable-werror && make -j16 ${MAKE_TARGETS:-} && { [ -n "${MAKE_TARGETS:-}" ] || make -j16 check TESTS=; } ) > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+( ./configure --enable-werror $UCX_CONF && make -j16 ${MAKE_TARGETS:-} && { [ -n "${MAKE_TARGETS:-}" ] || make -j16 check TESTS=; } ) > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 echo "build ok"
 export LD_LIBRARY_PATH=$PWD/.libs
 MODE=${1:-all}
@@ -24,6 +36,10 @@ fi
 if [ "$MODE" = multigpu ]; then
     # one rank per GPU against NCCL (a machine kind with several GPUs)
     bash test/gpu/run_multigpu.sh "$PWD" 2>&1 | tee "$OUT/multigpu.log"
+fi
+if [ "$MODE" = net ]; then
+    # the net transport over loopback UCX with the CPU daemon (this machine's cores)
+    bash bench/net_bench.sh "$PWD" ${NET_NP:-2} 2>&1 | tee "$OUT/net_bench.log"
 fi
 if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
     bash bench/gpu_bench.sh "$PWD" 2>&1 | tee "$OUT/gpu_bench.log"

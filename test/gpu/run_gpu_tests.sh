@@ -1,7 +1,8 @@
 #!/bin/bash
 # GPU test suite, for a machine with a CUDA device (see ../shared/GPU.md): starts MPS so
 # that N ranks share one GPU, runs the device-buffer tests with 2, 4 and 8 ranks, the
-# deadlock scenarios with their preempt-off hang proofs, then stops MPS.
+# deadlock scenarios with their preempt-off hang proofs, the same over the net transport
+# (host-staged FIFOs, when libdfccl has UCX), then stops MPS.
 #   run_gpu_tests.sh BUILD_DIR [quick]
 # Prints "PASS: ..." / "FAIL: ..." per case and ends with "N passed, N failed".
 set -u
@@ -48,29 +49,59 @@ run() {
 }
 
 T=$B/test/gpu/t_gpu
-NPS=${NPS:-2 4 8}
+NET_ONLY=${NET_ONLY:-} # 1: only the net-transport cases
+NPS=${NPS-2 4 8}
+[ -n "$NET_ONLY" ] && NPS= CHAOS_NPS= COMMS_NPS=
 for np in $NPS; do
     run "matrix" 300 ok $np $T matrix
 done
-for np in ${CHAOS_NPS:-2 4 8}; do
+for np in ${CHAOS_NPS-2 4 8}; do
     run "chaos" 180 ok $np $T chaos --iters 10
 done
-run "sync" 60 ok 2 $T sync --deadline 30
-run "deplete" 120 ok 4 $T deplete
-for np in ${COMMS_NPS:-2 8}; do
+if [ -z "$NET_ONLY" ]; then
+    run "sync" 60 ok 2 $T sync --deadline 30
+    run "deplete" 120 ok 4 $T deplete
+fi
+for np in ${COMMS_NPS-2 8}; do
     run "100 communicators" 180 ok $np $T comms --comms 100
 done
+# the net transport with the GPU daemon (a build with UCX): every peer forced onto UCX
+# over loopback, so device buffers travel through host-staged FIFOs and the proxy; and
+# mixed locality (ranks of equal parity on "one host": CUDA IPC, the others UCX)
+NET=
+ldd "$B/.libs/libdfccl.so" 2>/dev/null | grep -q libucp && NET=1
+if [ -n "$NET" ]; then
+    HOSTWRAP=$LOGDIR/hostwrap.sh
+    printf '%s\n' '#!/bin/sh' 'r=${OMPI_COMM_WORLD_RANK:-0}' \
+        'if [ $((r % 2)) -eq 0 ]; then export DFCCL_HOST=hostA; else export DFCCL_HOST=hostB; fi' \
+        'exec "$@"' > "$HOSTWRAP"
+    chmod +x "$HOSTWRAP"
+    for np in ${NET_NPS:-2 4}; do
+        run "matrix net=ucx" 300 ok $np -x DFCCL_NET=ucx $T matrix
+    done
+    run "chaos net=ucx" 180 ok 4 -x DFCCL_NET=ucx $T chaos --iters 10
+    run "matrix mixed" 300 ok 4 $HOSTWRAP $T matrix
+    run "chaos mixed" 180 ok 4 $HOSTWRAP $T chaos --iters 10
+else
+    echo "SKIP: net transport with the GPU daemon (libdfccl built without UCX)"
+fi
 # the hang proofs last: each leaves kernels spinning until MPS is restarted
-run "chaos preempt=0" 90 hang 4 -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
-mps_restart
-run "sync preempt=0" 60 hang 2 -x DFCCL_PREEMPT=0 $T sync --deadline 15
-mps_restart
+if [ -z "$NET_ONLY" ]; then
+    run "chaos preempt=0" 90 hang 4 -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
+    mps_restart
+    run "sync preempt=0" 60 hang 2 -x DFCCL_PREEMPT=0 $T sync --deadline 15
+    mps_restart
+fi
+if [ -n "$NET" ]; then
+    run "chaos net=ucx preempt=0" 90 hang 4 -x DFCCL_NET=ucx -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
+    mps_restart
+fi
 # compute-sanitizer on a small run, without MPS (the tools do not attach to MPS clients;
 # two ranks then time-slice the GPU, slow but correct): memcheck with 2 ranks (the FIFOs,
 # IPC peers, every algorithm), racecheck with 1 (shared-memory hazards of the daemon's
 # own block-level code, the same for any number of ranks)
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-if [ -n "$CS" ] && [ "${SANITIZER:-1}" = 1 ]; then
+if [ -n "$CS" ] && [ "${SANITIZER:-1}" = 1 ] && [ -z "$NET_ONLY" ]; then
     mps_stop
     for spec in "memcheck 2" "racecheck 1"; do
         set -- $spec

@@ -279,6 +279,16 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
             fail "device-buffer matrix np=$np" "rc $rc"
         fi
     done
+    # the same over the net transport (every peer forced onto UCX): host-staged FIFOs
+    if [ -x "$BIN/t_colls_dev" ] && ldd "$LIBDIR/libdfccl.so" 2>/dev/null | grep -q libucp; then
+        run 600 4 --mca coll_dfccl_verbose 3 --mca coll_dfccl_net ucx -- t_colls_dev --quick
+        rc=$?
+        if [ $rc = 0 ] && grep -q 'OK t_colls' "$WORK/out" && grep -q -- '-> engine (device memory' "$WORK/out"; then
+            pass "device buffers over the net transport (coll_dfccl_net=ucx): the collective matrix through MPI np=4"
+        else
+            fail "device-buffer matrix coll_dfccl_net=ucx np=4" "rc $rc"
+        fi
+    fi
 else
     echo "SKIP: device buffers (no GPU here, or t_device not built)"
 fi
