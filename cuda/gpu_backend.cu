@@ -323,21 +323,21 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *is_net, uint6
     for (int p = 0; p < N; p++)
         nconn += p != me && is_net[p] ? groups : 0;
     eng_net_conn_desc_t *d = (eng_net_conn_desc_t *)calloc(nconn ? nconn : 1, sizeof(*d)), *k = d;
-    if (!d || !gc->shadow_size || !gc->shadow_dev)
+    if (!d || !gc->shadow_size || !gc->shadow_dev) {
+        free(d);
         return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
+    }
     for (int p = 0; p < N; p++) {
         if (p == me || !is_net[p])
             continue;
         const size_t out = ctrl + depth * eng_gpu_step(me, p, N, chunk, small);
-        const size_t in = ctrl + depth * eng_gpu_step(p, me, N, chunk, small);
         gc->shadow_size[p] = GPU_NET_HDR + groups * out;
         for (size_t g = 0; g < groups; g++, k++) {
             k->peer = p;
-            k->send_off = GPU_NET_HDR + eng_gpu_fifo_off(g, me, p, N, big_conn, small_conn);
             k->shadow_off = GPU_NET_HDR + g * out;
             k->recv_off = GPU_NET_HDR + eng_gpu_fifo_off(g, p, me, N, big_conn, small_conn);
-            k->peer_shadow_off = GPU_NET_HDR + g * in;
             k->schunk = eng_gpu_step(me, p, N, chunk, small);
+            k->rchunk = eng_gpu_step(p, me, N, chunk, small);
         }
     }
     eng_net_layout_t L;

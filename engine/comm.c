@@ -77,9 +77,9 @@ static dfcclResult_t net_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcc
         for (uint32_t s = 0; s < c->slots; s++)
             for (uint32_t ch = 0; ch < c->channels; ch++, k++) {
                 k->peer = p;
-                k->send_off = k->shadow_off = eng_conn_offset(c, s, ch, me);
-                k->recv_off = k->peer_shadow_off = eng_conn_offset(c, s, ch, p);
-                k->schunk = c->chunk;
+                k->shadow_off = eng_conn_offset(c, s, ch, me);
+                k->recv_off = eng_conn_offset(c, s, ch, p);
+                k->schunk = k->rchunk = c->chunk;
             }
     }
     const eng_net_layout_t L = {.uid = c->uid,

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The net transport as the engine sees it (ucx_transport/). For a peer on the net the
  * sender's daemon writes steps into a local *shadow* of the peer's connection, and the
- * proxy thread puts them into the peer's real FIFO with UCX (data, then a fence, then the
- * step counter); the receiver's `consumed` counter travels back into the sender's shadow
- * the same way. The algorithms never know. Both backends use it: the CPU daemon with its
+ * proxy thread sends each step to the peer with UCX (one active message: header and
+ * data), whose proxy lands it in the real FIFO and publishes the step counter; the
+ * receiver's `consumed` counter travels back into the sender's shadow the same way. The algorithms never know. Both backends use it: the CPU daemon with its
  * shared-memory segment, the GPU daemon with host-pinned FIFOs mapped into the device
  * (host-staged); the layout says where each connection lives. Built without UCX,
  * engine/net_none.c answers "no net transport". */
@@ -21,15 +21,15 @@ extern "C" {
 
 typedef struct eng_net_comm eng_net_t;
 
-/* One connection with a net peer, as this rank sees both of its directions. Both ends
- * derive the same offsets from the communicator's shape. */
+/* One connection with a net peer, as this rank sees both of its directions. A rank lists
+ * its connections grouped by peer, and the two ends of a pair list theirs in the same
+ * order: a message names a connection by its position in that list. */
 typedef struct {
     int peer;
-    size_t send_off;        /* me -> peer: the connection in the peer's receive segment */
-    size_t shadow_off;      /* ... and in my shadow of the peer */
-    size_t recv_off;        /* peer -> me: the connection in my receive segment */
-    size_t peer_shadow_off; /* ... and in the peer's shadow of me */
-    uint64_t schunk;        /* bytes per step, me -> peer */
+    size_t shadow_off; /* me -> peer: the connection in my shadow of the peer */
+    size_t recv_off;   /* peer -> me: the connection in my receive segment */
+    uint64_t schunk;   /* bytes per step, me -> peer */
+    uint64_t rchunk;   /* bytes per step, peer -> me */
 } eng_net_conn_desc_t;
 
 typedef struct {
@@ -50,8 +50,7 @@ int eng_net_built(void);
 
 /* Collective over the communicator's ranks (every rank calls it, in the same order as
  * every other net setup). Allocates my shadows of the net peers (zeroed, page-aligned,
- * with a header first), registers them and my receive segment, connects, and hands the
- * connections to the proxy thread. */
+ * with a header first), connects, and hands the connections to the proxy thread. */
 dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, void *ctx, eng_net_t **net_p);
 
 /* My shadow of peer p (NULL when p is not on the net). */

@@ -1,44 +1,78 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The net transport over UCX. One UCX context and worker per process, driven by one
  * proxy thread. For every connection to a peer on the net the daemon writes into a local
- * *shadow* of the peer's connection (same control words and FIFO); the proxy puts each
- * new step into the peer's real FIFO (data and size, then a fence, then the step
- * counter), and puts this rank's `consumed` counters into the peer's shadow of this
- * rank's connections, which is where the peer's daemon reads its credits. The algorithms
- * and the scheduler are unchanged: a wait on a remote peer is a wait on a local word.
- * Where the segments live is the caller's (eng_net_layout_t): the CPU daemon's shared
- * memory, or the GPU daemon's host-pinned, device-mapped FIFOs.
- * The proxy spins while there is traffic and sleeps on the worker's event fd when idle.
+ * *shadow* of the connection (same control words and FIFO as the peer transport); the
+ * proxy sends each new step to the peer as one active message (a header naming the
+ * connection and the step, the step's bytes as payload), and the peer's proxy lands it in
+ * its receive FIFO and publishes the step counter. The receiver's `consumed` counter
+ * travels back as a header-only message into the sender's shadow, which is where the
+ * sender's daemon reads its credits. The algorithms and the scheduler are unchanged: a
+ * wait on a remote peer is a wait on a local word. Where the segments live is the
+ * caller's (eng_net_layout_t): the CPU daemon's shared memory, or the GPU daemon's
+ * host-pinned, device-mapped FIFOs.
+ *
+ * Active messages rather than puts: one message per step (no fence, no separate counter
+ * put), the data copied once on arrival or fetched zero-copy (rendezvous) by UCX, and a
+ * message for a communicator this rank has already destroyed is dropped by our handler
+ * instead of landing in freed memory.
+ *
  * A peer whose endpoint fails (killed process, lost link) aborts the communicator, so
- * its pending collectives fail instead of hanging. */
+ * its pending collectives fail instead of hanging. The proxy spins while there is traffic
+ * and sleeps on the worker's event fd when idle. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ucp/api/ucp.h>
+#include <unistd.h>
 
 #include "eng_comm.h"
 #include "eng_log.h"
 #include "eng_net.h"
 
-#define NET_VALS 64 /* stable sources of counter puts, reused after 64 more puts */
+#define NET_VALS      64   /* stable headers of credit messages, reused after 64 more */
+#define NET_MAX_COMMS 4096 /* live net communicators per process (ids index a table) */
+#define NET_WATCH_NS  100000000ull /* how often same-host peers' processes are checked */
 
+enum { AM_STEP = 11, AM_CREDIT = 12, AM_BYE = 13 };
+
+/* Every message's header. */
 typedef struct {
-    int peer;
-    eng_conn_ctrl_t *shadow_ctrl; /* me -> peer: my shadow of the peer's FIFO */
-    char *shadow_data;
-    uint64_t remote_ctrl;        /* the same connection in the peer's segment */
-    eng_conn_ctrl_t *local_ctrl; /* peer -> me: in my segment */
-    uint64_t remote_shadow_ctrl; /* the same connection in the peer's shadow of me */
-    uint64_t chunk;              /* bytes per step, me -> peer */
-    uint64_t sent_posted, sent_consumed;
-    uint64_t vals[NET_VALS];
-    unsigned nval;
-} net_conn_t;
+    uint32_t dst;  /* the receiving rank's communicator id */
+    int32_t src;   /* the sending rank */
+    uint32_t idx;  /* the connection, among those between the two ranks */
+    uint32_t pad;
+    uint64_t step; /* AM_STEP: the step; AM_CREDIT: steps consumed */
+} net_am_hdr_t;
 
 struct eng_net_comm;
+typedef struct net_conn net_conn_t;
+
+/* A step arriving by rendezvous: what its completion publishes. */
+typedef struct {
+    struct eng_net_comm *nc;
+    net_conn_t *k;
+    uint64_t step, bytes;
+} net_pend_t;
+
+struct net_conn {
+    int peer;
+    uint32_t idx;
+    uint64_t schunk, rchunk;      /* bytes per step, me -> peer and peer -> me */
+    eng_conn_ctrl_t *shadow_ctrl; /* me -> peer: written by my daemon, credited by the peer */
+    char *shadow_data;
+    eng_conn_ctrl_t *local_ctrl; /* peer -> me: in my receive segment */
+    char *local_data;
+    uint64_t sent_posted, sent_consumed;
+    uint64_t in_posted, in_mask; /* receiver: steps published; slots landed beyond them */
+    net_am_hdr_t *hdr;           /* [depth]: the step messages' headers */
+    net_pend_t *pend;            /* [depth] */
+    net_am_hdr_t cred[NET_VALS];
+    unsigned ncred;
+};
 
 typedef struct {
     struct eng_net_comm *nc;
@@ -46,30 +80,29 @@ typedef struct {
 } net_peer_ref_t;
 
 struct eng_net_comm {
+    uint32_t id;
     uint64_t uid;
     int rank, nranks;
-    char *seg;                /* my receive segment */
-    size_t ctrl_bytes;        /* control words ahead of each connection's data */
-    int32_t *abort_words[2];  /* the communicator's abort words */
-    char **shadow;            /* [nranks]: my shadow of peer p's connections (net peers only) */
-    ucp_mem_h seg_mh;
-    ucp_mem_h *shadow_mh;    /* [nranks] */
+    uint32_t depth;
+    int32_t *abort_words[2]; /* the communicator's abort words */
+    char **shadow;           /* [nranks]: my shadow of peer p's connections (net peers only) */
     ucp_ep_h *ep;            /* [nranks] */
-    ucp_rkey_h *seg_rkey;    /* [nranks]: peer's segment */
-    ucp_rkey_h *shadow_rkey; /* [nranks]: peer's shadow of my segment */
-    uint64_t *shadow_addr;   /* [nranks]: where that shadow is in the peer's memory */
+    uint32_t *peer_id;       /* [nranks]: the peer's id of this communicator */
+    int32_t *watch_pid;      /* [nranks]: same-host peer's process, checked by the proxy */
     net_peer_ref_t *refs;    /* [nranks]: error-handler arguments */
+    size_t *peer_first;      /* [nranks]: the peer's first connection in conns */
+    uint32_t *peer_count;    /* [nranks] */
     net_conn_t *conns;
     size_t nconns;
-    uint8_t *dead;       /* [nranks]: endpoint failed or closed: no more puts to it */
-    uint64_t closed_val; /* stable source of the goodbye put */
+    uint8_t *dead;       /* [nranks]: endpoint failed or peer left: send it nothing more */
+    net_am_hdr_t *bye;   /* [nranks]: stable headers of the goodbye messages */
+    uint64_t inflight;   /* rendezvous receives not yet completed */
     int closing;         /* this rank is tearing the communicator down */
-    uint32_t depth;
     struct eng_net_comm *next;
 };
 
 static struct {
-    pthread_mutex_t lock; /* every UCX call, and the list of communicators */
+    pthread_mutex_t lock; /* every UCX call, the list and the table of communicators */
     int refs;
     ucp_context_h ctx;
     ucp_worker_h worker;
@@ -77,6 +110,8 @@ static struct {
     pthread_t thread;
     int stop;
     struct eng_net_comm *comms;
+    struct eng_net_comm *by_id[NET_MAX_COMMS];
+    uint32_t next_id;
 } U = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 int eng_net_built(void)
@@ -87,75 +122,6 @@ int eng_net_built(void)
 static dfcclResult_t ucs_error(const char *what, ucs_status_t st)
 {
     return eng_set_error(dfcclSystemError, "ucx", "%s failed: %s", what, ucs_status_string(st));
-}
-
-/* ---- the proxy ----------------------------------------------------------------------- */
-
-static void put_done(void *request, ucs_status_t status, void *user_data)
-{
-    (void)request, (void)status, (void)user_data; /* failures reach peer_failed */
-}
-
-static int put(ucp_ep_h ep, const void *src, size_t len, uint64_t raddr, ucp_rkey_h rkey)
-{
-    ucp_request_param_t prm;
-    memset(&prm, 0, sizeof(prm));
-    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
-    prm.cb.send = put_done;
-    ucs_status_ptr_t r = ucp_put_nbx(ep, src, len, raddr, rkey, &prm);
-    if (UCS_PTR_IS_ERR(r))
-        return -1;
-    if (r)
-        ucp_request_free(r); /* it completes on its own; ordering comes from the fences */
-    return 0;
-}
-
-/* Move what the daemon produced since the last visit. Returns 1 if anything moved. */
-static int proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
-{
-    ucp_ep_h ep = nc->ep[k->peer];
-    int moved = 0;
-    if (nc->dead[k->peer])
-        return 0;
-    if (dfccl_load_acquire64(&((eng_seg_hdr_t *)nc->shadow[k->peer])->closed)) {
-        nc->dead[k->peer] = 1; /* it left: its memory is gone, send it nothing more */
-        return 0;
-    }
-    /* acquire: the daemon wrote the step's data and size before releasing `posted` */
-    uint64_t posted = dfccl_load_acquire64(&k->shadow_ctrl->posted);
-    if (posted > k->sent_posted) {
-        for (uint64_t s = k->sent_posted; s < posted; s++) {
-            uint32_t slot = (uint32_t)(s % nc->depth);
-            uint64_t bytes = k->shadow_ctrl->bytes[slot];
-            if (bytes && put(ep, k->shadow_data + (uint64_t)slot * k->chunk, bytes,
-                             k->remote_ctrl + nc->ctrl_bytes + (uint64_t)slot * k->chunk,
-                             nc->seg_rkey[k->peer]))
-                return -1;
-            if (put(ep, &k->shadow_ctrl->bytes[slot], sizeof(uint64_t),
-                    k->remote_ctrl + offsetof(eng_conn_ctrl_t, bytes) + slot * sizeof(uint64_t),
-                    nc->seg_rkey[k->peer]))
-                return -1;
-        }
-        /* data and sizes land before the step counter that announces them */
-        ucp_worker_fence(U.worker);
-        uint64_t *v = &k->vals[k->nval++ % NET_VALS];
-        *v = posted;
-        if (put(ep, v, sizeof(*v), k->remote_ctrl + offsetof(eng_conn_ctrl_t, posted), nc->seg_rkey[k->peer]))
-            return -1;
-        k->sent_posted = posted;
-        moved = 1;
-    }
-    uint64_t consumed = dfccl_load_acquire64(&k->local_ctrl->consumed);
-    if (consumed > k->sent_consumed) {
-        uint64_t *v = &k->vals[k->nval++ % NET_VALS];
-        *v = consumed;
-        if (put(ep, v, sizeof(*v), k->remote_shadow_ctrl + offsetof(eng_conn_ctrl_t, consumed),
-                nc->shadow_rkey[k->peer]))
-            return -1;
-        k->sent_consumed = consumed;
-        moved = 1;
-    }
-    return moved;
 }
 
 static int net_aborted(const struct eng_net_comm *nc)
@@ -171,10 +137,232 @@ static void net_abort(struct eng_net_comm *nc)
             __atomic_store_n(nc->abort_words[i], (int32_t)dfcclCommAborted, __ATOMIC_RELEASE);
 }
 
+static int peer_closed(const struct eng_net_comm *nc, int p)
+{
+    return dfccl_load_acquire64(&((eng_seg_hdr_t *)nc->shadow[p])->closed) != 0;
+}
+
+/* Peer p is gone (endpoint error, or its process exited): unless it said goodbye first
+ * (it then owes us nothing), the communicator's pending collectives fail. */
+static void peer_lost(struct eng_net_comm *nc, int p, const char *why)
+{
+    nc->dead[p] = 1;
+    if (nc->closing)
+        return; /* our own endpoints, closed by our teardown */
+    if (peer_closed(nc, p)) {
+        dfccl_debug("communicator %016llx (rank %d): peer rank %d left (%s)", (unsigned long long)nc->uid,
+                    nc->rank, p, why);
+        return;
+    }
+    if (!net_aborted(nc))
+        dfccl_error("communicator %016llx (rank %d): peer rank %d is unreachable over UCX (%s); its pending "
+                    "collectives fail",
+                    (unsigned long long)nc->uid, nc->rank, p, why);
+    net_abort(nc);
+}
+
+static void peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    (void)ep;
+    net_peer_ref_t *ref = arg;
+    peer_lost(ref->nc, ref->peer, ucs_status_string(status));
+}
+
+/* ---- receiving: the active-message handlers (run by the proxy inside progress) ------- */
+
+static struct eng_net_comm *comm_by_id(uint32_t id)
+{
+    struct eng_net_comm *nc = U.by_id[id % NET_MAX_COMMS];
+    return nc && nc->id == id && !nc->closing ? nc : NULL;
+}
+
+static net_conn_t *conn_of(const net_am_hdr_t *h, struct eng_net_comm **nc_p)
+{
+    struct eng_net_comm *nc = comm_by_id(h->dst);
+    if (!nc || h->src < 0 || h->src >= nc->nranks || h->idx >= nc->peer_count[h->src])
+        return NULL; /* a communicator already destroyed here */
+    *nc_p = nc;
+    return &nc->conns[nc->peer_first[h->src] + h->idx];
+}
+
+/* Step `step` has landed: publish every step up to the first one still missing
+ * (rendezvous steps may complete out of order). */
+static void step_landed(net_conn_t *k, uint32_t depth, uint64_t step, uint64_t bytes)
+{
+    const uint32_t slot = (uint32_t)(step % depth);
+    k->local_ctrl->bytes[slot] = bytes;
+    k->in_mask |= 1ull << slot;
+    uint64_t p = k->in_posted;
+    while (k->in_mask & (1ull << (p % depth))) {
+        k->in_mask &= ~(1ull << (p % depth));
+        p++;
+    }
+    if (p != k->in_posted) {
+        k->in_posted = p;
+        dfccl_store_release64(&k->local_ctrl->posted, p); /* after the data and sizes */
+    }
+}
+
+static void rndv_done(void *request, ucs_status_t status, size_t length, void *user_data)
+{
+    net_pend_t *pd = user_data;
+    pd->nc->inflight--;
+    if (status == UCS_OK)
+        step_landed(pd->k, pd->nc->depth, pd->step, length);
+    else
+        peer_lost(pd->nc, pd->k->peer, ucs_status_string(status));
+    ucp_request_free(request);
+}
+
+static ucs_status_t am_step(void *arg, const void *header, size_t header_length, void *data, size_t length,
+                            const ucp_am_recv_param_t *param)
+{
+    (void)arg;
+    const int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+    struct eng_net_comm *nc = NULL;
+    net_am_hdr_t h;
+    net_conn_t *k = NULL;
+    if (header_length == sizeof(h)) {
+        memcpy(&h, header, sizeof(h));
+        k = conn_of(&h, &nc);
+    }
+    if (k && length > k->rchunk) {
+        dfccl_error("communicator %016llx: a %zu-byte step from rank %d exceeds its %llu-byte FIFO step; "
+                    "communicator aborted",
+                    (unsigned long long)nc->uid, length, k->peer, (unsigned long long)k->rchunk);
+        net_abort(nc);
+        k = NULL;
+    }
+    if (!k) {
+        if (rndv)
+            ucp_am_data_release(U.worker, data);
+        return UCS_OK;
+    }
+    const uint32_t slot = (uint32_t)(h.step % nc->depth);
+    char *dst = k->local_data + (uint64_t)slot * k->rchunk;
+    if (!rndv) {
+        memcpy(dst, data, length);
+        step_landed(k, nc->depth, h.step, length);
+        return UCS_OK;
+    }
+    net_pend_t *pd = &k->pend[slot];
+    *pd = (net_pend_t){.nc = nc, .k = k, .step = h.step, .bytes = length};
+    ucp_request_param_t prm;
+    memset(&prm, 0, sizeof(prm));
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    prm.cb.recv_am = rndv_done;
+    prm.user_data = pd;
+    ucs_status_ptr_t r = ucp_am_recv_data_nbx(U.worker, data, dst, length, &prm);
+    if (UCS_PTR_IS_ERR(r))
+        peer_lost(nc, k->peer, ucs_status_string(UCS_PTR_STATUS(r)));
+    else if (r == NULL)
+        step_landed(k, nc->depth, h.step, length);
+    else
+        nc->inflight++;
+    return UCS_OK;
+}
+
+static ucs_status_t am_credit(void *arg, const void *header, size_t header_length, void *data, size_t length,
+                              const ucp_am_recv_param_t *param)
+{
+    (void)arg, (void)data, (void)length, (void)param;
+    struct eng_net_comm *nc;
+    net_am_hdr_t h;
+    net_conn_t *k;
+    if (header_length == sizeof(h)) {
+        memcpy(&h, header, sizeof(h));
+        if ((k = conn_of(&h, &nc)) && h.step > dfccl_load_acquire64(&k->shadow_ctrl->consumed))
+            dfccl_store_release64(&k->shadow_ctrl->consumed, h.step);
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t am_bye(void *arg, const void *header, size_t header_length, void *data, size_t length,
+                           const ucp_am_recv_param_t *param)
+{
+    (void)arg, (void)data, (void)length, (void)param;
+    net_am_hdr_t h;
+    if (header_length == sizeof(h)) {
+        memcpy(&h, header, sizeof(h));
+        struct eng_net_comm *nc = comm_by_id(h.dst);
+        if (nc && h.src >= 0 && h.src < nc->nranks && nc->shadow[h.src])
+            dfccl_store_release64(&((eng_seg_hdr_t *)nc->shadow[h.src])->closed, 1);
+    }
+    return UCS_OK;
+}
+
+/* ---- sending: the proxy ------------------------------------------------------------- */
+
+static void send_done(void *request, ucs_status_t status, void *user_data)
+{
+    (void)request, (void)status, (void)user_data; /* failures reach the error handler */
+}
+
+/* The header and the payload stay untouched until the peer has the message: a step's
+ * slot (and header) is reused only after the peer's credit for it. */
+static int am_send(ucp_ep_h ep, unsigned id, const net_am_hdr_t *h, const void *buf, size_t len)
+{
+    ucp_request_param_t prm;
+    memset(&prm, 0, sizeof(prm));
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+    prm.cb.send = send_done;
+    ucs_status_ptr_t r = ucp_am_send_nbx(ep, id, h, sizeof(*h), buf, len, &prm);
+    if (UCS_PTR_IS_ERR(r))
+        return -1;
+    if (r)
+        ucp_request_free(r); /* it completes on its own */
+    return 0;
+}
+
+/* Move what the daemon produced, and the credits it gave, since the last visit.
+ * Returns 1 if anything moved, -1 on a failed send. */
+static int proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
+{
+    const int p = k->peer;
+    ucp_ep_h ep = nc->ep[p];
+    int moved = 0;
+    if (nc->dead[p])
+        return 0;
+    if (peer_closed(nc, p)) {
+        nc->dead[p] = 1; /* it left: send it nothing more */
+        return 0;
+    }
+    /* acquire: the daemon wrote the step's data and size before releasing `posted` */
+    const uint64_t posted = dfccl_load_acquire64(&k->shadow_ctrl->posted);
+    for (uint64_t s = k->sent_posted; s < posted; s++) {
+        const uint32_t slot = (uint32_t)(s % nc->depth);
+        net_am_hdr_t *h = &k->hdr[slot];
+        *h = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank, .idx = k->idx, .step = s};
+        if (am_send(ep, AM_STEP, h, k->shadow_data + (uint64_t)slot * k->schunk, k->shadow_ctrl->bytes[slot]))
+            return -1;
+        k->sent_posted = s + 1;
+        moved = 1;
+    }
+    const uint64_t consumed = dfccl_load_acquire64(&k->local_ctrl->consumed);
+    if (consumed > k->sent_consumed) {
+        net_am_hdr_t *h = &k->cred[k->ncred++ % NET_VALS];
+        *h = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank, .idx = k->idx, .step = consumed};
+        if (am_send(ep, AM_CREDIT, h, NULL, 0))
+            return -1;
+        k->sent_consumed = consumed;
+        moved = 1;
+    }
+    return moved;
+}
+
+/* Same-host peers' endpoints carry no error handling (see ep_create): a peer whose
+ * process is gone is found here. */
+static void watch_peers(struct eng_net_comm *nc)
+{
+    for (int p = 0; p < nc->nranks; p++)
+        if (nc->watch_pid[p] && !nc->dead[p] && kill(nc->watch_pid[p], 0) != 0 && errno == ESRCH)
+            peer_lost(nc, p, "its process exited");
+}
+
 static void *proxy_main(void *arg)
 {
     (void)arg;
-    uint64_t last_move = eng_now_ns();
+    uint64_t last_move = eng_now_ns(), last_watch = last_move;
     for (;;) {
         int moved = 0;
         pthread_mutex_lock(&U.lock);
@@ -182,13 +370,19 @@ static void *proxy_main(void *arg)
             pthread_mutex_unlock(&U.lock);
             break;
         }
+        const uint64_t t = eng_now_ns();
+        const int watch = t - last_watch > NET_WATCH_NS;
+        if (watch)
+            last_watch = t;
         for (struct eng_net_comm *nc = U.comms; nc; nc = nc->next) {
             if (net_aborted(nc))
                 continue;
+            if (watch)
+                watch_peers(nc);
             for (size_t i = 0; i < nc->nconns; i++) {
                 int r = proxy_conn(nc, &nc->conns[i]);
                 if (r < 0) {
-                    dfccl_error("communicator %016llx: put to peer rank %d failed; communicator aborted",
+                    dfccl_error("communicator %016llx: send to peer rank %d failed; communicator aborted",
                                 (unsigned long long)nc->uid, nc->conns[i].peer);
                     net_abort(nc);
                     break;
@@ -233,6 +427,17 @@ static void proxy_release_locked(void)
     U.ctx = NULL;
 }
 
+static ucs_status_t set_handler(unsigned id, ucp_am_recv_callback_t cb)
+{
+    ucp_am_handler_param_t hp;
+    memset(&hp, 0, sizeof(hp));
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    hp.id = id;
+    hp.cb = cb;
+    hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+    return ucp_worker_set_am_recv_handler(U.worker, &hp);
+}
+
 /* One context, worker and proxy thread per process, shared by every communicator. */
 static dfcclResult_t proxy_acquire_locked(void)
 {
@@ -247,7 +452,7 @@ static dfcclResult_t proxy_acquire_locked(void)
     ucp_params_t p;
     memset(&p, 0, sizeof(p));
     p.field_mask = UCP_PARAM_FIELD_FEATURES;
-    p.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
+    p.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
     st = ucp_init(&p, cfg, &U.ctx);
     ucp_config_release(cfg);
     if (st != UCS_OK) {
@@ -259,7 +464,8 @@ static dfcclResult_t proxy_acquire_locked(void)
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wp.thread_mode = UCS_THREAD_MODE_SERIALIZED; /* every call under U.lock */
     if ((st = ucp_worker_create(U.ctx, &wp, &U.worker)) != UCS_OK ||
-        (st = ucp_worker_get_efd(U.worker, &U.efd)) != UCS_OK) {
+        (st = ucp_worker_get_efd(U.worker, &U.efd)) != UCS_OK || (st = set_handler(AM_STEP, am_step)) != UCS_OK ||
+        (st = set_handler(AM_CREDIT, am_credit)) != UCS_OK || (st = set_handler(AM_BYE, am_bye)) != UCS_OK) {
         if (U.worker)
             ucp_worker_destroy(U.worker);
         ucp_cleanup(U.ctx);
@@ -281,32 +487,12 @@ static dfcclResult_t proxy_acquire_locked(void)
 
 /* ---- communicators -------------------------------------------------------------------- */
 
-static void peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
-{
-    (void)ep;
-    net_peer_ref_t *ref = arg;
-    struct eng_net_comm *nc = ref->nc;
-    nc->dead[ref->peer] = 1;
-    if (nc->closing)
-        return; /* our own endpoints, closed by our teardown */
-    /* a peer that destroyed the communicator said goodbye first (teardown puts `closed`
-     * into my shadow of its segment after its last step): it owes us nothing */
-    if (dfccl_load_acquire64(&((eng_seg_hdr_t *)nc->shadow[ref->peer])->closed)) {
-        dfccl_debug("communicator %016llx (rank %d): peer rank %d left (%s)", (unsigned long long)nc->uid,
-                    nc->rank, ref->peer, ucs_status_string(status));
-        return;
-    }
-    if (!net_aborted(nc))
-        dfccl_error("communicator %016llx (rank %d): peer rank %d is unreachable over UCX (%s); its pending "
-                    "collectives fail",
-                    (unsigned long long)nc->uid, nc->rank, ref->peer, ucs_status_string(status));
-    net_abort(nc);
-}
-
-/* Exchanged at set-up: addresses and keys; variable-size parts follow the header. */
+/* Exchanged at set-up; the worker address follows the header. */
 typedef struct {
-    uint64_t seg_addr;
-    uint32_t addr_len, seg_rkey_len;
+    uint32_t id; /* this rank's id of the communicator */
+    int32_t pid;
+    uint32_t addr_len;
+    char host[64]; /* the real host name: which endpoint a peer gets */
 } net_boot_hdr_t;
 
 static dfcclResult_t exchange(const void *mine, size_t len, char **all_p, size_t *stride_p, int nranks,
@@ -341,60 +527,92 @@ static dfcclResult_t exchange(const void *mine, size_t len, char **all_p, size_t
     return dfcclSuccess;
 }
 
-static ucp_mem_h mem_register(void *addr, size_t len, void **rkey_p, size_t *rkey_len_p)
+/* An endpoint to a peer's worker. UCX admits only transports that can report a peer's
+ * failure to an endpoint in UCP_ERR_HANDLING_MODE_PEER; on one host that excludes shared
+ * memory and cma, and the traffic then crawls over tcp. So a peer on the same host
+ * (reached over UCX when forced for testing) gets an endpoint without error handling,
+ * and the proxy watches its process instead (watch_peers); a peer on another host gets
+ * PEER mode (rc, dc, ud and tcp all support it). */
+static ucs_status_t ep_create(const void *addr, int peer_mode, net_peer_ref_t *ref, ucp_ep_h *ep_p)
 {
-    ucp_mem_map_params_t mp;
-    memset(&mp, 0, sizeof(mp));
-    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    mp.address = addr;
-    mp.length = len;
-    ucp_mem_h mh;
-    if (ucp_mem_map(U.ctx, &mp, &mh) != UCS_OK)
-        return NULL;
-    if (ucp_rkey_pack(U.ctx, mh, rkey_p, rkey_len_p) != UCS_OK) {
-        ucp_mem_unmap(U.ctx, mh);
-        return NULL;
+    ucp_ep_params_t ep;
+    memset(&ep, 0, sizeof(ep));
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    ep.address = (const ucp_address_t *)addr;
+    ep.err_mode = peer_mode ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+    if (peer_mode) {
+        ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep.err_handler.cb = peer_failed;
+        ep.err_handler.arg = ref;
     }
-    return mh;
+    ucs_status_t st = ucp_ep_create(U.worker, &ep, ep_p);
+    if (st != UCS_OK)
+        *ep_p = NULL;
+    return st;
+}
+
+/* Wait for an operation (flush, close) to finish, progressing the worker; gives up
+ * after `ns` (a peer that stopped answering). Returns 0 when it finished. */
+static int wait_request(ucs_status_ptr_t r, uint64_t ns)
+{
+    if (!UCS_PTR_IS_PTR(r))
+        return 0;
+    const uint64_t t0 = eng_now_ns();
+    while (ucp_request_check_status(r) == UCS_INPROGRESS && eng_now_ns() - t0 < ns)
+        ucp_worker_progress(U.worker);
+    const int done = ucp_request_check_status(r) != UCS_INPROGRESS;
+    if (!done)
+        ucp_request_cancel(U.worker, r);
+    ucp_request_free(r);
+    return done ? 0 : -1;
 }
 
 static void net_free_locked(struct eng_net_comm *nc)
 {
     const int N = nc->nranks;
+    if (U.by_id[nc->id % NET_MAX_COMMS] == nc)
+        U.by_id[nc->id % NET_MAX_COMMS] = NULL;
     for (int p = 0; p < N; p++) {
-        if (nc->seg_rkey && nc->seg_rkey[p])
-            ucp_rkey_destroy(nc->seg_rkey[p]);
-        if (nc->shadow_rkey && nc->shadow_rkey[p])
-            ucp_rkey_destroy(nc->shadow_rkey[p]);
         if (nc->ep && nc->ep[p]) {
             ucp_request_param_t prm;
             memset(&prm, 0, sizeof(prm));
             prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
             prm.flags = UCP_EP_CLOSE_FLAG_FORCE; /* the peer may be gone */
-            ucs_status_ptr_t r = ucp_ep_close_nbx(nc->ep[p], &prm);
-            if (UCS_PTR_IS_PTR(r)) {
-                while (ucp_request_check_status(r) == UCS_INPROGRESS)
-                    ucp_worker_progress(U.worker);
-                ucp_request_free(r);
-            }
+            wait_request(ucp_ep_close_nbx(nc->ep[p], &prm), 1000000000ull);
         }
-        if (nc->shadow_mh && nc->shadow_mh[p])
-            ucp_mem_unmap(U.ctx, nc->shadow_mh[p]);
         if (nc->shadow)
             free(nc->shadow[p]);
     }
-    if (nc->seg_mh)
-        ucp_mem_unmap(U.ctx, nc->seg_mh);
+    for (size_t i = 0; nc->conns && i < nc->nconns; i++) {
+        free(nc->conns[i].hdr);
+        free(nc->conns[i].pend);
+    }
     free(nc->shadow);
-    free(nc->shadow_mh);
     free(nc->ep);
-    free(nc->seg_rkey);
-    free(nc->shadow_rkey);
+    free(nc->peer_id);
+    free(nc->watch_pid);
     free(nc->refs);
+    free(nc->peer_first);
+    free(nc->peer_count);
     free(nc->dead);
-    free(nc->shadow_addr);
+    free(nc->bye);
     free(nc->conns);
     free(nc);
+}
+
+/* A free id: ids index the handlers' table, and one a peer still sends to (a late
+ * message) must not name a new communicator soon. */
+static int take_id_locked(struct eng_net_comm *nc)
+{
+    for (uint32_t tries = 0; tries < NET_MAX_COMMS; tries++) {
+        const uint32_t id = ++U.next_id;
+        if (id && !U.by_id[id % NET_MAX_COMMS]) {
+            nc->id = id;
+            U.by_id[id % NET_MAX_COMMS] = nc;
+            return 0;
+        }
+    }
+    return -1;
 }
 
 dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, void *ctx, eng_net_t **net_p)
@@ -404,8 +622,6 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     char *blob = NULL, *all = NULL;
     void *addr = NULL;
     size_t addr_len = 0, stride = 0;
-    void **rk = NULL;
-    size_t *rk_len = NULL;
     int nnet = 0;
     *net_p = NULL;
     for (int p = 0; p < N; p++)
@@ -420,8 +636,6 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     nc->uid = L->uid;
     nc->rank = me;
     nc->nranks = N;
-    nc->seg = L->seg;
-    nc->ctrl_bytes = L->ctrl_bytes;
     nc->depth = L->depth;
     nc->abort_words[0] = L->abort_words[0];
     nc->abort_words[1] = L->abort_words[1];
@@ -431,26 +645,23 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     if (!acquired)
         goto local_done;
     nc->shadow = calloc((size_t)N, sizeof(char *));
-    nc->shadow_mh = calloc((size_t)N, sizeof(ucp_mem_h));
     nc->ep = calloc((size_t)N, sizeof(ucp_ep_h));
-    nc->seg_rkey = calloc((size_t)N, sizeof(ucp_rkey_h));
-    nc->shadow_rkey = calloc((size_t)N, sizeof(ucp_rkey_h));
+    nc->peer_id = calloc((size_t)N, sizeof(uint32_t));
+    nc->watch_pid = calloc((size_t)N, sizeof(int32_t));
     nc->refs = calloc((size_t)N, sizeof(net_peer_ref_t));
+    nc->peer_first = calloc((size_t)N, sizeof(size_t));
+    nc->peer_count = calloc((size_t)N, sizeof(uint32_t));
     nc->dead = calloc((size_t)N, 1);
-    nc->shadow_addr = calloc((size_t)N, sizeof(uint64_t));
+    nc->bye = calloc((size_t)N, sizeof(net_am_hdr_t));
     nc->conns = calloc(L->nconns ? L->nconns : 1, sizeof(net_conn_t));
-    rk = calloc((size_t)N + 1, sizeof(void *));
-    rk_len = calloc((size_t)N + 1, sizeof(size_t));
-    if (!nc->shadow || !nc->shadow_mh || !nc->ep || !nc->seg_rkey || !nc->shadow_rkey || !nc->refs ||
-        !nc->dead || !nc->shadow_addr || !nc->conns || !rk || !rk_len) {
+    if (!nc->shadow || !nc->ep || !nc->peer_id || !nc->watch_pid || !nc->refs || !nc->peer_first ||
+        !nc->peer_count || !nc->dead || !nc->bye || !nc->conns) {
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
         goto local_done;
     }
-    /* my segment receives data and steps; my shadows receive credits */
-    nc->seg_mh = mem_register(L->seg, L->seg_size, &rk[N], &rk_len[N]);
-    if (!nc->seg_mh) {
-        res = eng_set_error(dfcclSystemError, "dfcclCommInit", "ucp_mem_map of the FIFOs (%zu B) failed",
-                            L->seg_size);
+    if (take_id_locked(nc)) {
+        res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "more than %d communicators with net peers",
+                            NET_MAX_COMMS);
         goto local_done;
     }
     for (int p = 0; p < N && res == dfcclSuccess; p++) {
@@ -463,47 +674,48 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
             break;
         }
         memset(nc->shadow[p], 0, L->shadow_size[p]);
-        nc->shadow_mh[p] = mem_register(nc->shadow[p], L->shadow_size[p], &rk[p], &rk_len[p]);
-        if (!nc->shadow_mh[p])
-            res = eng_set_error(dfcclSystemError, "dfcclCommInit", "ucp_mem_map of a shadow failed");
+    }
+    /* the connections, grouped by peer in the layout's order (the peer lists its
+     * connections with me in the same order: that is how a message names one) */
+    for (size_t i = 0; i < L->nconns && res == dfcclSuccess; i++) {
+        const eng_net_conn_desc_t *d = &L->conns[i];
+        net_conn_t *k = &nc->conns[nc->nconns++];
+        if (nc->peer_count[d->peer] == 0)
+            nc->peer_first[d->peer] = i;
+        else if (nc->peer_first[d->peer] + nc->peer_count[d->peer] != i)
+            res = eng_set_error(dfcclInternalError, "dfcclCommInit", "net connections not grouped by peer");
+        k->peer = d->peer;
+        k->idx = nc->peer_count[d->peer]++;
+        k->schunk = d->schunk;
+        k->rchunk = d->rchunk;
+        k->shadow_ctrl = (eng_conn_ctrl_t *)(nc->shadow[d->peer] + d->shadow_off);
+        k->shadow_data = (char *)k->shadow_ctrl + L->ctrl_bytes;
+        k->local_ctrl = (eng_conn_ctrl_t *)(L->seg + d->recv_off);
+        k->local_data = (char *)k->local_ctrl + L->ctrl_bytes;
+        k->hdr = calloc(L->depth, sizeof(net_am_hdr_t));
+        k->pend = calloc(L->depth, sizeof(net_pend_t));
+        if (!k->hdr || !k->pend)
+            res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
     }
     if (res == dfcclSuccess && ucp_worker_get_address(U.worker, (ucp_address_t **)&addr, &addr_len) != UCS_OK)
         res = eng_set_error(dfcclSystemError, "dfcclCommInit", "ucp_worker_get_address failed");
 
 local_done:;
-    /* blob: status, header, worker address, segment key, then (address, key) of my
-     * shadow of each rank */
-    size_t len = sizeof(int32_t) + sizeof(net_boot_hdr_t) + addr_len + (rk_len ? rk_len[N] : 0);
-    for (int p = 0; p < N && rk_len; p++)
-        len += sizeof(uint64_t) + sizeof(uint32_t) + rk_len[p];
+    /* blob: status, header, worker address */
+    size_t len = sizeof(int32_t) + sizeof(net_boot_hdr_t) + addr_len;
     blob = calloc(1, len);
     if (blob) {
-        char *b = blob;
         int32_t st = res;
-        memcpy(b, &st, sizeof(st));
-        b += sizeof(st);
-        net_boot_hdr_t h = {.seg_addr = (uint64_t)(uintptr_t)L->seg,
-                            .addr_len = (uint32_t)addr_len,
-                            .seg_rkey_len = (uint32_t)(rk_len ? rk_len[N] : 0)};
-        memcpy(b, &h, sizeof(h));
-        b += sizeof(h);
+        memcpy(blob, &st, sizeof(st));
+        net_boot_hdr_t h;
+        memset(&h, 0, sizeof(h));
+        h.id = nc->id;
+        h.pid = (int32_t)getpid();
+        h.addr_len = (uint32_t)addr_len;
+        gethostname(h.host, sizeof(h.host) - 1);
+        memcpy(blob + sizeof(st), &h, sizeof(h));
         if (addr_len)
-            memcpy(b, addr, addr_len);
-        b += addr_len;
-        if (h.seg_rkey_len)
-            memcpy(b, rk[N], h.seg_rkey_len);
-        b += h.seg_rkey_len;
-        for (int p = 0; p < N && rk_len; p++) {
-            uint64_t sa = (uint64_t)(uintptr_t)(nc->shadow ? nc->shadow[p] : NULL);
-            uint32_t kl = (uint32_t)rk_len[p];
-            memcpy(b, &sa, sizeof(sa));
-            b += sizeof(sa);
-            memcpy(b, &kl, sizeof(kl));
-            b += sizeof(kl);
-            if (kl)
-                memcpy(b, rk[p], kl);
-            b += kl;
-        }
+            memcpy(blob + sizeof(st) + sizeof(h), addr, addr_len);
     } else {
         len = 0;
     }
@@ -520,83 +732,31 @@ local_done:;
         if (st < 0)
             res = eng_set_error(dfcclSystemError, "dfcclCommInit", "rank %d could not set up UCX", p);
     }
-    /* endpoints and remote keys of every net peer */
-    uint64_t *seg_addr = res == dfcclSuccess ? calloc((size_t)N, sizeof(uint64_t)) : NULL;
-    if (res == dfcclSuccess && !seg_addr)
-        res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
+    /* an endpoint to every net peer */
+    char myhost[64] = {0};
+    gethostname(myhost, sizeof(myhost) - 1);
     for (int p = 0; p < N && res == dfcclSuccess; p++) {
         if (p == me || !L->shadow_size[p])
             continue;
-        const char *b = all + (size_t)p * stride + sizeof(int32_t);
         net_boot_hdr_t h;
-        memcpy(&h, b, sizeof(h));
-        b += sizeof(h);
-        const char *paddr = b, *seg_key = b + h.addr_len;
-        b = seg_key + h.seg_rkey_len;
-        const char *shadow_key = NULL;
-        uint64_t shadow_addr = 0;
-        for (int q = 0; q < N; q++) { /* p's shadow of my segment */
-            uint64_t sa;
-            uint32_t kl;
-            memcpy(&sa, b, sizeof(sa));
-            memcpy(&kl, b + sizeof(sa), sizeof(kl));
-            if (q == me) {
-                shadow_addr = sa;
-                shadow_key = b + sizeof(sa) + sizeof(kl);
-            }
-            b += sizeof(sa) + sizeof(kl) + kl;
-        }
-        seg_addr[p] = h.seg_addr;
+        memcpy(&h, all + (size_t)p * stride + sizeof(int32_t), sizeof(h));
+        const char *paddr = all + (size_t)p * stride + sizeof(int32_t) + sizeof(h);
+        const int same_host = !strncmp(h.host, myhost, sizeof(h.host));
+        nc->peer_id[p] = h.id;
+        nc->watch_pid[p] = same_host ? h.pid : 0;
         nc->refs[p] = (net_peer_ref_t){.nc = nc, .peer = p};
-        nc->shadow_addr[p] = shadow_addr;
-        ucp_ep_params_t ep;
-        memset(&ep, 0, sizeof(ep));
-        ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
-        ep.address = (const ucp_address_t *)paddr;
-        ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-        ep.err_handler.cb = peer_failed;
-        ep.err_handler.arg = &nc->refs[p];
-        ucs_status_t st = ucp_ep_create(U.worker, &ep, &nc->ep[p]);
-        if (st != UCS_OK) {
-            nc->ep[p] = NULL;
+        ucs_status_t st = ep_create(paddr, !same_host, &nc->refs[p], &nc->ep[p]);
+        if (st != UCS_OK)
             res = eng_set_error(dfcclSystemError, "dfcclCommInit", "ucp_ep_create(rank %d): %s", p,
                                 ucs_status_string(st));
-            break;
-        }
-        if ((st = ucp_ep_rkey_unpack(nc->ep[p], seg_key, &nc->seg_rkey[p])) != UCS_OK ||
-            (st = ucp_ep_rkey_unpack(nc->ep[p], shadow_key, &nc->shadow_rkey[p])) != UCS_OK) {
-            res = eng_set_error(dfcclSystemError, "dfcclCommInit", "ucp_ep_rkey_unpack(rank %d): %s", p,
-                                ucs_status_string(st));
-            break;
-        }
     }
-    /* the connections: mine to p are written into my shadow of p, p's to me are
-     * credited back through p's shadow of me */
-    for (size_t i = 0; i < L->nconns && res == dfcclSuccess; i++) {
-        const eng_net_conn_desc_t *d = &L->conns[i];
-        net_conn_t *k = &nc->conns[nc->nconns++];
-        k->peer = d->peer;
-        k->chunk = d->schunk;
-        k->shadow_ctrl = (eng_conn_ctrl_t *)(nc->shadow[d->peer] + d->shadow_off);
-        k->shadow_data = (char *)k->shadow_ctrl + L->ctrl_bytes;
-        k->remote_ctrl = seg_addr[d->peer] + d->send_off;
-        k->local_ctrl = (eng_conn_ctrl_t *)(L->seg + d->recv_off);
-        k->remote_shadow_ctrl = nc->shadow_addr[d->peer] + d->peer_shadow_off;
-    }
-    free(seg_addr);
     if (addr)
         ucp_worker_release_address(U.worker, (ucp_address_t *)addr);
-    for (int p = 0; rk && p <= N; p++)
-        if (rk[p])
-            ucp_rkey_buffer_release(rk[p]);
-    free(rk);
-    free(rk_len);
     free(blob);
     free(all);
     pthread_mutex_unlock(&U.lock);
 
-    /* every rank's endpoints and keys exist before anyone puts */
+    /* every rank's endpoints exist before anyone sends */
     int32_t st = res, *sts = calloc((size_t)N, sizeof(int32_t));
     if (!sts || ag(&st, sts, sizeof(st), ctx)) {
         if (res == dfcclSuccess)
@@ -611,6 +771,7 @@ local_done:;
     pthread_mutex_lock(&U.lock);
     if (res != dfcclSuccess) {
         if (acquired) {
+            nc->closing = 1;
             net_free_locked(nc);
             proxy_release_locked();
         } else {
@@ -632,16 +793,6 @@ char *eng_net_shadow(eng_net_t *nc, int p)
     return nc && p >= 0 && p < nc->nranks ? nc->shadow[p] : NULL;
 }
 
-/* Wait for an operation (flush, close) to finish, progressing the worker. */
-static void wait_request(ucs_status_ptr_t r)
-{
-    if (!UCS_PTR_IS_PTR(r))
-        return;
-    while (ucp_request_check_status(r) == UCS_INPROGRESS)
-        ucp_worker_progress(U.worker);
-    ucp_request_free(r);
-}
-
 void eng_net_teardown(eng_net_t *nc)
 {
     if (!nc)
@@ -657,21 +808,35 @@ void eng_net_teardown(eng_net_t *nc)
                 moved = 1;
         ucp_worker_progress(U.worker);
     }
-    nc->closed_val = 1;
-    nc->closing = 1;
-    ucp_worker_fence(U.worker);
     for (int p = 0; p < nc->nranks; p++)
-        if (nc->ep[p] && !nc->dead[p])
-            put(nc->ep[p], &nc->closed_val, sizeof(nc->closed_val),
-                nc->shadow_addr[p] + offsetof(eng_seg_hdr_t, closed), nc->shadow_rkey[p]);
+        if (nc->ep[p] && !nc->dead[p]) {
+            nc->bye[p] = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank};
+            am_send(nc->ep[p], AM_BYE, &nc->bye[p], NULL, 0);
+        }
+    /* from here on, messages for this communicator are dropped by the handlers */
+    nc->closing = 1;
     ucp_request_param_t prm;
     memset(&prm, 0, sizeof(prm));
-    wait_request(ucp_worker_flush_nbx(U.worker, &prm)); /* everything has landed */
+    wait_request(ucp_worker_flush_nbx(U.worker, &prm), 2000000000ull); /* everything has landed */
+    /* rendezvous receives still writing into the caller's segment finish first */
+    const uint64_t t0 = eng_now_ns();
+    while (nc->inflight && eng_now_ns() - t0 < 2000000000ull)
+        ucp_worker_progress(U.worker);
+    if (nc->inflight)
+        dfccl_warn("communicator %016llx: %llu receive(s) from the net still in flight at teardown",
+                   (unsigned long long)nc->uid, (unsigned long long)nc->inflight);
     for (struct eng_net_comm **pp = &U.comms; *pp; pp = &(*pp)->next)
         if (*pp == nc) {
             *pp = nc->next;
             break;
         }
+    if (nc->inflight) {
+        /* their completions still name nc: keep it (and the proxy) rather than free it */
+        if (U.by_id[nc->id % NET_MAX_COMMS] == nc)
+            U.by_id[nc->id % NET_MAX_COMMS] = NULL;
+        pthread_mutex_unlock(&U.lock);
+        return;
+    }
     net_free_locked(nc);
     proxy_release_locked();
     pthread_mutex_unlock(&U.lock);
