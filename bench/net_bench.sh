@@ -3,10 +3,13 @@
 # (ucx_perftest ucp_put_bw, from Debian's ucx-utils) and dfccl's allreduce with every
 # peer forced onto UCX (DFCCL_NET=ucx) against the shared-memory peer transport, for
 # UCX's default transports and for UCX_TLS=tcp.   net_bench.sh BUILD_DIR [NP]
+# (NET_BIND: mpirun's --bind-to, default none)
 set -u
 B=${1:?usage: net_bench.sh BUILD_DIR [NP]}
 NP=${2:-2}
-RUN="mpirun --allow-run-as-root --oversubscribe -np $NP --mca btl self,vader"
+# each rank runs three busy threads over UCX (application, daemon, proxy): Open MPI's
+# default binding (one core per rank at np <= 2) would put them on one core
+RUN="mpirun --allow-run-as-root --oversubscribe -np $NP --mca btl self,vader --bind-to ${NET_BIND:-none}"
 ARGS=${BENCH_ARGS:--c allreduce -d float -b 8 -e 256M -f 8}
 perftest() { # $1: UCX_TLS value or empty
     local tls=$1 port=$((13337 + RANDOM % 1000))
