@@ -32,6 +32,7 @@
 #include "eng_comm.h"
 #include "eng_log.h"
 #include "eng_net.h"
+#include "net_landing.h"
 
 #define NET_VALS      64   /* stable headers of credit messages, reused after 64 more */
 #define NET_MAX_COMMS 4096 /* live net communicators per process (ids index a table) */
@@ -67,7 +68,7 @@ struct net_conn {
     eng_conn_ctrl_t *local_ctrl; /* peer -> me: in my receive segment */
     char *local_data;
     uint64_t sent_posted, sent_consumed;
-    uint64_t in_posted, in_mask; /* receiver: steps published; slots landed beyond them */
+    net_landing_t in;            /* receiver: steps published, slots landed beyond them */
     net_am_hdr_t *hdr;           /* [depth]: the step messages' headers */
     net_pend_t *pend;            /* [depth] */
     net_am_hdr_t cred[NET_VALS];
@@ -185,21 +186,16 @@ static net_conn_t *conn_of(const net_am_hdr_t *h, struct eng_net_comm **nc_p)
     return &nc->conns[nc->peer_first[h->src] + h->idx];
 }
 
-/* Step `step` has landed: publish every step up to the first one still missing
- * (rendezvous steps may complete out of order). */
-static void step_landed(net_conn_t *k, uint32_t depth, uint64_t step, uint64_t bytes)
+/* A step is in its slot: publish what can be; a step the sender had no credit for is a
+ * protocol error (a bug, or a corrupted header): the communicator fails. */
+static void step_landed(struct eng_net_comm *nc, net_conn_t *k, uint64_t step, uint64_t bytes)
 {
-    const uint32_t slot = (uint32_t)(step % depth);
-    k->local_ctrl->bytes[slot] = bytes;
-    k->in_mask |= 1ull << slot;
-    uint64_t p = k->in_posted;
-    while (k->in_mask & (1ull << (p % depth))) {
-        k->in_mask &= ~(1ull << (p % depth));
-        p++;
-    }
-    if (p != k->in_posted) {
-        k->in_posted = p;
-        dfccl_store_release64(&k->local_ctrl->posted, p); /* after the data and sizes */
+    if (net_land(&k->in, k->local_ctrl, nc->depth, step, bytes) < 0) {
+        dfccl_error("communicator %016llx: step %llu from rank %d is outside its window (%llu published); "
+                    "communicator aborted",
+                    (unsigned long long)nc->uid, (unsigned long long)step, k->peer,
+                    (unsigned long long)k->in.posted);
+        net_abort(nc);
     }
 }
 
@@ -208,7 +204,7 @@ static void rndv_done(void *request, ucs_status_t status, size_t length, void *u
     net_pend_t *pd = user_data;
     pd->nc->inflight--;
     if (status == UCS_OK)
-        step_landed(pd->k, pd->nc->depth, pd->step, length);
+        step_landed(pd->nc, pd->k, pd->step, length);
     else
         peer_lost(pd->nc, pd->k->peer, ucs_status_string(status));
     ucp_request_free(request);
@@ -242,7 +238,7 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     char *dst = k->local_data + (uint64_t)slot * k->rchunk;
     if (!rndv) {
         memcpy(dst, data, length);
-        step_landed(k, nc->depth, h.step, length);
+        step_landed(nc, k, h.step, length);
         return UCS_OK;
     }
     net_pend_t *pd = &k->pend[slot];
@@ -256,7 +252,7 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     if (UCS_PTR_IS_ERR(r))
         peer_lost(nc, k->peer, ucs_status_string(UCS_PTR_STATUS(r)));
     else if (r == NULL)
-        step_landed(k, nc->depth, h.step, length);
+        step_landed(nc, k, h.step, length);
     else
         nc->inflight++;
     return UCS_OK;

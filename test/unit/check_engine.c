@@ -13,6 +13,7 @@
 #include "eng_ring.h"
 #include "eng_sched.h"
 #include "reduce.h"
+#include "../../ucx_transport/net_landing.h"
 
 /* ---- submission ring ------------------------------------------------------------------ */
 
@@ -654,6 +655,45 @@ START_TEST(ll_steps_reuse_and_wait)
 }
 END_TEST
 
+/* Net receiver: steps that land out of order are published in order, each with its
+ * size; a duplicate or a step beyond the credited window is refused and changes
+ * nothing. */
+START_TEST(net_landing_in_order)
+{
+    eng_conn_ctrl_t c;
+    memset(&c, 0, sizeof(c));
+    net_landing_t l = {0, 0};
+    const uint32_t depth = 4;
+    ck_assert_int_eq(net_land(&l, &c, depth, 2, 200), 0); /* waits for 0 and 1 */
+    ck_assert_int_eq(net_land(&l, &c, depth, 1, 100), 0);
+    ck_assert_uint_eq(c.posted, 0);
+    ck_assert_int_eq(net_land(&l, &c, depth, 1, 100), -1); /* landed already */
+    ck_assert_int_eq(net_land(&l, &c, depth, 4, 1), -1);   /* no credit for it yet */
+    ck_assert_int_eq(net_land(&l, &c, depth, 0, 7), 1);
+    ck_assert_uint_eq(c.posted, 3);
+    ck_assert_uint_eq(c.bytes[0], 7);
+    ck_assert_uint_eq(c.bytes[1], 100);
+    ck_assert_uint_eq(c.bytes[2], 200);
+    ck_assert_int_eq(net_land(&l, &c, depth, 2, 5), -1); /* published: in the past */
+    /* around the ring: 3..6 reuse slots 3, 0, 1, 2; land them backwards */
+    for (int s = 6; s >= 4; s--)
+        ck_assert_int_eq(net_land(&l, &c, depth, (uint64_t)s, (uint64_t)s * 10), 0);
+    ck_assert_int_eq(net_land(&l, &c, depth, 7, 1), -1);
+    ck_assert_int_eq(net_land(&l, &c, depth, 3, 30), 1);
+    ck_assert_uint_eq(c.posted, 7);
+    ck_assert_uint_eq(l.mask, 0);
+    for (int s = 3; s <= 6; s++)
+        ck_assert_uint_eq(c.bytes[s % depth], (uint64_t)s * 10);
+    /* the deepest FIFO: every slot of a 64-bit mask */
+    memset(&c, 0, sizeof(c));
+    l = (net_landing_t){0, 0};
+    for (int s = ENG_MAX_FIFO_DEPTH - 1; s >= 1; s--)
+        ck_assert_int_eq(net_land(&l, &c, ENG_MAX_FIFO_DEPTH, (uint64_t)s, 1), 0);
+    ck_assert_int_eq(net_land(&l, &c, ENG_MAX_FIFO_DEPTH, 0, 1), 1);
+    ck_assert_uint_eq(c.posted, ENG_MAX_FIFO_DEPTH);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("engine");
@@ -680,6 +720,9 @@ int main(void)
     tcase_add_test(t, ll_steps_reuse_and_wait);
     tcase_add_test(t, active_channels_match_ranges);
     tcase_add_test(t, gpu_fifo_layout);
+    suite_add_tcase(s, t);
+    t = tcase_create("net");
+    tcase_add_test(t, net_landing_in_order);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Receiver side of a net connection: steps land in any order (a rendezvous step may
+ * finish after the eager one behind it), and the step counter the daemon reads advances
+ * over landed steps only, in order. Plain C over the control words, so the unit tests
+ * can drive it without UCX. */
+#ifndef DFCCL_NET_LANDING_H
+#define DFCCL_NET_LANDING_H
+
+#include <stdint.h>
+
+#include "eng_atomic.h"
+#include "eng_inline.h"
+#include "eng_types.h"
+
+typedef struct {
+    uint64_t posted; /* steps published to the daemon */
+    uint64_t mask;   /* slots landed beyond them */
+} net_landing_t;
+
+/* Step `step` (bytes long) is in its slot. Returns 1 when the published count moved,
+ * 0 when it waits for an earlier step, -1 for a step outside the window the sender's
+ * credits allow, or one that landed already (a protocol error: nothing is changed). */
+DFCCL_INLINE int net_land(net_landing_t *l, eng_conn_ctrl_t *ctrl, uint32_t depth, uint64_t step,
+                          uint64_t bytes)
+{
+    const uint32_t slot = (uint32_t)(step % depth);
+    if (step < l->posted || step - l->posted >= depth || (l->mask & (1ull << slot)))
+        return -1;
+    ctrl->bytes[slot] = bytes;
+    l->mask |= 1ull << slot;
+    uint64_t p = l->posted;
+    while (l->mask & (1ull << (p % depth))) {
+        l->mask &= ~(1ull << (p % depth));
+        p++;
+    }
+    if (p == l->posted)
+        return 0;
+    l->posted = p;
+    dfccl_store_release64(&ctrl->posted, p); /* after the data and the sizes */
+    return 1;
+}
+
+#endif
