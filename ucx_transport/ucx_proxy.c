@@ -296,12 +296,16 @@ static void send_done(void *request, ucs_status_t status, void *user_data)
 
 /* The header and the payload stay untouched until the peer has the message: a step's
  * slot (and header) is reused only after the peer's credit for it. */
-static int am_send(ucp_ep_h ep, unsigned id, const net_am_hdr_t *h, const void *buf, size_t len)
+static int am_send(ucp_ep_h ep, int eager, unsigned id, const net_am_hdr_t *h, const void *buf, size_t len)
 {
     ucp_request_param_t prm;
     memset(&prm, 0, sizeof(prm));
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
     prm.cb.send = send_done;
+    if (eager) { /* see ep_create */
+        prm.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+        prm.flags = UCP_AM_SEND_FLAG_EAGER;
+    }
     ucs_status_ptr_t r = ucp_am_send_nbx(ep, id, h, sizeof(*h), buf, len, &prm);
     if (UCS_PTR_IS_ERR(r))
         return -1;
@@ -329,7 +333,8 @@ static int proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
         const uint32_t slot = (uint32_t)(s % nc->depth);
         net_am_hdr_t *h = &k->hdr[slot];
         *h = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank, .idx = k->idx, .step = s};
-        if (am_send(ep, AM_STEP, h, k->shadow_data + (uint64_t)slot * k->schunk, k->shadow_ctrl->bytes[slot]))
+        if (am_send(ep, nc->watch_pid[p] != 0, AM_STEP, h, k->shadow_data + (uint64_t)slot * k->schunk,
+                    k->shadow_ctrl->bytes[slot]))
             return -1;
         k->sent_posted = s + 1;
         moved = 1;
@@ -338,7 +343,7 @@ static int proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
     if (consumed > k->sent_consumed) {
         net_am_hdr_t *h = &k->cred[k->ncred++ % NET_VALS];
         *h = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank, .idx = k->idx, .step = consumed};
-        if (am_send(ep, AM_CREDIT, h, NULL, 0))
+        if (am_send(ep, 0, AM_CREDIT, h, NULL, 0))
             return -1;
         k->sent_consumed = consumed;
         moved = 1;
@@ -528,7 +533,9 @@ static dfcclResult_t exchange(const void *mine, size_t len, char **all_p, size_t
  * memory and cma, and the traffic then crawls over tcp. So a peer on the same host
  * (reached over UCX when forced for testing) gets an endpoint without error handling,
  * and the proxy watches its process instead (watch_peers); a peer on another host gets
- * PEER mode (rc, dc, ud and tcp all support it). */
+ * PEER mode (rc, dc, ud and tcp all support it). Without error handling a transport
+ * error is fatal to the process, and a rendezvous (cma) from a peer that just died is
+ * one: steps to same-host peers travel eager, through shared-memory buffers only. */
 static ucs_status_t ep_create(const void *addr, int peer_mode, net_peer_ref_t *ref, ucp_ep_h *ep_p)
 {
     ucp_ep_params_t ep;
@@ -807,7 +814,7 @@ void eng_net_teardown(eng_net_t *nc)
     for (int p = 0; p < nc->nranks; p++)
         if (nc->ep[p] && !nc->dead[p]) {
             nc->bye[p] = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank};
-            am_send(nc->ep[p], AM_BYE, &nc->bye[p], NULL, 0);
+            am_send(nc->ep[p], 0, AM_BYE, &nc->bye[p], NULL, 0);
         }
     /* from here on, messages for this communicator are dropped by the handlers */
     nc->closing = 1;
