@@ -272,6 +272,38 @@ __device__ __forceinline__ float4 f4_add(float4 p, float4 q)
     return make_float4(p.x + q.x, p.y + q.y, p.z + q.z, p.w + q.w);
 }
 
+__device__ __forceinline__ uint4 u4_reduce(uint4 p, uint4 q, int dtype, int op)
+{
+    const uint64_t lo = eng_reduce_packet((uint64_t)p.y << 32 | p.x, (uint64_t)q.y << 32 | q.x, dtype, op);
+    const uint64_t hi = eng_reduce_packet((uint64_t)p.w << 32 | p.z, (uint64_t)q.w << 32 | q.z, dtype, op);
+    return make_uint4((uint32_t)lo, (uint32_t)(lo >> 32), (uint32_t)hi, (uint32_t)(hi >> 32));
+}
+
+/* Every other type and op: 16-byte vectors where the buffers allow, each reduced as
+ * two 8-byte packets (the packet reduction covers every type and op), four loads in
+ * flight per thread; the elements after them (fewer than 16 bytes' worth) and unaligned
+ * buffers element by element. Not inlined: one call per chunk, and the daemon's main
+ * loop keeps its registers for the float32 path below. */
+static __device__ __noinline__ void prim_reduce_any(void *dst, const void *a, const void *b, size_t n, int dtype,
+                                                    int op)
+{
+    const size_t sz = eng_type_size(dtype);
+    const size_t vb = (((uintptr_t)dst | (uintptr_t)a | (uintptr_t)b) & 15) == 0 ? n * sz / 16 * 16 : 0;
+    const size_t tid = threadIdx.x, nt = blockDim.x, nv = vb / 16;
+    uint4 *d = (uint4 *)dst;
+    const uint4 *x = (const uint4 *)a, *y = (const uint4 *)b;
+    size_t i = tid;
+    for (; i + nt < nv; i += 2 * nt) {
+        const uint4 p0 = __ldcg(&x[i]), p1 = __ldcg(&x[i + nt]);
+        const uint4 q0 = __ldcg(&y[i]), q1 = __ldcg(&y[i + nt]);
+        d[i] = u4_reduce(p0, q0, dtype, op);
+        d[i + nt] = u4_reduce(p1, q1, dtype, op);
+    }
+    if (i < nv)
+        d[i] = u4_reduce(__ldcg(&x[i]), __ldcg(&y[i]), dtype, op);
+    (void)eng_reduce((char *)dst + vb, (const char *)a + vb, (const char *)b + vb, n - vb / sz, dtype, op);
+}
+
 /* float32 sum is the hot path of large allreduces: 16-byte vectors there, with eight
  * loads in flight per thread (one block is one SM: its bandwidth is what it has in
  * flight divided by the memory latency). */
@@ -299,7 +331,7 @@ DFCCL_DEV_INLINE void prim_reduce(void *dst, const void *a, const void *b, size_
             ((float *)dst)[i] = __ldcg(&((const float *)a)[i]) + __ldcg(&((const float *)b)[i]);
         return;
     }
-    (void)eng_reduce(dst, a, b, n, dtype, op);
+    prim_reduce_any(dst, a, b, n, dtype, op);
 }
 
 #define DFCCL_PRIMS_GPU 1

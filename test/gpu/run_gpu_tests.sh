@@ -69,7 +69,7 @@ done
 # over loopback, so device buffers travel through host-staged FIFOs and the proxy; and
 # mixed locality (ranks of equal parity on "one host": CUDA IPC, the others UCX)
 NET=
-ldd "$B/.libs/libdfccl.so" 2>/dev/null | grep -q libucp && NET=1
+ldd "$B/.libs/libdfccl.so" 2>/dev/null | grep -q libucp && [ -z "${NO_NET:-}" ] && NET=1 # NO_NET=1: skip
 if [ -n "$NET" ]; then
     HOSTWRAP=$LOGDIR/hostwrap.sh
     printf '%s\n' '#!/bin/sh' 'r=${OMPI_COMM_WORLD_RANK:-0}' \
