@@ -13,8 +13,15 @@
 #include "dfccl.h"
 #include "eng_inline.h"
 
+/* On the device, the hardware conversions (one instruction each, round to nearest even);
+ * on the host, the same conversions in integer code. */
 DFCCL_INLINE float eng_half_to_float(uint16_t h)
 {
+#ifdef __CUDA_ARCH__
+    float out;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(out) : "h"(h));
+    return out;
+#else
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, f;
     if (exp == 0) {
         if (man == 0) {
@@ -35,10 +42,16 @@ DFCCL_INLINE float eng_half_to_float(uint16_t h)
     float out;
     memcpy(&out, &f, 4);
     return out;
+#endif
 }
 
 DFCCL_INLINE uint16_t eng_float_to_half(float fv)
 {
+#ifdef __CUDA_ARCH__
+    uint16_t r;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(fv));
+    return r;
+#else
     uint32_t f;
     memcpy(&f, &fv, 4);
     uint32_t sign = (f >> 16) & 0x8000;
@@ -62,6 +75,7 @@ DFCCL_INLINE uint16_t eng_float_to_half(float fv)
     if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
         half++; /* may carry into the exponent, which is the correct rounding */
     return (uint16_t)half;
+#endif
 }
 
 DFCCL_INLINE float eng_bf16_to_float(uint16_t b)
