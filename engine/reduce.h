@@ -13,8 +13,9 @@
 #include "dfccl.h"
 #include "eng_inline.h"
 
-/* On the device, the hardware conversions (one instruction each, round to nearest even);
- * on the host, the same conversions in integer code. */
+/* On the device, the hardware conversions (one instruction each, round to nearest even;
+ * a NaN comes back as the canonical one); on the host, the same conversions in integer
+ * code. */
 DFCCL_INLINE float eng_half_to_float(uint16_t h)
 {
 #ifdef __CUDA_ARCH__
@@ -88,12 +89,18 @@ DFCCL_INLINE float eng_bf16_to_float(uint16_t b)
 
 DFCCL_INLINE uint16_t eng_float_to_bf16(float fv)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    uint16_t r;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(fv));
+    return r;
+#else
     uint32_t f;
     memcpy(&f, &fv, 4);
     if ((f & 0x7fffffff) > 0x7f800000)
         return (uint16_t)((f >> 16) | 0x40); /* quiet nan */
     f += 0x7fff + ((f >> 16) & 1);
     return (uint16_t)(f >> 16);
+#endif
 }
 
 #define ENG_OP_SUM(_x, _y)  ((_x) + (_y))
