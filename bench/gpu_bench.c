@@ -20,18 +20,8 @@
 #include <nccl.h>
 #endif
 
-#include "../test/gpu/gpu_check.h" /* CU(), and NC() with NCCL */
 #include "dfccl_mpi.h"
-
-#define DC(call)                                                                                             \
-    do {                                                                                                     \
-        dfcclResult_t r_ = (call);                                                                           \
-        if (r_ != dfcclSuccess) {                                                                            \
-            fprintf(stderr, "%s:%d %s: %s (%s)\n", __FILE__, __LINE__, #call, dfcclGetErrorString(r_),       \
-                    dfcclGetLastError());                                                                    \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                                    \
-        }                                                                                                    \
-    } while (0)
+#include "../test/gpu/gpu_check.h" /* CU(), DC(), NC() with NCCL, the copy rate */
 
 #ifdef DFCCL_BENCH_NCCL
 static ncclComm_t g_nccl;
@@ -125,18 +115,6 @@ static void run_once(int impl, const float *din, float *dout, size_t n, size_t p
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static size_t parse_size(const char *s)
 {
     char *end;
@@ -205,36 +183,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(local, &lrank);
     CU(cudaSetDevice(lrank % ndev));
 
-    /* ceiling: device-to-device copy, bytes read + written, measured by rank 0 alone */
-    double copy_gbs = 0;
-    {
-        const size_t cb = 1ull << 30;
-        void *a, *b;
-        CU(cudaMalloc(&a, cb));
-        CU(cudaMalloc(&b, cb));
-        CU(cudaMemset(a, 1, cb));
-        cudaEvent_t e0, e1;
-        CU(cudaEventCreate(&e0));
-        CU(cudaEventCreate(&e1));
-        double t[10];
-        MPI_Barrier(MPI_COMM_WORLD);
-        if (me == 0) {
-            for (int i = 0; i < 13; i++) {
-                CU(cudaEventRecord(e0, 0));
-                CU(cudaMemcpy(b, a, cb, cudaMemcpyDeviceToDevice));
-                CU(cudaEventRecord(e1, 0));
-                CU(cudaEventSynchronize(e1));
-                float ms;
-                CU(cudaEventElapsedTime(&ms, e0, e1));
-                if (i >= 3)
-                    t[i - 3] = ms * 1e-3;
-            }
-            copy_gbs = 2.0 * (double)cb / median(t, 10) / 1e9;
-        }
-        MPI_Bcast(&copy_gbs, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-        cudaFree(a);
-        cudaFree(b);
-    }
+    const double copy_gbs = gpu_copy_rate(me); /* the ceiling */
 
     dfcclComm_t comm;
     DC(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
@@ -312,7 +261,7 @@ int main(int argc, char **argv)
             tsq[k] = (MPI_Wtime() - t0) / 100;
         }
         {
-            double sy = median(tsy, 50) * 1e6, sq = median(tsq, 50) * 1e6, sym, sqm;
+            double sy = gpu_median(tsy, 50) * 1e6, sq = gpu_median(tsq, 50) * 1e6, sym, sqm;
             MPI_Reduce(&sy, &sym, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             MPI_Reduce(&sq, &sqm, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (me == 0)
@@ -346,8 +295,8 @@ int main(int argc, char **argv)
         }
         DC(dfcclCommGetStats(self, &s1));
         DC(dfcclCommDestroy(self));
-        double q = median(tq, 50) * 1e6, r = median(ts, 200) * 1e6, rl = median(tr, 10) * 1e6, qmax, rmax,
-               rlmax;
+        double q = gpu_median(tq, 50) * 1e6, r = gpu_median(ts, 200) * 1e6, rl = gpu_median(tr, 10) * 1e6,
+               qmax, rmax, rlmax;
         MPI_Reduce(&q, &qmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         MPI_Reduce(&r, &rmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         MPI_Reduce(&rl, &rlmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -379,7 +328,7 @@ int main(int argc, char **argv)
             if (me == 0)
                 printf("# a stalled daemon holds the SMs for %.0f us (median cudaDeviceSynchronize with a "
                        "collective stalled on its peers)\n",
-                       median(th, 5) * 1e6);
+                       gpu_median(th, 5) * 1e6);
         }
         cudaFree(d1);
         cudaFree(d2);
@@ -457,7 +406,7 @@ int main(int argc, char **argv)
                                     impl_name[impl], coll_name[coll], bytes, i, hout[i], hexp[i]);
                 }
             }
-            double m = median(tv, it) * 1e6;
+            double m = gpu_median(tv, it) * 1e6;
             if (impl == IMPL_DFCCL)
                 us = m;
             else if (impl == IMPL_NCCL)

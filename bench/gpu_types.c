@@ -17,30 +17,14 @@
 #include <unistd.h>
 
 #include "../engine/reduce.h" /* the half and bfloat16 conversions */
-#include "../test/gpu/gpu_check.h"
 #include "dfccl_mpi.h"
-
-#define DC(call)                                                                                             \
-    do {                                                                                                     \
-        dfcclResult_t r_ = (call);                                                                           \
-        if (r_ != dfcclSuccess) {                                                                            \
-            fprintf(stderr, "%s:%d %s: %s (%s)\n", __FILE__, __LINE__, #call, dfcclGetErrorString(r_),       \
-                    dfcclGetLastError());                                                                    \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                                    \
-        }                                                                                                    \
-    } while (0)
+#include "../test/gpu/gpu_check.h" /* CU(), DC(), the median, the copy rate */
 
 static const struct {
     dfcclDataType_t t;
     const char *name;
 } types[] = {{dfcclFloat32, "float32"}, {dfcclBfloat16, "bfloat16"}, {dfcclFloat16, "float16"},
              {dfcclFloat64, "float64"}, {dfcclInt32, "int32"},       {dfcclInt8, "int8"}};
-
-static int cmp_d(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* small integers: exact in every type's sums over up to 8 ranks (int8: 8 x 15) */
 static double val(int r, size_t i)
@@ -112,34 +96,8 @@ int main(int argc, char **argv)
     CU(cudaMalloc(&din, bytes));
     CU(cudaMalloc(&dout, bytes));
 
-    /* ceiling: device-to-device copy of 1 GiB (as gpu_bench: a smaller copy measures a
-     * lower rate), bytes read + written, by rank 0 alone */
-    double copy_gbs = 0, tv[1000];
-    if (me == 0) {
-        const size_t cb = 1ull << 30;
-        void *ca, *cbuf;
-        CU(cudaMalloc(&ca, cb));
-        CU(cudaMalloc(&cbuf, cb));
-        CU(cudaMemset(ca, 1, cb));
-        cudaEvent_t e0, e1;
-        CU(cudaEventCreate(&e0));
-        CU(cudaEventCreate(&e1));
-        for (int i = 0; i < 13; i++) {
-            CU(cudaEventRecord(e0, 0));
-            CU(cudaMemcpy(cbuf, ca, cb, cudaMemcpyDeviceToDevice));
-            CU(cudaEventRecord(e1, 0));
-            CU(cudaEventSynchronize(e1));
-            float ms;
-            CU(cudaEventElapsedTime(&ms, e0, e1));
-            if (i >= 3)
-                tv[i - 3] = ms * 1e-3;
-        }
-        qsort(tv, 10, sizeof(double), cmp_d);
-        copy_gbs = 2.0 * (double)cb / tv[5] / 1e9;
-        cudaFree(ca);
-        cudaFree(cbuf);
-    }
-    MPI_Bcast(&copy_gbs, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    const double copy_gbs = gpu_copy_rate(me); /* the ceiling */
+    double tv[1000];
 
     dfcclComm_t comm;
     DC(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
@@ -183,15 +141,14 @@ int main(int argc, char **argv)
                     }
                 }
             }
-            qsort(tv, (size_t)iters, sizeof(double), cmp_d);
-            const double s = tv[iters / 2], bus = (double)bytes * 2 * fN / s / 1e9;
+            const double s = gpu_median(tv, iters), bus = (double)bytes * 2 * fN / s / 1e9;
             const double traffic = P > 1 ? ranks_per_gpu * 3.0 * bus : 0;
             long gerr;
             MPI_Allreduce(&err, &gerr, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
             total_err += gerr;
             if (me == 0)
-                printf("  %9s %4s %12zu %10.1f %9.2f %9.1f %5.1f%% %6ld\n", types[ti].name, oi ? "max" : "sum",
-                       bytes, s * 1e6, bus, traffic, 100 * traffic / copy_gbs, gerr);
+                printf("  %9s %4s %12zu %10.1f %9.2f %9.1f %5.1f%% %6ld\n", types[ti].name,
+                       oi ? "max" : "sum", bytes, s * 1e6, bus, traffic, 100 * traffic / copy_gbs, gerr);
         }
     DC(dfcclCommDestroy(comm));
     cudaFree(din);

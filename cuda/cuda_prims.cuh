@@ -284,8 +284,8 @@ __device__ __forceinline__ uint4 u4_reduce(uint4 p, uint4 q, int dtype, int op)
  * flight per thread; the elements after them (fewer than 16 bytes' worth) and unaligned
  * buffers element by element. Not inlined: one call per chunk, and the daemon's main
  * loop keeps its registers for the float32 path below. */
-static __device__ __noinline__ void prim_reduce_any(void *dst, const void *a, const void *b, size_t n, int dtype,
-                                                    int op)
+static __device__ __noinline__ void prim_reduce_any(void *dst, const void *a, const void *b, size_t n,
+                                                    int dtype, int op)
 {
     const size_t sz = eng_type_size(dtype);
     const size_t vb = (((uintptr_t)dst | (uintptr_t)a | (uintptr_t)b) & 15) == 0 ? n * sz / 16 * 16 : 0;

@@ -439,7 +439,8 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
             gc->hseg = NULL;
         if (gc->hseg)
             memset(gc->hseg, 0, gc->hseg_bytes);
-        if (!gc->hseg || !gc->shadow_size || !gc->shadow_dev || !(gc->hseg_dev = host_map(gc->hseg, gc->hseg_bytes))) {
+        if (!gc->hseg || !gc->shadow_size || !gc->shadow_dev ||
+            !(gc->hseg_dev = host_map(gc->hseg, gc->hseg_bytes))) {
             mine.status = eng_set_error(dfcclNoMemory, "dfcclCommInit",
                                         "no pinned host memory for the net FIFOs (%zu B)", gc->hseg_bytes);
             free(gc->hseg);
@@ -483,9 +484,9 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
                     cn->schunk = eng_gpu_step(rank, p, nranks, chunk, small);
                     if (is_net && is_net[p] && p != rank) { /* host-staged, system scope */
                         const size_t out = ENG_GPU_CTRL_BYTES + depth * cn->schunk;
-                        cn->recv_ctrl = (eng_conn_ctrl_t *)(gc->hseg_dev + GPU_NET_HDR +
-                                                            eng_gpu_fifo_off(g, p, rank, nranks, big_conn,
-                                                                             small_conn));
+                        cn->recv_ctrl =
+                            (eng_conn_ctrl_t *)(gc->hseg_dev + GPU_NET_HDR +
+                                                eng_gpu_fifo_off(g, p, rank, nranks, big_conn, small_conn));
                         cn->recv_data = (char *)cn->recv_ctrl + ctrl;
                         cn->send_ctrl = (eng_conn_ctrl_t *)(gc->shadow_dev[p] + GPU_NET_HDR + g * out);
                         cn->send_data = (char *)cn->send_ctrl + ctrl;

@@ -3,9 +3,9 @@
  * sender's daemon writes steps into a local *shadow* of the peer's connection, and the
  * proxy thread sends each step to the peer with UCX (one active message: header and
  * data), whose proxy lands it in the real FIFO and publishes the step counter; the
- * receiver's `consumed` counter travels back into the sender's shadow the same way. The algorithms never know. Both backends use it: the CPU daemon with its
- * shared-memory segment, the GPU daemon with host-pinned FIFOs mapped into the device
- * (host-staged); the layout says where each connection lives. Built without UCX,
+ * receiver's `consumed` counter travels back into the sender's shadow the same way. The algorithms never
+ * know. Both backends use it: the CPU daemon with its shared-memory segment, the GPU daemon with host-pinned
+ * FIFOs mapped into the device (host-staged); the layout says where each connection lives. Built without UCX,
  * engine/net_none.c answers "no net transport". */
 #ifndef DFCCL_ENG_NET_H
 #define DFCCL_ENG_NET_H

@@ -34,17 +34,17 @@
 #include "eng_net.h"
 #include "net_landing.h"
 
-#define NET_VALS      64   /* stable headers of credit messages, reused after 64 more */
-#define NET_MAX_COMMS 4096 /* live net communicators per process (ids index a table) */
+#define NET_VALS      64           /* stable headers of credit messages, reused after 64 more */
+#define NET_MAX_COMMS 4096         /* live net communicators per process (ids index a table) */
 #define NET_WATCH_NS  100000000ull /* how often same-host peers' processes are checked */
 
 enum { AM_STEP = 11, AM_CREDIT = 12, AM_BYE = 13 };
 
 /* Every message's header. */
 typedef struct {
-    uint32_t dst;  /* the receiving rank's communicator id */
-    int32_t src;   /* the sending rank */
-    uint32_t idx;  /* the connection, among those between the two ranks */
+    uint32_t dst; /* the receiving rank's communicator id */
+    int32_t src;  /* the sending rank */
+    uint32_t idx; /* the connection, among those between the two ranks */
     uint32_t pad;
     uint64_t step; /* AM_STEP: the step; AM_CREDIT: steps consumed */
 } net_am_hdr_t;
@@ -68,9 +68,9 @@ struct net_conn {
     eng_conn_ctrl_t *local_ctrl; /* peer -> me: in my receive segment */
     char *local_data;
     uint64_t sent_posted, sent_consumed;
-    net_landing_t in;            /* receiver: steps published, slots landed beyond them */
-    net_am_hdr_t *hdr;           /* [depth]: the step messages' headers */
-    net_pend_t *pend;            /* [depth] */
+    net_landing_t in;  /* receiver: steps published, slots landed beyond them */
+    net_am_hdr_t *hdr; /* [depth]: the step messages' headers */
+    net_pend_t *pend;  /* [depth] */
     net_am_hdr_t cred[NET_VALS];
     unsigned ncred;
 };
@@ -95,10 +95,10 @@ struct eng_net_comm {
     uint32_t *peer_count;    /* [nranks] */
     net_conn_t *conns;
     size_t nconns;
-    uint8_t *dead;       /* [nranks]: endpoint failed or peer left: send it nothing more */
-    net_am_hdr_t *bye;   /* [nranks]: stable headers of the goodbye messages */
-    uint64_t inflight;   /* rendezvous receives not yet completed */
-    int closing;         /* this rank is tearing the communicator down */
+    uint8_t *dead;     /* [nranks]: endpoint failed or peer left: send it nothing more */
+    net_am_hdr_t *bye; /* [nranks]: stable headers of the goodbye messages */
+    uint64_t inflight; /* rendezvous receives not yet completed */
+    int closing;       /* this rank is tearing the communicator down */
     struct eng_net_comm *next;
 };
 
@@ -432,7 +432,8 @@ static ucs_status_t set_handler(unsigned id, ucp_am_recv_callback_t cb)
 {
     ucp_am_handler_param_t hp;
     memset(&hp, 0, sizeof(hp));
-    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    hp.field_mask =
+        UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
     hp.id = id;
     hp.cb = cb;
     hp.flags = UCP_AM_FLAG_WHOLE_MSG;
@@ -465,7 +466,8 @@ static dfcclResult_t proxy_acquire_locked(void)
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wp.thread_mode = UCS_THREAD_MODE_SERIALIZED; /* every call under U.lock */
     if ((st = ucp_worker_create(U.ctx, &wp, &U.worker)) != UCS_OK ||
-        (st = ucp_worker_get_efd(U.worker, &U.efd)) != UCS_OK || (st = set_handler(AM_STEP, am_step)) != UCS_OK ||
+        (st = ucp_worker_get_efd(U.worker, &U.efd)) != UCS_OK ||
+        (st = set_handler(AM_STEP, am_step)) != UCS_OK ||
         (st = set_handler(AM_CREDIT, am_credit)) != UCS_OK || (st = set_handler(AM_BYE, am_bye)) != UCS_OK) {
         if (U.worker)
             ucp_worker_destroy(U.worker);
