@@ -25,7 +25,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
@@ -495,7 +497,7 @@ typedef struct {
     uint32_t id; /* this rank's id of the communicator */
     int32_t pid;
     uint32_t addr_len;
-    char host[64]; /* the real host name: which endpoint a peer gets */
+    char host[128]; /* where the process runs: which endpoint a peer gets (where_am_i) */
 } net_boot_hdr_t;
 
 static dfcclResult_t exchange(const void *mine, size_t len, char **all_p, size_t *stride_p, int nranks,
@@ -528,6 +530,27 @@ static dfcclResult_t exchange(const void *mine, size_t len, char **all_p, size_t
     *all_p = all;
     *stride_p = mx;
     return dfcclSuccess;
+}
+
+/* "Same host" for the endpoint's error mode and the process watch: the host name, the
+ * kernel's boot id (two machines may report one name) and the pid namespace (processes
+ * in different containers cannot see each other's pids). */
+static void where_am_i(char *buf, size_t len)
+{
+    char name[64] = {0}, boot[40] = {0};
+    struct stat ns;
+    gethostname(name, sizeof(name) - 1);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (!fgets(boot, sizeof(boot), f))
+            boot[0] = 0;
+        fclose(f);
+    }
+    boot[strcspn(boot, "\n")] = 0;
+    if (stat("/proc/self/ns/pid", &ns) != 0)
+        ns.st_ino = 0;
+    memset(buf, 0, len);
+    snprintf(buf, len, "%s/%s/%llu", name, boot, (unsigned long long)ns.st_ino);
 }
 
 /* An endpoint to a peer's worker. UCX admits only transports that can report a peer's
@@ -717,7 +740,7 @@ local_done:;
         h.id = nc->id;
         h.pid = (int32_t)getpid();
         h.addr_len = (uint32_t)addr_len;
-        gethostname(h.host, sizeof(h.host) - 1);
+        where_am_i(h.host, sizeof(h.host));
         memcpy(blob + sizeof(st), &h, sizeof(h));
         if (addr_len)
             memcpy(blob + sizeof(st) + sizeof(h), addr, addr_len);
@@ -738,8 +761,8 @@ local_done:;
             res = eng_set_error(dfcclSystemError, "dfcclCommInit", "rank %d could not set up UCX", p);
     }
     /* an endpoint to every net peer */
-    char myhost[64] = {0};
-    gethostname(myhost, sizeof(myhost) - 1);
+    char myhost[128];
+    where_am_i(myhost, sizeof(myhost));
     for (int p = 0; p < N && res == dfcclSuccess; p++) {
         if (p == me || !L->shadow_size[p])
             continue;
