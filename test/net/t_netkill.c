@@ -28,7 +28,11 @@
  *   --teardown N     no kill: N rounds of {create a communicator, one checked
  *                    allreduce of --count elements, destroy it, MPI_Barrier}; ranks
  *                    leave each collective and destroy at slightly different times,
- *                    which must not make a peer's collective fail; rank 0 prints "OK"
+ *                    which must not make a peer's collective fail. Teardown must
+ *                    release everything: between round 10 and the last, the process
+ *                    may gain no file descriptor and no thread (the proxy exits with
+ *                    the last net communicator), nor more than 8 MiB of resident
+ *                    memory; rank 0 prints "OK"
  *
  * Output of each survivor: "OK: peer failure reported on rank R after T s: result N
  * (name): last error" after its pending allreduce failed, a posted-after-failure
@@ -38,6 +42,34 @@
  * rank R pid P" just before it dies.
  */
 #include "../mpi/test_common.h"
+
+/* entries of a /proc/self directory (fd, task) */
+static int count_entries(const char *dir)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+static long rss_kb(void)
+{
+    char line[256];
+    long kb = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (!strncmp(line, "VmRSS:", 6))
+            kb = atol(line + 6);
+    fclose(f);
+    return kb;
+}
 
 #include <signal.h>
 
@@ -136,6 +168,8 @@ int main(int argc, char **argv)
 
     if (teardown > 0) {
         CHECK(dfcclCommDestroy(comm));
+        int fds0 = -1, tasks0 = -1;
+        long rss0 = -1;
         for (int round = 0; round < teardown; round++) {
             CHECK(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
             tc_case_t c;
@@ -159,7 +193,24 @@ int main(int argc, char **argv)
             tc_case_free(&c);
             CHECK(dfcclCommDestroy(comm));
             MPI_Barrier(MPI_COMM_WORLD);
+            if (round == 10 || (round == teardown - 1 && fds0 < 0)) {
+                fds0 = count_entries("/proc/self/fd");
+                tasks0 = count_entries("/proc/self/task");
+                rss0 = rss_kb();
+            }
         }
+        const int fds1 = count_entries("/proc/self/fd"), tasks1 = count_entries("/proc/self/task");
+        const long rss1 = rss_kb();
+        printf(
+            "rank %d: after round 10: %d fds, %d threads, rss %ld kB; after %d: %d fds, %d threads, rss %ld "
+            "kB\n",
+            tc_rank, fds0, tasks0, rss0, teardown, fds1, tasks1, rss1);
+        if (fds1 > fds0)
+            TC_FAIL("file descriptors grew from %d to %d over %d communicators", fds0, fds1, teardown - 11);
+        if (tasks1 > tasks0)
+            TC_FAIL("threads grew from %d to %d over %d communicators", tasks0, tasks1, teardown - 11);
+        if (rss1 - rss0 > 8192)
+            TC_FAIL("resident memory grew by %ld kB over %d communicators", rss1 - rss0, teardown - 11);
         if (tc_rank == 0)
             printf("OK\n");
         MPI_Finalize();
