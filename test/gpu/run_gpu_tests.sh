@@ -4,6 +4,9 @@
 # deadlock scenarios with their preempt-off hang proofs, the same over the net transport
 # (host-staged FIFOs, when libdfccl has UCX), then stops MPS.
 #   run_gpu_tests.sh BUILD_DIR [quick]
+# Environment: NPS, CHAOS_NPS, COMMS_NPS, NET_NPS (rank counts of the matrix, chaos,
+# 100-communicator and net-matrix cases; empty skips), SANITIZER=0 (no compute-sanitizer),
+# NET_ONLY=1 (only the net-transport cases), NO_NET=1 (none of them).
 # Prints "PASS: ..." / "FAIL: ..." per case and ends with "N passed, N failed".
 set -u
 B=${1:?usage: run_gpu_tests.sh BUILD_DIR [quick]}

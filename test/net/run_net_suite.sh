@@ -16,7 +16,8 @@
 #   mixed       DFCCL_HOST=hostA / hostB by rank parity: ranks of equal parity over
 #               shared memory, the others over UCX, in one communicator
 #   teardown    t_netkill --teardown: communicators created, used once and destroyed
-#               in a loop; a peer destroying first must not fail this rank's collective
+#               in a loop; a peer destroying first must not fail this rank's collective,
+#               and no file descriptor, thread or memory may leak per communicator
 #   killed      t_netkill: a rank dies by SIGKILL during a collective; the others'
 #               pending collective must fail within a bounded time, not hang
 #   netns       test/net/netns.sh with NET_BIN_DIR/t_netns: ranks in two network
