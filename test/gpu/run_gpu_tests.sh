@@ -79,7 +79,7 @@ if [ -n "$NET" ]; then
         'if [ $((r % 2)) -eq 0 ]; then export DFCCL_HOST=hostA; else export DFCCL_HOST=hostB; fi' \
         'exec "$@"' > "$HOSTWRAP"
     chmod +x "$HOSTWRAP"
-    for np in ${NET_NPS:-2 4}; do
+    for np in ${NET_NPS-2 4}; do
         run "matrix net=ucx" 300 ok $np -x DFCCL_NET=ucx $T matrix
     done
     run "chaos net=ucx" 180 ok 4 -x DFCCL_NET=ucx $T chaos --iters 10
