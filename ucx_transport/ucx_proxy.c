@@ -811,7 +811,12 @@ local_done:;
     nc->next = U.comms;
     U.comms = nc;
     pthread_mutex_unlock(&U.lock);
-    dfccl_info("communicator %016llx rank %d: %d peer(s) over UCX", (unsigned long long)L->uid, me, nnet);
+    int watched = 0;
+    for (int p = 0; p < N; p++)
+        watched += nc->watch_pid[p] != 0;
+    dfccl_info("communicator %016llx rank %d: %d peer(s) over UCX: %d on other hosts (error-reporting "
+               "endpoints), %d on this host (process watched, eager steps)",
+               (unsigned long long)L->uid, me, nnet, nnet - watched, watched);
     *net_p = nc;
     return dfcclSuccess;
 }

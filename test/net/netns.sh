@@ -11,11 +11,13 @@
 # and a veth pair with the private addresses 10.200.0.1/24 and 10.200.0.2/24, which
 # exist only inside the namespaces. t_netns bootstraps through files in a temporary
 # directory (MPI's launcher cannot reach processes in other namespaces: its PMIx runs
-# over loopback TCP). Cases:
+# over loopback TCP). Each side also gets a UTS namespace with a host name of its own
+# (`unshare --uts`), so the transport treats the other side as another host, as in a
+# real multi-node run: error-reporting endpoints, rendezvous. Cases:
 #   np=2  one rank per namespace (DFCCL_HOST=nsA / nsB: the peer is on UCX)
 #   np=4  two ranks per namespace: shared memory inside a namespace, UCX across
 # A case passes when every rank prints "OK rank R", the engine logged the expected
-# per-peer transports, and the veth counted at least NETNS_MIN_BYTES (default 16 MiB)
+# per-peer transports (and, with own host names, peers on other hosts), and the veth counted at least NETNS_MIN_BYTES (default 16 MiB)
 # sent each way. One line per case: "PASS: ..." / "FAIL: ... (reason)", then
 # "N passed, N failed"; exit status non-zero on a failure. Without root or without
 # `ip netns` support it prints SKIP and "0 passed, 0 failed" and exits 0.
@@ -81,10 +83,23 @@ if ! {
     skip "could not set up the veth pair: $(head -c 200 "$LOGDIR/setup.err")"
 fi
 
+# each side in a UTS namespace with a host name of its own, when util-linux has
+# `unshare` (else both keep this machine's name)
+WRAP="$LOGDIR/uts.sh"
+if unshare --uts true 2>/dev/null; then
+    printf '%s\n' '#!/bin/sh' 'name=$1; shift' \
+        'exec unshare --uts sh -c '"'"'hostname "$0" && exec "$@"'"'"' "$name" "$@"' > "$WRAP"
+    UTS_NOTE="own host names"
+else
+    printf '%s\n' '#!/bin/sh' 'shift' 'exec "$@"' > "$WRAP"
+    UTS_NOTE="one host name"
+fi
+chmod +x "$WRAP"
+
 # bytes sent by a namespace's end of the pair
 tx_bytes() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/tx_bytes" 2>/dev/null || echo 0; }
 
-echo "dfccl netns test: $PROG, namespaces $NSA ($DEVA 10.200.0.1) and $NSB ($DEVB 10.200.0.2), logs $LOGDIR"
+echo "dfccl netns test: $PROG, namespaces $NSA ($DEVA 10.200.0.1) and $NSB ($DEVB 10.200.0.2), $UTS_NOTE, logs $LOGDIR"
 
 # run_case NP: ranks 0 .. NP/2-1 in namespace A, the others in B
 run_case() {
@@ -102,7 +117,10 @@ run_case() {
         else
             ns=$NSB dev=$DEVB host=nsB
         fi
-        ip netns exec "$ns" env DFCCL_NET=auto DFCCL_HOST="$host" DFCCL_LOG_LEVEL=info \
+        # its own UTS namespace and host name too: the net transport then treats the
+        # other namespace as another host (error-reporting endpoints, rendezvous), the
+        # configuration of a real multi-node run
+        ip netns exec "$ns" "$WRAP" "dfccl-$host" env DFCCL_NET=auto DFCCL_HOST="$host" DFCCL_LOG_LEVEL=info \
             UCX_TLS=tcp UCX_NET_DEVICES="$dev" \
             timeout -s TERM -k 10 "$TMO" "$PROG" "$r" "$np" "$dir" --iters "$ITERS" \
             >"$LOGDIR/np${np}_rank$r.log" 2>&1 </dev/null &
@@ -139,6 +157,11 @@ run_case() {
         done < <(sed -n -E 's/.*peer ([0-9]+): transport ([a-z]+).*/\1 \2/p' "$log")
         if ! grep -q 'transport ucx' "$log"; then
             why="rank $r logged no 'transport ucx' line; log $log"
+            break
+        fi
+        # with host names of their own, the other namespace is another host to UCX too
+        if [ "$UTS_NOTE" = "own host names" ] && ! grep -q '[1-9][0-9]* on other hosts' "$log"; then
+            why="rank $r: no peer on another host's endpoints despite its own host name; log $log"
             break
         fi
     done
