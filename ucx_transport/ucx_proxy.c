@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "eng_comm.h"
+#include "eng_config.h"
 #include "eng_log.h"
 #include "eng_net.h"
 #include "net_landing.h"
@@ -532,14 +533,15 @@ static dfcclResult_t exchange(const void *mine, size_t len, char **all_p, size_t
     return dfcclSuccess;
 }
 
-/* "Same host" for the endpoint's error mode and the process watch: the host name, the
- * kernel's boot id (two machines may report one name) and the pid namespace (processes
- * in different containers cannot see each other's pids). */
+/* "Same host" for the endpoint's error mode and the process watch: the host name the
+ * rank reports (DFCCL_HOST, else gethostname: ranks that claim different hosts are
+ * treated as such), the kernel's boot id (two machines may report one name) and the pid
+ * namespace (processes in different containers cannot see each other's pids). */
 static void where_am_i(char *buf, size_t len)
 {
-    char name[64] = {0}, boot[40] = {0};
+    char boot[40] = {0};
+    const char *name = eng_config.host;
     struct stat ns;
-    gethostname(name, sizeof(name) - 1);
     FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
     if (f) {
         if (!fgets(boot, sizeof(boot), f))

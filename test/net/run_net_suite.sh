@@ -19,7 +19,9 @@
 #               in a loop; a peer destroying first must not fail this rank's collective,
 #               and no file descriptor, thread or memory may leak per communicator
 #   killed      t_netkill: a rank dies by SIGKILL during a collective; the others'
-#               pending collective must fail within a bounded time, not hang
+#               pending collective must fail within a bounded time, not hang (peers
+#               on this host: the proxy's process watch; with DFCCL_HOST by parity,
+#               peers on "another host": UCX's error-reporting endpoints)
 #   netns       test/net/netns.sh with NET_BIN_DIR/t_netns: ranks in two network
 #               namespaces joined by a veth pair (root only, else SKIP)
 # Every run has DFCCL_LOG_LEVEL=info, and the suite checks the engine's per-peer
@@ -209,6 +211,7 @@ CASES+=("t_chaos[net=ucx] np=4" "t_chaos[net=ucx,DFCCL_PREEMPT=0 must hang] np=4
     "t_netkill[teardown race, 50 rounds] np=2" "t_netkill[teardown race, 50 rounds] np=4"
     "t_netkill[victim waits] np=2" "t_netkill[victim waits] np=4"
     "t_netkill[mid ring allreduce] np=4" "t_netkill[survivors' communicator] np=3"
+    "t_netkill[other-host and same-host peers] np=4"
     "netns[ucx over veth] np=2" "netns[ucx over veth] np=4")
 
 skip_all() {
@@ -321,8 +324,10 @@ killed_case() {
     local vb before after leaked nok nsurv tmo=$((KILL_DEADLINE * 3 + 30))
     vb=$(vader_list)
     before=$(shm_list)
+    local pre=()
+    [ -n "${KILL_WRAP:-}" ] && pre=("$WRAP") # DFCCL_HOST by rank parity
     run_mpi "$log" "$tmo" "$np" --enable-recovery -x DFCCL_NET=ucx -- \
-        "$NETBIN/t_netkill" --deadline "$KILL_DEADLINE" "$@"
+        "${pre[@]}" "$NETBIN/t_netkill" --deadline "$KILL_DEADLINE" "$@"
     vader_cleanup_since "$vb"
     after=$(shm_list)
     leaked=$(shm_leaked_since "$before" "$after")
@@ -361,6 +366,10 @@ killed_case "t_netkill[victim waits]" 2
 killed_case "t_netkill[victim waits]" 4
 killed_case "t_netkill[mid ring allreduce]" 4 --mid --count 4194304
 killed_case "t_netkill[survivors' communicator]" 3 --survivor-comm
+# every peer on UCX, and DFCCL_HOST by parity: the victim (rank 1, "hostB") is another
+# host to ranks 0 and 2 (error-reporting endpoints: UCX reports it) and the same host
+# to rank 3 (no error handling: the proxy's process watch finds it)
+KILL_WRAP=1 killed_case "t_netkill[other-host and same-host peers]" 4 --mid --count 4194304
 
 # ------------------------------------------------------------------ network namespaces
 # test/net/netns.sh: ranks in two network namespaces joined by a veth pair (root only;
