@@ -42,34 +42,7 @@
  * rank R pid P" just before it dies.
  */
 #include "../mpi/test_common.h"
-
-/* entries of a /proc/self directory (fd, task) */
-static int count_entries(const char *dir)
-{
-    int n = 0;
-    DIR *d = opendir(dir);
-    if (!d)
-        return -1;
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n;
-}
-
-static long rss_kb(void)
-{
-    char line[256];
-    long kb = -1;
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (!strncmp(line, "VmRSS:", 6))
-            kb = atol(line + 6);
-    fclose(f);
-    return kb;
-}
+#include "../proc_usage.h"
 
 #include <signal.h>
 
@@ -194,13 +167,13 @@ int main(int argc, char **argv)
             CHECK(dfcclCommDestroy(comm));
             MPI_Barrier(MPI_COMM_WORLD);
             if (round == 10 || (round == teardown - 1 && fds0 < 0)) {
-                fds0 = count_entries("/proc/self/fd");
-                tasks0 = count_entries("/proc/self/task");
-                rss0 = rss_kb();
+                fds0 = proc_entries("/proc/self/fd");
+                tasks0 = proc_entries("/proc/self/task");
+                rss0 = proc_rss_kb();
             }
         }
-        const int fds1 = count_entries("/proc/self/fd"), tasks1 = count_entries("/proc/self/task");
-        const long rss1 = rss_kb();
+        const int fds1 = proc_entries("/proc/self/fd"), tasks1 = proc_entries("/proc/self/task");
+        const long rss1 = proc_rss_kb();
         printf(
             "rank %d: after round 10: %d fds, %d threads, rss %ld kB; after %d: %d fds, %d threads, rss %ld "
             "kB\n",

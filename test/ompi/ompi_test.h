@@ -358,19 +358,6 @@ static inline void ot_waitall_deadline(int n, MPI_Request *reqs, double deadline
     }
 }
 
-/* Resident set size in kB. */
-static inline long ot_rss_kb(void)
-{
-    long pages = 0, rss = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
-            rss = 0;
-        fclose(f);
-    }
-    return rss * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 #ifdef CUDART_VERSION /* programs built with the CUDA runtime (device-buffer tests) */
 #define CU(call)                                                                                             \
     do {                                                                                                     \

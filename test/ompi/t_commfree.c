@@ -10,20 +10,8 @@
  */
 #include <dirent.h>
 
+#include "../proc_usage.h"
 #include "ompi_test.h"
-
-static int count_fds(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n;
-}
 
 static int count_shm(void)
 {
@@ -59,7 +47,7 @@ typedef struct {
 
 static usage_t usage(void)
 {
-    usage_t u = {ot_rss_kb(), count_fds(), count_shm(), count_maps()};
+    usage_t u = {proc_rss_kb(), proc_entries("/proc/self/fd"), count_shm(), count_maps()};
     return u;
 }
 
