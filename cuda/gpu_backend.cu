@@ -346,7 +346,6 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *is_net, uint6
     L.rank = me;
     L.nranks = N;
     L.seg = gc->hseg;
-    L.seg_size = gc->hseg_bytes;
     L.shadow_size = gc->shadow_size;
     L.ctrl_bytes = ctrl;
     L.depth = (uint32_t)depth;

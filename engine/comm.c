@@ -86,7 +86,6 @@ static dfcclResult_t net_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcc
                                 .rank = me,
                                 .nranks = N,
                                 .seg = c->segs[me],
-                                .seg_size = c->seg_size,
                                 .shadow_size = shadow_size,
                                 .ctrl_bytes = eng_conn_ctrl_bytes(),
                                 .depth = c->depth,

@@ -35,8 +35,7 @@ typedef struct {
 typedef struct {
     uint64_t uid; /* for messages */
     int rank, nranks;
-    char *seg; /* my receive segment; an eng_seg_hdr_t first */
-    size_t seg_size;
+    char *seg;                 /* my receive segment; an eng_seg_hdr_t first */
     const size_t *shadow_size; /* [nranks]: bytes of my shadow of each peer, 0: not on the net */
     size_t ctrl_bytes;         /* a connection's data starts this far after its control words */
     uint32_t depth;
