@@ -29,12 +29,12 @@ struct eng_gpu_comm {
     char *fifo;       /* my FIFOs (peers write into them) */
     char **peer_fifo; /* [nranks] IPC-mapped (mine at [rank]) */
     size_t fifo_bytes;
-    /* net peers: host-pinned, device-mapped FIFOs; the proxy puts into hseg and from my
-     * shadows (eng_net_shadow) of the peers */
+    /* net peers: host-pinned, device-mapped FIFOs; the proxy lands incoming steps in
+     * hseg and sends my steps from my shadows (eng_net_shadow) of the peers */
     char *hseg, *hseg_dev;
     size_t hseg_bytes;
     eng_net_t *net;
-    size_t *shadow_size; /* [nranks]: 0 for local peers (and for a shadow not mapped) */
+    size_t *shadow_size; /* [nranks]: 0 for local peers */
     char **shadow_dev;   /* [nranks]: device mappings of my shadows */
     eng_conn_t *conns_dev;
     gpu_comm_dev_t dev; /* what every submission carries to the daemon (device pointers) */

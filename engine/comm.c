@@ -94,21 +94,22 @@ static dfcclResult_t net_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcc
                                 .abort_words = {(int32_t *)&c->aborted, NULL}};
     dfcclResult_t res = eng_net_setup(&L, ag, ctx, &c->net);
     free(shadow_size);
-    free(d);
-    if (res != dfcclSuccess)
-        return res;
-    for (int p = 0; p < N; p++) {
+    /* my sends to net peers go into the shadows, where the descriptors (in the same
+     * order) placed them */
+    k = d;
+    for (int p = 0; p < N && res == dfcclSuccess; p++) {
         if (!is_net[p])
             continue;
         char *shadow = eng_net_shadow(c->net, p);
         for (uint32_t s = 0; s < c->slots; s++)
-            for (uint32_t ch = 0; ch < c->channels; ch++) {
+            for (uint32_t ch = 0; ch < c->channels; ch++, k++) {
                 eng_conn_t *cn = &eng_comm_conns(c, s, ch)[p];
-                cn->send_ctrl = (eng_conn_ctrl_t *)(shadow + eng_conn_offset(c, s, ch, me));
+                cn->send_ctrl = (eng_conn_ctrl_t *)(shadow + k->shadow_off);
                 cn->send_data = (char *)cn->send_ctrl + eng_conn_ctrl_bytes();
             }
     }
-    return dfcclSuccess;
+    free(d);
+    return res;
 }
 
 typedef struct {

@@ -3,10 +3,11 @@
  * sender's daemon writes steps into a local *shadow* of the peer's connection, and the
  * proxy thread sends each step to the peer with UCX (one active message: header and
  * data), whose proxy lands it in the real FIFO and publishes the step counter; the
- * receiver's `consumed` counter travels back into the sender's shadow the same way. The algorithms never
- * know. Both backends use it: the CPU daemon with its shared-memory segment, the GPU daemon with host-pinned
- * FIFOs mapped into the device (host-staged); the layout says where each connection lives. Built without UCX,
- * engine/net_none.c answers "no net transport". */
+ * receiver's `consumed` counter travels back into the sender's shadow the same way. The
+ * algorithms never know. Both backends use it: the CPU daemon with its shared-memory
+ * segment, the GPU daemon with host-pinned FIFOs mapped into the device (host-staged);
+ * the layout says where each connection lives. Built without UCX, engine/net_none.c
+ * answers "no net transport". */
 #ifndef DFCCL_ENG_NET_H
 #define DFCCL_ENG_NET_H
 
@@ -56,7 +57,7 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
 char *eng_net_shadow(eng_net_t *net, int p);
 
 /* Local: pushes the steps still in the shadows, says goodbye, unregisters from the
- * proxy, releases endpoints, registrations and shadows. */
+ * proxy, releases endpoints and shadows. */
 void eng_net_teardown(eng_net_t *net);
 
 #ifdef __cplusplus

@@ -59,7 +59,7 @@ typedef struct net_conn net_conn_t;
 typedef struct {
     struct eng_net_comm *nc;
     net_conn_t *k;
-    uint64_t step, bytes;
+    uint64_t step;
 } net_pend_t;
 
 struct net_conn {
@@ -245,7 +245,7 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
         return UCS_OK;
     }
     net_pend_t *pd = &k->pend[slot];
-    *pd = (net_pend_t){.nc = nc, .k = k, .step = h.step, .bytes = length};
+    *pd = (net_pend_t){.nc = nc, .k = k, .step = h.step};
     ucp_request_param_t prm;
     memset(&prm, 0, sizeof(prm));
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
