@@ -6,6 +6,7 @@
  * per-iteration maximum over ranks, after warm-up; results checked every iteration.
  *   gpu_bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-s (skip staged MPI)]
  *             [-m (also MPI_Allreduce on device buffers: needs the dfccl coll component)]
+ *             [-o (also an OSU-style back-to-back loop, allreduce only; see osu_table)]
  * Columns: bytes, dfccl us, busbw GB/s, algo traffic GB/s (bytes the algorithm moves
  * through device memory per second) and its share of the copy rate, staged MPI us,
  * speed-up, errors. */
@@ -115,6 +116,98 @@ static void run_once(int impl, const float *din, float *dout, size_t n, size_t p
     }
 }
 
+/* OSU-style latency (allreduce): LOOPS loops of ITERS back-to-back calls, no barrier or
+ * reset in between; per call the loop's average, median over the loops, slowest rank.
+ * Besides the native call and MPI_Allreduce (with -m), the native call with each part
+ * of what the component adds for device buffers, so that the MPI path's extra time
+ * splits into them: "+query" = two memory-kind queries before the submission, "+sync"
+ * = a legacy-stream synchronization (coll_dfccl_device_sync=1), "+progress" = waiting
+ * with opal_progress (MPI_Iprobe drives it) between the completion tests. */
+enum { OSU_NATIVE, OSU_QUERY, OSU_SYNC, OSU_PROGRESS, OSU_MPI, OSU_NUM };
+static const char *const osu_name[] = {"native", "+query", "+sync", "+progress", "MPI"};
+
+static void osu_call(int mode, const float *din, float *dout, size_t n, dfcclComm_t comm)
+{
+    if (mode == OSU_MPI) {
+        MPI_Allreduce(din, dout, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        return;
+    }
+    if (mode == OSU_QUERY) {
+        struct cudaPointerAttributes pa;
+        CU(cudaPointerGetAttributes(&pa, din));
+        CU(cudaPointerGetAttributes(&pa, dout));
+    } else if (mode == OSU_SYNC) {
+        CU(cudaStreamSynchronize(0));
+    }
+    dfcclRequest_t req;
+    DC(dfcclAllReduce(din, dout, n, dfcclFloat32, dfcclSum, comm, &req));
+    if (mode == OSU_PROGRESS) {
+        int done = 0, flag;
+        for (;;) {
+            DC(dfcclTest(&req, &done));
+            if (done)
+                break;
+            MPI_Iprobe(MPI_ANY_SOURCE, 4242, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        }
+    } else {
+        DC(dfcclWait(&req));
+    }
+}
+
+static long osu_table(size_t minb, size_t maxb, double factor, int iters, int viampi, dfcclComm_t comm,
+                      float *din, float *dout, float *h, int me, int P)
+{
+    enum { LOOPS = 7 };
+    long bad = 0;
+    if (me == 0)
+        printf("# OSU-style allreduce float32 sum: us per call, back-to-back (median of %d loops of %d "
+               "calls, slowest rank)\n# %12s %10s %10s %10s %10s %10s\n",
+               LOOPS, iters, "bytes", osu_name[0], osu_name[1], osu_name[2], osu_name[3],
+               viampi ? osu_name[4] : "-");
+    for (size_t bytes = minb; bytes <= maxb; bytes = (size_t)((double)bytes * factor)) {
+        const size_t n = bytes / 4 ? bytes / 4 : 1;
+        for (size_t i = 0; i < n; i++)
+            h[i] = val(me, i);
+        CU(cudaMemcpy(din, h, n * 4, cudaMemcpyHostToDevice));
+        CU(cudaStreamSynchronize(0));
+        double res[OSU_NUM] = {-1, -1, -1, -1, -1};
+        for (int mode = 0; mode < OSU_NUM; mode++) {
+            if (mode == OSU_MPI && !viampi)
+                continue;
+            double t[LOOPS];
+            CU(cudaMemset(dout, 0xff, n * 4));
+            CU(cudaStreamSynchronize(0));
+            for (int l = -1; l < LOOPS; l++) { /* loop -1: the warm-up */
+                MPI_Barrier(MPI_COMM_WORLD);
+                double t0 = MPI_Wtime();
+                for (int k = 0; k < iters; k++)
+                    osu_call(mode, din, dout, n, comm);
+                const double us = (MPI_Wtime() - t0) / iters * 1e6;
+                if (l >= 0)
+                    MPI_Allreduce(&us, &t[l], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            }
+            res[mode] = gpu_median(t, LOOPS);
+            CU(cudaMemcpy(h, dout, n * 4, cudaMemcpyDeviceToHost));
+            for (size_t i = 0; i < n; i++) {
+                float s = 0;
+                for (int r = 0; r < P; r++)
+                    s += val(r, i);
+                if (h[i] != s && bad++ < 3)
+                    fprintf(stderr, "rank %d osu %s %zu B [%zu]: got %g want %g\n", me, osu_name[mode], bytes,
+                            i, h[i], s);
+            }
+        }
+        if (me == 0)
+            printf("  %12zu %10.2f %10.2f %10.2f %10.2f %10.2f\n", n * 4, res[0], res[1], res[2], res[3],
+                   res[4]);
+    }
+    long gbad;
+    MPI_Allreduce(&bad, &gbad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (me == 0 && gbad)
+        printf("# OSU-style loop: %ld wrong elements\n", gbad);
+    return gbad;
+}
+
 static size_t parse_size(const char *s)
 {
     char *end;
@@ -137,8 +230,8 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     size_t minb = 8, maxb = 256u << 20;
     double factor = 4;
-    int iters = 50, warm = 10, staged = 1, viampi = 0, want_nccl = 0, opt;
-    while ((opt = getopt(argc, argv, "b:e:f:n:w:smNc:")) != -1) {
+    int iters = 50, warm = 10, staged = 1, viampi = 0, want_nccl = 0, osu = 0, opt;
+    while ((opt = getopt(argc, argv, "b:e:f:n:w:smNoc:")) != -1) {
         switch (opt) {
         case 'b': minb = parse_size(optarg); break;
         case 'e': maxb = parse_size(optarg); break;
@@ -148,6 +241,7 @@ int main(int argc, char **argv)
         case 's': staged = 0; break;
         case 'm': viampi = 1; break;
         case 'N': want_nccl = 1; break;
+        case 'o': osu = 1; break;
         case 'c':
             coll = C_NUM;
             for (int c = 0; c < C_NUM; c++)
@@ -165,7 +259,7 @@ int main(int argc, char **argv)
         default:
             if (me == 0)
                 fprintf(stderr, "usage: gpu_bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-s] "
-                                "[-m] [-N] [-c COLL]\n");
+                                "[-m] [-N] [-o] [-c COLL]\n");
             MPI_Finalize();
             return 2;
         }
@@ -436,6 +530,8 @@ int main(int argc, char **argv)
             printf(" %6ld\n", gerr);
         }
     }
+    if (osu && coll == C_ALLREDUCE)
+        total_err += osu_table(minb, maxb, factor, iters, viampi, comm, din, dout, h, me, P);
     dfcclStats_t st;
     DC(dfcclCommGetStats(comm, &st));
     if (me == 0)

@@ -46,7 +46,8 @@ struct eng_gpu_comm {
 static struct {
     int state; /* 0: not probed, 1: usable, -1: no GPU */
     int device;
-    int channels, threads;
+    int channels, threads; /* channels: the daemon's blocks (0 until the first communicator) */
+    int sms;
     cudaStream_t stream;
     int launched;
     uint64_t last_launch_ns;
@@ -106,6 +107,7 @@ static int gpu_init_locked(void)
         return 0;
     }
     gpu_daemon_params_t &p = G.params;
+    /* 0 (auto): the first communicator fixes it (comm_channels) */
     G.channels = (int)DFCCL_MIN(eng_config.gpu_channels, (uint32_t)GPU_MAX_CHANNELS);
     G.threads = (int)eng_config.gpu_threads;
     CUDA_TRY(cudaGetDevice(&G.device), fail);
@@ -131,7 +133,8 @@ static int gpu_init_locked(void)
     CUDA_TRY(cudaMemset(p.quit, 0, sizeof(uint32_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.req_chan, GPU_MAX_REQS * sizeof(uint64_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.req_err, GPU_MAX_REQS * sizeof(int32_t)), fail);
-    CUDA_TRY(cudaMalloc((void **)&p.tasks, (size_t)G.channels * GPU_MAX_TASKS * sizeof(gpu_task_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.tasks, (size_t)GPU_MAX_CHANNELS * GPU_MAX_TASKS * sizeof(gpu_task_t)),
+             fail);
     CUDA_TRY(cudaMalloc((void **)&p.ntasks, GPU_MAX_CHANNELS * sizeof(uint32_t)), fail);
     CUDA_TRY(cudaMemset(p.req_chan, 0, GPU_MAX_REQS * sizeof(uint64_t)), fail);
     CUDA_TRY(cudaMemset(p.req_err, 0, GPU_MAX_REQS * sizeof(int32_t)), fail);
@@ -153,7 +156,12 @@ static int gpu_init_locked(void)
         G.free_ids[i] = GPU_MAX_REQS - 1 - i;
     G.nfree = GPU_MAX_REQS;
     G.state = 1;
-    dfccl_info("GPU backend on device %d: %d channels x %d threads", G.device, G.channels, G.threads);
+    CUDA_TRY(cudaDeviceGetAttribute(&G.sms, cudaDevAttrMultiProcessorCount, G.device), fail);
+    if (G.channels)
+        dfccl_info("GPU backend on device %d: %d channels x %d threads", G.device, G.channels, G.threads);
+    else
+        dfccl_info("GPU backend on device %d (%d SMs): channels set by the first communicator, %d threads",
+                   G.device, G.sms, G.threads);
     return 1;
 fail:
     dfccl_warn("GPU backend unavailable: %s", dfcclGetLastError());
@@ -371,6 +379,92 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *is_net, uint6
     return res;
 }
 
+/* What each rank tells the others before its FIFOs are sized. */
+typedef struct {
+    int32_t ok;     /* 1: the GPU backend is up */
+    int32_t sms;    /* of its device */
+    uint32_t fixed; /* its daemon's blocks, or 0 while the first communicator decides */
+    uint32_t pad;
+    cudaUUID_t uuid; /* its device */
+} gpu_where_t;
+
+/* Blocks for a daemon whose GPU r processes share: together about the GPU's SMs (each
+ * block holds one SM while the daemon runs), a power of two, at most GPU_MAX_CHANNELS; a
+ * process alone on its GPU takes 32, as NCCL's rings do, leaving the rest to the
+ * application. Measured on one H200 (bench/RESULTS.md): the ring's bandwidth grows with
+ * the blocks until the ranks together fill the SMs. */
+static int auto_channels(int r, int sms)
+{
+    int c = 1;
+    while (c * 2 <= GPU_MAX_CHANNELS && c * 2 * (r > 0 ? r : 1) <= sms)
+        c *= 2;
+    return r <= 1 && c > 32 ? 32 : c;
+}
+
+/* The communicator's channels, the same on every rank: the fewest of its ranks' daemons
+ * have (a daemon with more blocks leaves the extra ones out of it). A daemon still
+ * without a block count takes it from this communicator: how many of its ranks share
+ * each GPU. Not dfcclSuccess (and nothing allocated) where some rank has no GPU backend. */
+static dfcclResult_t comm_channels(int rank, int nranks, dfcclAllgatherFn_t ag, void *ctx, int *C_p)
+{
+    gpu_where_t mine, *all = (gpu_where_t *)calloc((size_t)nranks, sizeof(gpu_where_t));
+    if (!all)
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory");
+    memset(&mine, 0, sizeof(mine));
+    if (eng_gpu_available()) {
+        cudaDeviceProp prop;
+        int dev = 0;
+        if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess) {
+            mine.ok = 1;
+            mine.sms = G.sms;
+            mine.uuid = prop.uuid;
+            pthread_mutex_lock(&G_lock);
+            mine.fixed = (uint32_t)G.channels;
+            pthread_mutex_unlock(&G_lock);
+        } else {
+            cudaGetLastError();
+        }
+    }
+    if (ag(&mine, all, sizeof(mine), ctx) != 0) {
+        free(all);
+        return eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
+    }
+    int C = GPU_MAX_CHANNELS, share_me = 0, want_me = 0;
+    for (int i = 0; i < nranks; i++) {
+        if (!all[i].ok) {
+            free(all);
+            return dfcclInternalError;
+        }
+        int share = 0; /* ranks of the communicator on rank i's GPU */
+        for (int j = 0; j < nranks; j++)
+            share += memcmp(&all[j].uuid, &all[i].uuid, sizeof(cudaUUID_t)) == 0;
+        const int want = all[i].fixed ? (int)all[i].fixed : auto_channels(share, all[i].sms);
+        C = want < C ? want : C;
+        if (i == rank) {
+            share_me = share;
+            want_me = want;
+        }
+    }
+    free(all);
+    pthread_mutex_lock(&G_lock);
+    if (!G.channels) {
+        G.channels = want_me;
+        G.params.channels = want_me;
+        dfccl_info("GPU daemon: %d blocks (%d ranks of the first communicator share the GPU, %d SMs)",
+                   want_me, share_me, G.sms);
+    }
+    const int have = G.channels;
+    pthread_mutex_unlock(&G_lock);
+    static int warned;
+    if (share_me * have > G.sms && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+        dfccl_warn("%d ranks share this GPU and each daemon has %d blocks, more than the GPU's %d SMs: "
+                   "collectives wait for blocks to become resident; set DFCCL_GPU_CHANNELS to at most %d",
+                   share_me, have, G.sms, G.sms / share_me);
+    /* a concurrent first communicator of this process fixed fewer blocks than this one assumed */
+    *C_p = have < C ? 0 : C;
+    return dfcclSuccess;
+}
+
 extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid,
                                              const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx)
 {
@@ -389,8 +483,23 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
     const size_t big_conn = ctrl + depth * chunk, small_conn = ctrl + depth * small;
     int C = 0;
     size_t nconn = 0;
-    if (all && gc && eng_gpu_available()) {
-        C = G.channels;
+    if (!all || !gc) {
+        free(all);
+        free(gc);
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory");
+    }
+    res = comm_channels(rank, nranks, ag, ctx, &C);
+    if (res == dfcclBootstrapError)
+        goto fail;
+    if (res != dfcclSuccess) {
+        res = dfcclSuccess; /* some rank has no GPU: this communicator runs host buffers only */
+        goto fail;
+    }
+    if (!C) {
+        dfccl_warn("rank %d: a communicator created at the same time fixed fewer GPU daemon blocks than "
+                   "this one's ranks agreed on: device buffers will be refused on it",
+                   rank);
+    } else {
         nconn = (size_t)S * C * (size_t)nranks;
         gc->rank = rank;
         gc->nranks = nranks;
@@ -411,11 +520,6 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
                        "refused on it",
                        rank, gc->fifo_bytes);
         }
-    }
-    if (!all || !gc) {
-        free(all);
-        free(gc);
-        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory");
     }
     res = gather_status(&mine, all, nranks, ag, ctx);
     if (res == dfcclBootstrapError)
@@ -509,6 +613,7 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
         d.rank = rank;
         d.nranks = nranks;
         d.slots = S;
+        d.channels = (uint32_t)C;
         d.depth = depth;
         d.chunk = chunk;
         bool ok =
@@ -667,13 +772,13 @@ extern "C" void eng_gpu_comm_stats(eng_gpu_comm_t *gc, dfcclStats_t *s)
     /* the daemon's stream is non-blocking: these copies do not wait for it */
     uint64_t st[GPU_MAX_CHANNELS * GPU_NSTATS];
     unsigned long long done = 0;
-    if (cudaMemcpy(st, gc->stats_dev, (size_t)G.channels * GPU_NSTATS * sizeof(uint64_t),
+    if (cudaMemcpy(st, gc->stats_dev, (size_t)gc->dev.channels * GPU_NSTATS * sizeof(uint64_t),
                    cudaMemcpyDeviceToHost) != cudaSuccess ||
         cudaMemcpy(&done, gc->completed_dev, sizeof(done), cudaMemcpyDeviceToHost) != cudaSuccess) {
         cudaGetLastError();
         memset(st, 0, sizeof(st));
     }
-    for (int c = 0; c < G.channels; c++) {
+    for (int c = 0; c < (int)gc->dev.channels; c++) {
         s->preemptions += st[c * GPU_NSTATS + GPU_STAT_PREEMPT];
         s->stalls += st[c * GPU_NSTATS + GPU_STAT_STALLS];
         s->stall_ns += st[c * GPU_NSTATS + GPU_STAT_STALL_NS];

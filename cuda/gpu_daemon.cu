@@ -128,7 +128,11 @@ __device__ static uint64_t fetch(const gpu_daemon_params_t &p, fetcher_t &f, gpu
     f.polls++;
     bool room = true;
     if (f.fpos + 2 - f.min_head > GPU_RING) { /* refresh the slowest block's position */
-        uint64_t h = lane < (unsigned)p.channels ? ld_volatile_u64(&p.block_head[lane]) : UINT64_MAX;
+        uint64_t h = UINT64_MAX;
+        for (int c = (int)lane; c < p.channels; c += 32) { /* up to two blocks a lane */
+            const uint64_t x = ld_volatile_u64(&p.block_head[c]);
+            h = x < h ? x : h;
+        }
         for (int o = 16; o; o >>= 1) {
             uint64_t x = __shfl_xor_sync(0xffffffffu, h, o);
             h = x < h ? x : h;
@@ -222,7 +226,7 @@ __device__ static int daemon_quit(const gpu_daemon_params_t &p, uint64_t now, ui
 
 __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemon_params_t p)
 {
-    const int b = blockIdx.x, C = p.channels;
+    const int b = blockIdx.x;
     const bool t0 = threadIdx.x == 0;
     gpu_task_t *tasks = p.tasks + (size_t)b * GPU_MAX_TASKS;
     __shared__ uint64_t s_head;
@@ -288,11 +292,13 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                             i++;
                         }
                     }
-                    channel_done(p, e->req_id, dfcclSuccess, NULL, (uint32_t)C); /* every block */
+                    channel_done(p, e->req_id, dfcclSuccess, NULL, (uint32_t)p.channels); /* every block */
                     continue;
                 }
                 const gpu_comm_dev_t *cm = &e->comm;
-                const int N = cm->nranks;
+                /* the communicator's channels (its ranks agreed on them): blocks beyond
+                 * them find nothing to move and take no part */
+                const int N = cm->nranks, C = (int)cm->channels;
                 eng_ctx_t x;
                 eng_ctx_init(&e->args, N, b, C, &x);
                 /* a channel with nothing to move takes no part (one-shots run on block 0

@@ -12,8 +12,8 @@
 #define GPU_MAX_REQS     4096
 #define GPU_RING         1024 /* entries, both rings */
 #define GPU_MAX_TASKS    256  /* per block */
-#define GPU_MAX_CHANNELS 32
-#define GPU_MAX_THREADS  512 /* launch bound: keeps the state machines in registers */
+#define GPU_MAX_CHANNELS 64   /* blocks; 2 ranks on one H200 fill its SMs at 64 */
+#define GPU_MAX_THREADS  512  /* launch bound: keeps the state machines in registers */
 
 enum { GPU_SQ_COLL = 1, GPU_SQ_DESTROY = 2 };
 enum { GPU_STAT_PREEMPT = 0, GPU_STAT_STALLS, GPU_STAT_STALL_NS, GPU_NSTATS };
@@ -41,6 +41,8 @@ enum {
 typedef struct gpu_comm_dev {
     int rank, nranks;
     uint32_t slots, depth;
+    uint32_t channels; /* of this communicator: at most the daemon's blocks */
+    uint32_t pad;
     uint64_t chunk;
     eng_conn_t *conns;             /* [slots][channels][nranks], device memory */
     int32_t *abort_code;           /* host-mapped: nonzero fails every task with that result */
@@ -107,9 +109,9 @@ typedef struct {
     int32_t *result;        /* host-mapped [GPU_MAX_REQS] */
     uint64_t *req_chan;     /* device [GPU_MAX_REQS]: channels finished (never reset) */
     int32_t *req_err;       /* device [GPU_MAX_REQS]: worst channel result */
-    gpu_task_t *tasks;      /* device [channels][GPU_MAX_TASKS] */
+    gpu_task_t *tasks;      /* device [GPU_MAX_CHANNELS][GPU_MAX_TASKS] */
     uint64_t *trace;        /* device [GPU_TRACE_TOTAL] or NULL (DFCCL_GPU_TRACE) */
-    int channels;
+    int channels;           /* blocks of the launch */
     sched_params_t sp;
     uint64_t idle_quit_ns, stall_quit_ns;
 } gpu_daemon_params_t;

@@ -59,7 +59,7 @@ static void eng_config_parse(void)
     rc |= env_u64("DFCCL_STALL_REPORT", 10000, 0, 86400000ull, &v[10]);
     rc |= env_u64("DFCCL_TIMEOUT", 0, 0, 86400000ull, &v[11]);
     rc |= env_u64("DFCCL_IDLE_US", 2000, 0, 10000000ull, &v[12]);
-    rc |= env_u64("DFCCL_GPU_CHANNELS", 16, 1, 32, &v[13]);
+    rc |= env_u64("DFCCL_GPU_CHANNELS", 0, 0, 64, &v[13]);
     rc |= env_u64("DFCCL_GPU_THREADS", 512, 64, 512, &v[14]);
     rc |= env_u64("DFCCL_GPU_IDLE_QUIT", 1000, 10, 60000000ull, &v[15]);
     rc |= env_u64("DFCCL_GPU_STALL_QUIT", 2000, 10, 60000000ull, &v[16]);

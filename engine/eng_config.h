@@ -25,7 +25,7 @@ typedef struct {
     int gpu;                    /* DFCCL_GPU: 0 keeps the GPU backend off */
     int net_force;              /* DFCCL_NET=ucx: every other rank over the net transport */
     char host[64];              /* DFCCL_HOST: host name used for locality (default: gethostname) */
-    uint32_t gpu_channels;      /* DFCCL_GPU_CHANNELS: daemon blocks (channels) on the GPU */
+    uint32_t gpu_channels;      /* DFCCL_GPU_CHANNELS: daemon blocks (channels) on the GPU, 0: auto */
     uint32_t gpu_threads;       /* DFCCL_GPU_THREADS: threads per daemon block */
     uint64_t gpu_idle_quit_us;  /* DFCCL_GPU_IDLE_QUIT: daemon kernel exits after idle */
     uint64_t gpu_stall_quit_us; /* DFCCL_GPU_STALL_QUIT: exits when all tasks stalled */

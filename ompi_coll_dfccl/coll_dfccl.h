@@ -59,6 +59,7 @@ typedef struct mca_coll_dfccl_component_t {
     bool check;
     bool fake_device; /**< testing: every buffer counts as device memory */
     bool eager;       /**< engine communicator at communicator creation, not first use */
+    bool device_sync; /**< synchronize the legacy stream before each device-buffer call */
     mca_coll_dfccl_knob_t knobs[MCA_COLL_DFCCL_NUM_KNOBS];
     char *net;         /**< coll_dfccl_net, mirrored into DFCCL_NET like the knobs */
     int net_var_index; /**< to tell an explicit setting from the default */

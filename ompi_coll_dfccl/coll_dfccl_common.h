@@ -136,9 +136,10 @@ static inline int mca_coll_dfccl_view(mca_coll_dfccl_op_t *op, const void *user,
         return OMPI_SUCCESS;
     }
     if (op->device_direct) {
-        /* the GPU daemon reads the buffer on its own stream: what the application's
-         * legacy-stream work (a cudaMemcpy from pageable memory, say) still has in
-         * flight must land first, once per operation */
+        /* the GPU daemon reads the buffer on its own: with coll_dfccl_device_sync the
+         * application's legacy-stream work still in flight lands first, once per
+         * operation (synchronous copies into it are covered by SYNC_MEMOPS, which
+         * mca_coll_dfccl_mem_kind set) */
         if (!op->device_synced) {
             op->device_synced = true;
             if (mca_coll_dfccl_device_ready() != OMPI_SUCCESS)

@@ -46,6 +46,7 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
     .check = false,
     .fake_device = false,
     .eager = false,
+    .device_sync = false,
     .knobs =
         {
             {"preempt", "DFCCL_PREEMPT",
@@ -93,8 +94,10 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
              0, -1},
             {"gpu_channels", "DFCCL_GPU_CHANNELS",
              "Blocks of the GPU daemon kernel; block c runs channel c of every collective on device "
-             "buffers. Default 16 (blocks, 1-32)",
-             16, -1},
+             "buffers. 0: set by the first communicator, so that the processes sharing a GPU together "
+             "take about its SMs (64 each with 2, 32 with 4, 16 with 8; 32 for a process alone on its "
+             "GPU). Default 0 (blocks, 0-64)",
+             0, -1},
             {"gpu_threads", "DFCCL_GPU_THREADS",
              "Threads per GPU daemon block. Default 512 (threads, 64-512)", 512, -1},
             {"gpu_chunk_size", "DFCCL_GPU_CHUNK_SIZE",
@@ -164,6 +167,16 @@ static int dfccl_register(void)
                                           "Default 0 (0 or 1)",
                                           MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
                                           MCA_BASE_VAR_SCOPE_READONLY, &cm->eager);
+    (void)mca_base_component_var_register(c, "device_sync",
+                                          "1: before each call on device buffers that the GPU "
+                                          "daemon runs, wait for the application's legacy default "
+                                          "stream (costs 2-6 us a call with several ranks on one "
+                                          "GPU); 0: the application synchronizes the streams that "
+                                          "wrote the buffers, as with any CUDA-aware MPI (synchronous "
+                                          "cudaMemcpy/cudaMemset into them are covered by the "
+                                          "SYNC_MEMOPS attribute dfccl sets). Default 0 (0 or 1)",
+                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
+                                          MCA_BASE_VAR_SCOPE_READONLY, &cm->device_sync);
     (void)mca_base_component_var_register(c, "fake_device",
                                           "Testing only: treat every buffer as device memory, so "
                                           "that the staging paths run on a machine without a "

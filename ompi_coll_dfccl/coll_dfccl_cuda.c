@@ -28,6 +28,7 @@ typedef struct dfccl_cu_ctx_st *dfccl_cu_context_t;
 /* values of CUpointer_attribute and CUmemorytype (stable driver ABI) */
 #define DFCCL_CU_POINTER_ATTRIBUTE_CONTEXT     1
 #define DFCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+#define DFCCL_CU_POINTER_ATTRIBUTE_SYNC_MEMOPS 6
 #define DFCCL_CU_POINTER_ATTRIBUTE_IS_MANAGED  8
 #define DFCCL_CU_MEMORYTYPE_DEVICE             2
 
@@ -42,6 +43,7 @@ static struct {
     dfccl_cu_result_t (*ctx_pop_current)(dfccl_cu_context_t *ctx_p);
     dfccl_cu_result_t (*get_error_string)(dfccl_cu_result_t res, const char **str_p);
     dfccl_cu_result_t (*stream_synchronize)(void *stream);
+    dfccl_cu_result_t (*pointer_set_attribute)(const void *value, int attr, dfccl_cu_deviceptr_t ptr);
 } cu = {.once = PTHREAD_ONCE_INIT};
 
 static void cu_load(void)
@@ -59,8 +61,9 @@ static void cu_load(void)
     *(void **)&cu.ctx_pop_current = dlsym(h, "cuCtxPopCurrent_v2");
     *(void **)&cu.get_error_string = dlsym(h, "cuGetErrorString");
     *(void **)&cu.stream_synchronize = dlsym(h, "cuStreamSynchronize");
+    *(void **)&cu.pointer_set_attribute = dlsym(h, "cuPointerSetAttribute");
     if (!cu.pointer_get_attributes || !cu.memcpy || !cu.ctx_get_current || !cu.ctx_push_current ||
-        !cu.ctx_pop_current || !cu.stream_synchronize) {
+        !cu.ctx_pop_current || !cu.stream_synchronize || !cu.pointer_set_attribute) {
         DFCCL_VERBOSE(1, "CUDA driver too old (a symbol is missing): every buffer is host memory");
         memset((char *)&cu + offsetof(__typeof__(cu), pointer_get_attributes), 0,
                sizeof(cu) - offsetof(__typeof__(cu), pointer_get_attributes));
@@ -89,16 +92,33 @@ mca_coll_dfccl_mem_t mca_coll_dfccl_mem_kind(const void *ptr)
     if (!cu.handle)
         return MCA_COLL_DFCCL_MEM_HOST;
 
-    unsigned int mem_type = 0, managed = 0; /* IS_MANAGED may write a bool: keep it zeroed */
-    int attrs[2] = {DFCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, DFCCL_CU_POINTER_ATTRIBUTE_IS_MANAGED};
-    void *data[2] = {&mem_type, &managed};
+    /* IS_MANAGED and SYNC_MEMOPS may write a bool: keep them zeroed */
+    unsigned int mem_type = 0, managed = 0, sync_memops = 0;
+    int attrs[3] = {DFCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, DFCCL_CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                    DFCCL_CU_POINTER_ATTRIBUTE_SYNC_MEMOPS};
+    void *data[3] = {&mem_type, &managed, &sync_memops};
+    const dfccl_cu_deviceptr_t dptr = (dfccl_cu_deviceptr_t)(uintptr_t)ptr;
     /* unknown (plain host) pointers succeed with zeroed attributes; an uninitialised
      * driver fails: both are host */
-    if (cu.pointer_get_attributes(2, attrs, data, (dfccl_cu_deviceptr_t)(uintptr_t)ptr) != 0)
+    if (cu.pointer_get_attributes(3, attrs, data, dptr) != 0)
         return MCA_COLL_DFCCL_MEM_HOST;
     /* managed memory is reachable from the CPU: the CPU backend can use it as is */
-    return mem_type == DFCCL_CU_MEMORYTYPE_DEVICE && !managed ? MCA_COLL_DFCCL_MEM_DEVICE
-                                                              : MCA_COLL_DFCCL_MEM_HOST;
+    if (mem_type != DFCCL_CU_MEMORYTYPE_DEVICE || managed)
+        return MCA_COLL_DFCCL_MEM_HOST;
+    /* The GPU daemon reads device buffers on its own, unordered with the application's
+     * streams. A synchronous cudaMemcpy from pageable memory (or cudaMemset) may return
+     * before it has landed; with SYNC_MEMOPS on the allocation it returns after, and
+     * setting it waits for any such operation still pending. Once per allocation, as
+     * Open MPI's own CUDA support does for the buffers it registers. */
+    if (!sync_memops) {
+        const unsigned int one = 1;
+        if (cu.pointer_set_attribute(&one, DFCCL_CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, dptr) != 0)
+            DFCCL_VERBOSE(1,
+                          "cuPointerSetAttribute(SYNC_MEMOPS, %p) failed: synchronous copies into it "
+                          "may still be in flight when the daemon reads it",
+                          ptr);
+    }
+    return MCA_COLL_DFCCL_MEM_DEVICE;
 }
 
 /* The context owning a device pointer, for threads that have none current. */
@@ -149,7 +169,7 @@ int mca_coll_dfccl_copy(void *dst, const void *src, size_t len)
 
 int mca_coll_dfccl_device_ready(void)
 {
-    if (!cu.handle)
+    if (!cu.handle || !mca_coll_dfccl_component.device_sync)
         return OMPI_SUCCESS;
     dfccl_cu_result_t res = cu.stream_synchronize(NULL);
     if (res != 0) {

@@ -17,13 +17,15 @@ typedef enum {
     MCA_COLL_DFCCL_MEM_DEVICE = 1, /**< device memory: the CPU can't touch it */
 } mca_coll_dfccl_mem_t;
 
-/** @brief Kind of the memory @p ptr points to; HOST without a driver or for NULL. */
+/** @brief Kind of the memory @p ptr points to; HOST without a driver or for NULL.
+ *         Device memory gets the driver's SYNC_MEMOPS attribute the first time. */
 mca_coll_dfccl_mem_t mca_coll_dfccl_mem_kind(const void *ptr);
 
 /** @brief Copy @p len bytes; either side may be device memory. OMPI_SUCCESS or OMPI_ERROR. */
 int mca_coll_dfccl_copy(void *dst, const void *src, size_t len);
 
-/** @brief Wait for the calling context's legacy default stream. OMPI_SUCCESS or OMPI_ERROR. */
+/** @brief With coll_dfccl_device_sync: wait for the calling context's legacy default
+ *         stream. OMPI_SUCCESS or OMPI_ERROR. */
 int mca_coll_dfccl_device_ready(void);
 
 /** @brief Host memory for a staged copy of a device buffer. NULL when out of memory. */

@@ -119,7 +119,7 @@ else
 fi
 OMPI_MCA_mca_base_component_path=$CPATH_MCA $OMPI_INFO --param coll dfccl --level 9 >"$WORK/info" 2>&1
 missing=""
-for p in priority verbose enable host_buffers check eager fake_device preempt threshold_base_ns threshold_growth \
+for p in priority verbose enable host_buffers check eager device_sync fake_device preempt threshold_base_ns threshold_growth \
     threshold_max_ns head_factor slots channels chunk_size fifo_depth oneshot_max ll_max stall_report timeout net \
     gpu_channels gpu_threads gpu_chunk_size gpu_idle_quit gpu_stall_quit gpu_trace; do
     grep -q "parameter \"coll_dfccl_$p\"" "$WORK/info" || missing="$missing $p"
@@ -269,6 +269,14 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
             fail "device buffers np=$np" "rc $rc"
         fi
     done
+    # the per-call legacy-stream synchronization, on request
+    run 300 2 --mca coll_dfccl_device_sync 1 -- t_device
+    rc=$?
+    if [ $rc = 0 ] && grep -q 'OK t_device' "$WORK/out"; then
+        pass "device buffers with coll_dfccl_device_sync=1 np=2"
+    else
+        fail "device buffers with coll_dfccl_device_sync=1 np=2" "rc $rc"
+    fi
     for np in $([ -x "$BIN/t_colls_dev" ] && echo 2 4); do
         run 600 $np --mca coll_dfccl_verbose 3 -- t_colls_dev --quick
         rc=$?

@@ -155,6 +155,51 @@ static void movement(MPI_Comm comm, size_t bytes)
     free(h), free(want), free(got);
 }
 
+/* No synchronization between the application's synchronous copies and the call: a
+ * cudaMemcpy from pageable memory and a cudaMemset may return before they land, and the
+ * GPU daemon reads the buffer at once. 16 MiB, so that a copy still in flight would be
+ * seen; the same buffers three times (the SYNC_MEMOPS attribute is set at the first). */
+static void sync_memops(MPI_Comm comm)
+{
+    int n, r;
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_rank(comm, &r);
+    const size_t count = 4u << 20;
+    int *h = malloc(sizeof(int) * count), *got = malloc(sizeof(int) * count), *d = NULL, *b = NULL;
+    CU(cudaMalloc((void **)&d, sizeof(int) * count));
+    CU(cudaMalloc((void **)&b, sizeof(int) * count));
+    for (int round = 0; round < 3; round++) {
+        for (size_t i = 0; i < count; i++)
+            h[i] = (int)((uint64_t)(r + 1) * (i % 1009) + (uint64_t)round);
+        CU(cudaMemcpy(d, h, sizeof(int) * count, cudaMemcpyHostToDevice)); /* pageable source */
+        OT_MPI(MPI_Allreduce(MPI_IN_PLACE, d, (int)count, MPI_INT, MPI_SUM, comm));
+        to_host(got, d, sizeof(int) * count);
+        for (size_t i = 0; i < count; i++) {
+            const int want = (int)((uint64_t)n * (uint64_t)(n + 1) / 2 * (i % 1009) + (uint64_t)n * round);
+            if (got[i] != want)
+                OT_FAIL("allreduce right after cudaMemcpy, round %d: element %zu got %d want %d", round, i,
+                        got[i], want);
+        }
+        /* the root's data arrives over a buffer the others cleared just before */
+        if (r == 0)
+            CU(cudaMemcpy(b, h, sizeof(int) * count, cudaMemcpyHostToDevice));
+        else
+            CU(cudaMemset(b, 0x5a, sizeof(int) * count));
+        OT_MPI(MPI_Bcast(b, (int)count, MPI_INT, 0, comm));
+        to_host(got, b, sizeof(int) * count);
+        for (size_t i = 0; i < count; i++) {
+            const int want = (int)((i % 1009) + (uint64_t)round); /* rank 0's h */
+            if (got[i] != want)
+                OT_FAIL("bcast right after cudaMemset, round %d: element %zu got %d want %d", round, i,
+                        got[i], want);
+        }
+        g_checks += 2;
+    }
+    CU(cudaFree(d));
+    CU(cudaFree(b));
+    free(h), free(got);
+}
+
 static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
     (void)dt;
@@ -300,6 +345,7 @@ int main(int argc, char **argv)
         fallbacks(comm, 1001);
         managed(comm, 1001);
     }
+    sync_memops(MPI_COMM_WORLD);
     chaos(8, 70000);
     OT_MPI(MPI_Comm_free(&dup));
     MPI_Comm_free(&local);
