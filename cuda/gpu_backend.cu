@@ -17,6 +17,8 @@ extern "C" {
 #include "../engine/eng_log.h"
 #include "../engine/eng_net.h"
 }
+#include <stdio.h>
+
 #include "gpu_daemon.h"
 
 /* host-staged segments start with a page for the header (eng_seg_hdr_t) */
@@ -672,7 +674,20 @@ static int cmp_u64(const void *a, const void *b)
  * single-channel collectives block 0 ran), then clear the records. */
 static void trace_report(void)
 {
-    enum { NST = 5 }; /* fetched->taken, taken->run, run->finished, finished->posted, poll */
+    /* consecutive stamps of a record, then the fetcher's idle poll period and the tries */
+    struct stage {
+        int from, to;
+        const char *name;
+    };
+    static const stage st[] = {{GPU_TR_FETCHED, GPU_TR_TASK, "fetched -> taken by block 0"},
+                               {GPU_TR_TASK, GPU_TR_BUILT, "taken -> task built"},
+                               {GPU_TR_BUILT, GPU_TR_PASS, "built -> pass reaches it"},
+                               {GPU_TR_PASS, GPU_TR_RUN, "pass -> running"},
+                               {GPU_TR_RUN, GPU_TR_MOVED, "running -> first data moved"},
+                               {GPU_TR_MOVED, GPU_TR_FINISHED, "moved -> finished"},
+                               {GPU_TR_FINISHED, GPU_TR_POSTED, "finished -> completion posted"}};
+    enum { NSTAMP = 7, NST = NSTAMP + 2 };
+    static_assert(sizeof(st) / sizeof(st[0]) == NSTAMP, "one name per stage");
     uint64_t *tr = (uint64_t *)malloc(GPU_TRACE_TOTAL * sizeof(uint64_t)), *d[NST];
     int ok = tr != NULL;
     for (int k = 0; k < NST; k++)
@@ -682,26 +697,32 @@ static void trace_report(void)
         size_t m = 0, mp = 0;
         for (size_t i = 0; i < GPU_TRACE_RECS; i++) {
             const uint64_t *r = tr + i * GPU_TRACE_WORDS;
-            if (!r[GPU_TR_FETCHED] || r[GPU_TR_TASK] < r[GPU_TR_FETCHED] || r[GPU_TR_RUN] < r[GPU_TR_TASK] ||
-                r[GPU_TR_FINISHED] < r[GPU_TR_RUN] || r[GPU_TR_POSTED] < r[GPU_TR_FINISHED])
+            int whole = r[GPU_TR_FETCHED] != 0;
+            for (int k = 0; k < NSTAMP && whole; k++)
+                whole = r[st[k].to] >= r[st[k].from];
+            if (!whole) /* not a fresh task's first pass, or not finished */
                 continue;
-            d[0][m] = r[GPU_TR_TASK] - r[GPU_TR_FETCHED];
-            d[1][m] = r[GPU_TR_RUN] - r[GPU_TR_TASK];
-            d[2][m] = r[GPU_TR_FINISHED] - r[GPU_TR_RUN];
-            d[3][m] = r[GPU_TR_POSTED] - r[GPU_TR_FINISHED];
+            for (int k = 0; k < NSTAMP; k++)
+                d[k][m] = r[st[k].to] - r[st[k].from];
+            d[NST - 1][m] = r[GPU_TR_TRIES];
             m++;
             if (r[GPU_TR_POLLS] > 1 && r[GPU_TR_POLL_NS] < 1000000) /* idle stretches between calls */
-                d[4][mp++] = r[GPU_TR_POLL_NS] / r[GPU_TR_POLLS];
+                d[NSTAMP][mp++] = r[GPU_TR_POLL_NS] / r[GPU_TR_POLLS];
         }
         for (int k = 0; k < NST; k++)
-            qsort(d[k], k == NST - 1 ? mp : m, sizeof(uint64_t), cmp_u64);
-        if (m)
-            dfccl_warn("GPU trace (%zu collectives, medians in ns): fetched -> taken by block 0 %llu, "
-                       "taken -> running %llu, running -> finished %llu, finished -> completion posted %llu; "
-                       "fetcher's idle poll period %llu",
-                       m, (unsigned long long)d[0][m / 2], (unsigned long long)d[1][m / 2],
-                       (unsigned long long)d[2][m / 2], (unsigned long long)d[3][m / 2],
-                       (unsigned long long)(mp ? d[4][mp / 2] : 0));
+            qsort(d[k], k == NSTAMP ? mp : m, sizeof(uint64_t), cmp_u64);
+        if (m) {
+            char line[1024];
+            int len = snprintf(line, sizeof(line), "GPU trace (%zu collectives, medians in ns):", m);
+            for (int k = 0; k < NSTAMP && len < (int)sizeof(line); k++)
+                len += snprintf(line + len, sizeof(line) - (size_t)len, " %s %llu;", st[k].name,
+                                (unsigned long long)d[k][m / 2]);
+            if (len < (int)sizeof(line))
+                snprintf(
+                    line + len, sizeof(line) - (size_t)len, " fetcher's idle poll period %llu; tries %llu",
+                    (unsigned long long)(mp ? d[NSTAMP][mp / 2] : 0), (unsigned long long)d[NST - 1][m / 2]);
+            dfccl_warn("%s", line);
+        }
         cudaMemset(G.params.trace, 0, GPU_TRACE_RECS * GPU_TRACE_WORDS * sizeof(uint64_t));
     }
     cudaGetLastError();

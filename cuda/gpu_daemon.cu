@@ -241,8 +241,13 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
     __shared__ uint32_t s_key[GPU_MAX_TASKS];
     uint64_t last_move = 0, last_check = 0; /* thread 0 (last_check: warp 0 of block 0) */
     uint32_t trace_n = 0;                   /* thread 0 of block 0: trace records written */
-    __shared__ gpu_sq_entry_t s_stage[2];   /* block 0: the entries the fetcher just took */
-    fetcher_t f = {0, 0, 0, 0, 0};          /* warp 0 of block 0 (the fetcher) */
+    /* DFCCL_GPU_TRACE, thread 0 of block 0, in shared memory (registers are the ring's):
+     * the fresh task's record, the running task's record, its tries and first move */
+    __shared__ uint64_t *s_fresh_rec, *s_trec;
+    __shared__ uint32_t s_tries;
+    __shared__ uint64_t s_moved_ns;
+    __shared__ gpu_sq_entry_t s_stage[2]; /* block 0: the entries the fetcher just took */
+    fetcher_t f = {0, 0, 0, 0, 0};        /* warp 0 of block 0 (the fetcher) */
     const bool fetcher = b == 0 && threadIdx.x < 32;
 
     if (fetcher) {
@@ -251,6 +256,7 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
         f.last_ns = globaltimer_ns();
     }
     if (t0) {
+        s_fresh_rec = s_trec = NULL;
         s_head = ld_volatile_u64(&p.block_head[b]);
         s_n = ld_volatile_u32(&p.ntasks[b]);
         last_move = last_check = globaltimer_ns();
@@ -338,8 +344,12 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                     rec[GPU_TR_POLLS] = ft[1];
                     rec[GPU_TR_POLL_NS] = ft[2];
                     rec[GPU_TR_TASK] = taken_ns;
-                    rec[GPU_TR_RUN] = rec[GPU_TR_FINISHED] = rec[GPU_TR_POSTED] = 0;
+                    rec[GPU_TR_PASS] = rec[GPU_TR_RUN] = rec[GPU_TR_MOVED] = 0;
+                    rec[GPU_TR_FINISHED] = rec[GPU_TR_POSTED] = rec[GPU_TR_TRIES] = 0;
                     p.trace[GPU_TRACE_IDX_OFF + e->req_id] = r;
+                    if (n == 0)
+                        s_fresh_rec = rec; /* the pass after this intake starts with it */
+                    rec[GPU_TR_BUILT] = globaltimer_ns();
                 }
                 s_key[n] = slot_key(e->comm_id, slot);
                 n++;
@@ -364,6 +374,12 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
              * warps never read the task table, which thread 0 rewrites */
             gpu_task_t *t = &tasks[i];
             if (t0) {
+                if (p.trace && i == 0) { /* DFCCL_GPU_TRACE */
+                    if (s_fresh_rec && s_fresh)
+                        s_fresh_rec[GPU_TR_PASS] = globaltimer_ns();
+                    else
+                        s_fresh_rec = NULL;
+                }
                 int blocked = 0;
                 for (uint32_t j = 0; j < i && !blocked; j++)
                     blocked = s_key[j] == s_key[i];
@@ -393,16 +409,30 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             if (t0) {
                 wait_start = globaltimer_ns();
                 budget = sched_budget(&p.sp, threshold, is_head);
-                if (p.trace && b == 0 && s_task.nchan == 1) { /* DFCCL_GPU_TRACE: the first run */
-                    uint64_t *rec = p.trace + p.trace[GPU_TRACE_IDX_OFF + s_task.req_id] * GPU_TRACE_WORDS;
-                    if (!rec[GPU_TR_RUN])
-                        rec[GPU_TR_RUN] = wait_start;
+                if (p.trace) { /* DFCCL_GPU_TRACE: the fresh task's record is at hand */
+                    uint64_t *rec = NULL;
+                    if (b == 0 && s_task.nchan == 1) {
+                        rec = s_fresh_rec && i == 0
+                                  ? s_fresh_rec
+                                  : p.trace + p.trace[GPU_TRACE_IDX_OFF + s_task.req_id] * GPU_TRACE_WORDS;
+                        if (!rec[GPU_TR_RUN])
+                            rec[GPU_TR_RUN] = wait_start;
+                    }
+                    s_trec = rec;
+                    s_fresh_rec = NULL;
+                    s_tries = 0;
+                    s_moved_ns = 0;
                 }
             }
             int finished = x.done;
             int32_t res = dfcclSuccess;
             while (!finished) {
                 eng_prog_t r = eng_algo_progress(&args, &v, &x);
+                if (p.trace && t0 && s_trec) {
+                    s_tries++;
+                    if (r != ENG_WAIT && !s_moved_ns)
+                        s_moved_ns = globaltimer_ns();
+                }
                 if (r == ENG_DONE) {
                     finished = 1;
                     break;
@@ -452,6 +482,11 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                     finished = 1;
                     break;
                 }
+            }
+            if (p.trace && t0 && s_trec) { /* DFCCL_GPU_TRACE: this run's share (finished or preempted) */
+                s_trec[GPU_TR_TRIES] += s_tries;
+                if (s_moved_ns && !s_trec[GPU_TR_MOVED])
+                    s_trec[GPU_TR_MOVED] = s_moved_ns;
             }
             if (finished) {
                 __syncthreads(); /* every thread's writes of the last step are done */

@@ -24,12 +24,16 @@ enum { GPU_STAT_PREEMPT = 0, GPU_STAT_STALLS, GPU_STAT_STALL_NS, GPU_NSTATS };
 enum {
     GPU_TR_FETCHED = 0, /* the fetcher's read returned the entry */
     GPU_TR_TASK,        /* block 0 took the entry from the device ring */
-    GPU_TR_RUN,         /* its first scheduling pass started the task */
+    GPU_TR_BUILT,       /* its task was built (and the trace record filled) */
+    GPU_TR_PASS,        /* the scheduling pass after the intake reached it */
+    GPU_TR_RUN,         /* that pass started running it (or a later one) */
+    GPU_TR_MOVED,       /* its first step moved data (the LL: its lines were sent) */
     GPU_TR_FINISHED,    /* the algorithm finished */
     GPU_TR_POSTED,      /* the completion word was stored */
     GPU_TR_POLLS,       /* fetcher polls since the previous entry */
     GPU_TR_POLL_NS,     /* and their time */
-    GPU_TRACE_WORDS = 8
+    GPU_TR_TRIES,       /* algorithm calls until it finished */
+    GPU_TRACE_WORDS = 16
 };
 #define GPU_TRACE_RECS      4096
 #define GPU_TRACE_FETCH_OFF ((size_t)GPU_TRACE_RECS * GPU_TRACE_WORDS)   /* [GPU_RING][4] */
