@@ -674,7 +674,7 @@ static int cmp_u64(const void *a, const void *b)
  * single-channel collectives block 0 ran), then clear the records. */
 static void trace_report(void)
 {
-    /* consecutive stamps of a record, then the fetcher's idle poll period and the tries */
+    /* consecutive stamps of a record, then the fetcher's poll period and the tries */
     struct stage {
         int from, to;
         const char *name;
@@ -706,8 +706,8 @@ static void trace_report(void)
                 d[k][m] = r[st[k].to] - r[st[k].from];
             d[NST - 1][m] = r[GPU_TR_TRIES];
             m++;
-            if (r[GPU_TR_POLLS] > 1 && r[GPU_TR_POLL_NS] < 1000000) /* idle stretches between calls */
-                d[NSTAMP][mp++] = r[GPU_TR_POLL_NS] / r[GPU_TR_POLLS];
+            if (r[GPU_TR_POLLS] > 1) /* the fetcher was polling an empty ring before it */
+                d[NSTAMP][mp++] = r[GPU_TR_POLL_NS];
         }
         for (int k = 0; k < NST; k++)
             qsort(d[k], k == NSTAMP ? mp : m, sizeof(uint64_t), cmp_u64);
@@ -718,9 +718,10 @@ static void trace_report(void)
                 len += snprintf(line + len, sizeof(line) - (size_t)len, " %s %llu;", st[k].name,
                                 (unsigned long long)d[k][m / 2]);
             if (len < (int)sizeof(line))
-                snprintf(
-                    line + len, sizeof(line) - (size_t)len, " fetcher's idle poll period %llu; tries %llu",
-                    (unsigned long long)(mp ? d[NSTAMP][mp / 2] : 0), (unsigned long long)d[NST - 1][m / 2]);
+                snprintf(line + len, sizeof(line) - (size_t)len,
+                         " fetcher's poll period before it %llu; tries %llu",
+                         (unsigned long long)(mp ? d[NSTAMP][mp / 2] : 0),
+                         (unsigned long long)d[NST - 1][m / 2]);
             dfccl_warn("%s", line);
         }
         cudaMemset(G.params.trace, 0, GPU_TRACE_RECS * GPU_TRACE_WORDS * sizeof(uint64_t));

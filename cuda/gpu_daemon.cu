@@ -107,8 +107,8 @@ typedef struct {
     uint64_t fpos;     /* next host slot */
     uint64_t min_head; /* the slowest block's device ring position, as last read */
     uint64_t pub;      /* position last published to the host in `fetched` */
-    uint64_t polls;    /* DFCCL_GPU_TRACE: polls since the last entry found, and when */
-    uint64_t last_ns;
+    uint64_t polls;    /* DFCCL_GPU_TRACE: polls since the last entry found */
+    uint64_t last_ns;  /* and when the latest poll started */
 } fetcher_t;
 
 /* Warp 0 of block 0: move what the host published into the device ring, as long as
@@ -125,6 +125,7 @@ __device__ static uint64_t fetch(const gpu_daemon_params_t &p, fetcher_t &f, gpu
     const unsigned lane = threadIdx.x;
     const uint64_t mask = GPU_RING - 1;
     const uint64_t start = f.fpos;
+    const uint64_t call_ns = p.trace ? globaltimer_ns() : 0;
     f.polls++;
     bool room = true;
     if (f.fpos + 2 - f.min_head > GPU_RING) { /* refresh the slowest block's position */
@@ -158,21 +159,19 @@ __device__ static uint64_t fetch(const gpu_daemon_params_t &p, fetcher_t &f, gpu
                 const uint64_t now = globaltimer_ns();
                 ft[0] = now;
                 ft[1] = k == 0 ? f.polls : 0;
-                ft[2] = k == 0 ? now - f.last_ns : 0;
+                ft[2] = k == 0 ? call_ns - f.last_ns : 0; /* the poll period before this one */
             }
             f.fpos++;
         }
     }
+    f.last_ns = call_ns;
     if (f.fpos == start) {
         if (f.pub != f.fpos && lane == 0)
             st_volatile_u64(p.fetched, f.fpos);
         f.pub = f.fpos;
         return start;
     }
-    if (p.trace) {
-        f.polls = 0;
-        f.last_ns = globaltimer_ns();
-    }
+    f.polls = 0;
     __syncwarp(); /* the staged words before thread 0 reads them */
     if (lane == 0) {
         st_volatile_u64(&p.dstate[0], f.fpos); /* where the next launch's fetcher starts */
@@ -256,6 +255,7 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
         f.last_ns = globaltimer_ns();
     }
     if (t0) {
+        ll_block()->recv_valid = 0; /* shared memory starts undefined */
         s_fresh_rec = s_trec = NULL;
         s_head = ld_volatile_u64(&p.block_head[b]);
         s_n = ld_volatile_u32(&p.ntasks[b]);

@@ -31,7 +31,7 @@ enum {
     GPU_TR_FINISHED,    /* the algorithm finished */
     GPU_TR_POSTED,      /* the completion word was stored */
     GPU_TR_POLLS,       /* fetcher polls since the previous entry */
-    GPU_TR_POLL_NS,     /* and their time */
+    GPU_TR_POLL_NS,     /* the poll period before the one that found it */
     GPU_TR_TRIES,       /* algorithm calls until it finished */
     GPU_TRACE_WORDS = 16
 };
