@@ -9,7 +9,12 @@
  *     the host polls that (the shape of submission -> pick-up -> completion), with the
  *     answer written three ways: a volatile store, a system-scope release store (what
  *     the daemon's completion uses), and __threadfence() then a system-scope release
- *     (what a completion after device-memory results costs).
+ *     (what a completion after device-memory results costs);
+ *   - cold code: one thread of a 512-thread block (the daemon's shape) runs a stretch of
+ *     the engine's reduction code (eng_reduce_packet over every type and op: one branch
+ *     each) right after spinning alone in a small loop, then the same stretch again at
+ *     once; the difference is what running code that was not just executed costs (the
+ *     instruction caches), and the barrier that releases the block after the spin.
  * Usage: gpu_floor [ITERS]. One process; run it beside nothing else. */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -18,6 +23,7 @@
 #include <time.h>
 
 #include "../cuda/cuda_atomic.cuh"
+#include "../engine/reduce.h"
 
 #define CK(call)                                                                                             \
     do {                                                                                                     \
@@ -91,6 +97,49 @@ __global__ void clocks(int n, uint64_t *out)
         out[2] = (uint64_t)(c3 - c2) / (uint64_t)n;
         out[3] = g1 - g0;
         out[4] = s_sink;
+    }
+}
+
+/* out = {cold ns, warm ns, barrier ns after the spin}, sums over iters */
+__global__ void __launch_bounds__(512, 1) cold_code(int iters, uint64_t idle_ns, uint64_t *out)
+{
+    __shared__ int s_pair[dfcclNumTypes * dfcclNumOps][2];
+    __shared__ uint64_t s_sink;
+    for (int k = threadIdx.x; k < dfcclNumTypes * dfcclNumOps; k += blockDim.x) {
+        s_pair[k][0] = k / dfcclNumOps;
+        s_pair[k][1] = k % dfcclNumOps;
+    }
+    uint64_t cold = 0, warm = 0, bar = 0, acc = 0x0102030405060708ull, t_spin = 0;
+    __syncthreads();
+    for (int it = 0; it < iters; it++) {
+        if (threadIdx.x == 0) { /* the idle loop: nothing but the clock */
+            const uint64_t t = globaltimer_ns();
+            while ((t_spin = globaltimer_ns()) - t < idle_ns)
+                ;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            const uint64_t t0 = globaltimer_ns();
+            bar += t0 - t_spin;
+            for (int k = 0; k < dfcclNumTypes * dfcclNumOps; k++) /* bitwise ops on floats: skipped */
+                if (s_pair[k][0] < dfcclFloat16 || s_pair[k][1] < dfcclBand)
+                    acc = eng_reduce_packet(acc, acc + (uint64_t)k, s_pair[k][0], s_pair[k][1]);
+            const uint64_t t1 = globaltimer_ns();
+            for (int k = 0; k < dfcclNumTypes * dfcclNumOps; k++)
+                if (s_pair[k][0] < dfcclFloat16 || s_pair[k][1] < dfcclBand)
+                    acc = eng_reduce_packet(acc, acc + (uint64_t)k, s_pair[k][0], s_pair[k][1]);
+            const uint64_t t2 = globaltimer_ns();
+            cold += t1 - t0;
+            warm += t2 - t1;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        s_sink = acc;
+        out[0] = cold;
+        out[1] = warm;
+        out[2] = bar;
+        out[3] = s_sink;
     }
 }
 
@@ -186,6 +235,22 @@ int main(int argc, char **argv)
             CK(cudaMemcpy(h, dout, 2 * sizeof(uint64_t), cudaMemcpyDeviceToHost));
             printf(" %d word(s) x %d slot(s) %llu ns%s", shapes[k][0], shapes[k][1], (unsigned long long)h[0],
                    k < 2 ? "," : "\n");
+        }
+        cudaFree(dout);
+    }
+
+    {
+        uint64_t *dout, h[4];
+        CK(cudaMalloc((void **)&dout, 4 * sizeof(uint64_t)));
+        const int n = 200;
+        printf("# floor: cold code (eng_reduce_packet, one branch per type and op, after spinning alone):");
+        const uint64_t idles[3] = {1000, 5000, 20000};
+        for (int k = 0; k < 3; k++) {
+            cold_code<<<1, 512>>>(n, idles[k], dout);
+            CK(cudaMemcpy(h, dout, 4 * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+            printf(" after %llu ns: first %.0f ns, again %.0f ns, the barrier %.0f ns%s",
+                   (unsigned long long)idles[k], (double)h[0] / n, (double)h[1] / n, (double)h[2] / n,
+                   k < 2 ? ";" : "\n");
         }
         cudaFree(dout);
     }
