@@ -24,6 +24,20 @@ extern "C" {
 /* host-staged segments start with a page for the header (eng_seg_hdr_t) */
 #define GPU_NET_HDR 4096
 
+/* Where connection group g (slot x channel) lives on the host-staged side, stated once
+ * for the net transport's descriptors and the daemon's connections: my receive FIFO
+ * from peer p in my segment (the device FIFOs' layout after the header), and my sending
+ * FIFO to p in my shadow of p (one FIFO of my steps to p per group after the header). */
+static size_t net_recv_off(size_t g, int p, int me, int N, size_t big_conn, size_t small_conn)
+{
+    return GPU_NET_HDR + eng_gpu_fifo_off(g, p, me, N, big_conn, small_conn);
+}
+
+static size_t net_shadow_off(size_t g, size_t depth, uint64_t schunk)
+{
+    return GPU_NET_HDR + g * (ENG_GPU_CTRL_BYTES + depth * schunk);
+}
+
 struct eng_gpu_comm {
     uint32_t id;
     int rank, nranks;
@@ -125,11 +139,11 @@ static int gpu_init_locked(void)
     }
     CUDA_TRY(cudaMalloc((void **)&p.dring, GPU_RING * sizeof(gpu_sq_slot_t)), fail);
     CUDA_TRY(cudaMemset(p.dring, 0, GPU_RING * sizeof(gpu_sq_slot_t)), fail); /* no flag is current */
-    CUDA_TRY(cudaMalloc((void **)&p.dstate, 2 * sizeof(uint64_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.dstate, sizeof(uint64_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.block_head, GPU_MAX_CHANNELS * sizeof(uint64_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.block_active, GPU_MAX_CHANNELS * sizeof(uint64_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.quit, sizeof(uint32_t)), fail);
-    CUDA_TRY(cudaMemset(p.dstate, 0, 2 * sizeof(uint64_t)), fail);
+    CUDA_TRY(cudaMemset(p.dstate, 0, sizeof(uint64_t)), fail);
     CUDA_TRY(cudaMemset(p.block_head, 0, GPU_MAX_CHANNELS * sizeof(uint64_t)), fail);
     CUDA_TRY(cudaMemset(p.block_active, 0, GPU_MAX_CHANNELS * sizeof(uint64_t)), fail);
     CUDA_TRY(cudaMemset(p.quit, 0, sizeof(uint32_t)), fail);
@@ -340,13 +354,13 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *is_net, uint6
     for (int p = 0; p < N; p++) {
         if (p == me || !is_net[p])
             continue;
-        const size_t out = ctrl + depth * eng_gpu_step(me, p, N, chunk, small);
-        gc->shadow_size[p] = GPU_NET_HDR + groups * out;
+        const uint64_t schunk = eng_gpu_step(me, p, N, chunk, small);
+        gc->shadow_size[p] = net_shadow_off(groups, depth, schunk);
         for (size_t g = 0; g < groups; g++, k++) {
             k->peer = p;
-            k->shadow_off = GPU_NET_HDR + g * out;
-            k->recv_off = GPU_NET_HDR + eng_gpu_fifo_off(g, p, me, N, big_conn, small_conn);
-            k->schunk = eng_gpu_step(me, p, N, chunk, small);
+            k->shadow_off = net_shadow_off(g, depth, schunk);
+            k->recv_off = net_recv_off(g, p, me, N, big_conn, small_conn);
+            k->schunk = schunk;
             k->rchunk = eng_gpu_step(p, me, N, chunk, small);
         }
     }
@@ -588,12 +602,12 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
                     cn->rchunk = eng_gpu_step(p, rank, nranks, chunk, small);
                     cn->schunk = eng_gpu_step(rank, p, nranks, chunk, small);
                     if (is_net && is_net[p] && p != rank) { /* host-staged, system scope */
-                        const size_t out = ENG_GPU_CTRL_BYTES + depth * cn->schunk;
                         cn->recv_ctrl =
-                            (eng_conn_ctrl_t *)(gc->hseg_dev + GPU_NET_HDR +
-                                                eng_gpu_fifo_off(g, p, rank, nranks, big_conn, small_conn));
+                            (eng_conn_ctrl_t *)(gc->hseg_dev +
+                                                net_recv_off(g, p, rank, nranks, big_conn, small_conn));
                         cn->recv_data = (char *)cn->recv_ctrl + ctrl;
-                        cn->send_ctrl = (eng_conn_ctrl_t *)(gc->shadow_dev[p] + GPU_NET_HDR + g * out);
+                        cn->send_ctrl =
+                            (eng_conn_ctrl_t *)(gc->shadow_dev[p] + net_shadow_off(g, depth, cn->schunk));
                         cn->send_data = (char *)cn->send_ctrl + ctrl;
                         cn->sys = 1;
                         continue;

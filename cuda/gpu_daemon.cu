@@ -172,13 +172,14 @@ __device__ static uint64_t fetch(const gpu_daemon_params_t &p, fetcher_t &f, gpu
         return start;
     }
     f.polls = 0;
-    __syncwarp(); /* the staged words before thread 0 reads them */
+    __syncwarp();                                        /* the staged words before thread 0 reads them */
+    const bool publish = f.fpos - f.pub >= GPU_RING / 4; /* the same in every lane */
     if (lane == 0) {
-        st_volatile_u64(&p.dstate[0], f.fpos); /* where the next launch's fetcher starts */
-        if (f.fpos - f.pub >= GPU_RING / 4)
+        st_volatile_u64(p.dstate, f.fpos); /* where the next launch's fetcher starts */
+        if (publish)
             st_volatile_u64(p.fetched, f.fpos); /* the host may reuse those slots */
     }
-    if (f.fpos - f.pub >= GPU_RING / 4)
+    if (publish)
         f.pub = f.fpos;
     return start;
 }
@@ -250,7 +251,7 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
     const bool fetcher = b == 0 && threadIdx.x < 32;
 
     if (fetcher) {
-        f.fpos = f.pub = ld_volatile_u64(&p.dstate[0]);
+        f.fpos = f.pub = ld_volatile_u64(p.dstate);
         f.min_head = f.fpos > GPU_RING ? f.fpos - GPU_RING : 0; /* refreshed before it matters */
         f.last_ns = globaltimer_ns();
     }

@@ -102,7 +102,7 @@ typedef struct {
     gpu_sq_slot_t *ring;    /* host-mapped (device alias) [GPU_RING] */
     uint64_t *fetched;      /* host-mapped: host ring slots taken by the fetcher */
     gpu_sq_slot_t *dring;   /* device [GPU_RING]: the host's flagged words, copied as they are */
-    uint64_t *dstate;       /* device: [0] the fetcher's position (where a relaunch resumes) */
+    uint64_t *dstate;       /* device: the fetcher's position (where a relaunch resumes) */
     uint64_t *block_head;   /* device [channels]: device ring entries each block took */
     uint64_t *block_active; /* device [channels]: last time the block moved (globaltimer) */
     uint32_t *ntasks;       /* device [channels]: tasks in the block's list */
