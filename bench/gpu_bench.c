@@ -7,9 +7,9 @@
  *   gpu_bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-s (skip staged MPI)]
  *             [-m (also MPI_Allreduce on device buffers: needs the dfccl coll component)]
  *             [-o (also an OSU-style back-to-back loop, allreduce only; see osu_table)]
- * Columns: bytes, dfccl us, busbw GB/s, algo traffic GB/s (bytes the algorithm moves
- * through device memory per second) and its share of the copy rate, staged MPI us,
- * speed-up, errors. */
+ * Columns: bytes, dfccl us, busbw GB/s, algo traffic GB/s (bytes the ring moves through
+ * device memory per second, counted step by step: gpu_ring_traffic_bytes) and its share
+ * of the copy rate, staged MPI us, speed-up, errors. */
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -281,7 +281,8 @@ int main(int argc, char **argv)
 
     dfcclComm_t comm;
     DC(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
-    const char *pre = getenv("DFCCL_PREEMPT");
+    const char *pre = getenv("DFCCL_PREEMPT"), *osm = getenv("DFCCL_ONESHOT_MAX");
+    const size_t oneshot_max = osm ? (size_t)strtoull(osm, NULL, 0) : 32768;
     /* ranks sharing one device (N ranks on one GPU under MPS, or one per GPU) */
     int nlocal;
     MPI_Comm_size(local, &nlocal);
@@ -514,10 +515,13 @@ int main(int argc, char **argv)
         MPI_Allreduce(&err, &gerr, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
         total_err += gerr;
         const double busbw = (double)cbytes / (us * 1e-6) / 1e9 * busf;
-        /* device-memory traffic the algorithm performs: each step reads and writes about
-         * three times its bytes (FIFO write, FIFO read, input or output), on every rank
-         * that shares the device */
-        const double traffic = P > 1 ? (double)ranks_per_gpu * 3.0 * busbw : 0;
+        /* device-memory traffic the algorithm performs, counted step by step
+         * (gpu_ring_traffic_bytes), on every rank that shares the device; allreduces up to
+         * DFCCL_ONESHOT_MAX take the one-shot, whose traffic is not counted (0) */
+        const double traffic =
+            coll == C_ALLREDUCE && cbytes <= oneshot_max
+                ? 0
+                : (double)ranks_per_gpu * gpu_ring_traffic_bytes((int)coll, P, (double)cbytes) / (us * 1e-6) / 1e9;
         if (me == 0) {
             printf("  %12zu %10.2f %9.2f %9.1f %6.1f%%", cbytes, us, busbw, traffic,
                    copy_gbs > 0 ? 100.0 * traffic / copy_gbs : 0);

@@ -5,9 +5,9 @@
  * maximum over ranks, after warm-up; the first timed iteration is checked element by
  * element against the expected result.
  *   gpu_types [-e BYTES] [-n ITERS] [-w WARMUP]
- * Columns: type, op, bytes, us, busbw GB/s, algo traffic GB/s (as gpu_bench counts it:
- * each step reads and writes about three times its bytes, on every rank sharing the
- * device) and its share of the copy rate, errors. */
+ * Columns: type, op, bytes, us, busbw GB/s, algo traffic GB/s (the ring's, counted step
+ * by step as in gpu_bench, on every rank sharing the device) and its share of the copy
+ * rate, errors. */
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -142,7 +142,7 @@ int main(int argc, char **argv)
                 }
             }
             const double s = gpu_median(tv, iters), bus = (double)bytes * 2 * fN / s / 1e9;
-            const double traffic = P > 1 ? ranks_per_gpu * 3.0 * bus : 0;
+            const double traffic = ranks_per_gpu * gpu_ring_traffic_bytes(0, P, (double)bytes) / s / 1e9;
             long gerr;
             MPI_Allreduce(&err, &gerr, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
             total_err += gerr;

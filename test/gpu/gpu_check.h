@@ -43,6 +43,27 @@
     } while (0)
 #endif
 
+/* Bytes of device memory one rank's ring (the chain for bcast) reads and writes for a
+ * collective over S bytes (the larger buffer), counted per step from engine/algo_ring.h,
+ * algo_chain.h and prims_compose.h, in chunks of S/P: a send reads its input and writes
+ * the next rank's FIFO (2); a receive-reduce-send reads the FIFO and the input and writes
+ * the next FIFO (3); with a copy to the output besides, 5 (the copy reads the output
+ * back); a receive-copy-send reads the FIFO twice and writes two places (4); a
+ * receive-copy 2, and so does a local copy. Allreduce over P ranks: step 0 a send, P-2
+ * receive-reduce-sends, one with the copy, P-2 receive-copy-sends, a receive-copy:
+ * 2 + 3(P-2) + 5 + 4(P-2) + 2 = 7P - 5. Reduce-scatter 2 + 3(P-2) + 3 = 3P - 1.
+ * Allgather (step 0 copies its own block and sends it) 4 + 4(P-2) + 2 = 4P - 2. Bcast:
+ * the root copies and sends every chunk, the P-2 middle ranks receive-copy-send, the
+ * tail receive-copies: (4 + 4(P-2) + 2) / P = (4P - 2) / P of S per rank on average. So
+ * coll 0..3 (allreduce, reduce_scatter, allgather, bcast): (7P-5), (3P-1), (4P-2),
+ * (4P-2) times S/P. FIFO bytes a peer reads soon after they were written may come from
+ * L2 rather than HBM: this counts what the algorithm moves, not what HBM serves. */
+static inline double gpu_ring_traffic_bytes(int coll, int P, double S)
+{
+    const double per = coll == 0 ? 7.0 * P - 5 : coll == 1 ? 3.0 * P - 1 : 4.0 * P - 2;
+    return P > 1 ? per * S / P : 0;
+}
+
 static inline int gpu_cmp_double(const void *a, const void *b)
 {
     const double x = *(const double *)a, y = *(const double *)b;
