@@ -176,7 +176,7 @@ __device__ __forceinline__ void ll_recv_step(ll_block_t *L, const eng_conn_t *c,
                                              uint32_t depth)
 {
     L->src[p] = c->recv_data + eng_mod(recvd, depth) * c->rchunk;
-    L->rflag[p] = (uint32_t)(recvd + 1);
+    L->rflag[p] = eng_ll_flag(c->ll_salt, recvd + 1);
     L->rctrl[p] = c->recv_ctrl;
     L->recvd[p] = recvd;
 }
@@ -195,11 +195,13 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
     const uint64_t lines = eng_ll_lines(bytes);
     /* this thread's first packet, loaded while warp 0 reads the connections */
     const uint64_t pk0 = bytes && (uint64_t)tid < lines ? eng_ll_packet_load(src, bytes, (uint64_t)tid) : 0;
+    uint64_t sent = 0; /* lane tid < n: connection tid's */
     if (tid < 32) {
         int ok = 1;
         if (tid < n) {
             eng_conn_t *c = &conns[tid];
-            const uint64_t sent = ld_volatile_u64(&c->sent), recvd = ld_volatile_u64(&c->recvd);
+            const uint64_t recvd = ld_volatile_u64(&c->recvd);
+            sent = ld_volatile_u64(&c->sent);
             uint64_t credit = ld_volatile_u64(&c->credit);
             if (sent - credit >= v->depth) { /* looks full: how far has the peer read? */
                 credit = ld_acquire_u64(&c->send_ctrl->consumed, c->sys);
@@ -207,7 +209,7 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
             }
             ok = sent - credit < v->depth;
             L->dst[tid] = c->send_data + eng_mod(sent, v->depth) * c->schunk;
-            L->sflag[tid] = (uint32_t)(sent + 1);
+            L->sflag[tid] = eng_ll_flag(c->ll_salt, sent + 1);
             ll_recv_step(L, c, tid, recvd, v->depth);
         }
         ok = __all_sync(0xffffffffu, ok);
@@ -226,7 +228,7 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
             st_volatile_v4_u32(L->dst[p] + ENG_LL_LINE * i, lo, L->sflag[p], hi, L->sflag[p]);
     }
     if (tid < n)
-        st_volatile_u64(&conns[tid].sent, L->sflag[tid]); /* sent + 1 */
+        st_volatile_u64(&conns[tid].sent, sent + 1);
     /* my own lines (the connection to myself) before any thread reads them */
     __syncthreads();
     return 1;

@@ -601,6 +601,7 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
                     eng_conn_t *cn = &conns[g * (size_t)nranks + (size_t)p];
                     cn->rchunk = eng_gpu_step(p, rank, nranks, chunk, small);
                     cn->schunk = eng_gpu_step(rank, p, nranks, chunk, small);
+                    cn->ll_salt = eng_ll_salt(uid);
                     if (is_net && is_net[p] && p != rank) { /* host-staged, system scope */
                         cn->recv_ctrl =
                             (eng_conn_ctrl_t *)(gc->hseg_dev +

@@ -33,12 +33,33 @@ typedef enum {
 } eng_algo_t;
 
 /* LL lines (NCCL's low-latency protocol): 16 bytes carry 8 bytes of payload as two
- * {4 bytes of data, 4-byte flag} words; the flag is the connection's step number + 1, so
- * a reader that sees the current flag next to the data has the data: no step counter to
- * publish behind a fence and no acquire before the read. One LL step holds
- * rchunk / 16 lines. Peers above ENG_LL_MAX_RANKS use the one-shot. */
+ * {4 bytes of data, 4-byte flag} words; the flag names the connection's step
+ * (eng_ll_flag), so a reader that sees the current flag next to the data has the data:
+ * no step counter to publish behind a fence and no acquire before the read. One LL step
+ * holds rchunk / 16 lines. Peers above ENG_LL_MAX_RANKS use the one-shot. */
 #define ENG_LL_LINE      16
 #define ENG_LL_MAX_RANKS 32
+
+/* The flag of the connection's step k (its step count + 1). LL steps share the FIFO
+ * steps with Simple ones, so a step about to carry LL lines may still hold the user's
+ * bytes of an earlier Simple step: with the bare step number as flag, data holding
+ * small integers at the flag positions passed for lines not yet written (seen on the
+ * GPU: the reader polled before the writer had stored). The flag is therefore salted
+ * per communicator and spread by a multiply with an odd constant (a bijection): never 0
+ * (fresh FIFOs hold zeros), different for steps less than 2^31 apart (older LL lines
+ * left in the step never pass), and stale data passes only if both flag words of a line
+ * hold this communicator's pseudo-random 32-bit value for exactly this step.
+ * (Deterministic would be a separate LL buffer per connection, as NCCL has; not done.) */
+DFCCL_INLINE uint32_t eng_ll_flag(uint32_t salt, uint64_t k)
+{
+    return ((salt + (uint32_t)k * 0x9E3779B1u) << 1) | 1u;
+}
+
+/* The salt of a communicator, from the id every rank shares. */
+DFCCL_INLINE uint32_t eng_ll_salt(uint64_t uid)
+{
+    return (uint32_t)((uid * 0xD6E8FEB86659FD93ull) >> 32);
+}
 
 DFCCL_INLINE uint64_t eng_ll_lines(uint64_t bytes)
 {
@@ -70,15 +91,15 @@ typedef struct {
     char *recv_data;
     eng_conn_ctrl_t *send_ctrl; /* in the peer's segment: me -> peer */
     char *send_data;
-    uint64_t sent;   /* steps I have posted to the peer (mirror of send_ctrl->posted) */
-    uint64_t recvd;  /* steps I have consumed from the peer */
-    uint64_t rchunk; /* bytes per step, peer -> me and me -> peer (each the same at both */
-    uint64_t schunk; /* ends); the GPU sizes FIFOs by role: the ring's direction
-                        (r-1 -> r -> r+1) gets large steps, every other one one-shot's */
-    uint32_t sys;    /* GPU: the peer is another device, so flags need system scope (else
-                        device scope: processes sharing one GPU under MPS) */
-    uint32_t pad;
-    uint64_t credit; /* GPU LL: the peer's `consumed` as last read here (a lower bound),
+    uint64_t sent;    /* steps I have posted to the peer (mirror of send_ctrl->posted) */
+    uint64_t recvd;   /* steps I have consumed from the peer */
+    uint64_t rchunk;  /* bytes per step, peer -> me and me -> peer (each the same at both */
+    uint64_t schunk;  /* ends); the GPU sizes FIFOs by role: the ring's direction
+                         (r-1 -> r -> r+1) gets large steps, every other one one-shot's */
+    uint32_t sys;     /* GPU: the peer is another device, so flags need system scope (else
+                         device scope: processes sharing one GPU under MPS) */
+    uint32_t ll_salt; /* the communicator's LL flag salt (eng_ll_flag), the same at both ends */
+    uint64_t credit;  /* GPU LL: the peer's `consumed` as last read here (a lower bound),
                         so the credit is reread only when the FIFO looks full */
 } eng_conn_t;
 

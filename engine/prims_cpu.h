@@ -106,7 +106,7 @@ DFCCL_DEV_INLINE int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_v
     for (int p = 0; p < n; p++) {
         eng_conn_t *c = &conns[p];
         uint64_t *dst = (uint64_t *)prim_send_buf(c, v);
-        const uint64_t flag = (uint64_t)(uint32_t)(c->sent + 1) << 32;
+        const uint64_t flag = (uint64_t)eng_ll_flag(c->ll_salt, c->sent + 1) << 32;
         for (uint64_t i = 0; i < lines; i++) {
             const uint64_t pk = bytes ? eng_ll_packet_load(src, bytes, i) : 0;
             dfccl_store_relaxed64(&dst[2 * i], flag | (uint32_t)pk);
@@ -126,7 +126,7 @@ DFCCL_DEV_INLINE int prim_ll_reduce_all(eng_conn_t *conns, int n, const eng_chan
     const uint64_t *src[ENG_LL_MAX_RANKS]; /* each connection's current step */
     for (int p = 0; p < n; p++) {
         src[p] = (const uint64_t *)prim_recv_buf(&conns[p], v, NULL);
-        const uint32_t flag = (uint32_t)(conns[p].recvd + 1);
+        const uint32_t flag = eng_ll_flag(conns[p].ll_salt, conns[p].recvd + 1);
         for (uint64_t i = 0; i < 2 * lines; i++)
             if ((uint32_t)(dfccl_load_relaxed64(&src[p][i]) >> 32) != flag)
                 return 0;

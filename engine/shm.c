@@ -141,6 +141,7 @@ dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, const uint8_t
                 cn->send_data = cn->send_ctrl ? (char *)cn->send_ctrl + ctrl : NULL;
                 cn->sent = cn->recvd = 0;
                 cn->rchunk = cn->schunk = c->chunk;
+                cn->ll_salt = eng_ll_salt(c->uid);
             }
     c->stats.shm_bytes = c->seg_size;
     return dfcclSuccess;

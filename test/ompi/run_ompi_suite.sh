@@ -285,6 +285,7 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
             grep '^OK ' "$WORK/out" | sed 's/^/    /'
         else
             fail "device-buffer matrix np=$np" "rc $rc"
+            grep -v '^\[' "$WORK/out" | tail -8 | sed 's/^/    /'
         fi
     done
     # the same over the net transport (every peer forced onto UCX): host-staged FIFOs

@@ -600,6 +600,48 @@ START_TEST(ll_packets_any_alignment)
 }
 END_TEST
 
+START_TEST(ll_stale_simple_data_never_passes)
+{
+    /* LL steps share FIFO steps with Simple ones: the step rank 0 is about to receive an
+     * LL step in still holds the user's bytes of a Simple step, words whose upper halves
+     * are small integers, among them the step's own number (the flag LL lines once
+     * carried). Rank 1 has not written yet: rank 0 must wait, not reduce those bytes. */
+    const int N = 2;
+    sim_t s;
+    sim_init(&s, N, 4, 256, 0);
+    for (int i = 0; i < N * N; i++)
+        s.conns[i].ll_salt = eng_ll_salt(0x1234abcdull);
+    uint64_t *stale = (uint64_t *)s.conns[0 * N + 1].recv_data; /* rank 0's step 0 from rank 1 */
+    for (int w = 0; w < 32; w++)
+        stale[w] = (uint64_t)1 << 32 | (uint64_t)(w % 5); /* upper half 1: step 0's bare number */
+    int32_t in[2] = {3, 4}, out[2] = {-1, -1};
+    eng_coll_args_t a = {.coll = ENG_COLL_ALLREDUCE,
+                         .dtype = dfcclInt32,
+                         .op = dfcclSum,
+                         .count = 2,
+                         .sendbuf = in,
+                         .recvbuf = out};
+    a.algo = (uint8_t)eng_algo_select(&a, N, 1024, 256);
+    ck_assert_int_eq(a.algo, ENG_ALGO_LL);
+    eng_ctx_t x;
+    eng_ctx_init(&a, N, 0, 1, &x);
+    eng_chan_view_t v = {.rank = 0, .nranks = N, .depth = 4, .chunk = 256, .conns = &s.conns[0]};
+    for (int k = 0; k < 3; k++)
+        ck_assert_int_ne(eng_algo_progress(&a, &v, &x), ENG_DONE);
+    ck_assert_int_eq(out[0], -1);
+    ck_assert_int_eq(out[1], -1);
+    /* flags: never 0 (fresh FIFOs), distinct across nearby steps, salted */
+    const uint32_t salt = eng_ll_salt(0x1234abcdull);
+    for (uint64_t k = 1; k < 100000; k++) {
+        ck_assert_uint_ne(eng_ll_flag(salt, k), 0);
+        ck_assert_uint_ne(eng_ll_flag(salt, k), eng_ll_flag(salt, k + 2));
+        ck_assert_uint_ne(eng_ll_flag(salt, k), (uint32_t)k);
+    }
+    ck_assert_uint_ne(eng_ll_flag(salt, 1), eng_ll_flag(eng_ll_salt(0x1234abceull), 1));
+    sim_free(&s);
+}
+END_TEST
+
 START_TEST(ll_steps_reuse_and_wait)
 {
     /* consecutive LL allreduces through the same connections (flags of every step differ,
@@ -717,6 +759,7 @@ int main(void)
     tcase_add_loop_test(t, algo_uninterrupted_vs_stalled, 0, (int)(sizeof(cases) / sizeof(cases[0])));
     tcase_add_test(t, algo_select_rules);
     tcase_add_test(t, algo_barrier_waits_for_all);
+    tcase_add_test(t, ll_stale_simple_data_never_passes);
     tcase_add_test(t, ll_steps_reuse_and_wait);
     tcase_add_test(t, active_channels_match_ranges);
     tcase_add_test(t, gpu_fifo_layout);
