@@ -140,49 +140,44 @@ static int dfccl_register(void)
                                           "Default 0 (errors only)",
                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_3,
                                           MCA_BASE_VAR_SCOPE_LOCAL, &cm->verbose);
-    (void)mca_base_component_var_register(c, "enable", "Enable the dfccl coll component. Default 1 (0 or 1)",
-                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_3,
-                                          MCA_BASE_VAR_SCOPE_READONLY, &cm->enable);
-    (void)mca_base_component_var_register(c, "host_buffers",
-                                          "1: run collectives on host buffers on the engine's "
-                                          "CPU backend too; 0: host buffers go to the previous "
-                                          "coll module untouched. Default 0 (0 or 1)",
-                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_3,
-                                          MCA_BASE_VAR_SCOPE_READONLY, &cm->host_buffers);
-    (void)mca_base_component_var_register(c, "check",
-                                          "1: before every collective, verify that all ranks "
-                                          "passed the same memory kind, size, op and root "
-                                          "(one extra all-gather per call) and fail with "
-                                          "MPI_ERR_ARG instead of hanging. Default 0 (0 or 1)",
-                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
-                                          MCA_BASE_VAR_SCOPE_READONLY, &cm->check);
-    (void)mca_base_component_var_register(c, "eager",
-                                          "1: create the engine communicator when the MPI "
-                                          "communicator is created (a collective step every "
-                                          "rank takes in the same order); 0: at its first "
-                                          "engine call, a blocking bootstrap that ranks must "
-                                          "reach in the same order across communicators, so the "
-                                          "first non-blocking engine call on each communicator "
-                                          "must not be posted in different orders. "
-                                          "Default 0 (0 or 1)",
-                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
-                                          MCA_BASE_VAR_SCOPE_READONLY, &cm->eager);
-    (void)mca_base_component_var_register(c, "device_sync",
-                                          "1: before each call on device buffers that the GPU "
-                                          "daemon runs, wait for the application's legacy default "
-                                          "stream (costs 2-6 us a call with several ranks on one "
-                                          "GPU); 0: the application synchronizes the streams that "
-                                          "wrote the buffers, as with any CUDA-aware MPI (synchronous "
-                                          "cudaMemcpy/cudaMemset into them are covered by the "
-                                          "SYNC_MEMOPS attribute dfccl sets). Default 0 (0 or 1)",
-                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
-                                          MCA_BASE_VAR_SCOPE_READONLY, &cm->device_sync);
-    (void)mca_base_component_var_register(c, "fake_device",
-                                          "Testing only: treat every buffer as device memory, so "
-                                          "that the staging paths run on a machine without a "
-                                          "GPU. Default 0 (0 or 1)",
-                                          MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9,
-                                          MCA_BASE_VAR_SCOPE_READONLY, &cm->fake_device);
+    /* the component's switches (bool, read once) */
+    const struct {
+        const char *name, *help;
+        int level;
+        bool *var;
+    } flags[] = {
+        {"enable", "Enable the dfccl coll component. Default 1 (0 or 1)", OPAL_INFO_LVL_3, &cm->enable},
+        {"host_buffers",
+         "1: run collectives on host buffers on the engine's CPU backend too; 0: host buffers go to the "
+         "previous coll module untouched. Default 0 (0 or 1)",
+         OPAL_INFO_LVL_3, &cm->host_buffers},
+        {"check",
+         "1: before every collective, verify that all ranks passed the same memory kind, size, op and "
+         "root (one extra all-gather per call) and fail with MPI_ERR_ARG instead of hanging. Default 0 "
+         "(0 or 1)",
+         OPAL_INFO_LVL_4, &cm->check},
+        {"eager",
+         "1: create the engine communicator when the MPI communicator is created (a collective step every "
+         "rank takes in the same order); 0: at its first engine call, a blocking bootstrap that ranks must "
+         "reach in the same order across communicators, so the first non-blocking engine call on each "
+         "communicator must not be posted in different orders. Default 0 (0 or 1)",
+         OPAL_INFO_LVL_4, &cm->eager},
+        {"device_sync",
+         "1: before each call on device buffers that the GPU daemon runs, wait for the application's "
+         "legacy default stream (costs 2-6 us a call with several ranks on one GPU); 0: the application "
+         "synchronizes the streams that wrote the buffers, as with any CUDA-aware MPI (synchronous "
+         "cudaMemcpy/cudaMemset into them are covered by the SYNC_MEMOPS attribute dfccl sets). Default 0 "
+         "(0 or 1)",
+         OPAL_INFO_LVL_4, &cm->device_sync},
+        {"fake_device",
+         "Testing only: treat every buffer as device memory, so that the staging paths run on a machine "
+         "without a GPU. Default 0 (0 or 1)",
+         OPAL_INFO_LVL_9, &cm->fake_device},
+    };
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+        (void)mca_base_component_var_register(c, flags[i].name, flags[i].help, MCA_BASE_VAR_TYPE_BOOL, NULL,
+                                              0, 0, flags[i].level, MCA_BASE_VAR_SCOPE_READONLY,
+                                              flags[i].var);
     /* a string, so not one of the knobs; exported the same way (only when set) */
     cm->net = "auto";
     cm->net_var_index = mca_base_component_var_register(
