@@ -3,7 +3,11 @@
  * written by the one thread that owns it. User buffers may have any alignment and any
  * length, so the packet at the end, or an unaligned one, goes byte by byte (zero-padded
  * on the way in, never written past the end on the way out). Shared by both backends'
- * primitives. */
+ * primitives. On the GPU the loads bypass L1 (DFCCL_LOAD, as every other read of a user
+ * buffer there): the daemon kernel never ends, so an SM's L1 may still hold a line of a
+ * buffer it read in an earlier collective that the host or another process has since
+ * rewritten (seen through MPI: an in-place allreduce on a reused buffer sent the bytes of
+ * the buffer's previous contents). */
 #ifndef DFCCL_LL_PACKET_H
 #define DFCCL_LL_PACKET_H
 
@@ -17,11 +21,11 @@ DFCCL_INLINE uint64_t eng_ll_packet_load(const void *buf, uint64_t bytes, uint64
     const unsigned char *s = (const unsigned char *)buf + 8 * i;
     const uint64_t left = bytes - 8 * i;
     if (left >= 8 && ((uintptr_t)s & 7) == 0)
-        return *(const uint64_t *)s;
+        return (uint64_t)DFCCL_LOAD((const unsigned long long *)s);
     uint64_t v = 0;
     const unsigned n = left < 8 ? (unsigned)left : 8u;
     for (unsigned k = 0; k < n; k++)
-        v |= (uint64_t)s[k] << (8 * k);
+        v |= (uint64_t)DFCCL_LOAD(&s[k]) << (8 * k);
     return v;
 }
 
