@@ -63,6 +63,8 @@ for np in ${CHAOS_NPS-2 4 8}; do
 done
 if [ -z "$NET_ONLY" ]; then
     run "sync" 60 ok 2 $T sync --deadline 30
+    run "reuse" 120 ok 2 $T reuse
+    run "reuse" 120 ok 8 $T reuse
     run "deplete" 120 ok 4 $T deplete
 fi
 for np in ${COMMS_NPS-2 8}; do

@@ -9,6 +9,9 @@
  *   deplete  more collectives in flight than slots x channels, random interleaving
  *   comms    100 communicators alive at once (--comms N), each used with device buffers
  *            in a per-rank order, checked; device memory per communicator reported
+ *   reuse    the same buffers, rewritten from the host before every allreduce (in place
+ *            and not, LL, one-shot and ring sizes), within one daemon launch: a read
+ *            served from an SM's L1 left over from the previous round would show
  * Exits 77 (skip) without a GPU; 3 when a --deadline watchdog fires. */
 #include <cuda_runtime.h>
 #include <signal.h>
@@ -349,6 +352,52 @@ static int mode_deplete(int P, int me)
     return bad != 0;
 }
 
+/* The daemon kernel outlives every collective, so its SMs' L1 may hold lines of a user
+ * buffer from the previous round; each round the host rewrites the buffer with new
+ * values (the stream synchronized, as the API asks) and the result must be this round's. */
+static int mode_reuse(dfcclComm_t comm, int P, int me)
+{
+    static const size_t sizes[] = {1, 7, 1000, 2048, 6000, 70000};
+    const size_t nmax = 70000;
+    float *h = malloc(nmax * sizeof(float)), *got = malloc(nmax * sizeof(float));
+    float *d, *o;
+    CU(cudaMalloc((void **)&d, nmax * sizeof(float)));
+    CU(cudaMalloc((void **)&o, nmax * sizeof(float)));
+    size_t bad = 0, checks = 0;
+    for (int round = 0; round < 120; round++) {
+        const size_t n = sizes[round % 6];
+        const int in_place = (round / 6) % 2;
+        for (size_t i = 0; i < n; i++)
+            h[i] = (float)((me * 31 + round * 7 + (int)(i % 97)) % 19);
+        CU(cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice));
+        CU(cudaStreamSynchronize(0));
+        dfcclRequest_t req;
+        CHECK(dfcclAllReduce(d, in_place ? d : o, n, dfcclFloat32, dfcclSum, comm, &req));
+        CHECK(dfcclWait(&req));
+        CU(cudaMemcpy(got, in_place ? d : o, n * sizeof(float), cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < n; i++) {
+            float want = 0;
+            for (int r = 0; r < P; r++)
+                want += (float)((r * 31 + round * 7 + (int)(i % 97)) % 19);
+            if (got[i] != want && bad++ < 5)
+                fprintf(stderr, "rank %d reuse round %d (%zu floats%s) [%zu]: got %g want %g\n", me, round, n,
+                        in_place ? ", in place" : "", i, got[i], want);
+        }
+        checks += n;
+    }
+    size_t all = 0;
+    MPI_Allreduce(&bad, &all, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (me == 0)
+        printf(
+            "t_gpu reuse: 120 rounds on rewritten buffers, np=%d, %zu elements checked per rank, %zu bad\n",
+            P, checks, all);
+    cudaFree(d);
+    cudaFree(o);
+    free(h);
+    free(got);
+    return all != 0;
+}
+
 static int ncomms = 100;
 
 static int mode_comms(int P, int me)
@@ -446,6 +495,8 @@ int main(int argc, char **argv)
         fail = mode_deplete(tc_size, tc_rank);
     else if (!strcmp(mode, "comms"))
         fail = mode_comms(tc_size, tc_rank);
+    else if (!strcmp(mode, "reuse"))
+        fail = mode_reuse(comm, tc_size, tc_rank);
     else
         TC_FAIL("unknown mode %s", mode);
     int any = 0;
