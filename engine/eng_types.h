@@ -43,8 +43,8 @@ typedef enum {
 /* The flag of the connection's step k (its step count + 1). LL steps share the FIFO
  * steps with Simple ones, so a step about to carry LL lines may still hold the user's
  * bytes of an earlier Simple step: with the bare step number as flag, data holding
- * small integers at the flag positions passed for lines not yet written (seen on the
- * GPU: the reader polled before the writer had stored). The flag is therefore salted
+ * small integers at the flag positions would pass for lines not yet written (the unit
+ * test ll_stale_simple_data_never_passes builds that case). The flag is therefore salted
  * per communicator and spread by a multiply with an odd constant (a bijection): never 0
  * (fresh FIFOs hold zeros), different for steps less than 2^31 apart (older LL lines
  * left in the step never pass), and stale data passes only if both flag words of a line

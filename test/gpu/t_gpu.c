@@ -193,16 +193,22 @@ next_coll:
     return bad != 0;
 }
 
-static void *dev_fill_float(size_t n, int rank, int salt)
+/* rank's input for salt into the n floats at d (the sum over ranks: dev_check_sum) */
+static void dev_write_float(void *d, size_t n, int rank, int salt)
 {
     float *h = malloc(n * sizeof(float));
     for (size_t i = 0; i < n; i++)
         h[i] = (float)((rank * 31 + salt * 7 + (int)(i % 97)) % 19);
-    void *d;
-    CU(cudaMalloc(&d, n * sizeof(float)));
     CU(cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice));
     CU(cudaStreamSynchronize(0)); /* the data is complete before any submission */
     free(h);
+}
+
+static void *dev_fill_float(size_t n, int rank, int salt)
+{
+    void *d;
+    CU(cudaMalloc(&d, n * sizeof(float)));
+    dev_write_float(d, n, rank, salt);
     return d;
 }
 
@@ -359,30 +365,20 @@ static int mode_reuse(dfcclComm_t comm, int P, int me)
 {
     static const size_t sizes[] = {1, 7, 1000, 2048, 6000, 70000};
     const size_t nmax = 70000;
-    float *h = malloc(nmax * sizeof(float)), *got = malloc(nmax * sizeof(float));
-    float *d, *o;
-    CU(cudaMalloc((void **)&d, nmax * sizeof(float)));
-    CU(cudaMalloc((void **)&o, nmax * sizeof(float)));
+    void *d, *o;
+    CU(cudaMalloc(&d, nmax * sizeof(float)));
+    CU(cudaMalloc(&o, nmax * sizeof(float)));
     size_t bad = 0, checks = 0;
     for (int round = 0; round < 120; round++) {
         const size_t n = sizes[round % 6];
         const int in_place = (round / 6) % 2;
-        for (size_t i = 0; i < n; i++)
-            h[i] = (float)((me * 31 + round * 7 + (int)(i % 97)) % 19);
-        CU(cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice));
-        CU(cudaStreamSynchronize(0));
+        dev_write_float(d, n, me, round);
         dfcclRequest_t req;
         CHECK(dfcclAllReduce(d, in_place ? d : o, n, dfcclFloat32, dfcclSum, comm, &req));
         CHECK(dfcclWait(&req));
-        CU(cudaMemcpy(got, in_place ? d : o, n * sizeof(float), cudaMemcpyDeviceToHost));
-        for (size_t i = 0; i < n; i++) {
-            float want = 0;
-            for (int r = 0; r < P; r++)
-                want += (float)((r * 31 + round * 7 + (int)(i % 97)) % 19);
-            if (got[i] != want && bad++ < 5)
-                fprintf(stderr, "rank %d reuse round %d (%zu floats%s) [%zu]: got %g want %g\n", me, round, n,
-                        in_place ? ", in place" : "", i, got[i], want);
-        }
+        char what[64];
+        snprintf(what, sizeof(what), "reuse round %d (%zu floats%s)", round, n, in_place ? ", in place" : "");
+        bad += dev_check_sum(in_place ? d : o, n, P, round, what);
         checks += n;
     }
     size_t all = 0;
@@ -393,8 +389,6 @@ static int mode_reuse(dfcclComm_t comm, int P, int me)
             P, checks, all);
     cudaFree(d);
     cudaFree(o);
-    free(h);
-    free(got);
     return all != 0;
 }
 
