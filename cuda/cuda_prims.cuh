@@ -146,58 +146,110 @@ DFCCL_DEV_INLINE void prim_recv_done_all(eng_conn_t *conns, int n)
     __syncthreads();
 }
 
-/* --- LL lines (eng_types.h): one 16-byte store per line and peer; lane p of warp 0
- * resolves connection p's step and flag once, every thread then owns whole lines -------- */
+/* --- LL lines (eng_types.h): one 16-byte store per line and peer. Lane p of warp 0
+ * owns connection p (n <= ENG_LL_MAX_RANKS = 32): it reads the connection once per
+ * collective, all its fields in flight together, and the block's threads take the step
+ * pointers from shared memory. A collective whose lines are all there costs three
+ * memory round trips (the connections and the input, the credit only when the FIFO
+ * looks full, the peers' lines) and three barriers. ---------------------------------- */
 
-/* Lane p of warp 0 resolves connection p's current step (the send side's or the receive
- * side's) and its flag into shared memory, for the whole block. */
-__device__ __forceinline__ void ll_steps(const eng_conn_t *conns, int n, const eng_chan_view_t *v, bool send,
-                                         char **s_ptr, uint32_t *s_flag)
+typedef struct {
+    char *dst[ENG_LL_MAX_RANKS];              /* my current step in each peer's FIFO */
+    const char *src[ENG_LL_MAX_RANKS];        /* each peer's current step in mine */
+    eng_conn_ctrl_t *rctrl[ENG_LL_MAX_RANKS]; /* where I give the step back */
+    uint64_t recvd[ENG_LL_MAX_RANKS];         /* steps consumed from each peer */
+    uint32_t sflag[ENG_LL_MAX_RANKS], rflag[ENG_LL_MAX_RANKS];
+    int ok;         /* every peer's step is free */
+    int recv_valid; /* src/rflag/rctrl/recvd are this collective's: the send just set them */
+} ll_block_t;
+
+/* The block's LL state (one instance per block). Valid from a send to the reduce of the
+ * same call only: between calls another task's LL collective may reuse it. */
+__device__ __forceinline__ ll_block_t *ll_block(void)
 {
-    const int tid = (int)threadIdx.x;
-    if (tid < n) {
-        const eng_conn_t *c = &conns[tid];
-        const uint64_t k = ld_volatile_u64(send ? &c->sent : &c->recvd);
-        s_ptr[tid] = send ? c->send_data + eng_mod(k, v->depth) * c->schunk
-                          : c->recv_data + eng_mod(k, v->depth) * c->rchunk;
-        s_flag[tid] = eng_ll_flag(c->ll_salt, k + 1);
-    }
-    __syncthreads();
+    __shared__ ll_block_t s_ll;
+    return &s_ll;
+}
+
+/* Lane p (< n, warp 0): resolve connection p's receive step into the block's state. */
+__device__ __forceinline__ void ll_recv_step(ll_block_t *L, const eng_conn_t *c, int p, uint64_t recvd,
+                                             uint32_t depth)
+{
+    L->src[p] = c->recv_data + eng_mod(recvd, depth) * c->rchunk;
+    L->rflag[p] = eng_ll_flag(c->ll_salt, recvd + 1);
+    L->rctrl[p] = c->recv_ctrl;
+    L->recvd[p] = recvd;
 }
 
 /* The LL primitives stay out of line: inlined into the daemon kernel they push it past
  * its 128 registers and spill in the ring's loops. */
-static __device__ __noinline__ void prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
-                                                     const void *src, uint64_t bytes)
+
+/* Every peer's step free: write the packets of src as lines into each (LL steps publish
+ * nothing else: `posted` stays at the last Simple step) and return 1; else 0, nothing
+ * written. The receive side's steps are resolved in the same round trip. */
+static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
+                                                    const void *src, uint64_t bytes)
 {
-    __shared__ char *s_dst[ENG_LL_MAX_RANKS];
-    __shared__ uint32_t s_flag[ENG_LL_MAX_RANKS];
+    ll_block_t *L = ll_block();
     const int tid = (int)threadIdx.x;
-    ll_steps(conns, n, v, true, s_dst, s_flag);
     const uint64_t lines = eng_ll_lines(bytes);
+    /* this thread's first packet, loaded while warp 0 reads the connections */
+    const uint64_t pk0 = bytes && (uint64_t)tid < lines ? eng_ll_packet_load(src, bytes, (uint64_t)tid) : 0;
+    uint64_t sent = 0; /* lane tid < n: connection tid's */
+    if (tid < 32) {
+        int ok = 1;
+        if (tid < n) {
+            eng_conn_t *c = &conns[tid];
+            const uint64_t recvd = ld_volatile_u64(&c->recvd);
+            sent = ld_volatile_u64(&c->sent);
+            uint64_t credit = ld_volatile_u64(&c->credit);
+            if (sent - credit >= v->depth) { /* looks full: how far has the peer read? */
+                credit = ld_acquire_u64(&c->send_ctrl->consumed, c->sys);
+                st_volatile_u64(&c->credit, credit);
+            }
+            ok = sent - credit < v->depth;
+            L->dst[tid] = c->send_data + eng_mod(sent, v->depth) * c->schunk;
+            L->sflag[tid] = eng_ll_flag(c->ll_salt, sent + 1);
+            ll_recv_step(L, c, tid, recvd, v->depth);
+        }
+        ok = __all_sync(0xffffffffu, ok);
+        if (tid == 0) {
+            L->ok = ok;
+            L->recv_valid = ok;
+        }
+    }
+    __syncthreads();
+    if (!L->ok)
+        return 0;
     for (uint64_t i = (uint64_t)tid; i < lines; i += blockDim.x) {
-        const uint64_t pk = bytes ? eng_ll_packet_load(src, bytes, i) : 0;
+        const uint64_t pk = !bytes ? 0 : i == (uint64_t)tid ? pk0 : eng_ll_packet_load(src, bytes, i);
         const uint32_t lo = (uint32_t)pk, hi = (uint32_t)(pk >> 32);
         for (int p = 0; p < n; p++)
-            st_volatile_v4_u32(s_dst[p] + ENG_LL_LINE * i, lo, s_flag[p], hi, s_flag[p]);
+            st_volatile_v4_u32(L->dst[p] + ENG_LL_LINE * i, lo, L->sflag[p], hi, L->sflag[p]);
     }
-    /* LL steps publish nothing else (see prims_cpu.h); the barrier keeps s_dst until
-     * every thread is done with it */
-    __syncthreads();
     if (tid < n)
-        st_volatile_u64(&conns[tid].sent, ld_volatile_u64(&conns[tid].sent) + 1);
+        st_volatile_u64(&conns[tid].sent, sent + 1);
+    /* my own lines (the connection to myself) before any thread reads them */
+    __syncthreads();
+    return 1;
 }
 
 /* Loads of up to ENG_LL_BATCH peers' lines are issued before any is used, so a line
- * costs one memory round trip per batch of peers, not one per peer. */
+ * costs one memory round trip per batch of peers, not one per peer. Returns 1 when every
+ * connection's current step holds all lines with its flag (reduced in rank order into
+ * recvbuf); else 0 (a line not complete yet is rewritten on the retry: the output is the
+ * user's and nothing reads it before completion). */
 #define ENG_LL_BATCH 4
 static __device__ __noinline__ int prim_ll_reduce_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
                                                       const eng_coll_args_t *a, uint64_t bytes)
 {
-    __shared__ char *s_src[ENG_LL_MAX_RANKS];
-    __shared__ uint32_t s_flag[ENG_LL_MAX_RANKS];
+    ll_block_t *L = ll_block();
     const int tid = (int)threadIdx.x;
-    ll_steps(conns, n, v, false, s_src, s_flag);
+    if (!L->recv_valid) { /* a retry: the steps again (one round trip) */
+        if (tid < n)
+            ll_recv_step(L, &conns[tid], tid, ld_volatile_u64(&conns[tid].recvd), v->depth);
+        __syncthreads();
+    }
     const uint64_t lines = eng_ll_lines(bytes);
     const int dtype = a->dtype, op = a->op;
     int ok = 1;
@@ -210,23 +262,39 @@ static __device__ __noinline__ int prim_ll_reduce_all(eng_conn_t *conns, int n, 
 #pragma unroll
             for (int k = 0; k < ENG_LL_BATCH; k++)
                 if (p0 + k < n)
-                    w[k] = ld_volatile_v4_u32(s_src[p0 + k] + off);
+                    w[k] = ld_volatile_v4_u32(L->src[p0 + k] + off);
 #pragma unroll
             for (int k = 0; k < ENG_LL_BATCH; k++)
                 if (p0 + k < n) {
-                    const uint32_t f = s_flag[p0 + k];
+                    const uint32_t f = L->rflag[p0 + k];
                     lok &= (w[k].y == f) & (w[k].w == f);
                     const uint64_t pk = (uint64_t)w[k].x | (uint64_t)w[k].z << 32;
                     acc = p0 + k ? eng_reduce_packet(acc, pk, dtype, op) : pk;
                 }
         }
-        /* a line not complete yet is rewritten on the retry (the output is the user's
-         * and nothing reads it before completion) */
         if (lok && bytes)
             eng_ll_packet_store(a->recvbuf, bytes, i, acc);
         ok &= lok;
     }
-    return __syncthreads_and(ok);
+    ok = __syncthreads_and(ok);
+    if (tid == 0)
+        L->recv_valid = 0; /* every thread has read it (the barrier came first) */
+    return ok;
+}
+
+/* After a reduce that returned 1 (its barrier: every thread has read the lines): give
+ * every peer its step back. No fence: the lines' values were used before the barrier,
+ * so no read of them is outstanding, and LL lines carry their own flags (NCCL's LL
+ * head update is the same plain store). */
+DFCCL_DEV_INLINE void prim_ll_recv_done_all(eng_conn_t *conns, int n)
+{
+    ll_block_t *L = ll_block();
+    const int tid = (int)threadIdx.x;
+    if (tid < n) {
+        const uint64_t k = L->recvd[tid] + 1;
+        st_volatile_u64(&conns[tid].recvd, k);
+        st_volatile_u64(&L->rctrl[tid]->consumed, k);
+    }
 }
 
 /* --- data movement ------------------------------------------------------------------- */

@@ -256,6 +256,7 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
         f.last_ns = globaltimer_ns();
     }
     if (t0) {
+        ll_block()->recv_valid = 0; /* shared memory starts undefined */
         s_fresh_rec = s_trec = NULL;
         s_head = ld_volatile_u64(&p.block_head[b]);
         s_n = ld_volatile_u32(&p.ntasks[b]);

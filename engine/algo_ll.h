@@ -22,15 +22,14 @@ DFCCL_DEV_INLINE eng_prog_t algo_ll_progress(const eng_coll_args_t *a, eng_chan_
 
     if (x->step == 0) {
         /* every rank's step must be free (its previous use consumed) */
-        if (!prim_send_ready_all(v->conns, N, v->depth))
+        if (!prim_ll_send_all(v->conns, N, v, a->sendbuf, bytes))
             return ENG_WAIT;
-        prim_ll_send_all(v->conns, N, v, a->sendbuf, bytes);
         x->step = 1;
         prog = ENG_PROGRESS;
     }
     if (!prim_ll_reduce_all(v->conns, N, v, a, bytes))
         return prog;
-    prim_recv_done_all(v->conns, N);
+    prim_ll_recv_done_all(v->conns, N);
     x->off = x->hi;
     return ENG_DONE;
 }

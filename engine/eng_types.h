@@ -99,6 +99,8 @@ typedef struct {
     uint32_t sys;     /* GPU: the peer is another device, so flags need system scope (else
                          device scope: processes sharing one GPU under MPS) */
     uint32_t ll_salt; /* the communicator's LL flag salt (eng_ll_flag), the same at both ends */
+    uint64_t credit;  /* GPU LL: the peer's `consumed` as last read here (a lower bound),
+                        so the credit is reread only when the FIFO looks full */
 } eng_conn_t;
 
 /* Everything an algorithm needs about the communicator and the buffers. */

@@ -93,12 +93,15 @@ DFCCL_DEV_INLINE void prim_recv_done_all(eng_conn_t *conns, int n)
 /* --- LL lines: each 8-byte word {4 data bytes, flag} is one atomic store, so a reader
  * that sees the flag sees its data; the words need no order among themselves -------- */
 
-/* Write the packets of src as lines into every connection's current step. LL steps
- * publish nothing else: `posted` stays at the last Simple step, which is all a later
- * Simple step's check needs (it waits for its own, absolute, count). */
-DFCCL_DEV_INLINE void prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_view_t *v, const void *src,
-                                       uint64_t bytes)
+/* Every connection's current step free: write the packets of src as lines into each
+ * and return 1; else 0, nothing written. LL steps publish nothing else: `posted` stays
+ * at the last Simple step, which is all a later Simple step's check needs (it waits for
+ * its own, absolute, count). */
+DFCCL_DEV_INLINE int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_view_t *v, const void *src,
+                                      uint64_t bytes)
 {
+    if (!prim_send_ready_all(conns, n, v->depth))
+        return 0;
     const uint64_t lines = eng_ll_lines(bytes);
     for (int p = 0; p < n; p++) {
         eng_conn_t *c = &conns[p];
@@ -111,6 +114,7 @@ DFCCL_DEV_INLINE void prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_
         }
         c->sent++;
     }
+    return 1;
 }
 
 /* Every connection's current step holds all lines with its flag: reduce them in rank
@@ -140,6 +144,12 @@ DFCCL_DEV_INLINE int prim_ll_reduce_all(eng_conn_t *conns, int n, const eng_chan
         eng_ll_packet_store(a->recvbuf, bytes, i, acc);
     }
     return 1;
+}
+
+/* After a reduce that returned 1: every connection's step back to its sender. */
+DFCCL_DEV_INLINE void prim_ll_recv_done_all(eng_conn_t *conns, int n)
+{
+    prim_recv_done_all(conns, n);
 }
 
 /* --- data movement, named in dataflow order ------------------------------------------ */
