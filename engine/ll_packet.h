@@ -6,8 +6,9 @@
  * primitives. On the GPU the loads bypass L1 (DFCCL_LOAD, as every other read of a user
  * buffer there): the daemon kernel never ends, so an SM's L1 may still hold a line of a
  * buffer it read in an earlier collective that the host or another process has since
- * rewritten (the likely cause of wrong in-place allreduces on a reused buffer through
- * MPI, whose results held the buffer's earlier sentinel bytes: bench/RESULTS.md). */
+ * rewritten. With plain loads, in-place allreduces on reused buffers return the buffer's
+ * earlier bytes (t_gpu reuse and t_colls_dev through MPI fail; runs AO/AP in
+ * bench/RESULTS.md). */
 #ifndef DFCCL_LL_PACKET_H
 #define DFCCL_LL_PACKET_H
 
