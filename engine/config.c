@@ -44,7 +44,7 @@ static void eng_config_parse(void)
             if (!strcasecmp(lvl, names[i]))
                 eng_log_level = i;
     }
-    uint64_t v[22];
+    uint64_t v[23];
     int rc = 0;
     rc |= env_u64("DFCCL_PREEMPT", 1, 0, 1, &v[0]);
     rc |= env_u64("DFCCL_THRESHOLD_BASE_NS", 20000, 100, 60000000000ull, &v[1]);
@@ -68,6 +68,7 @@ static void eng_config_parse(void)
     rc |= env_u64("DFCCL_GPU_SYS_SCOPE", 0, 0, 1, &v[19]);
     rc |= env_u64("DFCCL_LL_MAX", 8192, 0, 64ull << 20, &v[20]);
     rc |= env_u64("DFCCL_GPU_TRACE", 0, 0, 1, &v[21]);
+    rc |= env_u64("DFCCL_CPU_THREADS", 1, 1, ENG_MAX_WORKERS, &v[22]);
     eng_config.preempt = (int)v[0];
     eng_config.threshold_base_ns = v[1];
     eng_config.threshold_max_ns = v[2] < v[1] ? v[1] : v[2];
@@ -75,6 +76,7 @@ static void eng_config_parse(void)
     eng_config.head_factor = (uint32_t)v[4];
     eng_config.slots = (uint32_t)v[5];
     eng_config.channels = (uint32_t)v[6];
+    eng_config.cpu_threads = (uint32_t)v[22];
     /* chunks stay 64-byte multiples so every element type stays aligned inside a step */
     eng_config.chunk_size = v[7] & ~(uint64_t)63;
     eng_config.fifo_depth = (uint32_t)v[8];

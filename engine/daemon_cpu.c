@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The CPU daemon: one host thread per process runs every communicator's collectives
- * through the shared scheduler and algorithms. It takes submissions from the ring into
- * its task list, runs tasks in list order, preempts one that waits longer than its
- * threshold at a peer (its context is already saved in the task: the algorithms keep
- * it there), and sleeps when there is nothing to do. */
+/* The CPU daemon: DFCCL_CPU_THREADS host threads (workers) per process run every
+ * communicator's collectives through the shared scheduler and algorithms. Worker w runs
+ * channel c of every collective for c mod workers = w, as block c of the GPU daemon
+ * runs channel c: each worker keeps its own task list, runs it in submission order,
+ * preempts a task that waits longer than its threshold at a peer (its context is
+ * already saved in the task: the algorithms keep it there), and sleeps when there is
+ * nothing to do. Worker 0 takes the submissions and hands each task to the workers
+ * that own one of its channels; the last worker done with a task posts its completion.
+ * Channels of one collective share nothing but the slot, so workers need no lock
+ * between them, and waits stay deadlock-free for the GPU daemon's reason: each worker
+ * is a scheduler of its own over disjoint connections. */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -20,31 +26,35 @@
 #define ENG_SPINS_BEFORE_YIELD 64u
 
 typedef struct {
+    uint32_t id;
+    pthread_t thread;
+    /* inbox (workers > 0; worker 0 appends) and sleep, under lock */
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+    uint32_t sleeping; /* worker 0: read by submitters without the lock */
+    eng_wnode_t *in_head, *in_tail;
+    /* this worker's own */
+    eng_wnode_t *head, *tail;
+} eng_worker_t;
+
+typedef struct {
     pthread_mutex_t life_lock; /* refcount, thread start and join */
     int refcount;
-    int running;
-    pthread_t thread;
+    uint32_t nworkers; /* running threads; fixed while refcount > 0 */
     int stop;
-    /* sleeping daemon: wake_cv under wake_lock; `sleeping` is read by submitters */
-    pthread_mutex_t wake_lock;
-    pthread_cond_t wake_cv;
-    uint32_t sleeping;
-    /* submission ring: many producers under sq_lock, the daemon consumes */
+    /* submission ring: many producers under sq_lock, worker 0 consumes */
     pthread_mutex_t sq_lock;
     eng_ring_t ring;
     /* hosts sleeping in eng_daemon_wait */
     pthread_mutex_t done_lock;
     pthread_cond_t done_cv;
     uint32_t waiters;
-    /* daemon-only state */
-    eng_task_t *head, *tail;
     sched_params_t sp;
+    eng_worker_t w[ENG_MAX_WORKERS];
 } eng_daemon_t;
 
 static eng_daemon_t D = {
     .life_lock = PTHREAD_MUTEX_INITIALIZER,
-    .wake_lock = PTHREAD_MUTEX_INITIALIZER,
-    .wake_cv = PTHREAD_COND_INITIALIZER,
     .sq_lock = PTHREAD_MUTEX_INITIALIZER,
     .done_lock = PTHREAD_MUTEX_INITIALIZER,
     .done_cv = PTHREAD_COND_INITIALIZER,
@@ -71,6 +81,11 @@ static void abs_deadline(struct timespec *ts, uint64_t ns)
     ts->tv_nsec = (long)(t % 1000000000ull);
 }
 
+static void stat_add(uint64_t *p, uint64_t v)
+{
+    __atomic_fetch_add(p, v, __ATOMIC_RELAXED); /* several workers count into one comm */
+}
+
 static const char *const coll_names[ENG_COLL_NUM] = {"allreduce",      "reduce",   "bcast",  "allgather",
                                                      "reduce_scatter", "alltoall", "barrier"};
 
@@ -79,8 +94,9 @@ static const char *const coll_names[ENG_COLL_NUM] = {"allreduce",      "reduce",
 static void post_completion(struct dfccl_request *req, dfcclResult_t res)
 {
     req->result = res;
-    /* release: results (written by this thread) are visible before the word flips;
-     * the host's acquire in dfcclTest/eng_daemon_wait is the counterpart */
+    /* release: results (written by this thread, or by workers whose last access to the
+     * task was an acq_rel decrement this thread observed) are visible before the word
+     * flips; the host's acquire in dfcclTest/eng_daemon_wait is the counterpart */
     dfccl_store_release32(&req->done, 1);
     dfccl_fence_seq_cst(); /* order the store before reading `waiters` (Dekker with wait) */
     if (DFCCL_READ_ONCE(D.waiters)) {
@@ -111,63 +127,125 @@ void eng_daemon_wait(struct dfccl_request *req)
     __atomic_fetch_sub(&D.waiters, 1, __ATOMIC_SEQ_CST);
 }
 
-/* ---- task list ------------------------------------------------------------------------ */
+/* ---- task lists ------------------------------------------------------------------------ */
 
-static void list_append(eng_task_t *t)
+static void list_append(eng_worker_t *W, eng_wnode_t *n)
 {
-    t->next = NULL;
-    t->prev = D.tail;
-    if (D.tail)
-        D.tail->next = t;
+    n->next = NULL;
+    n->prev = W->tail;
+    if (W->tail)
+        W->tail->next = n;
     else
-        D.head = t;
-    D.tail = t;
+        W->head = n;
+    W->tail = n;
 }
 
-static void list_remove(eng_task_t *t)
+static void list_remove(eng_worker_t *W, eng_wnode_t *n)
 {
-    if (t->prev)
-        t->prev->next = t->next;
+    if (n->prev)
+        n->prev->next = n->next;
     else
-        D.head = t->next;
-    if (t->next)
-        t->next->prev = t->prev;
+        W->head = n->next;
+    if (n->next)
+        n->next->prev = n->prev;
     else
-        D.tail = t->prev;
+        W->tail = n->prev;
 }
 
-static void task_finish(eng_task_t *t, dfcclResult_t res)
+/* Every worker is done with t: free its slot for the next instance, post. */
+static void task_done(eng_task_t *t)
 {
     struct dfccl_comm *c = t->comm;
-    c->slot_next[t->slot] = t->seq + c->slots;
-    c->stats.completed++;
-    list_remove(t);
-    post_completion(t->req, res);
+    dfccl_store_release64(&c->slot_next[t->slot], t->seq + c->slots);
+    stat_add(&c->stats.completed, 1);
+    post_completion(t->req, (dfcclResult_t)__atomic_load_n(&t->result, __ATOMIC_ACQUIRE));
     free(t);
 }
 
+/* Worker W is done with its channels of n's task (res: how they ended). */
+static void part_finish(eng_worker_t *W, eng_wnode_t *n, dfcclResult_t res)
+{
+    eng_task_t *t = n->task;
+    list_remove(W, n);
+    if (res != dfcclSuccess) {
+        int32_t ok = dfcclSuccess;
+        __atomic_compare_exchange_n(&t->result, &ok, (int32_t)res, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    }
+    if (__atomic_sub_fetch(&t->workers_left, 1, __ATOMIC_ACQ_REL) == 0)
+        task_done(t);
+}
+
+/* Worker W has reached c's destroy marker: every task of c it still holds is failed
+ * (it holds all it will ever get: inboxes keep submission order); the last worker
+ * to get here completes the destroy, after which c may be freed. */
+static void destroy_seen(eng_worker_t *W, struct dfccl_comm *c)
+{
+    for (eng_wnode_t *n = W->head, *nx; n; n = nx) {
+        nx = n->next;
+        if (n->comm == c)
+            part_finish(W, n, dfcclCommAborted);
+    }
+    if (__atomic_sub_fetch(&c->dmark_left, 1, __ATOMIC_ACQ_REL) == 0)
+        post_completion(c->dmark_req, dfcclSuccess);
+}
+
+static void inbox_push(eng_worker_t *W, eng_wnode_t *n)
+{
+    n->next = NULL;
+    pthread_mutex_lock(&W->lock);
+    if (W->in_tail)
+        W->in_tail->next = n;
+    else
+        W->in_head = n;
+    W->in_tail = n;
+    if (W->sleeping)
+        pthread_cond_signal(&W->cv);
+    pthread_mutex_unlock(&W->lock);
+}
+
+/* Worker W > 0: move its inbox into its list, in order. */
+static int inbox_drain(eng_worker_t *W)
+{
+    pthread_mutex_lock(&W->lock);
+    eng_wnode_t *n = W->in_head;
+    W->in_head = W->in_tail = NULL;
+    pthread_mutex_unlock(&W->lock);
+    int k = 0;
+    for (eng_wnode_t *nx; n; n = nx, k++) {
+        nx = n->next;
+        if (n->task)
+            list_append(W, n);
+        else
+            destroy_seen(W, n->comm);
+    }
+    return k;
+}
+
+/* Worker 0: one submission into the workers' lists. */
 static void take_entry(const eng_sq_entry_t *e)
 {
     struct dfccl_comm *c = e->comm;
+    const uint32_t nw = D.nworkers;
+    eng_worker_t *W0 = &D.w[0];
     if (e->kind == ENG_SQ_DESTROY) {
-        /* every task of c is in the list already (entries are taken in order) */
-        for (eng_task_t *t = D.head, *n; t; t = n) {
-            n = t->next;
-            if (t->comm == c)
-                task_finish(t, dfcclCommAborted);
+        c->dmark_left = nw;
+        c->dmark_req = e->req;
+        for (uint32_t w = 1; w < nw; w++) {
+            c->dmark[w] = (eng_wnode_t){.task = NULL, .comm = c};
+            inbox_push(&D.w[w], &c->dmark[w]);
         }
-        post_completion(e->req, dfcclSuccess);
+        destroy_seen(W0, c);
         return;
     }
-    if (c->aborted) {
-        c->stats.completed++;
+    if (DFCCL_READ_ONCE(c->aborted)) {
+        stat_add(&c->stats.completed, 1);
         post_completion(e->req, dfcclCommAborted);
         return;
     }
-    eng_task_t *t = malloc(sizeof(*t) + sizeof(eng_ctx_t) * c->channels);
+    eng_task_t *t = malloc(sizeof(*t) + sizeof(eng_ctx_t) * c->channels + sizeof(eng_wnode_t) * nw);
     if (!t) {
         dfccl_error("no memory for a task; failing collective seq %llu", (unsigned long long)e->seq);
-        c->stats.completed++;
+        stat_add(&c->stats.completed, 1);
         post_completion(e->req, dfcclNoMemory);
         return;
     }
@@ -177,16 +255,31 @@ static void take_entry(const eng_sq_entry_t *e)
     t->req = e->req;
     t->seq = e->seq;
     t->slot = (uint32_t)(e->seq % c->slots);
-    t->threshold_ns = sched_reset(&D.sp);
-    t->channels_left = 0;
+    t->node = (eng_wnode_t *)(void *)(t->ctx + c->channels);
+    for (uint32_t w = 0; w < nw; w++)
+        t->node[w] = (eng_wnode_t){.task = t, .comm = c, .threshold_ns = sched_reset(&D.sp)};
     for (uint32_t ch = 0; ch < c->channels; ch++) {
         eng_ctx_init(&t->args, c->nranks, (int)ch, (int)c->channels, &t->ctx[ch]);
-        t->channels_left += !t->ctx[ch].done;
+        t->node[ch % nw].channels_left += !t->ctx[ch].done;
     }
-    list_append(t);
+    uint32_t parts = 0;
+    for (uint32_t w = 0; w < nw; w++)
+        parts += t->node[w].channels_left > 0;
+    /* a task with nothing to move still waits for its slot (on worker 0), so slots
+     * are freed in sequence order */
+    const int idle = parts == 0;
+    t->workers_left = idle ? 1 : parts;
+    for (uint32_t w = 0; w < nw; w++) {
+        if (!t->node[w].channels_left && !(w == 0 && idle))
+            continue;
+        if (w == 0)
+            list_append(W0, &t->node[0]);
+        else
+            inbox_push(&D.w[w], &t->node[w]);
+    }
 }
 
-/* Move every complete submission into the task list. */
+/* Move every complete submission into the task lists. */
 static int take_submissions(void)
 {
     int n = 0;
@@ -227,14 +320,14 @@ static void report_stall(eng_task_t *t, uint64_t waited_ns)
                missing);
 }
 
-/* Stall report and timeout. Returns 1 when the task was failed (and freed). */
-static int check_stall(eng_task_t *t, uint64_t now)
+/* Stall report and timeout. Returns 1 when this worker's part was failed. */
+static int check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now)
 {
-    uint64_t waited = now - t->progress_ns;
-    if (!t->reported && eng_config.stall_report_ms && waited > eng_config.stall_report_ms * 1000000ull) {
-        t->reported = 1;
+    eng_task_t *t = n->task;
+    uint64_t waited = now - n->progress_ns;
+    if (eng_config.stall_report_ms && waited > eng_config.stall_report_ms * 1000000ull &&
+        !__atomic_exchange_n(&t->reported, 1, __ATOMIC_RELAXED))
         report_stall(t, waited);
-    }
     if (eng_config.timeout_ms && waited > eng_config.timeout_ms * 1000000ull) {
         struct dfccl_comm *c = t->comm;
         dfccl_error("%s seq %llu on communicator %016llx timed out after %llu ms (DFCCL_TIMEOUT); the "
@@ -242,9 +335,9 @@ static int check_stall(eng_task_t *t, uint64_t now)
                     coll_names[t->args.coll], (unsigned long long)t->seq, (unsigned long long)c->uid,
                     (unsigned long long)eng_config.timeout_ms);
         /* the connection counters are now out of step with the peers: nothing more can
-         * run on this communicator */
-        c->aborted = dfcclTimeout;
-        task_finish(t, dfcclTimeout);
+         * run on this communicator (the other workers drop their parts on seeing it) */
+        DFCCL_WRITE_ONCE(c->aborted, dfcclTimeout);
+        part_finish(W, n, dfcclTimeout);
         return 1;
     }
     return 0;
@@ -252,22 +345,24 @@ static int check_stall(eng_task_t *t, uint64_t now)
 
 /* ---- the scheduler ------------------------------------------------------------------- */
 
-/* Run one task until it finishes or waits longer than its budget. Returns 1 if it made
- * progress (or finished). */
-static int run_task(eng_task_t *t, int is_head)
+/* Run worker W's channels of one task until they finish or wait longer than the
+ * budget. Returns 1 if they made progress (or finished). */
+static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
 {
+    eng_task_t *t = n->task;
     struct dfccl_comm *c = t->comm;
+    const uint32_t nw = D.nworkers;
     uint64_t now = eng_now_ns();
-    if (!t->progress_ns)
-        t->progress_ns = now; /* the stall clock starts when the task first runs */
-    uint64_t budget = sched_budget(&D.sp, t->threshold_ns, is_head);
+    if (!n->progress_ns)
+        n->progress_ns = now; /* the stall clock starts when the task first runs */
+    uint64_t budget = sched_budget(&D.sp, n->threshold_ns, is_head);
     uint64_t wait_start = now;
     unsigned spins = 0;
     int progressed = 0;
 
     for (;;) {
         int moved = 0;
-        for (uint32_t ch = 0; ch < c->channels; ch++) {
+        for (uint32_t ch = W->id; ch < c->channels; ch += nw) {
             eng_ctx_t *x = &t->ctx[ch];
             if (x->done)
                 continue;
@@ -279,34 +374,34 @@ static int run_task(eng_task_t *t, int is_head)
             eng_prog_t r = eng_algo_progress(&t->args, &v, x);
             if (r == ENG_DONE) {
                 x->done = 1;
-                t->channels_left--;
+                n->channels_left--;
             }
             moved |= r != ENG_WAIT;
         }
-        if (t->channels_left == 0) {
-            task_finish(t, dfcclSuccess);
+        if (n->channels_left == 0) {
+            part_finish(W, n, dfcclSuccess);
             return 1;
         }
         now = eng_now_ns();
         if (moved) {
             if (spins) {
                 /* a wait was satisfied: the peers are here, stick with this task */
-                t->threshold_ns = sched_adapt(&D.sp, t->threshold_ns, now - wait_start);
-                budget = sched_budget(&D.sp, t->threshold_ns, is_head);
+                n->threshold_ns = sched_adapt(&D.sp, n->threshold_ns, now - wait_start);
+                budget = sched_budget(&D.sp, n->threshold_ns, is_head);
             }
-            wait_start = t->progress_ns = now;
+            wait_start = n->progress_ns = now;
             spins = 0;
             progressed = 1;
             continue;
         }
         if (now - wait_start >= budget) {
             /* preempt: the context is in t->ctx already; go run something else */
-            c->stats.preemptions++;
-            c->stats.stalls += !progressed;
-            c->stats.stall_ns += now - wait_start;
+            stat_add(&c->stats.preemptions, 1);
+            stat_add(&c->stats.stalls, !progressed);
+            stat_add(&c->stats.stall_ns, now - wait_start);
             return progressed;
         }
-        if (check_stall(t, now))
+        if (check_stall(W, n, now))
             return 1;
         if (++spins < ENG_SPINS_BEFORE_YIELD)
             dfccl_cpu_relax();
@@ -315,60 +410,83 @@ static int run_task(eng_task_t *t, int is_head)
     }
 }
 
-static void idle_sleep(void)
+/* Something new for W: a submission (worker 0) or its inbox (the others). */
+static int has_input(eng_worker_t *W)
+{
+    return W->id == 0 ? eng_ring_peek(&D.ring) != NULL : DFCCL_READ_ONCE(W->in_head) != NULL;
+}
+
+static void take_input(eng_worker_t *W)
+{
+    if (W->id == 0)
+        take_submissions();
+    else if (DFCCL_READ_ONCE(W->in_head))
+        inbox_drain(W);
+}
+
+static void idle_sleep(eng_worker_t *W)
 {
     /* poll a little first: a new submission is usually right behind the last */
     uint64_t until = eng_now_ns() + eng_config.idle_sleep_us * 1000ull;
     while (eng_now_ns() < until) {
-        if (eng_ring_peek(&D.ring) || DFCCL_READ_ONCE(D.stop))
+        if (has_input(W) || DFCCL_READ_ONCE(D.stop))
             return;
         sched_yield();
     }
-    pthread_mutex_lock(&D.wake_lock);
-    __atomic_store_n(&D.sleeping, 1, __ATOMIC_SEQ_CST);
-    /* re-check after publishing `sleeping`: pairs with the fence in eng_daemon_submit */
-    while (!eng_ring_peek(&D.ring) && !DFCCL_READ_ONCE(D.stop)) {
+    pthread_mutex_lock(&W->lock);
+    __atomic_store_n(&W->sleeping, 1, __ATOMIC_SEQ_CST);
+    /* re-check after publishing `sleeping`: pairs with the fence in eng_daemon_submit
+     * (worker 0); the other workers' inboxes are pushed under this lock */
+    while (!has_input(W) && !DFCCL_READ_ONCE(D.stop)) {
         struct timespec ts;
         abs_deadline(&ts, 100000000);
-        pthread_cond_timedwait(&D.wake_cv, &D.wake_lock, &ts);
+        pthread_cond_timedwait(&W->cv, &W->lock, &ts);
     }
-    __atomic_store_n(&D.sleeping, 0, __ATOMIC_SEQ_CST);
-    pthread_mutex_unlock(&D.wake_lock);
+    __atomic_store_n(&W->sleeping, 0, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&W->lock);
 }
 
-static void *daemon_main(void *arg)
+/* One pass over W's list. Returns 1 if any task moved. */
+static int worker_pass(eng_worker_t *W)
 {
-    (void)arg;
-    uint64_t stalled_since = eng_now_ns();
-    for (;;) {
-        take_submissions();
-        if (!D.head) {
-            if (DFCCL_READ_ONCE(D.stop))
-                break;
-            idle_sleep();
+    int progressed = 0, head_seen = 0;
+    for (eng_wnode_t *n = W->head, *nx; n; n = nx) {
+        nx = n->next;
+        eng_task_t *t = n->task;
+        struct dfccl_comm *c = t->comm;
+        if (DFCCL_READ_ONCE(c->aborted)) {
+            part_finish(W, n, dfcclCommAborted);
+            progressed = 1;
             continue;
         }
-        int progressed = 0, head_seen = 0;
-        for (eng_task_t *t = D.head, *n; t; t = n) {
-            n = t->next;
-            if (t->comm->aborted) {
-                task_finish(t, dfcclCommAborted);
-                progressed = 1;
-                continue;
-            }
-            if (!sched_slot_free(t->comm->slot_next[t->slot], t->seq))
-                continue;
-            int is_head = !head_seen;
-            head_seen = 1;
-            /* run_task frees t at most, never n; submissions (a destroy may free
-             * tasks) are taken between passes only */
-            progressed |= run_task(t, is_head);
+        if (!sched_slot_free(dfccl_load_acquire64(&c->slot_next[t->slot]), t->seq))
+            continue;
+        int is_head = !head_seen;
+        head_seen = 1;
+        /* run_task removes n at most, never nx; input (a destroy marker may fail
+         * tasks) is taken between passes only */
+        progressed |= run_task(W, n, is_head);
+    }
+    return progressed;
+}
+
+static void *worker_main(void *arg)
+{
+    eng_worker_t *W = arg;
+    uint64_t stalled_since = eng_now_ns();
+    for (;;) {
+        take_input(W);
+        if (!W->head) {
+            if (DFCCL_READ_ONCE(D.stop) && !has_input(W))
+                break;
+            idle_sleep(W);
+            continue;
         }
         /* every task stalled: yield the core (peers may share it) for a while, and
          * only after 2 ms without progress sleep between passes, so a long stall does
          * not burn a core while a short one costs no wake-up latency */
         uint64_t now = eng_now_ns();
-        if (progressed)
+        if (worker_pass(W))
             stalled_since = now;
         else if (now - stalled_since < 2000000ull)
             sched_yield();
@@ -379,6 +497,21 @@ static void *daemon_main(void *arg)
 }
 
 /* ---- life cycle and submission --------------------------------------------------------- */
+
+static void stop_workers(uint32_t n)
+{
+    __atomic_store_n(&D.stop, 1, __ATOMIC_SEQ_CST);
+    for (uint32_t w = 0; w < n; w++) {
+        pthread_mutex_lock(&D.w[w].lock);
+        pthread_cond_signal(&D.w[w].cv);
+        pthread_mutex_unlock(&D.w[w].lock);
+    }
+    for (uint32_t w = 0; w < n; w++) {
+        pthread_join(D.w[w].thread, NULL);
+        pthread_mutex_destroy(&D.w[w].lock);
+        pthread_cond_destroy(&D.w[w].cv);
+    }
+}
 
 dfcclResult_t eng_daemon_acquire(void)
 {
@@ -399,16 +532,31 @@ dfcclResult_t eng_daemon_acquire(void)
         if (!D.ring.entries) {
             res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the submission ring");
             D.refcount--;
-        } else {
-            DFCCL_PTHREAD_CHECK_GOTO(pthread_create(&D.thread, NULL, daemon_main, NULL), "pthread_create",
-                                     res, err);
-            D.running = 1;
+            goto out;
+        }
+        uint32_t n = 0;
+        for (; n < eng_config.cpu_threads; n++) {
+            eng_worker_t *W = &D.w[n];
+            *W = (eng_worker_t){.id = n};
+            pthread_mutex_init(&W->lock, NULL);
+            pthread_cond_init(&W->cv, NULL);
+            int rc = pthread_create(&W->thread, NULL, worker_main, W);
+            if (rc) {
+                pthread_mutex_destroy(&W->lock);
+                pthread_cond_destroy(&W->cv);
+                res = eng_set_error(dfcclSystemError, "dfcclCommInit", "pthread_create of daemon thread %u: %s",
+                                    n, strerror(rc));
+                break;
+            }
+        }
+        D.nworkers = n;
+        if (res != dfcclSuccess) {
+            stop_workers(n);
+            D.nworkers = 0;
+            D.refcount--;
         }
     }
-    pthread_mutex_unlock(&D.life_lock);
-    return res;
-err:
-    D.refcount--;
+out:
     pthread_mutex_unlock(&D.life_lock);
     return res;
 }
@@ -416,13 +564,9 @@ err:
 void eng_daemon_release(void)
 {
     pthread_mutex_lock(&D.life_lock);
-    if (--D.refcount == 0 && D.running) {
-        __atomic_store_n(&D.stop, 1, __ATOMIC_SEQ_CST);
-        pthread_mutex_lock(&D.wake_lock);
-        pthread_cond_signal(&D.wake_cv);
-        pthread_mutex_unlock(&D.wake_lock);
-        pthread_join(D.thread, NULL);
-        D.running = 0;
+    if (--D.refcount == 0 && D.nworkers) {
+        stop_workers(D.nworkers);
+        D.nworkers = 0;
     }
     pthread_mutex_unlock(&D.life_lock);
 }
@@ -433,7 +577,7 @@ dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
     eng_sq_entry_t *e;
     pthread_mutex_lock(&D.sq_lock);
     while (!(e = eng_ring_get_entry(&D.ring))) {
-        /* full: the daemon drains it into its unbounded task list shortly */
+        /* full: worker 0 drains it into the unbounded task lists shortly */
         pthread_mutex_unlock(&D.sq_lock);
         sched_yield();
         pthread_mutex_lock(&D.sq_lock);
@@ -453,10 +597,11 @@ dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
     eng_ring_commit(&D.ring, e);
     pthread_mutex_unlock(&D.sq_lock);
     dfccl_fence_seq_cst(); /* publish before reading `sleeping`: pairs with idle_sleep */
-    if (__atomic_load_n(&D.sleeping, __ATOMIC_SEQ_CST)) {
-        pthread_mutex_lock(&D.wake_lock);
-        pthread_cond_signal(&D.wake_cv);
-        pthread_mutex_unlock(&D.wake_lock);
+    eng_worker_t *W0 = &D.w[0];
+    if (__atomic_load_n(&W0->sleeping, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&W0->lock);
+        pthread_cond_signal(&W0->cv);
+        pthread_mutex_unlock(&W0->lock);
     }
     return dfcclSuccess;
 }

@@ -33,18 +33,29 @@ struct dfccl_request {
     int gpu_id; /* GPU request id, -1 for the CPU backend */
 };
 
+/* A task as one CPU daemon thread (worker) sees it: its place in that worker's list and
+ * that worker's scheduling state for it (each worker schedules its channels on its own,
+ * as each block of the GPU daemon does). task NULL: a communicator's destroy marker. */
+typedef struct eng_wnode {
+    struct eng_task *task;
+    struct dfccl_comm *comm;
+    struct eng_wnode *next, *prev; /* the worker's list; `next` also links its inbox */
+    uint64_t threshold_ns;
+    uint64_t progress_ns; /* last time it moved (or was first run) */
+    uint32_t channels_left; /* of this worker's channels */
+} eng_wnode_t;
+
 typedef struct eng_task {
     eng_coll_args_t args;
     struct dfccl_comm *comm;
     struct dfccl_request *req;
     uint64_t seq;
     uint32_t slot;
-    uint32_t channels_left;
-    uint64_t threshold_ns;
-    uint64_t progress_ns; /* last time it moved (or was taken in) */
-    int reported;
-    struct eng_task *next, *prev;
-    eng_ctx_t ctx[]; /* one per channel */
+    uint32_t workers_left; /* workers still running a channel of it (atomic) */
+    int32_t result;        /* the first failure of any worker's part (atomic) */
+    uint32_t reported;     /* a stall report was logged (atomic: one per task) */
+    eng_wnode_t *node;     /* [workers], after ctx[] */
+    eng_ctx_t ctx[];       /* one per channel */
 } eng_task_t;
 
 struct dfccl_comm {
@@ -63,6 +74,10 @@ struct dfccl_comm {
     uint64_t *slot_next;   /* [slots] */
     dfcclResult_t aborted; /* 0, or why every later collective fails */
     dfcclStats_t stats;    /* written by the daemon, read by the host */
+    /* CPU daemon: one destroy marker per worker, and the workers yet to see it */
+    eng_wnode_t dmark[ENG_MAX_WORKERS];
+    uint32_t dmark_left;
+    struct dfccl_request *dmark_req;
     struct dfccl_comm *live_next;
     struct eng_gpu_comm *gpu; /* device FIFOs; NULL when some rank has no GPU */
     struct eng_net_comm *net; /* net peers' shadows and endpoints; NULL without net peers */

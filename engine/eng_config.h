@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#define ENG_MAX_WORKERS 32 /* most CPU daemon threads (DFCCL_CPU_THREADS) */
+
 typedef struct {
     int preempt;                /* DFCCL_PREEMPT: 1 = preempt stalled collectives */
     uint64_t threshold_base_ns; /* DFCCL_THRESHOLD_BASE_NS: first spin budget at a wait */
@@ -15,6 +17,7 @@ typedef struct {
     uint32_t head_factor;       /* DFCCL_HEAD_FACTOR: budget multiplier of the list head */
     uint32_t slots;             /* DFCCL_SLOTS: K, instances in flight per communicator */
     uint32_t channels;          /* DFCCL_CHANNELS: C, parallel parts of one collective */
+    uint32_t cpu_threads;       /* DFCCL_CPU_THREADS: CPU daemon threads; channel c runs on c mod it */
     uint64_t chunk_size;        /* DFCCL_CHUNK_SIZE: bytes per FIFO step */
     uint32_t fifo_depth;        /* DFCCL_FIFO_DEPTH: FIFO steps per connection */
     uint64_t oneshot_max;       /* DFCCL_ONESHOT_MAX: allreduce bytes run one-shot */

@@ -72,6 +72,10 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
              "Collectives of one communicator in flight at once. Default 2 (slots, 1-64)", 2, -1},
             {"channels", "DFCCL_CHANNELS",
              "Parts a collective is split into, scheduled independently. Default 1 (channels, 1-32)", 1, -1},
+            {"cpu_threads", "DFCCL_CPU_THREADS",
+             "Threads of the CPU daemon (host buffers); channel c runs on thread c mod this, so more "
+             "than channels leaves threads idle. Default 1 (threads, 1-32)",
+             1, -1},
             {"chunk_size", "DFCCL_CHUNK_SIZE",
              "Bytes per FIFO step, rounded down to a multiple of 64. Default 65536 (bytes)", 65536, -1},
             {"fifo_depth", "DFCCL_FIFO_DEPTH", "FIFO steps per connection. Default 4 (steps, 2-64)", 4, -1},

@@ -115,6 +115,12 @@ run_case "t_matrix[chunk=4096,oneshot=0]" 4 120 -x DFCCL_CHUNK_SIZE=4096 -x DFCC
 run_case "t_matrix[slots=1,channels=2]" 3 120 -x DFCCL_SLOTS=1 -x DFCCL_CHANNELS=2 -- t_matrix --quick
 run_case "t_random[slots=1,chunk=1024]" 4 120 -x DFCCL_SLOTS=1 -x DFCCL_CHUNK_SIZE=1024 -- t_random --rounds 4 --deadline 60
 run_case "t_chaos[channels=4,slots=4]" 4 120 -x DFCCL_CHANNELS=4 -x DFCCL_SLOTS=4 -- t_chaos 10 --deadline 60
+# several CPU daemon threads (channel c on thread c mod threads): results, chaos order,
+# communicators created and destroyed with collectives pending
+run_case "t_matrix[threads=3,channels=4]" 3 120 -x DFCCL_CPU_THREADS=3 -x DFCCL_CHANNELS=4 -- t_matrix --quick
+run_case "t_chaos[threads=2,channels=4,slots=4]" 4 120 -x DFCCL_CPU_THREADS=2 -x DFCCL_CHANNELS=4 \
+    -x DFCCL_SLOTS=4 -- t_chaos 10 --deadline 60
+run_case "t_comms[threads=2,channels=3]" 3 120 -x DFCCL_CPU_THREADS=2 -x DFCCL_CHANNELS=3 -- t_comms
 
 # more than 2^31 bytes: 2 ranks only
 run_case t_large 2 400 -- t_large
@@ -123,14 +129,15 @@ run_case t_large 2 400 -- t_large
 # With preemption off, ranks that submit the chaos collectives in different orders
 # must deadlock: the program reports HANG and exits 3 (or the watchdog kills it).
 hang_proof() {
-    local np=4 i
-    local id="t_chaos[DFCCL_PREEMPT=0 must hang] np=$np"
+    local np=4 i tag=${1:-}
+    shift || true
+    local id="t_chaos[${tag:+$tag,}DFCCL_PREEMPT=0 must hang] np=$np"
     selected "$id" || return 0
     local ok=1 why="" vb va f
     for i in $(seq 1 "$HANG_RUNS"); do
-        local log="$LOGDIR/t_chaos_nopreempt_np${np}_$i.log"
+        local log="$LOGDIR/t_chaos_nopreempt${tag:+_$tag}_np${np}_$i.log"
         vb=$(vader_list)
-        run_mpi "$log" 60 "$np" -x DFCCL_PREEMPT=0 -- t_chaos 20 --deadline 10
+        run_mpi "$log" 60 "$np" "$@" -x DFCCL_PREEMPT=0 -- t_chaos 20 --deadline 10
         # ranks that _exit without MPI_Finalize leave Open MPI's vader segments
         # behind; the job is gone (kill_orphans), so remove the ones it created
         va=$(vader_list)
@@ -157,10 +164,14 @@ hang_proof() {
     fi
 }
 hang_proof
+hang_proof "threads=2,channels=4" -x DFCCL_CPU_THREADS=2 -x DFCCL_CHANNELS=4
 
 # With preemption off and DFCCL_TIMEOUT set, the same deadlock ends in dfcclTimeout.
 run_case "t_chaos[DFCCL_PREEMPT=0,DFCCL_TIMEOUT=2000 must time out]" 4 120 \
     -x DFCCL_PREEMPT=0 -x DFCCL_TIMEOUT=2000 -- t_chaos 20 --deadline 90 --expect-timeout
+run_case "t_chaos[threads=2,channels=4,DFCCL_PREEMPT=0,DFCCL_TIMEOUT=2000 must time out]" 4 120 \
+    -x DFCCL_CPU_THREADS=2 -x DFCCL_CHANNELS=4 -x DFCCL_PREEMPT=0 -x DFCCL_TIMEOUT=2000 -- t_chaos 20 \
+    --deadline 90 --expect-timeout
 
 # ------------------------------------------------------------------ killed ranks
 # Ranks raise SIGKILL with communicators alive: no segment of theirs may remain.
