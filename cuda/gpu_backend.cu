@@ -362,6 +362,7 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *is_net, uint6
             k->recv_off = net_recv_off(g, p, me, N, big_conn, small_conn);
             k->schunk = schunk;
             k->rchunk = eng_gpu_step(p, me, N, chunk, small);
+            k->lane = (uint32_t)g;
         }
     }
     eng_net_layout_t L;

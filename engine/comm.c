@@ -80,6 +80,7 @@ static dfcclResult_t net_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcc
                 k->shadow_off = eng_conn_offset(c, s, ch, me);
                 k->recv_off = eng_conn_offset(c, s, ch, p);
                 k->schunk = k->rchunk = c->chunk;
+                k->lane = ch;
             }
     }
     const eng_net_layout_t L = {.uid = c->uid,

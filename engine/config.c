@@ -44,7 +44,7 @@ static void eng_config_parse(void)
             if (!strcasecmp(lvl, names[i]))
                 eng_log_level = i;
     }
-    uint64_t v[23];
+    uint64_t v[24];
     int rc = 0;
     rc |= env_u64("DFCCL_PREEMPT", 1, 0, 1, &v[0]);
     rc |= env_u64("DFCCL_THRESHOLD_BASE_NS", 20000, 100, 60000000000ull, &v[1]);
@@ -69,6 +69,7 @@ static void eng_config_parse(void)
     rc |= env_u64("DFCCL_LL_MAX", 8192, 0, 64ull << 20, &v[20]);
     rc |= env_u64("DFCCL_GPU_TRACE", 0, 0, 1, &v[21]);
     rc |= env_u64("DFCCL_CPU_THREADS", 1, 1, ENG_MAX_WORKERS, &v[22]);
+    rc |= env_u64("DFCCL_NET_THREADS", 1, 1, ENG_MAX_NET_THREADS, &v[23]);
     eng_config.preempt = (int)v[0];
     eng_config.threshold_base_ns = v[1];
     eng_config.threshold_max_ns = v[2] < v[1] ? v[1] : v[2];
@@ -92,6 +93,7 @@ static void eng_config_parse(void)
         rc = -1;
     }
     eng_config.net_force = net && !strcasecmp(net, "ucx");
+    eng_config.net_threads = (uint32_t)v[23];
     const char *host = getenv("DFCCL_HOST");
     if (host && *host)
         snprintf(eng_config.host, sizeof(eng_config.host), "%s", host);

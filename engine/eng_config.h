@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #define ENG_MAX_WORKERS 32 /* most CPU daemon threads (DFCCL_CPU_THREADS) */
+#define ENG_MAX_NET_THREADS 8 /* most proxy threads (DFCCL_NET_THREADS) */
 
 typedef struct {
     int preempt;                /* DFCCL_PREEMPT: 1 = preempt stalled collectives */
@@ -27,6 +28,7 @@ typedef struct {
     uint64_t idle_sleep_us;     /* DFCCL_IDLE_US: daemon sleeps after this long idle */
     int gpu;                    /* DFCCL_GPU: 0 keeps the GPU backend off */
     int net_force;              /* DFCCL_NET=ucx: every other rank over the net transport */
+    uint32_t net_threads;       /* DFCCL_NET_THREADS: proxy threads (UCX workers) per process */
     char host[64];              /* DFCCL_HOST: host name used for locality (default: gethostname) */
     uint32_t gpu_channels;      /* DFCCL_GPU_CHANNELS: daemon blocks (channels) on the GPU, 0: auto */
     uint32_t gpu_threads;       /* DFCCL_GPU_THREADS: threads per daemon block */

@@ -31,6 +31,7 @@ typedef struct {
     size_t recv_off;   /* peer -> me: the connection in my receive segment */
     uint64_t schunk;   /* bytes per step, me -> peer */
     uint64_t rchunk;   /* bytes per step, peer -> me */
+    uint32_t lane;     /* the same at both ends (the channel): proxy thread lane mod threads moves it */
 } eng_net_conn_desc_t;
 
 typedef struct {

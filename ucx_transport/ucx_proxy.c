@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The net transport over UCX. One UCX context and worker per process, driven by one
- * proxy thread. For every connection to a peer on the net the daemon writes into a local
+/* The net transport over UCX. One UCX context per process and DFCCL_NET_THREADS proxy
+ * threads, each driving a worker of its own: the connections of lane l (the channel)
+ * belong to proxy l mod threads at both ends, so channels move in parallel, each proxy
+ * under its own lock. For every connection to a peer on the net the daemon writes into a local
  * *shadow* of the connection (same control words and FIFO as the peer transport); the
  * proxy sends each new step to the peer as one active message (a header naming the
  * connection and the step, the step's bytes as payload), and the peer's proxy lands it in
@@ -65,6 +67,7 @@ typedef struct {
 struct net_conn {
     int peer;
     uint32_t idx;
+    uint32_t px;                  /* the proxy (and worker) that moves it */
     uint64_t schunk, rchunk;      /* bytes per step, me -> peer and peer -> me */
     eng_conn_ctrl_t *shadow_ctrl; /* me -> peer: written by my daemon, credited by the peer */
     char *shadow_data;
@@ -89,8 +92,9 @@ struct eng_net_comm {
     int rank, nranks;
     uint32_t depth;
     int32_t *abort_words[2]; /* the communicator's abort words */
+    uint32_t npx;            /* proxies it uses: the fewest any of its ranks runs */
     char **shadow;           /* [nranks]: my shadow of peer p's connections (net peers only) */
-    ucp_ep_h *ep;            /* [nranks] */
+    ucp_ep_h *ep;            /* [npx][nranks]: proxy i's endpoint to the peer's worker i */
     uint32_t *peer_id;       /* [nranks]: the peer's id of this communicator */
     int32_t *watch_pid;      /* [nranks]: same-host peer's process, checked by the proxy */
     net_peer_ref_t *refs;    /* [nranks]: error-handler arguments */
@@ -100,23 +104,45 @@ struct eng_net_comm {
     size_t nconns;
     uint8_t *dead;     /* [nranks]: endpoint failed or peer left: send it nothing more */
     net_am_hdr_t *bye; /* [nranks]: stable headers of the goodbye messages */
-    uint64_t inflight; /* rendezvous receives not yet completed */
+    uint64_t inflight; /* rendezvous receives not yet completed (atomic: every proxy's) */
     int closing;       /* this rank is tearing the communicator down */
     struct eng_net_comm *next;
 };
 
-static struct {
-    pthread_mutex_t lock; /* every UCX call, the list and the table of communicators */
-    int refs;
-    ucp_context_h ctx;
+typedef struct {
+    uint32_t idx;
+    pthread_mutex_t lock; /* every call on this worker; held by the proxy through a pass */
     ucp_worker_h worker;
     int efd;
     pthread_t thread;
+} net_proxy_t;
+
+/* Locks: U.lock (set-up, teardown, refs), then px[0..n-1].lock. The list and the table
+ * of communicators change only under all of them, so a proxy (holding its own) reads
+ * them safely, and its handlers too. */
+static struct {
+    pthread_mutex_t lock;
+    int refs;
+    ucp_context_h ctx;
+    uint32_t nproxies;
+    net_proxy_t px[ENG_MAX_NET_THREADS];
     int stop;
     struct eng_net_comm *comms;
     struct eng_net_comm *by_id[NET_MAX_COMMS];
     uint32_t next_id;
 } U = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void lock_proxies(void)
+{
+    for (uint32_t i = 0; i < U.nproxies; i++)
+        pthread_mutex_lock(&U.px[i].lock);
+}
+
+static void unlock_proxies(void)
+{
+    for (uint32_t i = U.nproxies; i-- > 0;)
+        pthread_mutex_unlock(&U.px[i].lock);
+}
 
 int eng_net_built(void)
 {
@@ -150,7 +176,7 @@ static int peer_closed(const struct eng_net_comm *nc, int p)
  * (it then owes us nothing), the communicator's pending collectives fail. */
 static void peer_lost(struct eng_net_comm *nc, int p, const char *why)
 {
-    nc->dead[p] = 1;
+    DFCCL_WRITE_ONCE(nc->dead[p], 1); /* read by every proxy */
     if (nc->closing)
         return; /* our own endpoints, closed by our teardown */
     if (peer_closed(nc, p)) {
@@ -205,7 +231,7 @@ static void step_landed(struct eng_net_comm *nc, net_conn_t *k, uint64_t step, u
 static void rndv_done(void *request, ucs_status_t status, size_t length, void *user_data)
 {
     net_pend_t *pd = user_data;
-    pd->nc->inflight--;
+    __atomic_fetch_sub(&pd->nc->inflight, 1, __ATOMIC_RELAXED);
     if (status == UCS_OK)
         step_landed(pd->nc, pd->k, pd->step, length);
     else
@@ -216,7 +242,7 @@ static void rndv_done(void *request, ucs_status_t status, size_t length, void *u
 static ucs_status_t am_step(void *arg, const void *header, size_t header_length, void *data, size_t length,
                             const ucp_am_recv_param_t *param)
 {
-    (void)arg;
+    ucp_worker_h worker = ((net_proxy_t *)arg)->worker;
     const int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
     struct eng_net_comm *nc = NULL;
     net_am_hdr_t h;
@@ -234,7 +260,7 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     }
     if (!k) {
         if (rndv)
-            ucp_am_data_release(U.worker, data);
+            ucp_am_data_release(worker, data);
         return UCS_OK;
     }
     const uint32_t slot = (uint32_t)(h.step % nc->depth);
@@ -251,13 +277,13 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     prm.cb.recv_am = rndv_done;
     prm.user_data = pd;
-    ucs_status_ptr_t r = ucp_am_recv_data_nbx(U.worker, data, dst, length, &prm);
+    ucs_status_ptr_t r = ucp_am_recv_data_nbx(worker, data, dst, length, &prm);
     if (UCS_PTR_IS_ERR(r))
         peer_lost(nc, k->peer, ucs_status_string(UCS_PTR_STATUS(r)));
     else if (r == NULL)
         step_landed(nc, k, h.step, length);
     else
-        nc->inflight++;
+        __atomic_fetch_add(&nc->inflight, 1, __ATOMIC_RELAXED);
     return UCS_OK;
 }
 
@@ -322,12 +348,12 @@ static int am_send(ucp_ep_h ep, int eager, unsigned id, const net_am_hdr_t *h, c
 static int proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
 {
     const int p = k->peer;
-    ucp_ep_h ep = nc->ep[p];
+    ucp_ep_h ep = nc->ep[(size_t)k->px * (size_t)nc->nranks + (size_t)p];
     int moved = 0;
-    if (nc->dead[p])
+    if (DFCCL_READ_ONCE(nc->dead[p]))
         return 0;
     if (peer_closed(nc, p)) {
-        nc->dead[p] = 1; /* it left: send it nothing more */
+        DFCCL_WRITE_ONCE(nc->dead[p], 1); /* it left: send it nothing more */
         return 0;
     }
     /* acquire: the daemon wrote the step's data and size before releasing `posted` */
@@ -359,23 +385,24 @@ static int proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
 static void watch_peers(struct eng_net_comm *nc)
 {
     for (int p = 0; p < nc->nranks; p++)
-        if (nc->watch_pid[p] && !nc->dead[p] && kill(nc->watch_pid[p], 0) != 0 && errno == ESRCH)
+        if (nc->watch_pid[p] && !DFCCL_READ_ONCE(nc->dead[p]) && kill(nc->watch_pid[p], 0) != 0 &&
+            errno == ESRCH)
             peer_lost(nc, p, "its process exited");
 }
 
 static void *proxy_main(void *arg)
 {
-    (void)arg;
+    net_proxy_t *P = arg;
     uint64_t last_move = eng_now_ns(), last_watch = last_move;
     for (;;) {
         int moved = 0;
-        pthread_mutex_lock(&U.lock);
-        if (U.stop) {
-            pthread_mutex_unlock(&U.lock);
+        pthread_mutex_lock(&P->lock);
+        if (__atomic_load_n(&U.stop, __ATOMIC_ACQUIRE)) {
+            pthread_mutex_unlock(&P->lock);
             break;
         }
         const uint64_t t = eng_now_ns();
-        const int watch = t - last_watch > NET_WATCH_NS;
+        const int watch = P->idx == 0 && t - last_watch > NET_WATCH_NS; /* one proxy watches */
         if (watch)
             last_watch = t;
         for (struct eng_net_comm *nc = U.comms; nc; nc = nc->next) {
@@ -384,6 +411,8 @@ static void *proxy_main(void *arg)
             if (watch)
                 watch_peers(nc);
             for (size_t i = 0; i < nc->nconns; i++) {
+                if (nc->conns[i].px != P->idx)
+                    continue;
                 int r = proxy_conn(nc, &nc->conns[i]);
                 if (r < 0) {
                     dfccl_error("communicator %016llx: send to peer rank %d failed; communicator aborted",
@@ -394,9 +423,9 @@ static void *proxy_main(void *arg)
                 moved |= r;
             }
         }
-        while (ucp_worker_progress(U.worker))
+        while (ucp_worker_progress(P->worker))
             moved = 1;
-        pthread_mutex_unlock(&U.lock);
+        pthread_mutex_unlock(&P->lock);
 
         uint64_t now = eng_now_ns();
         if (moved) {
@@ -405,11 +434,11 @@ static void *proxy_main(void *arg)
             sched_yield(); /* traffic is recent: stay quick */
         } else {
             /* idle: sleep until the network has something, or 1 ms for local steps */
-            pthread_mutex_lock(&U.lock);
-            ucs_status_t st = ucp_worker_arm(U.worker);
-            pthread_mutex_unlock(&U.lock);
+            pthread_mutex_lock(&P->lock);
+            ucs_status_t st = ucp_worker_arm(P->worker);
+            pthread_mutex_unlock(&P->lock);
             if (st == UCS_OK) {
-                struct pollfd pfd = {.fd = U.efd, .events = POLLIN};
+                struct pollfd pfd = {.fd = P->efd, .events = POLLIN};
                 poll(&pfd, 1, 1);
             }
         }
@@ -417,33 +446,48 @@ static void *proxy_main(void *arg)
     return NULL;
 }
 
+/* Stops and destroys proxies [0, n) and the context. Called with U.lock held and no
+ * proxy lock. */
+static void proxies_stop(uint32_t n, uint32_t running)
+{
+    __atomic_store_n(&U.stop, 1, __ATOMIC_RELEASE);
+    for (uint32_t i = 0; i < running; i++)
+        pthread_join(U.px[i].thread, NULL);
+    for (uint32_t i = 0; i < n; i++) {
+        if (U.px[i].worker)
+            ucp_worker_destroy(U.px[i].worker);
+        U.px[i].worker = NULL;
+        pthread_mutex_destroy(&U.px[i].lock);
+    }
+    if (U.ctx)
+        ucp_cleanup(U.ctx);
+    U.ctx = NULL;
+    U.nproxies = 0;
+}
+
+/* Called with U.lock held and no proxy lock. */
 static void proxy_release_locked(void)
 {
     if (--U.refs > 0)
         return;
-    U.stop = 1;
-    pthread_mutex_unlock(&U.lock);
-    pthread_join(U.thread, NULL);
-    pthread_mutex_lock(&U.lock);
-    ucp_worker_destroy(U.worker);
-    ucp_cleanup(U.ctx);
-    U.worker = NULL;
-    U.ctx = NULL;
+    proxies_stop(U.nproxies, U.nproxies);
 }
 
-static ucs_status_t set_handler(unsigned id, ucp_am_recv_callback_t cb)
+static ucs_status_t set_handler(net_proxy_t *P, unsigned id, ucp_am_recv_callback_t cb)
 {
     ucp_am_handler_param_t hp;
     memset(&hp, 0, sizeof(hp));
-    hp.field_mask =
-        UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_FLAGS | UCP_AM_HANDLER_PARAM_FIELD_ARG;
     hp.id = id;
     hp.cb = cb;
+    hp.arg = P;
     hp.flags = UCP_AM_FLAG_WHOLE_MSG;
-    return ucp_worker_set_am_recv_handler(U.worker, &hp);
+    return ucp_worker_set_am_recv_handler(P->worker, &hp);
 }
 
-/* One context, worker and proxy thread per process, shared by every communicator. */
+/* One context per process, DFCCL_NET_THREADS workers and proxy threads, shared by every
+ * communicator. Called with U.lock held. */
 static dfcclResult_t proxy_acquire_locked(void)
 {
     if (U.refs++ > 0)
@@ -461,34 +505,45 @@ static dfcclResult_t proxy_acquire_locked(void)
     st = ucp_init(&p, cfg, &U.ctx);
     ucp_config_release(cfg);
     if (st != UCS_OK) {
+        U.ctx = NULL;
         U.refs--;
         return ucs_error("ucp_init", st);
     }
-    ucp_worker_params_t wp;
-    memset(&wp, 0, sizeof(wp));
-    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wp.thread_mode = UCS_THREAD_MODE_SERIALIZED; /* every call under U.lock */
-    if ((st = ucp_worker_create(U.ctx, &wp, &U.worker)) != UCS_OK ||
-        (st = ucp_worker_get_efd(U.worker, &U.efd)) != UCS_OK ||
-        (st = set_handler(AM_STEP, am_step)) != UCS_OK ||
-        (st = set_handler(AM_CREDIT, am_credit)) != UCS_OK || (st = set_handler(AM_BYE, am_bye)) != UCS_OK) {
-        if (U.worker)
-            ucp_worker_destroy(U.worker);
-        ucp_cleanup(U.ctx);
-        U.worker = NULL;
-        U.refs--;
-        return ucs_error("ucp_worker_create", st);
-    }
     U.stop = 0;
-    int e = pthread_create(&U.thread, NULL, proxy_main, NULL);
-    if (e) {
-        ucp_worker_destroy(U.worker);
-        ucp_cleanup(U.ctx);
-        U.worker = NULL;
-        U.refs--;
-        return eng_set_error(dfcclSystemError, "ucx", "pthread_create: %s", strerror(e));
+    const uint32_t n = eng_config.net_threads ? eng_config.net_threads : 1;
+    uint32_t made = 0, running = 0;
+    dfcclResult_t res = dfcclSuccess;
+    for (; made < n; made++) {
+        net_proxy_t *P = &U.px[made];
+        *P = (net_proxy_t){.idx = made};
+        pthread_mutex_init(&P->lock, NULL);
+        ucp_worker_params_t wp;
+        memset(&wp, 0, sizeof(wp));
+        wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+        wp.thread_mode = UCS_THREAD_MODE_SERIALIZED; /* every call under P->lock */
+        if ((st = ucp_worker_create(U.ctx, &wp, &P->worker)) != UCS_OK ||
+            (st = ucp_worker_get_efd(P->worker, &P->efd)) != UCS_OK ||
+            (st = set_handler(P, AM_STEP, am_step)) != UCS_OK ||
+            (st = set_handler(P, AM_CREDIT, am_credit)) != UCS_OK ||
+            (st = set_handler(P, AM_BYE, am_bye)) != UCS_OK) {
+            res = ucs_error("ucp_worker_create", st);
+            made++;
+            break;
+        }
     }
-    return dfcclSuccess;
+    U.nproxies = made;
+    for (; res == dfcclSuccess && running < made; running++) {
+        int e = pthread_create(&U.px[running].thread, NULL, proxy_main, &U.px[running]);
+        if (e)
+            res = eng_set_error(dfcclSystemError, "ucx", "pthread_create of proxy %u: %s", running, strerror(e));
+        if (e)
+            break;
+    }
+    if (res != dfcclSuccess) {
+        proxies_stop(made, running);
+        U.refs--;
+    }
+    return res;
 }
 
 /* ---- communicators -------------------------------------------------------------------- */
@@ -497,7 +552,8 @@ static dfcclResult_t proxy_acquire_locked(void)
 typedef struct {
     uint32_t id; /* this rank's id of the communicator */
     int32_t pid;
-    uint32_t addr_len;
+    uint32_t npx;                           /* its proxies (workers) */
+    uint32_t addr_len[ENG_MAX_NET_THREADS]; /* their addresses follow, in order */
     char host[128]; /* where the process runs: which endpoint a peer gets (where_am_i) */
 } net_boot_hdr_t;
 
@@ -563,7 +619,8 @@ static void where_am_i(char *buf, size_t len)
  * PEER mode (rc, dc, ud and tcp all support it). Without error handling a transport
  * error is fatal to the process, and a rendezvous (cma) from a peer that just died is
  * one: steps to same-host peers travel eager, through shared-memory buffers only. */
-static ucs_status_t ep_create(const void *addr, int peer_mode, net_peer_ref_t *ref, ucp_ep_h *ep_p)
+static ucs_status_t ep_create(ucp_worker_h worker, const void *addr, int peer_mode, net_peer_ref_t *ref,
+                              ucp_ep_h *ep_p)
 {
     ucp_ep_params_t ep;
     memset(&ep, 0, sizeof(ep));
@@ -575,7 +632,7 @@ static ucs_status_t ep_create(const void *addr, int peer_mode, net_peer_ref_t *r
         ep.err_handler.cb = peer_failed;
         ep.err_handler.arg = ref;
     }
-    ucs_status_t st = ucp_ep_create(U.worker, &ep, ep_p);
+    ucs_status_t st = ucp_ep_create(worker, &ep, ep_p);
     if (st != UCS_OK)
         *ep_p = NULL;
     return st;
@@ -583,36 +640,39 @@ static ucs_status_t ep_create(const void *addr, int peer_mode, net_peer_ref_t *r
 
 /* Wait for an operation (flush, close) to finish, progressing the worker; gives up
  * after `ns` (a peer that stopped answering). Returns 0 when it finished. */
-static int wait_request(ucs_status_ptr_t r, uint64_t ns)
+static int wait_request(ucp_worker_h worker, ucs_status_ptr_t r, uint64_t ns)
 {
     if (!UCS_PTR_IS_PTR(r))
         return 0;
     const uint64_t t0 = eng_now_ns();
     while (ucp_request_check_status(r) == UCS_INPROGRESS && eng_now_ns() - t0 < ns)
-        ucp_worker_progress(U.worker);
+        ucp_worker_progress(worker);
     const int done = ucp_request_check_status(r) != UCS_INPROGRESS;
     if (!done)
-        ucp_request_cancel(U.worker, r);
+        ucp_request_cancel(worker, r);
     ucp_request_free(r);
     return done ? 0 : -1;
 }
 
+/* Called with U.lock and every proxy lock held. */
 static void net_free_locked(struct eng_net_comm *nc)
 {
     const int N = nc->nranks;
     if (U.by_id[nc->id % NET_MAX_COMMS] == nc)
         U.by_id[nc->id % NET_MAX_COMMS] = NULL;
-    for (int p = 0; p < N; p++) {
-        if (nc->ep && nc->ep[p]) {
+    for (uint32_t i = 0; nc->ep && i < nc->npx; i++)
+        for (int p = 0; p < N; p++) {
+            ucp_ep_h ep = nc->ep[(size_t)i * (size_t)N + (size_t)p];
+            if (!ep)
+                continue;
             ucp_request_param_t prm;
             memset(&prm, 0, sizeof(prm));
             prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
             prm.flags = UCP_EP_CLOSE_FLAG_FORCE; /* the peer may be gone */
-            wait_request(ucp_ep_close_nbx(nc->ep[p], &prm), 1000000000ull);
+            wait_request(U.px[i].worker, ucp_ep_close_nbx(ep, &prm), 1000000000ull);
         }
-        if (nc->shadow)
-            free(nc->shadow[p]);
-    }
+    for (int p = 0; nc->shadow && p < N; p++)
+        free(nc->shadow[p]);
     for (size_t i = 0; nc->conns && i < nc->nconns; i++) {
         free(nc->conns[i].hdr);
         free(nc->conns[i].pend);
@@ -650,8 +710,8 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     const int N = L->nranks, me = L->rank;
     dfcclResult_t res = dfcclSuccess;
     char *blob = NULL, *all = NULL;
-    void *addr = NULL;
-    size_t addr_len = 0, stride = 0;
+    void *addr[ENG_MAX_NET_THREADS] = {0};
+    size_t addr_len[ENG_MAX_NET_THREADS] = {0}, addr_sum = 0, stride = 0;
     int nnet = 0;
     *net_p = NULL;
     for (int p = 0; p < N; p++)
@@ -674,8 +734,9 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     const int acquired = (res = proxy_acquire_locked()) == dfcclSuccess;
     if (!acquired)
         goto local_done;
+    const uint32_t mypx = U.nproxies;
     nc->shadow = calloc((size_t)N, sizeof(char *));
-    nc->ep = calloc((size_t)N, sizeof(ucp_ep_h));
+    nc->ep = calloc((size_t)N * mypx, sizeof(ucp_ep_h));
     nc->peer_id = calloc((size_t)N, sizeof(uint32_t));
     nc->watch_pid = calloc((size_t)N, sizeof(int32_t));
     nc->refs = calloc((size_t)N, sizeof(net_peer_ref_t));
@@ -689,7 +750,10 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
         goto local_done;
     }
-    if (take_id_locked(nc)) {
+    lock_proxies(); /* the handlers read the table */
+    int no_id = take_id_locked(nc);
+    unlock_proxies();
+    if (no_id) {
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "more than %d communicators with net peers",
                             NET_MAX_COMMS);
         goto local_done;
@@ -727,12 +791,20 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
         if (!k->hdr || !k->pend)
             res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
     }
-    if (res == dfcclSuccess && ucp_worker_get_address(U.worker, (ucp_address_t **)&addr, &addr_len) != UCS_OK)
-        res = eng_set_error(dfcclSystemError, "dfcclCommInit", "ucp_worker_get_address failed");
+    for (uint32_t i = 0; i < mypx && res == dfcclSuccess; i++) {
+        pthread_mutex_lock(&U.px[i].lock);
+        if (ucp_worker_get_address(U.px[i].worker, (ucp_address_t **)&addr[i], &addr_len[i]) != UCS_OK) {
+            addr[i] = NULL;
+            addr_len[i] = 0;
+            res = eng_set_error(dfcclSystemError, "dfcclCommInit", "ucp_worker_get_address failed");
+        }
+        pthread_mutex_unlock(&U.px[i].lock);
+        addr_sum += addr_len[i];
+    }
 
 local_done:;
-    /* blob: status, header, worker address */
-    size_t len = sizeof(int32_t) + sizeof(net_boot_hdr_t) + addr_len;
+    /* blob: status, header, the workers' addresses */
+    size_t len = sizeof(int32_t) + sizeof(net_boot_hdr_t) + addr_sum;
     blob = calloc(1, len);
     if (blob) {
         int32_t st = res;
@@ -741,14 +813,24 @@ local_done:;
         memset(&h, 0, sizeof(h));
         h.id = nc->id;
         h.pid = (int32_t)getpid();
-        h.addr_len = (uint32_t)addr_len;
+        h.npx = res == dfcclSuccess ? U.nproxies : 0;
+        char *at = blob + sizeof(st) + sizeof(h);
+        for (uint32_t i = 0; i < h.npx; i++) {
+            h.addr_len[i] = (uint32_t)addr_len[i];
+            memcpy(at, addr[i], addr_len[i]);
+            at += addr_len[i];
+        }
         where_am_i(h.host, sizeof(h.host));
         memcpy(blob + sizeof(st), &h, sizeof(h));
-        if (addr_len)
-            memcpy(blob + sizeof(st) + sizeof(h), addr, addr_len);
     } else {
         len = 0;
     }
+    for (uint32_t i = 0; i < ENG_MAX_NET_THREADS; i++)
+        if (addr[i]) {
+            pthread_mutex_lock(&U.px[i].lock);
+            ucp_worker_release_address(U.px[i].worker, (ucp_address_t *)addr[i]);
+            pthread_mutex_unlock(&U.px[i].lock);
+        }
     pthread_mutex_unlock(&U.lock);
 
     /* collective: every rank exchanges, so that a local failure fails everyone */
@@ -756,13 +838,20 @@ local_done:;
     pthread_mutex_lock(&U.lock);
     if (xres != dfcclSuccess && res == dfcclSuccess)
         res = xres;
+    nc->npx = U.nproxies;
     for (int p = 0; p < N && res == dfcclSuccess && all; p++) {
         int32_t st;
+        net_boot_hdr_t h;
         memcpy(&st, all + (size_t)p * stride, sizeof(st));
+        memcpy(&h, all + (size_t)p * stride + sizeof(int32_t), sizeof(h));
         if (st < 0)
             res = eng_set_error(dfcclSystemError, "dfcclCommInit", "rank %d could not set up UCX", p);
+        else if (h.npx < nc->npx)
+            nc->npx = h.npx; /* the fewest proxies any rank runs: lanes map alike everywhere */
     }
-    /* an endpoint to every net peer */
+    for (size_t i = 0; i < nc->nconns && res == dfcclSuccess; i++)
+        nc->conns[i].px = L->conns[i].lane % nc->npx;
+    /* an endpoint from each of my first npx workers to the peer's worker of the same index */
     char myhost[128];
     where_am_i(myhost, sizeof(myhost));
     for (int p = 0; p < N && res == dfcclSuccess; p++) {
@@ -775,13 +864,16 @@ local_done:;
         nc->peer_id[p] = h.id;
         nc->watch_pid[p] = same_host ? h.pid : 0;
         nc->refs[p] = (net_peer_ref_t){.nc = nc, .peer = p};
-        ucs_status_t st = ep_create(paddr, !same_host, &nc->refs[p], &nc->ep[p]);
-        if (st != UCS_OK)
-            res = eng_set_error(dfcclSystemError, "dfcclCommInit", "ucp_ep_create(rank %d): %s", p,
-                                ucs_status_string(st));
+        for (uint32_t i = 0; i < nc->npx && res == dfcclSuccess; paddr += h.addr_len[i], i++) {
+            pthread_mutex_lock(&U.px[i].lock);
+            ucs_status_t st = ep_create(U.px[i].worker, paddr, !same_host, &nc->refs[p],
+                                        &nc->ep[(size_t)i * (size_t)N + (size_t)p]);
+            pthread_mutex_unlock(&U.px[i].lock);
+            if (st != UCS_OK)
+                res = eng_set_error(dfcclSystemError, "dfcclCommInit", "ucp_ep_create(rank %d, worker %u): %s",
+                                    p, i, ucs_status_string(st));
+        }
     }
-    if (addr)
-        ucp_worker_release_address(U.worker, (ucp_address_t *)addr);
     free(blob);
     free(all);
     pthread_mutex_unlock(&U.lock);
@@ -801,8 +893,10 @@ local_done:;
     pthread_mutex_lock(&U.lock);
     if (res != dfcclSuccess) {
         if (acquired) {
+            lock_proxies();
             nc->closing = 1;
             net_free_locked(nc);
+            unlock_proxies();
             proxy_release_locked();
         } else {
             free(nc);
@@ -810,15 +904,17 @@ local_done:;
         pthread_mutex_unlock(&U.lock);
         return res;
     }
+    lock_proxies();
     nc->next = U.comms;
     U.comms = nc;
+    unlock_proxies();
     pthread_mutex_unlock(&U.lock);
     int watched = 0;
     for (int p = 0; p < N; p++)
         watched += nc->watch_pid[p] != 0;
     dfccl_info("communicator %016llx rank %d: %d peer(s) over UCX: %d on other hosts (error-reporting "
-               "endpoints), %d on this host (process watched, eager steps)",
-               (unsigned long long)L->uid, me, nnet, nnet - watched, watched);
+               "endpoints), %d on this host (process watched, eager steps); %u proxy thread(s)",
+               (unsigned long long)L->uid, me, nnet, nnet - watched, watched, nc->npx);
     *net_p = nc;
     return dfcclSuccess;
 }
@@ -833,6 +929,7 @@ void eng_net_teardown(eng_net_t *nc)
     if (!nc)
         return;
     pthread_mutex_lock(&U.lock);
+    lock_proxies();
     /* steps the daemon posted before the last collective completed here may not have
      * gone out yet: push them (the peers may still need them), then say goodbye, so
      * that peers still running the collective see a clean departure, not a failure */
@@ -841,8 +938,11 @@ void eng_net_teardown(eng_net_t *nc)
         for (size_t i = 0; i < nc->nconns; i++)
             if (proxy_conn(nc, &nc->conns[i]) > 0)
                 moved = 1;
-        ucp_worker_progress(U.worker);
+        for (uint32_t i = 0; i < nc->npx; i++)
+            ucp_worker_progress(U.px[i].worker);
     }
+    /* one goodbye per peer, on worker 0: it only tells the peer not to take our
+     * endpoints' closing for a failure */
     for (int p = 0; p < nc->nranks; p++)
         if (nc->ep[p] && !nc->dead[p]) {
             nc->bye[p] = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank};
@@ -850,29 +950,36 @@ void eng_net_teardown(eng_net_t *nc)
         }
     /* from here on, messages for this communicator are dropped by the handlers */
     nc->closing = 1;
-    ucp_request_param_t prm;
-    memset(&prm, 0, sizeof(prm));
-    wait_request(ucp_worker_flush_nbx(U.worker, &prm), 2000000000ull); /* everything has landed */
+    for (uint32_t i = 0; i < nc->npx; i++) {
+        ucp_request_param_t prm;
+        memset(&prm, 0, sizeof(prm));
+        wait_request(U.px[i].worker, ucp_worker_flush_nbx(U.px[i].worker, &prm),
+                     2000000000ull); /* everything has landed */
+    }
     /* rendezvous receives still writing into the caller's segment finish first */
     const uint64_t t0 = eng_now_ns();
-    while (nc->inflight && eng_now_ns() - t0 < 2000000000ull)
-        ucp_worker_progress(U.worker);
-    if (nc->inflight)
+    while (__atomic_load_n(&nc->inflight, __ATOMIC_RELAXED) && eng_now_ns() - t0 < 2000000000ull)
+        for (uint32_t i = 0; i < nc->npx; i++)
+            ucp_worker_progress(U.px[i].worker);
+    const uint64_t left = __atomic_load_n(&nc->inflight, __ATOMIC_RELAXED);
+    if (left)
         dfccl_warn("communicator %016llx: %llu receive(s) from the net still in flight at teardown",
-                   (unsigned long long)nc->uid, (unsigned long long)nc->inflight);
+                   (unsigned long long)nc->uid, (unsigned long long)left);
     for (struct eng_net_comm **pp = &U.comms; *pp; pp = &(*pp)->next)
         if (*pp == nc) {
             *pp = nc->next;
             break;
         }
-    if (nc->inflight) {
-        /* their completions still name nc: keep it (and the proxy) rather than free it */
+    if (left) {
+        /* their completions still name nc: keep it (and the proxies) rather than free it */
         if (U.by_id[nc->id % NET_MAX_COMMS] == nc)
             U.by_id[nc->id % NET_MAX_COMMS] = NULL;
+        unlock_proxies();
         pthread_mutex_unlock(&U.lock);
         return;
     }
     net_free_locked(nc);
+    unlock_proxies();
     proxy_release_locked();
     pthread_mutex_unlock(&U.lock);
 }
