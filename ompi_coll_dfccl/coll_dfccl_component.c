@@ -76,6 +76,11 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
              "Threads of the CPU daemon (host buffers); channel c runs on thread c mod this, so more "
              "than channels leaves threads idle. Default 1 (threads, 1-32)",
              1, -1},
+            {"net_threads", "DFCCL_NET_THREADS",
+             "Proxy threads of the net transport, each with its own UCX worker; the connections "
+             "of channel c move on proxy c mod this (the fewest any rank runs). Default 1 "
+             "(threads, 1-8)",
+             1, -1},
             {"chunk_size", "DFCCL_CHUNK_SIZE",
              "Bytes per FIFO step, rounded down to a multiple of 64. Default 65536 (bytes)", 65536, -1},
             {"fifo_depth", "DFCCL_FIFO_DEPTH", "FIFO steps per connection. Default 4 (steps, 2-64)", 4, -1},

@@ -212,7 +212,10 @@ CASES+=("t_chaos[net=ucx] np=4" "t_chaos[net=ucx,DFCCL_PREEMPT=0 must hang] np=4
     "t_netkill[victim waits] np=2" "t_netkill[victim waits] np=4"
     "t_netkill[mid ring allreduce] np=4" "t_netkill[survivors' communicator] np=3"
     "t_netkill[other-host and same-host peers] np=4"
-    "netns[ucx over veth] np=2" "netns[ucx over veth] np=4")
+    "netns[ucx over veth] np=2" "netns[ucx over veth] np=4"
+    "t_matrix[net=ucx,3 proxies,2 daemon threads,4 channels] np=4"
+    "t_chaos[net=ucx,2 proxies,2 daemon threads,4 channels] np=4"
+    "t_netkill[teardown race, 2 proxies] np=4" "t_netkill[mid ring allreduce, 2 proxies] np=4")
 
 skip_all() {
     local c
@@ -275,6 +278,12 @@ for np in $NPS; do
 done
 run_case "t_chaos[net=ucx]" 4 120 ucx -- t_chaos "$CHAOS_ITERS" --deadline 60
 run_case "t_random[net=ucx]" 4 120 ucx -- t_random --rounds 8 --deadline 60
+# several proxy threads (lane l on proxy l mod threads) under several daemon threads
+PX=(-x DFCCL_CPU_THREADS=2 -x DFCCL_CHANNELS=4)
+run_case "t_matrix[net=ucx,3 proxies,2 daemon threads,4 channels]" 4 120 ucx "${PX[@]}" -x DFCCL_NET_THREADS=3 \
+    -- t_matrix --quick
+run_case "t_chaos[net=ucx,2 proxies,2 daemon threads,4 channels]" 4 120 ucx "${PX[@]}" -x DFCCL_NET_THREADS=2 \
+    -- t_chaos "$CHAOS_ITERS" --deadline 60
 
 # With preemption off, ranks that submit the chaos collectives in different orders
 # must deadlock over UCX too: HANG and exit 3 (or the watchdog kills the job).
@@ -326,7 +335,9 @@ killed_case() {
     before=$(shm_list)
     local pre=()
     [ -n "${KILL_WRAP:-}" ] && pre=("$WRAP") # DFCCL_HOST by rank parity
-    run_mpi "$log" "$tmo" "$np" --enable-recovery -x DFCCL_NET=ucx -- \
+    local -a km=()
+    [ -n "${KILL_MARGS:-}" ] && read -r -a km <<< "$KILL_MARGS" # extra mpirun arguments
+    run_mpi "$log" "$tmo" "$np" --enable-recovery -x DFCCL_NET=ucx "${km[@]}" -- \
         "${pre[@]}" "$NETBIN/t_netkill" --deadline "$KILL_DEADLINE" "$@"
     vader_cleanup_since "$vb"
     after=$(shm_list)
@@ -361,6 +372,8 @@ killed_case() {
 # (then meet in MPI_Barrier): a peer's destroy must not make this rank's collective fail.
 run_case "t_netkill[teardown race, 50 rounds]" 2 120 ucx -- "$NETBIN/t_netkill" --teardown 50
 run_case "t_netkill[teardown race, 50 rounds]" 4 120 ucx -- "$NETBIN/t_netkill" --teardown 50
+run_case "t_netkill[teardown race, 2 proxies]" 4 120 ucx -x DFCCL_NET_THREADS=2 -x DFCCL_CHANNELS=2 \
+    -- "$NETBIN/t_netkill" --teardown 50
 
 killed_case "t_netkill[victim waits]" 2
 killed_case "t_netkill[victim waits]" 4
@@ -370,6 +383,8 @@ killed_case "t_netkill[survivors' communicator]" 3 --survivor-comm
 # host to ranks 0 and 2 (error-reporting endpoints: UCX reports it) and the same host
 # to rank 3 (no error handling: the proxy's process watch finds it)
 KILL_WRAP=1 killed_case "t_netkill[other-host and same-host peers]" 4 --mid --count 4194304
+KILL_MARGS="-x DFCCL_NET_THREADS=2 -x DFCCL_CHANNELS=2" killed_case "t_netkill[mid ring allreduce, 2 proxies]" 4 \
+    --mid --count 4194304
 
 # ------------------------------------------------------------------ network namespaces
 # test/net/netns.sh: ranks in two network namespaces joined by a veth pair (root only;
