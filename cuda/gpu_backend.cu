@@ -64,6 +64,7 @@ static struct {
     int device;
     int channels, threads; /* channels: the daemon's blocks (0 until the first communicator) */
     int sms;
+    cudaUUID_t uuid; /* of `device`: which ranks share it (read once: the query is slow) */
     cudaStream_t stream;
     int launched;
     uint64_t last_launch_ns;
@@ -173,6 +174,11 @@ static int gpu_init_locked(void)
     G.nfree = GPU_MAX_REQS;
     G.state = 1;
     CUDA_TRY(cudaDeviceGetAttribute(&G.sms, cudaDevAttrMultiProcessorCount, G.device), fail);
+    {
+        cudaDeviceProp prop;
+        CUDA_TRY(cudaGetDeviceProperties(&prop, G.device), fail);
+        G.uuid = prop.uuid;
+    }
     if (G.channels)
         dfccl_info("GPU backend on device %d: %d channels x %d threads", G.device, G.channels, G.threads);
     else
@@ -429,18 +435,12 @@ static dfcclResult_t comm_channels(int rank, int nranks, dfcclAllgatherFn_t ag, 
         return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory");
     memset(&mine, 0, sizeof(mine));
     if (eng_gpu_available()) {
-        cudaDeviceProp prop;
-        int dev = 0;
-        if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess) {
-            mine.ok = 1;
-            mine.sms = G.sms;
-            mine.uuid = prop.uuid;
-            pthread_mutex_lock(&G_lock);
-            mine.fixed = (uint32_t)G.channels;
-            pthread_mutex_unlock(&G_lock);
-        } else {
-            cudaGetLastError();
-        }
+        mine.ok = 1;
+        mine.sms = G.sms;
+        mine.uuid = G.uuid;
+        pthread_mutex_lock(&G_lock);
+        mine.fixed = (uint32_t)G.channels;
+        pthread_mutex_unlock(&G_lock);
     }
     if (ag(&mine, all, sizeof(mine), ctx) != 0) {
         free(all);
@@ -526,11 +526,9 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
             cudaMemset(gc->fifo, 0, gc->fifo_bytes) == cudaSuccess &&
             cudaDeviceSynchronize() == cudaSuccess &&
             cudaIpcGetMemHandle(&mine.handle, gc->fifo) == cudaSuccess) {
-            cudaDeviceProp prop;
             mine.status = 0;
-            cudaGetDevice(&mine.device);
-            if (cudaGetDeviceProperties(&prop, mine.device) == cudaSuccess)
-                mine.uuid = prop.uuid;
+            mine.device = G.device;
+            mine.uuid = G.uuid;
         } else {
             cudaGetLastError();
             dfccl_warn("rank %d: no device FIFOs for the communicator (%zu B): device buffers will be "
