@@ -85,6 +85,9 @@ if [ -n "$NET" ]; then
         run "matrix net=ucx" 300 ok $np -x DFCCL_NET=ucx $T matrix
     done
     run "chaos net=ucx" 180 ok 4 -x DFCCL_NET=ucx $T chaos --iters 10
+    # host-staged steps on 2 proxy threads (connection group g on proxy g mod 2)
+    run "matrix net=ucx net_threads=2" 300 ok 2 -x DFCCL_NET=ucx -x DFCCL_NET_THREADS=2 $T matrix
+    run "chaos net=ucx net_threads=2" 180 ok 4 -x DFCCL_NET=ucx -x DFCCL_NET_THREADS=2 $T chaos --iters 10
     run "matrix mixed" 300 ok 4 $HOSTWRAP $T matrix
     run "chaos mixed" 180 ok 4 $HOSTWRAP $T chaos --iters 10
 else
