@@ -544,8 +544,8 @@ dfcclResult_t eng_daemon_acquire(void)
             if (rc) {
                 pthread_mutex_destroy(&W->lock);
                 pthread_cond_destroy(&W->cv);
-                res = eng_set_error(dfcclSystemError, "dfcclCommInit", "pthread_create of daemon thread %u: %s",
-                                    n, strerror(rc));
+                res = eng_set_error(dfcclSystemError, "dfcclCommInit",
+                                    "pthread_create of daemon thread %u: %s", n, strerror(rc));
                 break;
             }
         }

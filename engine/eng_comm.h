@@ -41,7 +41,7 @@ typedef struct eng_wnode {
     struct dfccl_comm *comm;
     struct eng_wnode *next, *prev; /* the worker's list; `next` also links its inbox */
     uint64_t threshold_ns;
-    uint64_t progress_ns; /* last time it moved (or was first run) */
+    uint64_t progress_ns;   /* last time it moved (or was first run) */
     uint32_t channels_left; /* of this worker's channels */
 } eng_wnode_t;
 

@@ -7,8 +7,8 @@
 
 #include <stdint.h>
 
-#define ENG_MAX_WORKERS 32 /* most CPU daemon threads (DFCCL_CPU_THREADS) */
-#define ENG_MAX_NET_THREADS 8 /* most proxy threads (DFCCL_NET_THREADS) */
+#define ENG_MAX_WORKERS     32 /* most CPU daemon threads (DFCCL_CPU_THREADS) */
+#define ENG_MAX_NET_THREADS 8  /* most proxy threads (DFCCL_NET_THREADS) */
 
 typedef struct {
     int preempt;                /* DFCCL_PREEMPT: 1 = preempt stalled collectives */

@@ -535,7 +535,8 @@ static dfcclResult_t proxy_acquire_locked(void)
     for (; res == dfcclSuccess && running < made; running++) {
         int e = pthread_create(&U.px[running].thread, NULL, proxy_main, &U.px[running]);
         if (e)
-            res = eng_set_error(dfcclSystemError, "ucx", "pthread_create of proxy %u: %s", running, strerror(e));
+            res = eng_set_error(dfcclSystemError, "ucx", "pthread_create of proxy %u: %s", running,
+                                strerror(e));
         if (e)
             break;
     }
@@ -870,8 +871,8 @@ local_done:;
                                         &nc->ep[(size_t)i * (size_t)N + (size_t)p]);
             pthread_mutex_unlock(&U.px[i].lock);
             if (st != UCS_OK)
-                res = eng_set_error(dfcclSystemError, "dfcclCommInit", "ucp_ep_create(rank %d, worker %u): %s",
-                                    p, i, ucs_status_string(st));
+                res = eng_set_error(dfcclSystemError, "dfcclCommInit",
+                                    "ucp_ep_create(rank %d, worker %u): %s", p, i, ucs_status_string(st));
         }
     }
     free(blob);
