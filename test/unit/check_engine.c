@@ -479,6 +479,38 @@ START_TEST(active_channels_match_ranges)
 }
 END_TEST
 
+START_TEST(self_copy_pieces_cover_output)
+{
+    /* one rank: the channels' pieces tile [0, bytes) exactly and in order, a small copy
+     * stays on channel 0 alone, and a large one uses every channel it has pieces for */
+    static const size_t counts[] = {0, 1, 3, 65535, 65536, 65537, 1u << 20, (1u << 22) + 5};
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
+        for (int C = 1; C <= 64; C = C * 2 + 1) {
+            eng_coll_args_t a = {.coll = ENG_COLL_ALLREDUCE, .dtype = dfcclFloat32, .algo = ENG_ALGO_SELF,
+                                 .count = counts[ci]};
+            const uint64_t n = eng_self_bytes(&a);
+            uint64_t next = 0;
+            int active = 0;
+            for (int c = 0; c < C; c++) {
+                eng_ctx_t x;
+                eng_ctx_init(&a, 1, c, C, &x);
+                if (x.done)
+                    continue;
+                active++;
+                const uint64_t b0 = x.lo * ENG_SELF_PIECE;
+                const uint64_t b1 = x.hi * ENG_SELF_PIECE < n ? x.hi * ENG_SELF_PIECE : n;
+                if (n)
+                    ck_assert_uint_eq(b0, next);
+                next = b1 > next ? b1 : next;
+            }
+            ck_assert_uint_eq(next, n);
+            ck_assert_int_eq(active, eng_active_channels(&a, 1, C));
+            const uint64_t pieces = n ? (n + ENG_SELF_PIECE - 1) / ENG_SELF_PIECE : 1;
+            ck_assert_int_eq(active, (int)(pieces < (uint64_t)C ? pieces : (uint64_t)C));
+        }
+}
+END_TEST
+
 START_TEST(gpu_fifo_layout)
 {
     /* every connection of a receiver's FIFO memory is inside it, disjoint from the others,
@@ -762,6 +794,7 @@ int main(void)
     tcase_add_test(t, ll_stale_simple_data_never_passes);
     tcase_add_test(t, ll_steps_reuse_and_wait);
     tcase_add_test(t, active_channels_match_ranges);
+    tcase_add_test(t, self_copy_pieces_cover_output);
     tcase_add_test(t, gpu_fifo_layout);
     suite_add_tcase(s, t);
     t = tcase_create("net");
