@@ -269,14 +269,20 @@ static void take_entry(const eng_sq_entry_t *e)
      * are freed in sequence order */
     const int idle = parts == 0;
     t->workers_left = idle ? 1 : parts;
-    for (uint32_t w = 0; w < nw; w++) {
-        if (!t->node[w].channels_left && !(w == 0 && idle))
-            continue;
-        if (w == 0)
-            list_append(W0, &t->node[0]);
-        else
-            inbox_push(&D.w[w], &t->node[w]);
-    }
+    /* which workers get a part is decided before any is handed out: once the last part
+     * is pushed, that worker may finish it and free t (worker 0's own part cannot end
+     * before this returns) */
+    eng_wnode_t *out[ENG_MAX_WORKERS];
+    uint32_t to[ENG_MAX_WORKERS], nout = 0;
+    if (t->node[0].channels_left || idle)
+        list_append(W0, &t->node[0]);
+    for (uint32_t w = 1; w < nw; w++)
+        if (t->node[w].channels_left) {
+            out[nout] = &t->node[w];
+            to[nout++] = w;
+        }
+    for (uint32_t i = 0; i < nout; i++)
+        inbox_push(&D.w[to[i]], out[i]);
 }
 
 /* Move every complete submission into the task lists. */
@@ -335,7 +341,12 @@ static int check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now)
                     coll_names[t->args.coll], (unsigned long long)t->seq, (unsigned long long)c->uid,
                     (unsigned long long)eng_config.timeout_ms);
         /* the connection counters are now out of step with the peers: nothing more can
-         * run on this communicator (the other workers drop their parts on seeing it) */
+         * run on this communicator (the other workers drop their parts on seeing it).
+         * The task's result is set first, so that it reads dfcclTimeout, not the
+         * dfcclCommAborted of a worker that saw the abort in between. */
+        int32_t ok = dfcclSuccess;
+        __atomic_compare_exchange_n(&t->result, &ok, (int32_t)dfcclTimeout, 0, __ATOMIC_RELEASE,
+                                    __ATOMIC_RELAXED);
         DFCCL_WRITE_ONCE(c->aborted, dfcclTimeout);
         part_finish(W, n, dfcclTimeout);
         return 1;
@@ -400,6 +411,12 @@ static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
             stat_add(&c->stats.stalls, !progressed);
             stat_add(&c->stats.stall_ns, now - wait_start);
             return progressed;
+        }
+        if (DFCCL_READ_ONCE(c->aborted)) {
+            /* another worker timed out, or a net peer failed: even with preemption off,
+             * no wait on this communicator can end any more */
+            part_finish(W, n, dfcclCommAborted);
+            return 1;
         }
         if (check_stall(W, n, now))
             return 1;

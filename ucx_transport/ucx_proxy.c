@@ -498,10 +498,12 @@ static dfcclResult_t proxy_acquire_locked(void)
         U.refs--;
         return ucs_error("ucp_config_read", st);
     }
+    const uint32_t n = eng_config.net_threads ? eng_config.net_threads : 1;
     ucp_params_t p;
     memset(&p, 0, sizeof(p));
-    p.field_mask = UCP_PARAM_FIELD_FEATURES;
+    p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     p.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+    p.mt_workers_shared = n > 1; /* the proxies' workers share the context from their threads */
     st = ucp_init(&p, cfg, &U.ctx);
     ucp_config_release(cfg);
     if (st != UCS_OK) {
@@ -510,7 +512,6 @@ static dfcclResult_t proxy_acquire_locked(void)
         return ucs_error("ucp_init", st);
     }
     U.stop = 0;
-    const uint32_t n = eng_config.net_threads ? eng_config.net_threads : 1;
     uint32_t made = 0, running = 0;
     dfcclResult_t res = dfcclSuccess;
     for (; made < n; made++) {
@@ -942,13 +943,18 @@ void eng_net_teardown(eng_net_t *nc)
         for (uint32_t i = 0; i < nc->npx; i++)
             ucp_worker_progress(U.px[i].worker);
     }
-    /* one goodbye per peer, on worker 0: it only tells the peer not to take our
-     * endpoints' closing for a failure */
-    for (int p = 0; p < nc->nranks; p++)
-        if (nc->ep[p] && !nc->dead[p]) {
-            nc->bye[p] = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank};
-            am_send(nc->ep[p], 0, AM_BYE, &nc->bye[p], NULL, 0);
+    /* a goodbye to each peer on every worker: the peer's proxy that sees one of our
+     * endpoints close must already know we left, not take it for a failure */
+    for (int p = 0; p < nc->nranks; p++) {
+        if (nc->dead[p])
+            continue;
+        nc->bye[p] = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank};
+        for (uint32_t i = 0; i < nc->npx; i++) {
+            ucp_ep_h ep = nc->ep[(size_t)i * (size_t)nc->nranks + (size_t)p];
+            if (ep)
+                am_send(ep, 0, AM_BYE, &nc->bye[p], NULL, 0);
         }
+    }
     /* from here on, messages for this communicator are dropped by the handlers */
     nc->closing = 1;
     for (uint32_t i = 0; i < nc->npx; i++) {
