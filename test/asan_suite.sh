@@ -34,27 +34,23 @@ fi
 # leaks are not the point here (MPI's own allocations would drown them)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=0}
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader --bind-to none -x ASAN_OPTIONS)
+BIN=$B/test/mpi
+# shellcheck disable=SC2034 # read by suite_lib.sh
+ORPHAN_DIRS=("$BIN")
+# shellcheck source=suite_lib.sh
+. "$SRC/test/suite_lib.sh"
 
-# case NAME NP TIMEOUT [mpirun args...] -- PROGRAM [args...]
+# case_run NAME NP TIMEOUT [mpirun args...] -- PROGRAM [args...]
 case_run() {
     local name=$1 np=$2 tmo=$3
     shift 3
-    local margs=()
-    while [ $# -gt 0 ] && [ "$1" != "--" ]; do
-        margs+=("$1")
-        shift
-    done
-    shift
-    local prog=$B/test/mpi/$1
-    shift
     local log=$LOGDIR/${name//[^A-Za-z0-9]/_}_np$np.log
-    timeout -s TERM -k 10 "$tmo" "${MPIRUN[@]}" "${margs[@]}" -np "$np" "$prog" "$@" > "$log" 2>&1 < /dev/null
-    local rc=$?
+    run_mpi "$log" "$tmo" "$np" "$@"
     if grep -q 'ERROR: AddressSanitizer' "$log"; then
         echo "FAIL: $name np=$np ($(grep -m1 'ERROR: AddressSanitizer' "$log" | cut -c1-160); log $log)"
         nfail=$((nfail + 1))
-    elif [ $rc -ne 0 ] || ! grep -qx 'OK' "$log"; then
-        echo "FAIL: $name np=$np (exit $rc without OK; log $log)"
+    elif [ "$RC" -ne 0 ] || ! grep -qx 'OK' "$log"; then
+        echo "FAIL: $name np=$np (exit $RC without OK: $(reason_of "$log"); log $log)"
         nfail=$((nfail + 1))
     else
         echo "PASS: $name np=$np"
