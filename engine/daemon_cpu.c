@@ -162,15 +162,26 @@ static void task_done(eng_task_t *t)
     free(t);
 }
 
+/* Why c's collectives fail, or 0 (written by a worker's timeout or the net proxy). */
+static dfcclResult_t comm_aborted(struct dfccl_comm *c)
+{
+    return __atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE);
+}
+
+/* The task's result becomes res unless a worker recorded a failure first. */
+static void task_fail(eng_task_t *t, dfcclResult_t res)
+{
+    int32_t ok = dfcclSuccess;
+    __atomic_compare_exchange_n(&t->result, &ok, (int32_t)res, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
 /* Worker W is done with its channels of n's task (res: how they ended). */
 static void part_finish(eng_worker_t *W, eng_wnode_t *n, dfcclResult_t res)
 {
     eng_task_t *t = n->task;
     list_remove(W, n);
-    if (res != dfcclSuccess) {
-        int32_t ok = dfcclSuccess;
-        __atomic_compare_exchange_n(&t->result, &ok, (int32_t)res, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-    }
+    if (res != dfcclSuccess)
+        task_fail(t, res);
     if (__atomic_sub_fetch(&t->workers_left, 1, __ATOMIC_ACQ_REL) == 0)
         task_done(t);
 }
@@ -204,21 +215,27 @@ static void inbox_push(eng_worker_t *W, eng_wnode_t *n)
 }
 
 /* Worker W > 0: move its inbox into its list, in order. */
-static int inbox_drain(eng_worker_t *W)
+static void inbox_drain(eng_worker_t *W)
 {
     pthread_mutex_lock(&W->lock);
     eng_wnode_t *n = W->in_head;
     W->in_head = W->in_tail = NULL;
     pthread_mutex_unlock(&W->lock);
-    int k = 0;
-    for (eng_wnode_t *nx; n; n = nx, k++) {
+    for (eng_wnode_t *nx; n; n = nx) {
         nx = n->next;
         if (n->task)
             list_append(W, n);
         else
             destroy_seen(W, n->comm);
     }
-    return k;
+}
+
+/* Wake W from idle_sleep (a no-op when it is awake: it re-checks before sleeping). */
+static void worker_wake(eng_worker_t *W)
+{
+    pthread_mutex_lock(&W->lock);
+    pthread_cond_signal(&W->cv);
+    pthread_mutex_unlock(&W->lock);
 }
 
 /* Worker 0: one submission into the workers' lists. */
@@ -237,7 +254,7 @@ static void take_entry(const eng_sq_entry_t *e)
         destroy_seen(W0, c);
         return;
     }
-    if (DFCCL_READ_ONCE(c->aborted)) {
+    if (comm_aborted(c)) {
         stat_add(&c->stats.completed, 1);
         post_completion(e->req, dfcclCommAborted);
         return;
@@ -344,10 +361,9 @@ static int check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now)
          * run on this communicator (the other workers drop their parts on seeing it).
          * The task's result is set first, so that it reads dfcclTimeout, not the
          * dfcclCommAborted of a worker that saw the abort in between. */
-        int32_t ok = dfcclSuccess;
-        __atomic_compare_exchange_n(&t->result, &ok, (int32_t)dfcclTimeout, 0, __ATOMIC_RELEASE,
-                                    __ATOMIC_RELAXED);
-        DFCCL_WRITE_ONCE(c->aborted, dfcclTimeout);
+        task_fail(t, dfcclTimeout);
+        /* release: whoever sees the abort finds the result above already set */
+        __atomic_store_n(&c->aborted, dfcclTimeout, __ATOMIC_RELEASE);
         part_finish(W, n, dfcclTimeout);
         return 1;
     }
@@ -412,7 +428,7 @@ static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
             stat_add(&c->stats.stall_ns, now - wait_start);
             return progressed;
         }
-        if (DFCCL_READ_ONCE(c->aborted)) {
+        if (comm_aborted(c)) {
             /* another worker timed out, or a net peer failed: even with preemption off,
              * no wait on this communicator can end any more */
             part_finish(W, n, dfcclCommAborted);
@@ -471,7 +487,7 @@ static int worker_pass(eng_worker_t *W)
         nx = n->next;
         eng_task_t *t = n->task;
         struct dfccl_comm *c = t->comm;
-        if (DFCCL_READ_ONCE(c->aborted)) {
+        if (comm_aborted(c)) {
             part_finish(W, n, dfcclCommAborted);
             progressed = 1;
             continue;
@@ -518,11 +534,8 @@ static void *worker_main(void *arg)
 static void stop_workers(uint32_t n)
 {
     __atomic_store_n(&D.stop, 1, __ATOMIC_SEQ_CST);
-    for (uint32_t w = 0; w < n; w++) {
-        pthread_mutex_lock(&D.w[w].lock);
-        pthread_cond_signal(&D.w[w].cv);
-        pthread_mutex_unlock(&D.w[w].lock);
-    }
+    for (uint32_t w = 0; w < n; w++)
+        worker_wake(&D.w[w]);
     for (uint32_t w = 0; w < n; w++) {
         pthread_join(D.w[w].thread, NULL);
         pthread_mutex_destroy(&D.w[w].lock);
@@ -614,11 +627,7 @@ dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
     eng_ring_commit(&D.ring, e);
     pthread_mutex_unlock(&D.sq_lock);
     dfccl_fence_seq_cst(); /* publish before reading `sleeping`: pairs with idle_sleep */
-    eng_worker_t *W0 = &D.w[0];
-    if (__atomic_load_n(&W0->sleeping, __ATOMIC_SEQ_CST)) {
-        pthread_mutex_lock(&W0->lock);
-        pthread_cond_signal(&W0->cv);
-        pthread_mutex_unlock(&W0->lock);
-    }
+    if (__atomic_load_n(&D.w[0].sleeping, __ATOMIC_SEQ_CST))
+        worker_wake(&D.w[0]);
     return dfcclSuccess;
 }

@@ -63,14 +63,4 @@ dfcclResult_t eng_set_error(dfcclResult_t res, const char *func, const char *fmt
         }                                                                                                    \
     } while (0)
 
-/* pthread calls return the error code rather than -1. */
-#define DFCCL_PTHREAD_CHECK_GOTO(_call, _name, _res, _label)                                                 \
-    do {                                                                                                     \
-        int _e = (_call);                                                                                    \
-        if (_e != 0) {                                                                                       \
-            (_res) = eng_set_error(dfcclSystemError, __func__, "%s failed: %s", (_name), strerror(_e));      \
-            goto _label;                                                                                     \
-        }                                                                                                    \
-    } while (0)
-
 #endif

@@ -132,6 +132,12 @@ static struct {
     uint32_t next_id;
 } U = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* Proxy i's endpoint to peer p's worker i. */
+static ucp_ep_h *ep_of(const struct eng_net_comm *nc, uint32_t i, int p)
+{
+    return &nc->ep[(size_t)i * (size_t)nc->nranks + (size_t)p];
+}
+
 static void lock_proxies(void)
 {
     for (uint32_t i = 0; i < U.nproxies; i++)
@@ -348,7 +354,7 @@ static int am_send(ucp_ep_h ep, int eager, unsigned id, const net_am_hdr_t *h, c
 static int proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
 {
     const int p = k->peer;
-    ucp_ep_h ep = nc->ep[(size_t)k->px * (size_t)nc->nranks + (size_t)p];
+    ucp_ep_h ep = *ep_of(nc, k->px, p);
     int moved = 0;
     if (DFCCL_READ_ONCE(nc->dead[p]))
         return 0;
@@ -535,11 +541,11 @@ static dfcclResult_t proxy_acquire_locked(void)
     U.nproxies = made;
     for (; res == dfcclSuccess && running < made; running++) {
         int e = pthread_create(&U.px[running].thread, NULL, proxy_main, &U.px[running]);
-        if (e)
+        if (e) {
             res = eng_set_error(dfcclSystemError, "ucx", "pthread_create of proxy %u: %s", running,
                                 strerror(e));
-        if (e)
             break;
+        }
     }
     if (res != dfcclSuccess) {
         proxies_stop(made, running);
@@ -664,7 +670,7 @@ static void net_free_locked(struct eng_net_comm *nc)
         U.by_id[nc->id % NET_MAX_COMMS] = NULL;
     for (uint32_t i = 0; nc->ep && i < nc->npx; i++)
         for (int p = 0; p < N; p++) {
-            ucp_ep_h ep = nc->ep[(size_t)i * (size_t)N + (size_t)p];
+            ucp_ep_h ep = *ep_of(nc, i, p);
             if (!ep)
                 continue;
             ucp_request_param_t prm;
@@ -868,8 +874,7 @@ local_done:;
         nc->refs[p] = (net_peer_ref_t){.nc = nc, .peer = p};
         for (uint32_t i = 0; i < nc->npx && res == dfcclSuccess; paddr += h.addr_len[i], i++) {
             pthread_mutex_lock(&U.px[i].lock);
-            ucs_status_t st = ep_create(U.px[i].worker, paddr, !same_host, &nc->refs[p],
-                                        &nc->ep[(size_t)i * (size_t)N + (size_t)p]);
+            ucs_status_t st = ep_create(U.px[i].worker, paddr, !same_host, &nc->refs[p], ep_of(nc, i, p));
             pthread_mutex_unlock(&U.px[i].lock);
             if (st != UCS_OK)
                 res = eng_set_error(dfcclSystemError, "dfcclCommInit",
@@ -950,7 +955,7 @@ void eng_net_teardown(eng_net_t *nc)
             continue;
         nc->bye[p] = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank};
         for (uint32_t i = 0; i < nc->npx; i++) {
-            ucp_ep_h ep = nc->ep[(size_t)i * (size_t)nc->nranks + (size_t)p];
+            ucp_ep_h ep = *ep_of(nc, i, p);
             if (ep)
                 am_send(ep, 0, AM_BYE, &nc->bye[p], NULL, 0);
         }
