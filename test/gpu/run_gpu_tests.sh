@@ -103,6 +103,9 @@ fi
 if [ -n "$NET" ]; then
     run "chaos net=ucx preempt=0" 90 hang 4 -x DFCCL_NET=ucx -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
     mps_restart
+    run "chaos net=ucx net_threads=2 preempt=0" 90 hang 4 -x DFCCL_NET=ucx -x DFCCL_NET_THREADS=2 \
+        -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
+    mps_restart
 fi
 # compute-sanitizer on a small run, without MPS (the tools do not attach to MPS clients;
 # two ranks then time-slice the GPU, slow but correct): memcheck with 2 ranks (the FIFOs,

@@ -215,6 +215,7 @@ CASES+=("t_chaos[net=ucx] np=4" "t_chaos[net=ucx,DFCCL_PREEMPT=0 must hang] np=4
     "netns[ucx over veth] np=2" "netns[ucx over veth] np=4"
     "t_matrix[net=ucx,3 proxies,2 daemon threads,4 channels] np=4"
     "t_chaos[net=ucx,2 proxies,2 daemon threads,4 channels] np=4"
+    "t_chaos[net=ucx,2 proxies,2 daemon threads,4 channels,DFCCL_PREEMPT=0 must hang] np=4"
     "t_netkill[teardown race, 2 proxies] np=4" "t_netkill[mid ring allreduce, 2 proxies] np=4")
 
 skip_all() {
@@ -287,15 +288,17 @@ run_case "t_chaos[net=ucx,2 proxies,2 daemon threads,4 channels]" 4 120 ucx "${P
 
 # With preemption off, ranks that submit the chaos collectives in different orders
 # must deadlock over UCX too: HANG and exit 3 (or the watchdog kills the job).
+# hang_proof [TAG mpirun args...]: TAG names the variant in the case name
 hang_proof() {
-    local np=4
-    local id="t_chaos[net=ucx,DFCCL_PREEMPT=0 must hang] np=$np"
+    local np=4 tag=${1:-}
+    shift || true
+    local id="t_chaos[net=ucx,${tag:+$tag,}DFCCL_PREEMPT=0 must hang] np=$np"
     selected "$id" || return 0
     local log
-    log=$(logname "t_chaos_nopreempt_ucx_np$np")
+    log=$(logname "t_chaos_nopreempt_ucx${tag:+_$tag}_np$np")
     local vb
     vb=$(vader_list)
-    run_mpi "$log" 60 "$np" -x DFCCL_NET=ucx -x DFCCL_PREEMPT=0 -- "$BIN/t_chaos" "$CHAOS_ITERS" --deadline 10
+    run_mpi "$log" 60 "$np" -x DFCCL_NET=ucx "$@" -x DFCCL_PREEMPT=0 -- "$BIN/t_chaos" "$CHAOS_ITERS" --deadline 10
     vader_cleanup_since "$vb"
     if [ "$RC" -eq 3 ] || [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ] || grep -q '^HANG:' "$log"; then
         if [ "$RC" -eq 0 ]; then
@@ -310,6 +313,7 @@ hang_proof() {
     fi
 }
 hang_proof
+hang_proof "2 proxies,2 daemon threads,4 channels" "${PX[@]}" -x DFCCL_NET_THREADS=2
 
 # ------------------------------------------------------------------ mixed locality
 
