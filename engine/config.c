@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* DFCCL_* environment variables; defaults and units are in README.md. */
 #include <errno.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,29 @@ static int env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max, u
     return 0;
 }
 
+/* Cores for this rank's own threads: its affinity mask when the launcher bound it,
+ * else the host's cores shared by the ranks the launcher says run on this host. */
+static uint32_t cores_per_rank(void)
+{
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = online > 0 ? online : 1;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0 && CPU_COUNT(&set) < cores)
+        return (uint32_t)CPU_COUNT(&set); /* bound: these cores are this rank's */
+    static const char *const local_size[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                                             "SLURM_NTASKS_PER_NODE", "PMI_LOCAL_SIZE"};
+    for (size_t i = 0; i < sizeof(local_size) / sizeof(local_size[0]); i++) {
+        const char *v = getenv(local_size[i]);
+        const long n = v ? strtol(v, NULL, 10) : 0;
+        if (n > 0) {
+            cores /= n;
+            break;
+        }
+    }
+    return cores > 0 ? (uint32_t)cores : 1;
+}
+
 static void eng_config_parse(void)
 {
     const char *lvl = getenv("DFCCL_LOG_LEVEL");
@@ -44,7 +68,7 @@ static void eng_config_parse(void)
             if (!strcasecmp(lvl, names[i]))
                 eng_log_level = i;
     }
-    uint64_t v[24];
+    uint64_t v[25];
     int rc = 0;
     rc |= env_u64("DFCCL_PREEMPT", 1, 0, 1, &v[0]);
     rc |= env_u64("DFCCL_THRESHOLD_BASE_NS", 20000, 100, 60000000000ull, &v[1]);
@@ -69,7 +93,8 @@ static void eng_config_parse(void)
     rc |= env_u64("DFCCL_LL_MAX", 8192, 0, 64ull << 20, &v[20]);
     rc |= env_u64("DFCCL_GPU_TRACE", 0, 0, 1, &v[21]);
     rc |= env_u64("DFCCL_CPU_THREADS", 1, 1, ENG_MAX_WORKERS, &v[22]);
-    rc |= env_u64("DFCCL_NET_THREADS", 1, 1, ENG_MAX_NET_THREADS, &v[23]);
+    rc |= env_u64("DFCCL_NET_THREADS", 0, 0, ENG_MAX_NET_THREADS, &v[23]);
+    rc |= env_u64("DFCCL_NET_PIECE", ENG_NET_PIECE_DEFAULT, 0, 64ull << 20, &v[24]);
     eng_config.preempt = (int)v[0];
     eng_config.threshold_base_ns = v[1];
     eng_config.threshold_max_ns = v[2] < v[1] ? v[1] : v[2];
@@ -94,6 +119,14 @@ static void eng_config_parse(void)
     }
     eng_config.net_force = net && !strcasecmp(net, "ucx");
     eng_config.net_threads = (uint32_t)v[23];
+    eng_config.net_threads_auto = v[23] == 0;
+    if (eng_config.net_threads_auto) {
+        /* a proxy per two of the rank's cores, up to 4 (run AU: 4 reach UCX's loopback rate);
+         * the other cores are for the daemon threads and the application */
+        const uint32_t n = cores_per_rank() / 2;
+        eng_config.net_threads = n < 1 ? 1 : n > 4 ? 4 : n;
+    }
+    eng_config.net_piece = v[24];
     const char *host = getenv("DFCCL_HOST");
     if (host && *host)
         snprintf(eng_config.host, sizeof(eng_config.host), "%s", host);

@@ -9,6 +9,10 @@
 
 #define ENG_MAX_WORKERS     32 /* most CPU daemon threads (DFCCL_CPU_THREADS) */
 #define ENG_MAX_NET_THREADS 8  /* most proxy threads (DFCCL_NET_THREADS) */
+/* Eager step messages carry at most this many bytes each: with its header a piece fits
+ * one of UCX's default shared-memory fragments (8256 bytes), which the receiver reads in
+ * place; a larger message is first reassembled by UCX, one more copy of every byte. */
+#define ENG_NET_PIECE_DEFAULT 8128
 
 typedef struct {
     int preempt;                /* DFCCL_PREEMPT: 1 = preempt stalled collectives */
@@ -28,7 +32,9 @@ typedef struct {
     uint64_t idle_sleep_us;     /* DFCCL_IDLE_US: daemon sleeps after this long idle */
     int gpu;                    /* DFCCL_GPU: 0 keeps the GPU backend off */
     int net_force;              /* DFCCL_NET=ucx: every other rank over the net transport */
-    uint32_t net_threads;       /* DFCCL_NET_THREADS: proxy threads (UCX workers) per process */
+    uint32_t net_threads;       /* DFCCL_NET_THREADS: proxy threads (UCX workers); 0 given: auto */
+    int net_threads_auto;       /* net_threads was chosen from the cores (DFCCL_NET_THREADS=0) */
+    uint64_t net_piece;         /* DFCCL_NET_PIECE: bytes per eager message of a step (0: whole) */
     char host[64];              /* DFCCL_HOST: host name used for locality (default: gethostname) */
     uint32_t gpu_channels;      /* DFCCL_GPU_CHANNELS: daemon blocks (channels) on the GPU, 0: auto */
     uint32_t gpu_threads;       /* DFCCL_GPU_THREADS: threads per daemon block */

@@ -78,9 +78,15 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
              1, -1},
             {"net_threads", "DFCCL_NET_THREADS",
              "Proxy threads of the net transport, each with its own UCX worker; the connections "
-             "of channel c move on proxy c mod this (the fewest any rank runs). Default 1 "
-             "(threads, 1-8)",
-             1, -1},
+             "of channel c move on proxy c mod this (the fewest any rank runs). 0: one per 2 "
+             "cores of the rank (its binding, else the host's cores over the local ranks), 1-4. "
+             "Default 0 (threads, 0-8)",
+             0, -1},
+            {"net_piece", "DFCCL_NET_PIECE",
+             "Steps to peers on the same host (over UCX when coll_dfccl_net=ucx) go as eager "
+             "messages of at most this many bytes, each fitting one UCX shared-memory fragment; "
+             "0 sends each step as one message. Default 8128 (bytes)",
+             8128, -1},
             {"chunk_size", "DFCCL_CHUNK_SIZE",
              "Bytes per FIFO step, rounded down to a multiple of 64. Default 65536 (bytes)", 65536, -1},
             {"fifo_depth", "DFCCL_FIFO_DEPTH", "FIFO steps per connection. Default 4 (steps, 2-64)", 4, -1},

@@ -45,13 +45,16 @@
 
 enum { AM_STEP = 11, AM_CREDIT = 12, AM_BYE = 13 };
 
+#define NET_MAX_PIECES 64 /* eager messages per step at most (DFCCL_NET_PIECE is raised to fit) */
+
 /* Every message's header. */
 typedef struct {
-    uint32_t dst; /* the receiving rank's communicator id */
-    int32_t src;  /* the sending rank */
-    uint32_t idx; /* the connection, among those between the two ranks */
-    uint32_t pad;
-    uint64_t step; /* AM_STEP: the step; AM_CREDIT: steps consumed */
+    uint32_t dst;   /* the receiving rank's communicator id */
+    int32_t src;    /* the sending rank */
+    uint32_t idx;   /* the connection, among those between the two ranks */
+    uint32_t off;   /* AM_STEP: where this piece of the step goes */
+    uint64_t step;  /* AM_STEP: the step; AM_CREDIT: steps consumed */
+    uint64_t total; /* AM_STEP: the step's bytes, over all its pieces */
 } net_am_hdr_t;
 
 struct eng_net_comm;
@@ -75,7 +78,10 @@ struct net_conn {
     char *local_data;
     uint64_t sent_posted, sent_consumed;
     net_landing_t in;  /* receiver: steps published, slots landed beyond them */
-    net_am_hdr_t *hdr; /* [depth]: the step messages' headers */
+    uint64_t *got;     /* [depth]: receiver: bytes of each slot's step landed so far */
+    uint64_t piece;    /* sender: bytes per eager message (0: the whole step in one) */
+    uint32_t npiece;   /* headers per slot: the most messages a step is sent in */
+    net_am_hdr_t *hdr; /* [depth][npiece]: the step messages' headers */
     net_pend_t *pend;  /* [depth] */
     net_am_hdr_t cred[NET_VALS];
     unsigned ncred;
@@ -257,10 +263,14 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
         memcpy(&h, header, sizeof(h));
         k = conn_of(&h, &nc);
     }
-    if (k && length > k->rchunk) {
-        dfccl_error("communicator %016llx: a %zu-byte step from rank %d exceeds its %llu-byte FIFO step; "
+    if (k && (h.total > k->rchunk || h.off > h.total || length > h.total - h.off ||
+              (rndv && length != h.total) || !net_in_window(&k->in, nc->depth, h.step))) {
+        dfccl_error("communicator %016llx: a %zu-byte piece at %u of %llu-byte step %llu from rank %d does "
+                    "not fit its %llu-byte FIFO step, or the step is outside its window (%llu published); "
                     "communicator aborted",
-                    (unsigned long long)nc->uid, length, k->peer, (unsigned long long)k->rchunk);
+                    (unsigned long long)nc->uid, length, h.off, (unsigned long long)h.total,
+                    (unsigned long long)h.step, k->peer, (unsigned long long)k->rchunk,
+                    (unsigned long long)k->in.posted);
         net_abort(nc);
         k = NULL;
     }
@@ -271,9 +281,15 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     }
     const uint32_t slot = (uint32_t)(h.step % nc->depth);
     char *dst = k->local_data + (uint64_t)slot * k->rchunk;
-    if (!rndv) {
-        memcpy(dst, data, length);
-        step_landed(nc, k, h.step, length);
+    if (!rndv) { /* a whole step or one piece of it, read in place from UCX's buffer */
+        memcpy(dst + h.off, data, length);
+        if (net_land_piece(&k->in, k->got, k->local_ctrl, nc->depth, h.step, length, h.total) < 0) {
+            dfccl_error("communicator %016llx: step %llu from rank %d overfills its %llu bytes; "
+                        "communicator aborted",
+                        (unsigned long long)nc->uid, (unsigned long long)h.step, k->peer,
+                        (unsigned long long)h.total);
+            net_abort(nc);
+        }
         return UCS_OK;
     }
     net_pend_t *pd = &k->pend[slot];
@@ -364,13 +380,29 @@ static int proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
     }
     /* acquire: the daemon wrote the step's data and size before releasing `posted` */
     const uint64_t posted = dfccl_load_acquire64(&k->shadow_ctrl->posted);
+    const int eager = nc->watch_pid[p] != 0;
     for (uint64_t s = k->sent_posted; s < posted; s++) {
         const uint32_t slot = (uint32_t)(s % nc->depth);
-        net_am_hdr_t *h = &k->hdr[slot];
-        *h = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank, .idx = k->idx, .step = s};
-        if (am_send(ep, nc->watch_pid[p] != 0, AM_STEP, h, k->shadow_data + (uint64_t)slot * k->schunk,
-                    k->shadow_ctrl->bytes[slot]))
-            return -1;
+        const uint64_t len = k->shadow_ctrl->bytes[slot];
+        const char *data = k->shadow_data + (uint64_t)slot * k->schunk;
+        /* eager steps go in pieces that UCX need not reassemble; rendezvous ones whole */
+        const uint64_t piece = eager && k->piece ? k->piece : len;
+        net_am_hdr_t *h = &k->hdr[(size_t)slot * k->npiece];
+        if (len > k->schunk)
+            return -1; /* the daemon never writes more than a step */
+        uint64_t off = 0;
+        do {
+            const uint64_t n = len - off < piece ? len - off : piece;
+            *h = (net_am_hdr_t){.dst = nc->peer_id[p],
+                                .src = nc->rank,
+                                .idx = k->idx,
+                                .off = (uint32_t)off,
+                                .step = s,
+                                .total = len};
+            if (am_send(ep, eager, AM_STEP, h++, data + off, n))
+                return -1;
+            off += n;
+        } while (off < len);
         k->sent_posted = s + 1;
         moved = 1;
     }
@@ -683,6 +715,7 @@ static void net_free_locked(struct eng_net_comm *nc)
         free(nc->shadow[p]);
     for (size_t i = 0; nc->conns && i < nc->nconns; i++) {
         free(nc->conns[i].hdr);
+        free(nc->conns[i].got);
         free(nc->conns[i].pend);
     }
     free(nc->shadow);
@@ -794,9 +827,19 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
         k->shadow_data = (char *)k->shadow_ctrl + L->ctrl_bytes;
         k->local_ctrl = (eng_conn_ctrl_t *)(L->seg + d->recv_off);
         k->local_data = (char *)k->local_ctrl + L->ctrl_bytes;
-        k->hdr = calloc(L->depth, sizeof(net_am_hdr_t));
+        if (eng_config.net_piece && eng_config.net_piece < k->schunk) {
+            uint64_t n = (k->schunk + eng_config.net_piece - 1) / eng_config.net_piece;
+            n = n > NET_MAX_PIECES ? NET_MAX_PIECES : n;
+            k->npiece = (uint32_t)n;
+            k->piece = (k->schunk + n - 1) / n; /* n pieces of this size cover a step */
+        } else {
+            k->npiece = 1;
+            k->piece = 0;
+        }
+        k->hdr = calloc((size_t)L->depth * k->npiece, sizeof(net_am_hdr_t));
+        k->got = calloc(L->depth, sizeof(uint64_t));
         k->pend = calloc(L->depth, sizeof(net_pend_t));
-        if (!k->hdr || !k->pend)
+        if (!k->hdr || !k->got || !k->pend)
             res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
     }
     for (uint32_t i = 0; i < mypx && res == dfcclSuccess; i++) {
@@ -920,8 +963,12 @@ local_done:;
     for (int p = 0; p < N; p++)
         watched += nc->watch_pid[p] != 0;
     dfccl_info("communicator %016llx rank %d: %d peer(s) over UCX: %d on other hosts (error-reporting "
-               "endpoints), %d on this host (process watched, eager steps); %u proxy thread(s)",
-               (unsigned long long)L->uid, me, nnet, nnet - watched, watched, nc->npx);
+               "endpoints), %d on this host (process watched, eager steps in %llu-byte pieces); %u proxy "
+               "thread(s)%s",
+               (unsigned long long)L->uid, me, nnet, nnet - watched, watched,
+               (unsigned long long)eng_config.net_piece, nc->npx,
+               eng_config.net_threads_auto ? " (DFCCL_NET_THREADS auto: one per 2 cores of the rank, up to 4)"
+                                           : "");
     *net_p = nc;
     return dfcclSuccess;
 }

@@ -12,7 +12,8 @@
 # Cases:
 #   forced      DFCCL_NET=ucx: every other rank over UCX (loopback), the collective
 #               matrix, the chaos-order test and its preemption-off hang proof, the
-#               random-order test
+#               random-order test; the matrix again with whole-step eager messages
+#               (DFCCL_NET_PIECE=0) and with the most pieces a step may have
 #   mixed       DFCCL_HOST=hostA / hostB by rank parity: ranks of equal parity over
 #               shared memory, the others over UCX, in one communicator
 #   teardown    t_netkill --teardown: communicators created, used once and destroyed
@@ -216,7 +217,8 @@ CASES+=("t_chaos[net=ucx] np=4" "t_chaos[net=ucx,DFCCL_PREEMPT=0 must hang] np=4
     "t_matrix[net=ucx,3 proxies,2 daemon threads,4 channels] np=4"
     "t_chaos[net=ucx,2 proxies,2 daemon threads,4 channels] np=4"
     "t_chaos[net=ucx,2 proxies,2 daemon threads,4 channels,DFCCL_PREEMPT=0 must hang] np=4"
-    "t_netkill[teardown race, 2 proxies] np=4" "t_netkill[mid ring allreduce, 2 proxies] np=4")
+    "t_netkill[teardown race, 2 proxies] np=4" "t_netkill[mid ring allreduce, 2 proxies] np=4"
+    "t_matrix[net=ucx,whole-step messages] np=3" "t_matrix[net=ucx,1000-byte pieces] np=2")
 
 skip_all() {
     local c
@@ -279,6 +281,10 @@ for np in $NPS; do
 done
 run_case "t_chaos[net=ucx]" 4 120 ucx -- t_chaos "$CHAOS_ITERS" --deadline 60
 run_case "t_random[net=ucx]" 4 120 ucx -- t_random --rounds 8 --deadline 60
+# eager steps as one message each (DFCCL_NET_PIECE=0), and in the most pieces a step may
+# have (1000 bytes asked: a 64 KiB step is capped at 64 pieces of 1024 bytes)
+run_case "t_matrix[net=ucx,whole-step messages]" 3 60 ucx -x DFCCL_NET_PIECE=0 -- t_matrix --quick
+run_case "t_matrix[net=ucx,1000-byte pieces]" 2 60 ucx -x DFCCL_NET_PIECE=1000 -- t_matrix --quick
 # several proxy threads (lane l on proxy l mod threads) under several daemon threads
 PX=(-x DFCCL_CPU_THREADS=2 -x DFCCL_CHANNELS=4)
 run_case "t_matrix[net=ucx,3 proxies,2 daemon threads,4 channels]" 4 120 ucx "${PX[@]}" -x DFCCL_NET_THREADS=3 \

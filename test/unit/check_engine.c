@@ -770,6 +770,38 @@ START_TEST(net_landing_in_order)
 }
 END_TEST
 
+/* Net receiver, eager pieces: a step lands with its last byte, whatever order its pieces
+ * and its neighbours' come in; a piece that overfills its step, or one for a step
+ * outside the window, is refused; a zero-byte step lands at once. */
+START_TEST(net_landing_pieces)
+{
+    eng_conn_ctrl_t c;
+    memset(&c, 0, sizeof(c));
+    net_landing_t l = {0, 0};
+    const uint32_t depth = 4;
+    uint64_t got[4] = {0, 0, 0, 0};
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 1, 300, 700), 0); /* step 1: 300 of 700 */
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 0, 500, 1000), 0);
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 1, 400, 700), 0); /* 1 whole, waits for 0 */
+    ck_assert_uint_eq(c.posted, 0);
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 0, 501, 1000), -1); /* overfills */
+    ck_assert_uint_eq(got[0], 500);
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 4, 1, 1), -1);   /* no credit yet */
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 1, 1, 700), -1); /* landed already */
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 0, 500, 1000), 1);
+    ck_assert_uint_eq(c.posted, 2);
+    ck_assert_uint_eq(c.bytes[0], 1000);
+    ck_assert_uint_eq(c.bytes[1], 700);
+    ck_assert_uint_eq(got[0], 0);
+    ck_assert_uint_eq(got[1], 0);
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 2, 0, 0), 1); /* an empty step */
+    ck_assert_uint_eq(c.posted, 3);
+    ck_assert_uint_eq(c.bytes[2], 0);
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 1, 10, 10), -1); /* in the past */
+    ck_assert_uint_eq(l.mask, 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("engine");
@@ -801,6 +833,7 @@ int main(void)
     suite_add_tcase(s, t);
     t = tcase_create("net");
     tcase_add_test(t, net_landing_in_order);
+    tcase_add_test(t, net_landing_pieces);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
