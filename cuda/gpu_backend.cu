@@ -494,7 +494,7 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
     if (gc)
         gc->id = GPU_MAX_COMMS; /* no communicator id yet */
     const uint32_t S = eng_config.slots, depth = eng_config.fifo_depth;
-    const uint64_t chunk = eng_config.gpu_chunk_size;
+    const uint64_t chunk = eng_gpu_chunk(is_net != NULL);
     const uint64_t small = eng_gpu_small_chunk(eng_config.oneshot_max, eng_config.ll_max, depth, chunk);
     const size_t ctrl = ENG_GPU_CTRL_BYTES; /* device FIFOs need no page alignment */
     const size_t big_conn = ctrl + depth * chunk, small_conn = ctrl + depth * small;

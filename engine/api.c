@@ -115,9 +115,10 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
      * that runs it (one chunk per step), an LL one one step twice over (its lines carry
      * flags); the net transport's proxy copies steps without 8-byte atomicity, so
      * communicators with net peers never use LL */
-    const uint64_t min_step = on_gpu ? eng_gpu_small_chunk(eng_config.oneshot_max, eng_config.ll_max,
-                                                           eng_config.fifo_depth, eng_config.gpu_chunk_size)
-                                     : eng_config.chunk_size;
+    const uint64_t min_step =
+        on_gpu ? eng_gpu_small_chunk(eng_config.oneshot_max, eng_config.ll_max, eng_config.fifo_depth,
+                                     eng_gpu_chunk(comm->net != NULL))
+               : eng_config.chunk_size;
     const uint64_t oneshot_max = DFCCL_MIN(eng_config.oneshot_max, min_step * eng_config.fifo_depth);
     const uint64_t ll_max = comm->net ? 0 : DFCCL_MIN(eng_config.ll_max, min_step / 2);
     a.algo = (uint8_t)eng_algo_select(&a, N, oneshot_max, ll_max);

@@ -68,7 +68,7 @@ static void eng_config_parse(void)
             if (!strcasecmp(lvl, names[i]))
                 eng_log_level = i;
     }
-    uint64_t v[25];
+    uint64_t v[26];
     int rc = 0;
     rc |= env_u64("DFCCL_PREEMPT", 1, 0, 1, &v[0]);
     rc |= env_u64("DFCCL_THRESHOLD_BASE_NS", 20000, 100, 60000000000ull, &v[1]);
@@ -95,6 +95,7 @@ static void eng_config_parse(void)
     rc |= env_u64("DFCCL_CPU_THREADS", 1, 1, ENG_MAX_WORKERS, &v[22]);
     rc |= env_u64("DFCCL_NET_THREADS", 0, 0, ENG_MAX_NET_THREADS, &v[23]);
     rc |= env_u64("DFCCL_NET_PIECE", ENG_NET_PIECE_DEFAULT, 0, 64ull << 20, &v[24]);
+    rc |= env_u64("DFCCL_GPU_NET_CHUNK_SIZE", 65536, 1024, 64ull << 20, &v[25]);
     eng_config.preempt = (int)v[0];
     eng_config.threshold_base_ns = v[1];
     eng_config.threshold_max_ns = v[2] < v[1] ? v[1] : v[2];
@@ -137,6 +138,7 @@ static void eng_config_parse(void)
     eng_config.gpu_idle_quit_us = v[15];
     eng_config.gpu_stall_quit_us = v[16];
     eng_config.gpu_chunk_size = v[18] & ~(uint64_t)63;
+    eng_config.gpu_net_chunk = v[25] & ~(uint64_t)63;
     eng_config.gpu_sys_scope = (int)v[19];
     eng_config.ll_max = v[20];
     eng_config.gpu_trace = (int)v[21];

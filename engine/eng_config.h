@@ -41,11 +41,21 @@ typedef struct {
     uint64_t gpu_idle_quit_us;  /* DFCCL_GPU_IDLE_QUIT: daemon kernel exits after idle */
     uint64_t gpu_stall_quit_us; /* DFCCL_GPU_STALL_QUIT: exits when all tasks stalled */
     uint64_t gpu_chunk_size;    /* DFCCL_GPU_CHUNK_SIZE: bytes per FIFO step on the GPU */
+    uint64_t gpu_net_chunk;     /* DFCCL_GPU_NET_CHUNK_SIZE: the same, communicators with net peers */
     int gpu_sys_scope;          /* DFCCL_GPU_SYS_SCOPE: system-scope flags for every peer */
     int gpu_trace;              /* DFCCL_GPU_TRACE: time each single-channel collective's stages */
 } eng_config_t;
 
 extern eng_config_t eng_config;
+
+/* The GPU daemon's step on a communicator with (any_net) or without net peers: host-staged
+ * steps cross PCIe twice and two proxies' copies, so smaller steps keep more of them in
+ * flight per channel (bench/RESULTS.md, run AZ3). */
+static inline uint64_t eng_gpu_chunk(int any_net)
+{
+    return any_net && eng_config.gpu_net_chunk < eng_config.gpu_chunk_size ? eng_config.gpu_net_chunk
+                                                                           : eng_config.gpu_chunk_size;
+}
 
 /* Parse the environment (idempotent, thread-safe). Returns <0 on a bad value. */
 int eng_config_init(void);

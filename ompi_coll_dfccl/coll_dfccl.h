@@ -43,7 +43,7 @@ typedef struct {
     int var_index;            /**< to tell an explicit setting from the default */
 } mca_coll_dfccl_knob_t;
 
-#define MCA_COLL_DFCCL_NUM_KNOBS 22
+#define MCA_COLL_DFCCL_NUM_KNOBS 23
 
 struct mca_coll_dfccl_module_t;
 struct mca_coll_dfccl_req_t;

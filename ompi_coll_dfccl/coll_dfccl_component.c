@@ -119,6 +119,10 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
              "Bytes per FIFO step of the GPU daemon in the ring's direction, rounded down to a "
              "multiple of 64. Default 131072 (bytes)",
              131072, -1},
+            {"gpu_net_chunk_size", "DFCCL_GPU_NET_CHUNK_SIZE",
+             "The same on communicators with peers over the net transport (host-staged steps), "
+             "at most gpu_chunk_size, rounded down to a multiple of 64. Default 65536 (bytes)",
+             65536, -1},
             {"gpu_idle_quit", "DFCCL_GPU_IDLE_QUIT",
              "The GPU daemon kernel exits after this long with nothing to do (cudaFree and "
              "cudaDeviceSynchronize wait for it); the next collective relaunches it. "

@@ -678,6 +678,28 @@ static ucs_status_t ep_create(ucp_worker_h worker, const void *addr, int peer_mo
     return st;
 }
 
+/* At DFCCL_LOG_LEVEL=debug: the UCX transports (lanes) and protocol ranges UCX chose for
+ * the endpoint, from ucp_ep_print_info. */
+static void ep_describe(ucp_ep_h ep, int peer, uint32_t worker)
+{
+    if (eng_log_level < DFCCL_LOG_DEBUG)
+        return;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return;
+    ucp_ep_print_info(ep, f);
+    fclose(f);
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        line += strspn(line, "# ");
+        if (!strncmp(line, "lane[", 5) || !strncmp(line, "am_send", 7))
+            dfccl_debug("peer rank %d, worker %u: %s", peer, worker, line);
+    }
+    free(text);
+}
+
 /* Wait for an operation (flush, close) to finish, progressing the worker; gives up
  * after `ns` (a peer that stopped answering). Returns 0 when it finished. */
 static int wait_request(ucp_worker_h worker, ucs_status_ptr_t r, uint64_t ns)
@@ -918,6 +940,8 @@ local_done:;
         for (uint32_t i = 0; i < nc->npx && res == dfcclSuccess; paddr += h.addr_len[i], i++) {
             pthread_mutex_lock(&U.px[i].lock);
             ucs_status_t st = ep_create(U.px[i].worker, paddr, !same_host, &nc->refs[p], ep_of(nc, i, p));
+            if (st == UCS_OK)
+                ep_describe(*ep_of(nc, i, p), p, i);
             pthread_mutex_unlock(&U.px[i].lock);
             if (st != UCS_OK)
                 res = eng_set_error(dfcclSystemError, "dfcclCommInit",

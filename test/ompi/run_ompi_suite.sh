@@ -121,7 +121,7 @@ OMPI_MCA_mca_base_component_path=$CPATH_MCA $OMPI_INFO --param coll dfccl --leve
 missing=""
 for p in priority verbose enable host_buffers check eager device_sync fake_device preempt threshold_base_ns threshold_growth \
     threshold_max_ns head_factor slots channels cpu_threads net_threads net_piece chunk_size fifo_depth oneshot_max ll_max stall_report timeout net \
-    gpu_channels gpu_threads gpu_chunk_size gpu_idle_quit gpu_stall_quit gpu_trace; do
+    gpu_channels gpu_threads gpu_chunk_size gpu_net_chunk_size gpu_idle_quit gpu_stall_quit gpu_trace; do
     grep -q "parameter \"coll_dfccl_$p\"" "$WORK/info" || missing="$missing $p"
 done
 if [ -z "$missing" ]; then
