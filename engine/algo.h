@@ -40,10 +40,10 @@ DFCCL_INLINE uint64_t eng_self_bytes(const eng_coll_args_t *a)
     return a->coll == ENG_COLL_BARRIER ? 0 : a->count * eng_type_size(a->dtype);
 }
 
-/* A one-rank copy is split over the channels in pieces this big: a small one runs on
- * one channel (one block, no completion across blocks; with the usual split of a span
- * smaller than C that is channel C-1), a large one moves at the copy rate of all the
- * blocks instead of one block's (47 GB/s for 16 MiB on an H200). */
+/* A one-rank copy is split over the channels in pieces this big, one piece per channel
+ * from channel 0 up: a small one stays on channel 0 alone (block 0, no completion across
+ * blocks), a large one moves at the copy rate of all the blocks instead of one block's
+ * (47 GB/s for 16 MiB on an H200). */
 #define ENG_SELF_PIECE 262144u
 
 /* The range the algorithm splits over the channels, and the channels it uses: all C,
@@ -55,8 +55,11 @@ DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *
     case ENG_ALGO_ONESHOT:
     case ENG_ALGO_LL: *C = 1; return 1;
     case ENG_ALGO_SELF: {
-        const uint64_t pieces = (eng_self_bytes(a) + ENG_SELF_PIECE - 1) / ENG_SELF_PIECE;
-        return pieces ? pieces : 1;
+        uint64_t pieces = (eng_self_bytes(a) + ENG_SELF_PIECE - 1) / ENG_SELF_PIECE;
+        pieces = pieces ? pieces : 1;
+        if (pieces < (uint64_t)*C)
+            *C = (int)pieces; /* channels 0 .. pieces-1, not every C/pieces-th one */
+        return pieces;
     }
     default: return a->count;
     }

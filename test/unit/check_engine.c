@@ -481,8 +481,9 @@ END_TEST
 
 START_TEST(self_copy_pieces_cover_output)
 {
-    /* one rank: the channels' pieces tile [0, bytes) exactly and in order, a small copy
-     * stays on one channel, and a large one uses every channel it has pieces for */
+    /* one rank: the channels' pieces tile [0, bytes) exactly and in order, on the lowest
+     * channels: a small copy stays on channel 0 alone, a large one uses every channel it
+     * has pieces for */
     static const size_t counts[] = {0, 1, 3, 65535, 65536, 65537, 1u << 20, (1u << 22) + 5};
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
         for (int C = 1; C <= 64; C = C * 2 + 1) {
@@ -498,6 +499,7 @@ START_TEST(self_copy_pieces_cover_output)
                 eng_ctx_init(&a, 1, c, C, &x);
                 if (x.done)
                     continue;
+                ck_assert_int_eq(c, active); /* the lowest channels, from channel 0 */
                 active++;
                 const uint64_t b0 = x.lo * ENG_SELF_PIECE;
                 const uint64_t b1 = x.hi * ENG_SELF_PIECE < n ? x.hi * ENG_SELF_PIECE : n;
