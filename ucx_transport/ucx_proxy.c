@@ -39,9 +39,10 @@
 #include "eng_net.h"
 #include "net_landing.h"
 
-#define NET_VALS      64           /* stable headers of credit messages, reused after 64 more */
-#define NET_MAX_COMMS 4096         /* live net communicators per process (ids index a table) */
-#define NET_WATCH_NS  100000000ull /* how often same-host peers' processes are checked */
+#define NET_VALS        64           /* stable headers of credit messages, reused after 64 more */
+#define NET_MAX_COMMS   4096         /* live net communicators per process (ids index a table) */
+#define NET_WATCH_NS    100000000ull /* how often same-host peers' processes are checked */
+#define NET_TCP_SEG_MAX (1ull << 20) /* largest tcp segment set for a step (see tcp_segments) */
 
 enum { AM_STEP = 11, AM_CREDIT = 12, AM_BYE = 13 };
 
@@ -524,6 +525,35 @@ static ucs_status_t set_handler(net_proxy_t *P, unsigned id, ucp_am_recv_callbac
     return ucp_worker_set_am_recv_handler(P->worker, &hp);
 }
 
+/* UCX's tcp moves a message in segments of UCX_TCP_TX_SEG_SIZE / RX_SEG_SIZE, 8 KiB by
+ * default: a 64 KiB step then takes 8 sends and receives, and tcp between ranks moved
+ * 2.5 GB/s against ucx_perftest's 3.7-4.1; with segments that hold a whole step, 4.4
+ * (bench/RESULTS.md, run AZ6). So this context's segments hold the largest step and its
+ * header, unless the user set them. Every rank computes the same size from the same
+ * step knobs. */
+static void tcp_segments(ucp_config_t *cfg)
+{
+    uint64_t step =
+        eng_config.chunk_size > eng_config.gpu_net_chunk ? eng_config.chunk_size : eng_config.gpu_net_chunk;
+    step = step > NET_TCP_SEG_MAX ? NET_TCP_SEG_MAX : step;
+    char v[32];
+    snprintf(v, sizeof(v), "%llu", (unsigned long long)(step + 1024));
+    /* ucp_config_modify takes a transport's field without its prefix (TCP_): only tcp
+     * has these two */
+    static const char *const names[] = {"TX_SEG_SIZE", "RX_SEG_SIZE"};
+    for (int i = 0; i < 2; i++) {
+        char env[64];
+        snprintf(env, sizeof(env), "UCX_TCP_%s", names[i]);
+        if (getenv(env))
+            continue; /* the user's */
+        ucs_status_t st = ucp_config_modify(cfg, names[i], v);
+        if (st == UCS_OK)
+            dfccl_debug("UCX %s=%s for the net transport's context", env, v);
+        else
+            dfccl_debug("UCX %s=%s not applied: %s", env, v, ucs_status_string(st));
+    }
+}
+
 /* One context per process, DFCCL_NET_THREADS workers and proxy threads, shared by every
  * communicator. Called with U.lock held. */
 static dfcclResult_t proxy_acquire_locked(void)
@@ -536,6 +566,7 @@ static dfcclResult_t proxy_acquire_locked(void)
         U.refs--;
         return ucs_error("ucp_config_read", st);
     }
+    tcp_segments(cfg);
     const uint32_t n = eng_config.net_threads ? eng_config.net_threads : 1;
     ucp_params_t p;
     memset(&p, 0, sizeof(p));
