@@ -541,16 +541,14 @@ static void tcp_segments(ucp_config_t *cfg)
     /* ucp_config_modify takes a transport's field without its prefix (TCP_): only tcp
      * has these two */
     static const char *const names[] = {"TX_SEG_SIZE", "RX_SEG_SIZE"};
+    if (getenv("UCX_TCP_TX_SEG_SIZE") || getenv("UCX_TCP_RX_SEG_SIZE"))
+        return; /* the user's: one of them alone must not be paired with ours */
     for (int i = 0; i < 2; i++) {
-        char env[64];
-        snprintf(env, sizeof(env), "UCX_TCP_%s", names[i]);
-        if (getenv(env))
-            continue; /* the user's */
         ucs_status_t st = ucp_config_modify(cfg, names[i], v);
         if (st == UCS_OK)
-            dfccl_debug("UCX %s=%s for the net transport's context", env, v);
+            dfccl_debug("UCX_TCP_%s=%s for the net transport's context", names[i], v);
         else
-            dfccl_debug("UCX %s=%s not applied: %s", env, v, ucs_status_string(st));
+            dfccl_debug("UCX_TCP_%s=%s not applied: %s", names[i], v, ucs_status_string(st));
     }
 }
 
