@@ -113,11 +113,32 @@ static dfcclResult_t net_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcc
     return res;
 }
 
+/* The knobs that shape a communicator's FIFOs and pick its algorithms: a rank whose value
+ * differs would lay out or read its peers' memory differently, or run another algorithm
+ * for the same call (corrupt results or a hang), so every rank must have the same. */
+#define ENG_SHAPE_KNOBS 8
+static const char *const shape_names[ENG_SHAPE_KNOBS] = {
+    "DFCCL_SLOTS",       "DFCCL_CHANNELS", "DFCCL_FIFO_DEPTH",     "DFCCL_CHUNK_SIZE",
+    "DFCCL_ONESHOT_MAX", "DFCCL_LL_MAX",   "DFCCL_GPU_CHUNK_SIZE", "DFCCL_GPU_NET_CHUNK_SIZE"};
+
+static void shape_of(uint64_t v[ENG_SHAPE_KNOBS])
+{
+    v[0] = eng_config.slots;
+    v[1] = eng_config.channels;
+    v[2] = eng_config.fifo_depth;
+    v[3] = eng_config.chunk_size;
+    v[4] = eng_config.oneshot_max;
+    v[5] = eng_config.ll_max;
+    v[6] = eng_config.gpu_chunk_size;
+    v[7] = eng_config.gpu_net_chunk;
+}
+
 typedef struct {
     int32_t pid;
     int16_t net_force; /* DFCCL_NET=ucx on this rank */
     int16_t net_built; /* this rank's library has the UCX transport */
     uint64_t uid;
+    uint64_t shape[ENG_SHAPE_KNOBS]; /* shape_of() */
     char host[64];
 } eng_boot_info_t;
 
@@ -167,10 +188,23 @@ dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllg
     me.net_force = (int16_t)eng_config.net_force;
     me.net_built = (int16_t)eng_net_built();
     snprintf(me.host, sizeof(me.host), "%s", eng_config.host);
+    shape_of(me.shape);
     if (allgather(&me, all, sizeof(me), ctx) != 0) {
         res = eng_set_error(dfcclBootstrapError, __func__, "allgather callback failed");
         goto err_free;
     }
+    /* every rank sees the same table, so every rank fails alike: nobody waits for the others */
+    for (int p = 1; p < nranks; p++)
+        for (int k = 0; k < ENG_SHAPE_KNOBS; k++)
+            if (all[p].shape[k] != all[0].shape[k]) {
+                res =
+                    eng_set_error(dfcclInvalidArgument, __func__,
+                                  "%s differs between ranks: %llu on rank 0, %llu on rank %d; every rank of "
+                                  "a communicator must use the same value",
+                                  shape_names[k], (unsigned long long)all[0].shape[k],
+                                  (unsigned long long)all[p].shape[k], p);
+                goto err_free;
+            }
     c->uid = all[0].uid; /* rank 0 names the communicator */
     /* locality: every rank computes the same table from the same gathered data */
     uint8_t *is_net = calloc((size_t)nranks, 1);

@@ -5,7 +5,7 @@
 #
 # usage: run_suite.sh BUILD_BIN_DIR
 #   BUILD_BIN_DIR holds the compiled programs t_matrix, t_comms, t_chaos, t_random,
-#   t_badinput, t_killed, t_large, t_threads (named like their .c files).
+#   t_badinput, t_killed, t_large, t_threads, t_mismatch (named like their .c files).
 #
 # Every case runs under mpirun inside `timeout`, so a hang fails fast; processes of
 # the test binaries left behind by a killed job are killed by pid afterwards. One
@@ -44,7 +44,7 @@ npass=0
 nfail=0
 FAILED=()
 
-for p in t_matrix t_comms t_chaos t_random t_badinput t_killed t_large t_threads; do
+for p in t_matrix t_comms t_chaos t_random t_badinput t_killed t_large t_threads t_mismatch; do
     if [ ! -x "$BIN/$p" ]; then
         echo "FAIL: $p (missing program $BIN/$p)"
         nfail=$((nfail + 1))
@@ -121,6 +121,12 @@ run_case "t_matrix[threads=3,channels=4]" 3 120 -x DFCCL_CPU_THREADS=3 -x DFCCL_
 run_case "t_chaos[threads=2,channels=4,slots=4]" 4 120 -x DFCCL_CPU_THREADS=2 -x DFCCL_CHANNELS=4 \
     -x DFCCL_SLOTS=4 -- t_chaos 10 --deadline 60
 run_case "t_comms[threads=2,channels=3]" 3 120 -x DFCCL_CPU_THREADS=2 -x DFCCL_CHANNELS=3 -- t_comms
+
+# a knob that shapes the communicator, different on the last rank: every rank's
+# dfcclCommInit fails with a message naming it (run_case also checks /dev/shm)
+run_case "t_mismatch[DFCCL_CHANNELS]" 3 60 -- t_mismatch DFCCL_CHANNELS 2 1
+run_case "t_mismatch[DFCCL_CHUNK_SIZE]" 2 60 -- t_mismatch DFCCL_CHUNK_SIZE 65536 32768
+run_case "t_mismatch[DFCCL_ONESHOT_MAX]" 4 60 -- t_mismatch DFCCL_ONESHOT_MAX 32768 0
 
 # more than 2^31 bytes: 2 ranks only
 run_case t_large 2 400 -- t_large
