@@ -288,18 +288,15 @@ static void take_entry(const eng_sq_entry_t *e)
     t->workers_left = idle ? 1 : parts;
     /* which workers get a part is decided before any is handed out: once the last part
      * is pushed, that worker may finish it and free t (worker 0's own part cannot end
-     * before this returns) */
-    eng_wnode_t *out[ENG_MAX_WORKERS];
+     * before this returns), while t stays alive up to that last push */
     uint32_t to[ENG_MAX_WORKERS], nout = 0;
     if (t->node[0].channels_left || idle)
         list_append(W0, &t->node[0]);
     for (uint32_t w = 1; w < nw; w++)
-        if (t->node[w].channels_left) {
-            out[nout] = &t->node[w];
+        if (t->node[w].channels_left)
             to[nout++] = w;
-        }
     for (uint32_t i = 0; i < nout; i++)
-        inbox_push(&D.w[to[i]], out[i]);
+        inbox_push(&D.w[to[i]], &t->node[to[i]]);
 }
 
 /* Move every complete submission into the task lists. */

@@ -228,15 +228,17 @@ static net_conn_t *conn_of(const net_am_hdr_t *h, struct eng_net_comm **nc_p)
     return &nc->conns[nc->peer_first[h->src] + h->idx];
 }
 
-/* A step is in its slot: publish what can be; a step the sender had no credit for is a
- * protocol error (a bug, or a corrupted header): the communicator fails. */
-static void step_landed(struct eng_net_comm *nc, net_conn_t *k, uint64_t step, uint64_t bytes)
+/* `len` of step `step`'s `total` bytes are in its slot (a whole step, or one eager piece
+ * of it): publish what can be. A step the sender had no credit for, one that landed
+ * already, or one overfilled is a protocol error (a bug, or a corrupted header): the
+ * communicator fails. */
+static void step_landed(struct eng_net_comm *nc, net_conn_t *k, uint64_t step, uint64_t len, uint64_t total)
 {
-    if (net_land(&k->in, k->local_ctrl, nc->depth, step, bytes) < 0) {
-        dfccl_error("communicator %016llx: step %llu from rank %d is outside its window (%llu published); "
-                    "communicator aborted",
+    if (net_land_piece(&k->in, k->got, k->local_ctrl, nc->depth, step, len, total) < 0) {
+        dfccl_error("communicator %016llx: step %llu from rank %d is outside its window (%llu published), "
+                    "landed already or overfills its %llu bytes; communicator aborted",
                     (unsigned long long)nc->uid, (unsigned long long)step, k->peer,
-                    (unsigned long long)k->in.posted);
+                    (unsigned long long)k->in.posted, (unsigned long long)total);
         net_abort(nc);
     }
 }
@@ -246,7 +248,7 @@ static void rndv_done(void *request, ucs_status_t status, size_t length, void *u
     net_pend_t *pd = user_data;
     __atomic_fetch_sub(&pd->nc->inflight, 1, __ATOMIC_RELAXED);
     if (status == UCS_OK)
-        step_landed(pd->nc, pd->k, pd->step, length);
+        step_landed(pd->nc, pd->k, pd->step, length, length);
     else
         peer_lost(pd->nc, pd->k->peer, ucs_status_string(status));
     ucp_request_free(request);
@@ -284,13 +286,7 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     char *dst = k->local_data + (uint64_t)slot * k->rchunk;
     if (!rndv) { /* a whole step or one piece of it, read in place from UCX's buffer */
         memcpy(dst + h.off, data, length);
-        if (net_land_piece(&k->in, k->got, k->local_ctrl, nc->depth, h.step, length, h.total) < 0) {
-            dfccl_error("communicator %016llx: step %llu from rank %d overfills its %llu bytes; "
-                        "communicator aborted",
-                        (unsigned long long)nc->uid, (unsigned long long)h.step, k->peer,
-                        (unsigned long long)h.total);
-            net_abort(nc);
-        }
+        step_landed(nc, k, h.step, length, h.total);
         return UCS_OK;
     }
     net_pend_t *pd = &k->pend[slot];
@@ -304,7 +300,7 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     if (UCS_PTR_IS_ERR(r))
         peer_lost(nc, k->peer, ucs_status_string(UCS_PTR_STATUS(r)));
     else if (r == NULL)
-        step_landed(nc, k, h.step, length);
+        step_landed(nc, k, h.step, length, length);
     else
         __atomic_fetch_add(&nc->inflight, 1, __ATOMIC_RELAXED);
     return UCS_OK;
@@ -565,7 +561,7 @@ static dfcclResult_t proxy_acquire_locked(void)
         return ucs_error("ucp_config_read", st);
     }
     tcp_segments(cfg);
-    const uint32_t n = eng_config.net_threads ? eng_config.net_threads : 1;
+    const uint32_t n = eng_config.net_threads; /* >= 1: config resolves 0 (auto) */
     ucp_params_t p;
     memset(&p, 0, sizeof(p));
     p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
@@ -1015,11 +1011,13 @@ local_done:;
     int watched = 0;
     for (int p = 0; p < N; p++)
         watched += nc->watch_pid[p] != 0;
+    char pieces[48] = "whole";
+    if (eng_config.net_piece)
+        snprintf(pieces, sizeof(pieces), "in pieces of at most %llu bytes",
+                 (unsigned long long)eng_config.net_piece);
     dfccl_info("communicator %016llx rank %d: %d peer(s) over UCX: %d on other hosts (error-reporting "
-               "endpoints), %d on this host (process watched, eager steps in %llu-byte pieces); %u proxy "
-               "thread(s)%s",
-               (unsigned long long)L->uid, me, nnet, nnet - watched, watched,
-               (unsigned long long)eng_config.net_piece, nc->npx,
+               "endpoints), %d on this host (process watched, eager steps %s); %u proxy thread(s)%s",
+               (unsigned long long)L->uid, me, nnet, nnet - watched, watched, pieces, nc->npx,
                eng_config.net_threads_auto ? " (DFCCL_NET_THREADS auto: one per 2 cores of the rank, up to 4)"
                                            : "");
     *net_p = nc;
