@@ -65,20 +65,57 @@ typedef struct mca_coll_dfccl_component_t {
     int net_var_index; /**< to tell an explicit setting from the default */
 
     /* state, set up at the first engine communicator (engine_ready) */
-    opal_mutex_t lock;                    /**< guards everything below */
-    bool engine_ready;                    /**< env exported, keyval, request list, progress */
-    int keyval;                           /**< communicator attribute; its delete destroys */
-    opal_free_list_t requests;            /**< mca_coll_dfccl_req_t */
-    struct mca_coll_dfccl_req_t *active;  /**< non-blocking calls being progressed */
-    struct mca_coll_dfccl_module_t *live; /**< modules holding an engine communicator */
+    opal_mutex_t lock;                       /**< guards everything below */
+    bool engine_ready;                       /**< env exported, keyval, request list, progress */
+    int keyval;                              /**< communicator attribute; its delete destroys */
+    opal_free_list_t requests;               /**< mca_coll_dfccl_req_t */
+    struct mca_coll_dfccl_req_t *active;     /**< non-blocking calls being progressed */
+    struct mca_coll_dfccl_module_t *live;    /**< modules holding an engine communicator */
+    struct mca_coll_dfccl_module_t *waiting; /**< modules with a set-up or a queue to advance */
+    int32_t advancing;                       /**< a thread is advancing them (atomic) */
 } mca_coll_dfccl_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_dfccl_component_t mca_coll_dfccl_component;
+
+/* ---------------------------------------------------------------- private exchanges */
+
+/* Point-to-point tags of the component's own traffic on a user's communicator, in the
+ * gap Open MPI leaves between MPI_ANY_TAG (-1) and its blocking collectives' tags
+ * (-10 ... -26): no other collective or user message can match them. */
+#define MCA_COLL_DFCCL_TAG_BOOT  -7 /**< the engine communicator's set-up */
+#define MCA_COLL_DFCCL_TAG_CHECK -8 /**< coll_dfccl_check records */
+
+/**
+ * @brief A non-blocking all-gather of a few bytes per rank over point-to-point
+ *        messages on a private tag (Bruck's dissemination: log2(n) rounds of one send
+ *        and one receive). Posted and advanced from any MPI call, matched by tag alone,
+ *        so it never waits for a collective that another rank issues in another order.
+ */
+typedef struct {
+    struct ompi_communicator_t *comm;
+    int tag, rank, size;
+    size_t bytes;
+    char *buf;              /**< size x bytes: block i holds rank (rank + i) % size's */
+    int dist;               /**< this round's distance; >= size when finished */
+    ompi_request_t *req[2]; /**< receive, send */
+    int rc;                 /**< OMPI_SUCCESS or the first failure */
+} mca_coll_dfccl_xchg_t;
+
+/** @brief Post the first round. OMPI_SUCCESS, or an error with nothing left posted. */
+int mca_coll_dfccl_xchg_start(mca_coll_dfccl_xchg_t *x, struct ompi_communicator_t *comm, int tag,
+                              const void *mine, size_t bytes);
+/** @brief Advance without blocking: true once finished (x->rc says how). */
+bool mca_coll_dfccl_xchg_test(mca_coll_dfccl_xchg_t *x);
+/** @brief The gathered blocks, in rank order, into @p all (size x bytes). */
+void mca_coll_dfccl_xchg_result(const mca_coll_dfccl_xchg_t *x, void *all);
+/** @brief Release a finished exchange. */
+void mca_coll_dfccl_xchg_fini(mca_coll_dfccl_xchg_t *x);
 
 /* ---------------------------------------------------------------- module */
 
 typedef enum {
     MCA_COLL_DFCCL_ENGINE_NONE = 0, /**< not created yet: at the first engine call */
+    MCA_COLL_DFCCL_ENGINE_SETUP,    /**< being created: engine calls wait in the module's queue */
     MCA_COLL_DFCCL_ENGINE_LIVE,
     MCA_COLL_DFCCL_ENGINE_FAILED,   /**< creation failed: every call falls back */
     MCA_COLL_DFCCL_ENGINE_DESTROYED /**< communicator freed */
@@ -88,6 +125,9 @@ typedef enum {
     mca_coll_base_module_##_api##_fn_t previous_##_api;                                                      \
     mca_coll_base_module_t *previous_##_api##_module
 
+struct mca_coll_dfccl_boot_t;
+struct mca_coll_dfccl_op_t;
+
 typedef struct mca_coll_dfccl_module_t {
     mca_coll_base_module_t super;
     struct ompi_communicator_t *comm;
@@ -96,10 +136,16 @@ typedef struct mca_coll_dfccl_module_t {
 
     dfcclComm_t ecomm;
     mca_coll_dfccl_engine_state_t engine;
-    int outstanding;      /**< non-blocking calls not completed yet */
-    bool destroy_pending; /**< communicator freed while calls were outstanding */
-    bool attr_set;        /**< the delete attribute is on the communicator */
+    struct mca_coll_dfccl_boot_t *boot; /**< the set-up in flight (ENGINE_SETUP) */
+    int outstanding;                    /**< non-blocking calls not completed yet */
+    bool destroy_pending;               /**< communicator freed while calls were outstanding */
+    bool attr_set;                      /**< the delete attribute is on the communicator */
     struct mca_coll_dfccl_module_t *live_next;
+    /* calls that wait before they can start (the set-up, coll_dfccl_check), in call
+     * order; under the component's lock */
+    struct mca_coll_dfccl_req_t *queue_head, *queue_tail;
+    bool waiting; /**< on the component's list of modules to advance */
+    struct mca_coll_dfccl_module_t *wait_next;
 
     MCA_COLL_DFCCL_PREV(allreduce);
     MCA_COLL_DFCCL_PREV(iallreduce);
@@ -121,6 +167,62 @@ OBJ_CLASS_DECLARATION(mca_coll_dfccl_module_t);
 
 /* ---------------------------------------------------------------- one call */
 
+typedef enum {
+    MCA_COLL_DFCCL_PATH_PREVIOUS = 0, /**< previous module, buffers untouched */
+    MCA_COLL_DFCCL_PATH_ENGINE = 1,   /**< the engine (device buffers direct to the GPU daemon) */
+    MCA_COLL_DFCCL_PATH_STAGED = 2,   /**< host copies of device buffers, previous module */
+} mca_coll_dfccl_path_t;
+
+/** @brief The arguments of one collective call, kept while the call waits. */
+typedef struct {
+    const void *sbuf;
+    void *rbuf;
+    int scount, rcount;                      /**< calls with one count: scount */
+    const int *rcounts;                      /**< reduce_scatter; MPI keeps it valid until completion */
+    struct ompi_datatype_t *sdtype, *rdtype; /**< calls with one datatype: sdtype */
+    struct ompi_op_t *op;
+    int root;
+} mca_coll_dfccl_args_t;
+
+/** @brief What a collective decided about a call before starting it. */
+typedef struct {
+    mca_coll_dfccl_path_t path;
+    dfcclComm_t ecomm;
+    dfcclDataType_t etype; /**< reductions */
+    dfcclRedOp_t eop;
+    ptrdiff_t soff, roff; /**< where contiguous bytes start */
+    size_t bytes;         /**< bcast: all; allgather, alltoall: per rank */
+    size_t total, disp;   /**< reduce_scatter: elements over all ranks, before this rank's */
+    bool equal;           /**< reduce_scatter: every recvcount the same */
+} mca_coll_dfccl_plan_t;
+
+/** @brief What coll_dfccl_check compares across ranks before a call. */
+typedef struct {
+    int32_t coll;         /**< mca_coll_dfccl_coll_t */
+    int32_t path;         /**< mca_coll_dfccl_path_t */
+    int32_t kind;         /**< mca_coll_dfccl_mem_t */
+    int32_t root;         /**< rooted collectives, else 0 */
+    int32_t op;           /**< index of a predefined op, 0 for none, -1 user-defined */
+    int32_t nonblocking;  /**< MPI_I* call */
+    int64_t bytes;        /**< payload size each rank must agree on */
+    uint64_t types;       /**< basic types the datatype is made of (a bit each) */
+    uint64_t counts_hash; /**< reduce_scatter: the recvcounts array */
+} mca_coll_dfccl_check_t;
+
+/** @brief One collective's glue, as the shared driver (coll_dfccl_call.c) uses it. */
+typedef struct {
+    int coll; /**< mca_coll_dfccl_coll_t */
+    /** fill the check record and the plan; true when the engine can run the call */
+    bool (*prepare)(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_check_t *rec,
+                    mca_coll_dfccl_plan_t *p);
+    /** engine or staged path: stage, then submit or call the previous module (its
+     *  non-blocking variant when @p inner_p is not NULL) */
+    int (*start)(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, const mca_coll_dfccl_plan_t *p,
+                 struct mca_coll_dfccl_op_t *o, ompi_request_t **inner_p);
+    /** previous path: the previous module as is (non-blocking when @p request is not NULL) */
+    int (*previous)(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, ompi_request_t **request);
+} mca_coll_dfccl_coll_desc_t;
+
 /** @brief A user buffer region staged through a host copy. */
 typedef struct {
     void *user;     /**< start of the staged region in user (device) memory */
@@ -130,7 +232,7 @@ typedef struct {
 } mca_coll_dfccl_stage_t;
 
 /** @brief Everything one collective call holds until it completes. */
-typedef struct {
+typedef struct mca_coll_dfccl_op_t {
     mca_coll_dfccl_stage_t stage[3]; /**< staged user buffers */
     int nstage;
     void *tmp;      /**< a host temporary of the call itself */
@@ -166,12 +268,28 @@ typedef struct {
 /* the class behind it, exported by libmpi */
 OMPI_DECLSPEC extern opal_class_t ompi_coll_base_nbc_request_t_class;
 
-/** @brief Request of a non-blocking call. */
+/** @brief Stage of a request's life (req->stage). */
+typedef enum {
+    MCA_COLL_DFCCL_REQ_STARTED = 0, /**< running: engine request or previous module's */
+    MCA_COLL_DFCCL_REQ_QUEUED,      /**< waits in its module's queue for the set-up or the check */
+    MCA_COLL_DFCCL_REQ_CHECKING,    /**< previous path: running, its check record in flight */
+} mca_coll_dfccl_req_stage_t;
+
+/** @brief Request of a call that is non-blocking or has to wait before it starts. */
 typedef struct mca_coll_dfccl_req_t {
     mca_coll_dfccl_nbc_request_t super;
-    struct mca_coll_dfccl_req_t *next; /**< in the component's active list */
+    struct mca_coll_dfccl_req_t *next;       /**< in the component's active list */
+    struct mca_coll_dfccl_req_t *queue_next; /**< in its module's queue */
     mca_coll_dfccl_module_t *module;
     mca_coll_dfccl_op_t op;
+    mca_coll_dfccl_req_stage_t stage;
+    bool blocking; /**< a blocking call waits on it (staged path blocking when it starts) */
+    bool checked;  /**< coll_dfccl_check is done for it */
+    const mca_coll_dfccl_coll_desc_t *desc;
+    mca_coll_dfccl_args_t args;
+    mca_coll_dfccl_plan_t plan;
+    mca_coll_dfccl_check_t rec;
+    mca_coll_dfccl_xchg_t *check; /**< its check exchange in flight */
 } mca_coll_dfccl_req_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_dfccl_req_t);
@@ -186,29 +304,19 @@ int mca_coll_dfccl_setup(void);
 /** @brief Component close: destroy what is left, leave opal_progress. */
 void mca_coll_dfccl_engine_shutdown(void);
 
-/** @brief The engine communicator of @p m, created at the first call (collective).
- *         NULL when it can't be created; the caller falls back. */
-dfcclComm_t mca_coll_dfccl_engine_comm(mca_coll_dfccl_module_t *m);
+/** @brief Start creating the engine communicator of @p m (non-blocking: the set-up runs
+ *         on a thread of its own and exchanges over MCA_COLL_DFCCL_TAG_BOOT). */
+void mca_coll_dfccl_engine_begin(mca_coll_dfccl_module_t *m);
+/** @brief Advance the set-up of @p m; true once it is no longer in flight. */
+bool mca_coll_dfccl_engine_advance(mca_coll_dfccl_module_t *m);
+/** @brief Stop a set-up in flight (finalize): it fails at its next exchange. */
+void mca_coll_dfccl_engine_abort(mca_coll_dfccl_module_t *m);
 
-/** @brief What coll_dfccl_check compares across ranks before a call. */
-typedef struct {
-    int32_t coll;         /**< mca_coll_dfccl_coll_t */
-    int32_t path;         /**< mca_coll_dfccl_path_t */
-    int32_t kind;         /**< mca_coll_dfccl_mem_t */
-    int32_t root;         /**< rooted collectives, else 0 */
-    int32_t op;           /**< index of a predefined op, 0 for none, -1 user-defined */
-    int32_t nonblocking;  /**< MPI_I* call */
-    int64_t bytes;        /**< payload size each rank must agree on */
-    uint64_t counts_hash; /**< reduce_scatter: the recvcounts array */
-} mca_coll_dfccl_check_t;
-
-int mca_coll_dfccl_check_args(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_t *rec);
-
-/** @brief Request for a non-blocking call; NULL when out of memory. */
+/** @brief Request for a call; NULL when out of memory. */
 mca_coll_dfccl_req_t *mca_coll_dfccl_req_get(mca_coll_dfccl_module_t *m);
 /** @brief Return a request that was never started. */
 void mca_coll_dfccl_req_put(mca_coll_dfccl_req_t *req);
-/** @brief Hand a started request to the progress callback. */
+/** @brief Hand a request to the progress callback (started, queued or checking). */
 void mca_coll_dfccl_req_start(mca_coll_dfccl_req_t *req);
 
 /** @brief Stage in a user region; *@p view_p becomes the host address matching @p user. */
@@ -223,6 +331,17 @@ int mca_coll_dfccl_op_wait(mca_coll_dfccl_op_t *op);
 int mca_coll_dfccl_engine_error(const char *what, dfcclResult_t res);
 /** @brief MPI error code for an engine result. */
 int mca_coll_dfccl_result_to_mpi(dfcclResult_t res);
+
+/* ---------------------------------------------------------------- call.c */
+
+/** @brief Run one call of a collective: blocking when @p request is NULL. */
+int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
+                        const mca_coll_dfccl_args_t *a, ompi_request_t **request);
+/** @brief Advance the queue of @p m (progress callback, under no lock of ours): start what
+ *         may start, fail what its check refused. */
+void mca_coll_dfccl_queue_advance(mca_coll_dfccl_module_t *m);
+/** @brief Compare the check records of every rank; OMPI_SUCCESS or MPI_ERR_ARG (logged once). */
+int mca_coll_dfccl_check_compare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_t *all);
 
 /* ---------------------------------------------------------------- collectives */
 

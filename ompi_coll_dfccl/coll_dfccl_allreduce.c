@@ -2,29 +2,25 @@
 /* MPI_Allreduce, MPI_Iallreduce. MPI_IN_PLACE is the engine's sendbuf == recvbuf. */
 #include "coll_dfccl_common.h"
 
-typedef struct {
-    mca_coll_dfccl_path_t path;
-    dfcclComm_t ecomm;
-    dfcclDataType_t etype;
-    dfcclRedOp_t eop;
-} allreduce_plan_t;
-
-static int allreduce_prepare(mca_coll_dfccl_module_t *m, const void *sbuf, void *rbuf, int count,
-                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, bool blocking,
-                             allreduce_plan_t *p)
+static bool allreduce_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                              mca_coll_dfccl_check_t *rec, mca_coll_dfccl_plan_t *p)
 {
-    mca_coll_dfccl_check_t rec = {.coll = MCA_COLL_DFCCL_ALLREDUCE,
-                                  .op = mca_coll_dfccl_op_index(op),
-                                  .bytes = mca_coll_dfccl_bytes(dtype, (size_t)count)};
-    rec.kind = rec.bytes ? mca_coll_dfccl_kind2(sbuf, rbuf) : MCA_COLL_DFCCL_MEM_HOST;
-    bool ok = rec.bytes > 0 && mca_coll_dfccl_reduction_map(dtype, op, &p->etype, &p->eop);
-    return mca_coll_dfccl_prologue(m, &rec, ok, blocking, &p->path, &p->ecomm);
+    (void)m;
+    rec->op = mca_coll_dfccl_op_index(a->op);
+    rec->bytes = mca_coll_dfccl_bytes(a->sdtype, (size_t)a->scount);
+    rec->types = mca_coll_dfccl_types(a->sdtype);
+    rec->kind = rec->bytes ? mca_coll_dfccl_kind2(a->sbuf, a->rbuf) : MCA_COLL_DFCCL_MEM_HOST;
+    return rec->bytes > 0 && mca_coll_dfccl_reduction_map(a->sdtype, a->op, &p->etype, &p->eop);
 }
 
-static int allreduce_start(mca_coll_dfccl_module_t *m, const allreduce_plan_t *p, const void *sbuf,
-                           void *rbuf, int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                           mca_coll_dfccl_op_t *o, ompi_request_t **inner_p)
+static int allreduce_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                           const mca_coll_dfccl_plan_t *p, mca_coll_dfccl_op_t *o, ompi_request_t **inner_p)
 {
+    const void *sbuf = a->sbuf;
+    void *rbuf = a->rbuf;
+    const int count = a->scount;
+    struct ompi_datatype_t *dtype = a->sdtype;
+    struct ompi_op_t *op = a->op;
     const bool in_place = sbuf == MPI_IN_PLACE;
     void *hs = (void *)sbuf, *hr = rbuf;
     int rc;
@@ -58,32 +54,33 @@ static int allreduce_start(mca_coll_dfccl_module_t *m, const allreduce_plan_t *p
     return OMPI_SUCCESS;
 }
 
+static int allreduce_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                              ompi_request_t **request)
+{
+    if (request)
+        return m->previous_iallreduce(a->sbuf, a->rbuf, a->scount, a->sdtype, a->op, m->comm, request,
+                                      m->previous_iallreduce_module);
+    return m->previous_allreduce(a->sbuf, a->rbuf, a->scount, a->sdtype, a->op, m->comm,
+                                 m->previous_allreduce_module);
+}
+
+static const mca_coll_dfccl_coll_desc_t allreduce_desc = {MCA_COLL_DFCCL_ALLREDUCE, allreduce_prepare,
+                                                          allreduce_start, allreduce_previous};
+
 int mca_coll_dfccl_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                              struct ompi_op_t *op, struct ompi_communicator_t *comm,
                              mca_coll_base_module_t *module)
 {
-    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    allreduce_plan_t p;
-    int rc = allreduce_prepare(m, sbuf, rbuf, count, dtype, op, true, &p);
-    if (rc != OMPI_SUCCESS)
-        return rc;
-    if (p.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
-        return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
-    MCA_COLL_DFCCL_RUN_BLOCKING(o, allreduce_start(m, &p, sbuf, rbuf, count, dtype, op, o, NULL));
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {.sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &allreduce_desc, &a, NULL);
 }
 
 int mca_coll_dfccl_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                               struct ompi_op_t *op, struct ompi_communicator_t *comm,
                               ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    allreduce_plan_t p;
-    int rc = allreduce_prepare(m, sbuf, rbuf, count, dtype, op, false, &p);
-    if (rc != OMPI_SUCCESS)
-        return rc;
-    if (p.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
-        return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
-                                      m->previous_iallreduce_module);
-    MCA_COLL_DFCCL_RUN_NONBLOCKING(m, p.path, request, o, inner_p,
-                                   allreduce_start(m, &p, sbuf, rbuf, count, dtype, op, o, inner_p));
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {.sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &allreduce_desc, &a, request);
 }

@@ -6,37 +6,34 @@
  */
 #include "coll_dfccl_common.h"
 
-typedef struct {
-    mca_coll_dfccl_path_t path;
-    dfcclComm_t ecomm;
-    ptrdiff_t soff, roff; /* where the contiguous bytes start */
-    size_t block;         /* bytes per peer */
-} alltoall_plan_t;
-
-static int alltoall_prepare(mca_coll_dfccl_module_t *m, const void *sbuf, int scount,
-                            struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                            struct ompi_datatype_t *rdtype, bool blocking, alltoall_plan_t *p)
+static bool alltoall_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                             mca_coll_dfccl_check_t *rec, mca_coll_dfccl_plan_t *p)
 {
-    const bool in_place = sbuf == MPI_IN_PLACE;
+    const bool in_place = a->sbuf == MPI_IN_PLACE;
     const size_t n = (size_t)m->size;
     size_t rbytes = 0, sbytes = 0;
-    bool ok = mca_coll_dfccl_contiguous(rdtype, (size_t)rcount * n, &p->roff, &rbytes);
-    p->block = rbytes / n;
+    bool ok = mca_coll_dfccl_contiguous(a->rdtype, (size_t)a->rcount * n, &p->roff, &rbytes);
+    p->bytes = rbytes / n;
     p->soff = 0;
     if (!in_place)
-        ok = mca_coll_dfccl_contiguous(sdtype, (size_t)scount * n, &p->soff, &sbytes) && ok &&
+        ok = mca_coll_dfccl_contiguous(a->sdtype, (size_t)a->scount * n, &p->soff, &sbytes) && ok &&
              sbytes == rbytes;
-    mca_coll_dfccl_check_t rec = {.coll = MCA_COLL_DFCCL_ALLTOALL, .bytes = (int64_t)p->block};
-    if (rec.bytes)
-        rec.kind =
-            mca_coll_dfccl_kind2(in_place ? NULL : (const char *)sbuf + p->soff, (char *)rbuf + p->roff);
-    return mca_coll_dfccl_prologue(m, &rec, ok && p->block > 0, blocking, &p->path, &p->ecomm);
+    /* what this rank receives from each peer: every rank must agree on it */
+    rec->bytes = mca_coll_dfccl_bytes(a->rdtype, (size_t)a->rcount);
+    rec->types = mca_coll_dfccl_types(a->rdtype);
+    if (rec->bytes)
+        rec->kind = mca_coll_dfccl_kind2(in_place ? NULL : (const char *)a->sbuf + p->soff,
+                                         (char *)a->rbuf + p->roff);
+    return ok && p->bytes > 0;
 }
 
-static int alltoall_start(mca_coll_dfccl_module_t *m, const alltoall_plan_t *p, const void *sbuf, int scount,
-                          struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                          struct ompi_datatype_t *rdtype, mca_coll_dfccl_op_t *o, ompi_request_t **inner_p)
+static int alltoall_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                          const mca_coll_dfccl_plan_t *p, mca_coll_dfccl_op_t *o, ompi_request_t **inner_p)
 {
+    const void *sbuf = a->sbuf;
+    void *rbuf = a->rbuf;
+    const int scount = a->scount, rcount = a->rcount;
+    struct ompi_datatype_t *sdtype = a->sdtype, *rdtype = a->rdtype;
     const bool in_place = sbuf == MPI_IN_PLACE;
     const size_t n = (size_t)m->size;
     void *hs = (void *)sbuf, *hr = rbuf;
@@ -46,7 +43,7 @@ static int alltoall_start(mca_coll_dfccl_module_t *m, const alltoall_plan_t *p, 
         mca_coll_dfccl_op_engine(o, p->ecomm);
         if (in_place)
             o->device_direct = false; /* the send side is a host copy of recvbuf */
-        const size_t all = n * p->block;
+        const size_t all = n * p->bytes;
         void *ruser = (char *)rbuf + p->roff;
         if ((rc = mca_coll_dfccl_view(o, ruser, 0, all, false, 0, all, &hr)) != OMPI_SUCCESS)
             return rc;
@@ -64,7 +61,7 @@ static int alltoall_start(mca_coll_dfccl_module_t *m, const alltoall_plan_t *p, 
             memcpy(o->tmp, ruser, all);
             hs = o->tmp;
         }
-        dfcclResult_t res = dfcclAllToAll(hs, hr, p->block, dfcclUint8, p->ecomm, &o->ereq);
+        dfcclResult_t res = dfcclAllToAll(hs, hr, p->bytes, dfcclUint8, p->ecomm, &o->ereq);
         return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Alltoall", res);
     }
 
@@ -86,35 +83,35 @@ static int alltoall_start(mca_coll_dfccl_module_t *m, const alltoall_plan_t *p, 
     return OMPI_SUCCESS;
 }
 
+static int alltoall_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                             ompi_request_t **request)
+{
+    if (request)
+        return m->previous_ialltoall(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, m->comm,
+                                     request, m->previous_ialltoall_module);
+    return m->previous_alltoall(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, m->comm,
+                                m->previous_alltoall_module);
+}
+
+static const mca_coll_dfccl_coll_desc_t alltoall_desc = {MCA_COLL_DFCCL_ALLTOALL, alltoall_prepare,
+                                                         alltoall_start, alltoall_previous};
+
 int mca_coll_dfccl_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
                             int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
                             mca_coll_base_module_t *module)
 {
-    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    alltoall_plan_t p;
-    int rc = alltoall_prepare(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, true, &p);
-    if (rc != OMPI_SUCCESS)
-        return rc;
-    if (p.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
-        return m->previous_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                                    m->previous_alltoall_module);
-    MCA_COLL_DFCCL_RUN_BLOCKING(o,
-                                alltoall_start(m, &p, sbuf, scount, sdtype, rbuf, rcount, rdtype, o, NULL));
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {
+        .sbuf = sbuf, .rbuf = rbuf, .scount = scount, .rcount = rcount, .sdtype = sdtype, .rdtype = rdtype};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &alltoall_desc, &a, NULL);
 }
 
 int mca_coll_dfccl_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
                              int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
                              ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    alltoall_plan_t p;
-    int rc = alltoall_prepare(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, false, &p);
-    if (rc != OMPI_SUCCESS)
-        return rc;
-    if (p.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
-        return m->previous_ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
-                                     m->previous_ialltoall_module);
-    MCA_COLL_DFCCL_RUN_NONBLOCKING(
-        m, p.path, request, o, inner_p,
-        alltoall_start(m, &p, sbuf, scount, sdtype, rbuf, rcount, rdtype, o, inner_p));
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {
+        .sbuf = sbuf, .rbuf = rbuf, .scount = scount, .rcount = rcount, .sdtype = sdtype, .rdtype = rdtype};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &alltoall_desc, &a, request);
 }

@@ -3,27 +3,25 @@
  * engine as bytes (the engine broadcast is in place when sendbuf == recvbuf). */
 #include "coll_dfccl_common.h"
 
-typedef struct {
-    mca_coll_dfccl_path_t path;
-    dfcclComm_t ecomm;
-    ptrdiff_t offset; /* where the contiguous bytes start */
-    size_t bytes;
-} bcast_plan_t;
-
-static int bcast_prepare(mca_coll_dfccl_module_t *m, void *buf, int count, struct ompi_datatype_t *dtype,
-                         int root, bool blocking, bcast_plan_t *p)
+static bool bcast_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                          mca_coll_dfccl_check_t *rec, mca_coll_dfccl_plan_t *p)
 {
-    bool ok = mca_coll_dfccl_contiguous(dtype, (size_t)count, &p->offset, &p->bytes);
-    mca_coll_dfccl_check_t rec = {.coll = MCA_COLL_DFCCL_BCAST, .root = root, .bytes = (int64_t)p->bytes};
-    if (rec.bytes)
-        rec.kind = mca_coll_dfccl_mem_kind((char *)buf + p->offset);
-    return mca_coll_dfccl_prologue(m, &rec, ok && p->bytes > 0, blocking, &p->path, &p->ecomm);
+    (void)m;
+    bool ok = mca_coll_dfccl_contiguous(a->sdtype, (size_t)a->scount, &p->roff, &p->bytes);
+    rec->root = a->root;
+    rec->bytes = mca_coll_dfccl_bytes(a->sdtype, (size_t)a->scount);
+    rec->types = mca_coll_dfccl_types(a->sdtype);
+    if (rec->bytes)
+        rec->kind = mca_coll_dfccl_mem_kind((char *)a->rbuf + p->roff);
+    return ok && p->bytes > 0;
 }
 
-static int bcast_start(mca_coll_dfccl_module_t *m, const bcast_plan_t *p, void *buf, int count,
-                       struct ompi_datatype_t *dtype, int root, mca_coll_dfccl_op_t *o,
-                       ompi_request_t **inner_p)
+static int bcast_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                       const mca_coll_dfccl_plan_t *p, mca_coll_dfccl_op_t *o, ompi_request_t **inner_p)
 {
+    void *buf = a->rbuf;
+    const int count = a->scount, root = a->root;
+    struct ompi_datatype_t *dtype = a->sdtype;
     const bool is_root = m->rank == root;
     void *hb;
     int rc;
@@ -31,7 +29,7 @@ static int bcast_start(mca_coll_dfccl_module_t *m, const bcast_plan_t *p, void *
     if (p->path == MCA_COLL_DFCCL_PATH_ENGINE) {
         mca_coll_dfccl_op_engine(o, p->ecomm);
         /* the root's data goes in, everybody else's comes out */
-        if ((rc = mca_coll_dfccl_view(o, (char *)buf + p->offset, 0, p->bytes, is_root, 0,
+        if ((rc = mca_coll_dfccl_view(o, (char *)buf + p->roff, 0, p->bytes, is_root, 0,
                                       is_root ? 0 : p->bytes, &hb)) != OMPI_SUCCESS)
             return rc;
         dfcclResult_t res = dfcclBroadcast(hb, hb, p->bytes, dfcclUint8, root, p->ecomm, &o->ereq);
@@ -50,30 +48,33 @@ static int bcast_start(mca_coll_dfccl_module_t *m, const bcast_plan_t *p, void *
     return OMPI_SUCCESS;
 }
 
+static int bcast_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                          ompi_request_t **request)
+{
+    if (request)
+        return m->previous_ibcast(a->rbuf, a->scount, a->sdtype, a->root, m->comm, request,
+                                  m->previous_ibcast_module);
+    return m->previous_bcast(a->rbuf, a->scount, a->sdtype, a->root, m->comm, m->previous_bcast_module);
+}
+
+static const mca_coll_dfccl_coll_desc_t bcast_desc = {MCA_COLL_DFCCL_BCAST, bcast_prepare, bcast_start,
+                                                      bcast_previous};
+
 int mca_coll_dfccl_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                          struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    bcast_plan_t p;
-    int rc = bcast_prepare(m, buf, count, dtype, root, true, &p);
-    if (rc != OMPI_SUCCESS)
-        return rc;
-    if (p.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
-        return m->previous_bcast(buf, count, dtype, root, comm, m->previous_bcast_module);
-    MCA_COLL_DFCCL_RUN_BLOCKING(o, bcast_start(m, &p, buf, count, dtype, root, o, NULL));
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {
+        .sbuf = buf, .rbuf = buf, .scount = count, .sdtype = dtype, .root = root};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &bcast_desc, &a, NULL);
 }
 
 int mca_coll_dfccl_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                           struct ompi_communicator_t *comm, ompi_request_t **request,
                           mca_coll_base_module_t *module)
 {
-    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    bcast_plan_t p;
-    int rc = bcast_prepare(m, buf, count, dtype, root, false, &p);
-    if (rc != OMPI_SUCCESS)
-        return rc;
-    if (p.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
-        return m->previous_ibcast(buf, count, dtype, root, comm, request, m->previous_ibcast_module);
-    MCA_COLL_DFCCL_RUN_NONBLOCKING(m, p.path, request, o, inner_p,
-                                   bcast_start(m, &p, buf, count, dtype, root, o, inner_p));
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {
+        .sbuf = buf, .rbuf = buf, .scount = count, .sdtype = dtype, .root = root};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &bcast_desc, &a, request);
 }

@@ -22,12 +22,6 @@
 #include "coll_dfccl_dtypes.h"
 
 typedef enum {
-    MCA_COLL_DFCCL_PATH_PREVIOUS = 0, /**< previous module, buffers untouched */
-    MCA_COLL_DFCCL_PATH_ENGINE = 1,   /**< the engine (device buffers staged) */
-    MCA_COLL_DFCCL_PATH_STAGED = 2,   /**< host copies of device buffers, previous module */
-} mca_coll_dfccl_path_t;
-
-typedef enum {
     MCA_COLL_DFCCL_ALLREDUCE = 1,
     MCA_COLL_DFCCL_REDUCE,
     MCA_COLL_DFCCL_BCAST,
@@ -61,49 +55,6 @@ static inline mca_coll_dfccl_mem_t mca_coll_dfccl_kind2(const void *a, const voi
     if (mca_coll_dfccl_mem_kind(a) == MCA_COLL_DFCCL_MEM_DEVICE)
         return MCA_COLL_DFCCL_MEM_DEVICE;
     return mca_coll_dfccl_mem_kind(b);
-}
-
-/**
- * @brief Everything between the arguments and the path: the decision, the optional
- *        cross-rank check, the engine communicator (created here at the first call),
- *        one verbose line.
- * @return OMPI_SUCCESS, or MPI_ERR_ARG from coll_dfccl_check.
- */
-static inline int mca_coll_dfccl_prologue(mca_coll_dfccl_module_t *m, mca_coll_dfccl_check_t *rec,
-                                          bool engine_ok, bool blocking, mca_coll_dfccl_path_t *path_p,
-                                          dfcclComm_t *ecomm_p)
-{
-    mca_coll_dfccl_path_t path = mca_coll_dfccl_choose(m, (mca_coll_dfccl_mem_t)rec->kind, engine_ok);
-    if (!engine_ok && rec->bytes && mca_coll_dfccl_component.verbose >= 5)
-        DFCCL_VERBOSE(5, "MPI_%s on %s: not for the engine (%s)", mca_coll_dfccl_coll_names[rec->coll],
-                      m->comm->c_name,
-                      rec->op < 0 ? "user-defined op"
-                                  : "datatype/op without an engine equivalent, or a non-contiguous datatype");
-    *ecomm_p = NULL;
-    if (mca_coll_dfccl_component.check) {
-        rec->path = (int32_t)path;
-        rec->nonblocking = !blocking;
-        int rc = mca_coll_dfccl_check_args(m, rec);
-        if (rc != OMPI_SUCCESS)
-            return rc;
-    }
-    if (path == MCA_COLL_DFCCL_PATH_ENGINE) {
-        *ecomm_p = mca_coll_dfccl_engine_comm(m);
-        if (!*ecomm_p) /* creation failed, on every rank: fall back from now on */
-            path = rec->kind == MCA_COLL_DFCCL_MEM_HOST ? MCA_COLL_DFCCL_PATH_PREVIOUS
-                                                        : MCA_COLL_DFCCL_PATH_STAGED;
-    }
-    if (mca_coll_dfccl_component.verbose >= 3) {
-        char name[32]; /* Allreduce / Iallreduce */
-        snprintf(name, sizeof(name), "%s%s", blocking ? "" : "I", mca_coll_dfccl_coll_names[rec->coll]);
-        if (!blocking)
-            name[1] = (char)(name[1] - 'A' + 'a');
-        DFCCL_VERBOSE(3, "MPI_%s on %s (cid %u, %d ranks): -> %s (%s memory, %lld bytes)", name,
-                      m->comm->c_name, m->comm->c_contextid, m->size, mca_coll_dfccl_path_names[path],
-                      rec->kind == MCA_COLL_DFCCL_MEM_HOST ? "host" : "device", (long long)rec->bytes);
-    }
-    *path_p = path;
-    return OMPI_SUCCESS;
 }
 
 static inline void mca_coll_dfccl_op_init(mca_coll_dfccl_op_t *op)

@@ -39,6 +39,7 @@ static struct {
                                                 dfccl_cu_deviceptr_t ptr);
     dfccl_cu_result_t (*memcpy)(dfccl_cu_deviceptr_t dst, dfccl_cu_deviceptr_t src, size_t len);
     dfccl_cu_result_t (*ctx_get_current)(dfccl_cu_context_t *ctx_p);
+    dfccl_cu_result_t (*ctx_set_current)(dfccl_cu_context_t ctx);
     dfccl_cu_result_t (*ctx_push_current)(dfccl_cu_context_t ctx);
     dfccl_cu_result_t (*ctx_pop_current)(dfccl_cu_context_t *ctx_p);
     dfccl_cu_result_t (*get_error_string)(dfccl_cu_result_t res, const char **str_p);
@@ -57,13 +58,14 @@ static void cu_load(void)
     *(void **)&cu.pointer_get_attributes = dlsym(h, "cuPointerGetAttributes");
     *(void **)&cu.memcpy = dlsym(h, "cuMemcpy");
     *(void **)&cu.ctx_get_current = dlsym(h, "cuCtxGetCurrent");
+    *(void **)&cu.ctx_set_current = dlsym(h, "cuCtxSetCurrent");
     *(void **)&cu.ctx_push_current = dlsym(h, "cuCtxPushCurrent_v2");
     *(void **)&cu.ctx_pop_current = dlsym(h, "cuCtxPopCurrent_v2");
     *(void **)&cu.get_error_string = dlsym(h, "cuGetErrorString");
     *(void **)&cu.stream_synchronize = dlsym(h, "cuStreamSynchronize");
     *(void **)&cu.pointer_set_attribute = dlsym(h, "cuPointerSetAttribute");
-    if (!cu.pointer_get_attributes || !cu.memcpy || !cu.ctx_get_current || !cu.ctx_push_current ||
-        !cu.ctx_pop_current || !cu.stream_synchronize || !cu.pointer_set_attribute) {
+    if (!cu.pointer_get_attributes || !cu.memcpy || !cu.ctx_get_current || !cu.ctx_set_current ||
+        !cu.ctx_push_current || !cu.ctx_pop_current || !cu.stream_synchronize || !cu.pointer_set_attribute) {
         DFCCL_VERBOSE(1, "CUDA driver too old (a symbol is missing): every buffer is host memory");
         memset((char *)&cu + offsetof(__typeof__(cu), pointer_get_attributes), 0,
                sizeof(cu) - offsetof(__typeof__(cu), pointer_get_attributes));
@@ -177,6 +179,21 @@ int mca_coll_dfccl_device_ready(void)
         return OMPI_ERROR;
     }
     return OMPI_SUCCESS;
+}
+
+void *mca_coll_dfccl_cuda_context(void)
+{
+    dfccl_cu_context_t ctx = NULL;
+    pthread_once(&cu.once, cu_load);
+    if (!cu.handle || cu.ctx_get_current(&ctx) != 0)
+        return NULL;
+    return ctx;
+}
+
+void mca_coll_dfccl_cuda_use_context(void *ctx)
+{
+    if (ctx && cu.handle && cu.ctx_set_current((dfccl_cu_context_t)ctx) != 0)
+        DFCCL_VERBOSE(1, "cuCtxSetCurrent failed: the engine's set-up thread uses the default device");
 }
 
 void *mca_coll_dfccl_host_alloc(size_t len)

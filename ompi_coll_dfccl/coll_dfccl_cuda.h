@@ -28,6 +28,12 @@ int mca_coll_dfccl_copy(void *dst, const void *src, size_t len);
  *         stream. OMPI_SUCCESS or OMPI_ERROR. */
 int mca_coll_dfccl_device_ready(void);
 
+/** @brief The calling thread's current CUDA context (NULL without one). */
+void *mca_coll_dfccl_cuda_context(void);
+/** @brief Make @p ctx current on the calling thread (a thread working for the caller
+ *         of mca_coll_dfccl_cuda_context: the engine's set-up uses the caller's device). */
+void mca_coll_dfccl_cuda_use_context(void *ctx);
+
 /** @brief Host memory for a staged copy of a device buffer. NULL when out of memory. */
 void *mca_coll_dfccl_host_alloc(size_t len);
 void mca_coll_dfccl_host_free(void *ptr);

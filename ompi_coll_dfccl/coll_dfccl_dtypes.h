@@ -132,6 +132,13 @@ static inline int mca_coll_dfccl_op_index(struct ompi_op_t *op)
     return -1;
 }
 
+/* The basic types a datatype is made of, a bit each (its type signature's alphabet):
+ * what coll_dfccl_check compares besides the byte count. */
+static inline uint64_t mca_coll_dfccl_types(struct ompi_datatype_t *dt)
+{
+    return dt ? (uint64_t)dt->super.bdt_used : 0;
+}
+
 /**
  * @brief Where the bytes of @p count elements of @p dt start (offset from the buffer)
  *        when they form one contiguous run; false otherwise. *@p bytes_p is their size.

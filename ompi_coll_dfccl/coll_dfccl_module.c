@@ -162,10 +162,10 @@ static int mca_coll_dfccl_module_enable(mca_coll_base_module_t *module, struct o
     DFCCL_SAVE_PREV(m, comm, ialltoall);
     DFCCL_VERBOSE(2, "enabled on %s (cid %u, rank %d of %d)", comm->c_name, comm->c_contextid, m->rank,
                   m->size);
-    /* the previous modules are in place: their allgather can bootstrap now, while
-     * every rank creates this communicator in the same order */
+    /* coll_dfccl_eager: the set-up starts now instead of at the first engine call (it
+     * does not block: the communicator is usable at once) */
     if (mca_coll_dfccl_component.eager)
-        (void)mca_coll_dfccl_engine_comm(m);
+        mca_coll_dfccl_engine_begin(m);
     return OMPI_SUCCESS;
 }
 
@@ -219,9 +219,14 @@ mca_coll_dfccl_req_t *mca_coll_dfccl_req_get(mca_coll_dfccl_module_t *m)
     r->req_cancel = dfccl_req_cancel;
     r->req_mpi_object.comm = m->comm;
     req->super.data.objs[0] = req->super.data.objs[1] = NULL;
-    req->next = NULL;
+    req->next = req->queue_next = NULL;
     req->module = m;
     mca_coll_dfccl_op_init(&req->op);
+    req->stage = MCA_COLL_DFCCL_REQ_STARTED;
+    req->blocking = false;
+    req->checked = true;
+    req->desc = NULL;
+    req->check = NULL;
     return req;
 }
 
@@ -263,20 +268,66 @@ static void req_complete(mca_coll_dfccl_req_t *req, int rc)
     OBJ_RELEASE(comm); /* may destruct the communicator and the module: last */
 }
 
+/* Engine set-ups and queues: one thread at a time advances them (a re-entered
+ * progress call, or another thread's, skips). Each module leaves the list once its
+ * set-up is over and its queue empty. */
+static void advance_waiting(void)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+    int32_t idle = 0;
+
+    if (!__atomic_load_n(&cm->waiting, __ATOMIC_ACQUIRE) ||
+        !__atomic_compare_exchange_n(&cm->advancing, &idle, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return;
+    OPAL_THREAD_LOCK(&cm->lock);
+    mca_coll_dfccl_module_t *list = cm->waiting;
+    cm->waiting = NULL;
+    OPAL_THREAD_UNLOCK(&cm->lock);
+    while (list) {
+        mca_coll_dfccl_module_t *m = list;
+        list = m->wait_next;
+        m->wait_next = NULL;
+        const bool setup_over = mca_coll_dfccl_engine_advance(m);
+        mca_coll_dfccl_queue_advance(m);
+        OPAL_THREAD_LOCK(&cm->lock);
+        if (!setup_over || m->queue_head) {
+            m->wait_next = cm->waiting;
+            cm->waiting = m;
+        } else {
+            m->waiting = false;
+        }
+        OPAL_THREAD_UNLOCK(&cm->lock);
+    }
+    __atomic_store_n(&cm->advancing, 0, __ATOMIC_RELEASE);
+}
+
 int mca_coll_dfccl_progress(void)
 {
     mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
     mca_coll_dfccl_req_t *done = NULL;
     int completed = 0, on_cpu = 0;
 
+    advance_waiting();
     if (!cm->active)
         return 0;
     OPAL_THREAD_LOCK(&cm->lock);
     for (mca_coll_dfccl_req_t **pp = &cm->active; *pp;) {
         mca_coll_dfccl_req_t *req = *pp;
-        int rc = OMPI_SUCCESS, finished = 0;
+        int rc = req->op.rc, finished = 0;
+        const mca_coll_dfccl_req_stage_t stage = __atomic_load_n(&req->stage, __ATOMIC_ACQUIRE);
+        if (stage != MCA_COLL_DFCCL_REQ_STARTED) { /* waits in its module's queue */
+            pp = &req->next;
+            continue;
+        }
         on_cpu |= req->op.ereq && !mca_coll_dfccl_op_on_gpu(&req->op);
-        if (req->op.ereq) {
+        if (rc != OMPI_SUCCESS) {
+            /* it never started, or coll_dfccl_check refused it while the previous
+             * module ran it: that call may never finish (the ranks disagree), so it is
+             * left behind with its buffers (an erroneous program's leak) */
+            finished = 1;
+            req->op.inner = NULL;
+            req->op.nstage = 0;
+        } else if (req->op.ereq) {
             dfcclResult_t res = dfcclTest(&req->op.ereq, &finished);
             if (res != dfcclSuccess) {
                 /* the engine logged why (timeout, abort); its last-error text belongs
@@ -360,8 +411,20 @@ static int dfccl_comm_attr_delete(MPI_Comm comm, int keyval, void *attr_val, voi
     if (!now) /* MPI_Comm_free lets pending calls finish: the last one destroys */
         m->destroy_pending = true;
     OPAL_THREAD_UNLOCK(&cm->lock);
-    if (now)
-        engine_destroy(m);
+    if (!now)
+        return OMPI_SUCCESS;
+    /* a set-up still in flight (coll_dfccl_eager, no call yet): the peers finish it
+     * from their progress as this rank does from here, in whatever order they free
+     * their communicators */
+    for (;;) {
+        OPAL_THREAD_LOCK(&cm->lock);
+        bool waiting = m->waiting;
+        OPAL_THREAD_UNLOCK(&cm->lock);
+        if (!waiting)
+            break;
+        opal_progress();
+    }
+    engine_destroy(m);
     return OMPI_SUCCESS;
 }
 
@@ -440,66 +503,6 @@ out:
     return rc;
 }
 
-/* Bootstrap all-gather of dfcclCommInit: the previous module, on host memory. */
-static int boot_allgather(const void *sendbuf, void *recvbuf, size_t bytes, void *ctx)
-{
-    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)ctx;
-    if (bytes > INT_MAX)
-        return -1;
-    int rc = m->previous_allgather(sendbuf, (int)bytes, MPI_BYTE, recvbuf, (int)bytes, MPI_BYTE, m->comm,
-                                   m->previous_allgather_module);
-    return rc == OMPI_SUCCESS ? 0 : -1;
-}
-
-dfcclComm_t mca_coll_dfccl_engine_comm(mca_coll_dfccl_module_t *m)
-{
-    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
-    static bool failure_reported;
-
-    if (m->engine == MCA_COLL_DFCCL_ENGINE_LIVE)
-        return m->ecomm;
-    if (m->engine != MCA_COLL_DFCCL_ENGINE_NONE)
-        return NULL;
-    /* local failures here are out-of-memory class; everything that can differ
-     * between ranks is decided inside dfcclCommInit, the same way on every rank */
-    if (mca_coll_dfccl_setup() != OMPI_SUCCESS) {
-        m->engine = MCA_COLL_DFCCL_ENGINE_FAILED;
-        return NULL;
-    }
-    dfcclResult_t res = dfcclCommInit(&m->ecomm, m->size, m->rank, boot_allgather, m);
-    if (res != dfcclSuccess) {
-        m->ecomm = NULL;
-        m->engine = MCA_COLL_DFCCL_ENGINE_FAILED;
-        if (!failure_reported) { /* once per process; every time at verbose 1 */
-            failure_reported = true;
-            DFCCL_ERROR("no engine communicator for %s (cid %u): %s; its collectives go to the "
-                        "previous module",
-                        m->comm->c_name, m->comm->c_contextid, dfcclGetLastError());
-        } else {
-            DFCCL_VERBOSE(1, "no engine communicator for %s (cid %u): %s", m->comm->c_name,
-                          m->comm->c_contextid, dfcclGetLastError());
-        }
-        return NULL;
-    }
-    if (ompi_attr_set_c(COMM_ATTR, m->comm, &m->comm->c_keyhash, cm->keyval, m, false) != OMPI_SUCCESS) {
-        DFCCL_ERROR("could not set the teardown attribute on %s (cid %u)", m->comm->c_name,
-                    m->comm->c_contextid);
-        dfcclCommDestroy(m->ecomm);
-        m->ecomm = NULL;
-        m->engine = MCA_COLL_DFCCL_ENGINE_FAILED;
-        return NULL;
-    }
-    OPAL_THREAD_LOCK(&cm->lock);
-    m->attr_set = true;
-    m->engine = MCA_COLL_DFCCL_ENGINE_LIVE;
-    m->live_next = cm->live;
-    cm->live = m;
-    OPAL_THREAD_UNLOCK(&cm->lock);
-    DFCCL_VERBOSE(2, "engine communicator created for %s (cid %u, rank %d of %d)", m->comm->c_name,
-                  m->comm->c_contextid, m->rank, m->size);
-    return m->ecomm;
-}
-
 static void engine_destroy(mca_coll_dfccl_module_t *m)
 {
     mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
@@ -541,6 +544,14 @@ void mca_coll_dfccl_engine_shutdown(void)
     if (!cm->engine_ready)
         return;
     opal_progress_unregister(mca_coll_dfccl_progress);
+    /* set-ups still in flight (communicators never used or freed): stopped */
+    while (cm->waiting) {
+        mca_coll_dfccl_module_t *m = cm->waiting;
+        cm->waiting = m->wait_next;
+        m->wait_next = NULL;
+        m->waiting = false;
+        mca_coll_dfccl_engine_abort(m);
+    }
     /* communicators never freed: their engine side must go before the library */
     while (cm->live)
         engine_destroy(cm->live);
@@ -609,64 +620,4 @@ int mca_coll_dfccl_op_wait(mca_coll_dfccl_op_t *op)
         }
     }
     return mca_coll_dfccl_op_finish(op, rc);
-}
-
-/* ------------------------------------------------------------------ coll_dfccl_check */
-
-static const char *const kind_names[] = {"host", "device"};
-
-int mca_coll_dfccl_check_args(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_t *rec)
-{
-    mca_coll_dfccl_check_t *all = malloc(sizeof(*all) * (size_t)m->size);
-    if (!all)
-        return MPI_ERR_NO_MEM;
-    int rc = m->previous_allgather(rec, (int)sizeof(*rec), MPI_BYTE, all, (int)sizeof(*rec), MPI_BYTE,
-                                   m->comm, m->previous_allgather_module);
-    if (rc != OMPI_SUCCESS) {
-        free(all);
-        return rc;
-    }
-    const mca_coll_dfccl_check_t *r0 = &all[0];
-    char name[32]; /* Allreduce / Iallreduce */
-    snprintf(name, sizeof(name), "%s%s", rec->nonblocking ? "I" : "", mca_coll_dfccl_coll_names[rec->coll]);
-    if (rec->nonblocking)
-        name[1] = (char)(name[1] - 'A' + 'a');
-    char what[256] = "";
-    int bad = -1;
-    for (int i = 1; i < m->size && bad < 0; i++) {
-        const mca_coll_dfccl_check_t *ri = &all[i];
-        bad = i;
-        if (ri->coll != r0->coll || ri->nonblocking != r0->nonblocking)
-            snprintf(what, sizeof(what), "rank %d called MPI_%s%s, rank 0 MPI_%s%s", i,
-                     ri->nonblocking ? "I-" : "", mca_coll_dfccl_coll_names[ri->coll % 8],
-                     r0->nonblocking ? "I-" : "", mca_coll_dfccl_coll_names[r0->coll % 8]);
-        else if (ri->kind != r0->kind)
-            snprintf(what, sizeof(what), "rank %d passed %s memory, rank 0 %s memory", i,
-                     kind_names[ri->kind & 1], kind_names[r0->kind & 1]);
-        else if (ri->bytes != r0->bytes)
-            snprintf(what, sizeof(what),
-                     "rank %d passed %lld bytes, rank 0 %lld bytes (count or datatype differ)", i,
-                     (long long)ri->bytes, (long long)r0->bytes);
-        else if (ri->counts_hash != r0->counts_hash)
-            snprintf(what, sizeof(what), "rank %d passed other recvcounts than rank 0", i);
-        else if (ri->root != r0->root)
-            snprintf(what, sizeof(what), "rank %d passed root %d, rank 0 root %d", i, ri->root, r0->root);
-        else if (ri->op != r0->op)
-            snprintf(what, sizeof(what), "rank %d passed another op than rank 0", i);
-        else if (ri->path != r0->path)
-            snprintf(what, sizeof(what),
-                     "rank %d would run it on the %s path, rank 0 on the %s path "
-                     "(datatypes differ)",
-                     i, mca_coll_dfccl_path_names[ri->path % 3], mca_coll_dfccl_path_names[r0->path % 3]);
-        else
-            bad = -1;
-    }
-    free(all);
-    if (bad < 0)
-        return OMPI_SUCCESS;
-    /* every rank saw the same table and fails the same way; one of them says why */
-    if (m->rank == 0)
-        DFCCL_ERROR("coll_dfccl_check: MPI_%s on %s (cid %u): %s; returning MPI_ERR_ARG", name,
-                    m->comm->c_name, m->comm->c_contextid, what);
-    return MPI_ERR_ARG;
 }

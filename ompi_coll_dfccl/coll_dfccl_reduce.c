@@ -3,31 +3,27 @@
  * only) is the engine's sendbuf == recvbuf. */
 #include "coll_dfccl_common.h"
 
-typedef struct {
-    mca_coll_dfccl_path_t path;
-    dfcclComm_t ecomm;
-    dfcclDataType_t etype;
-    dfcclRedOp_t eop;
-} reduce_plan_t;
-
-static int reduce_prepare(mca_coll_dfccl_module_t *m, const void *sbuf, void *rbuf, int count,
-                          struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root, bool blocking,
-                          reduce_plan_t *p)
+static bool reduce_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                           mca_coll_dfccl_check_t *rec, mca_coll_dfccl_plan_t *p)
 {
-    mca_coll_dfccl_check_t rec = {.coll = MCA_COLL_DFCCL_REDUCE,
-                                  .op = mca_coll_dfccl_op_index(op),
-                                  .root = root,
-                                  .bytes = mca_coll_dfccl_bytes(dtype, (size_t)count)};
-    if (rec.bytes)
-        rec.kind = m->rank == root ? mca_coll_dfccl_kind2(sbuf, rbuf) : mca_coll_dfccl_mem_kind(sbuf);
-    bool ok = rec.bytes > 0 && mca_coll_dfccl_reduction_map(dtype, op, &p->etype, &p->eop);
-    return mca_coll_dfccl_prologue(m, &rec, ok, blocking, &p->path, &p->ecomm);
+    rec->op = mca_coll_dfccl_op_index(a->op);
+    rec->root = a->root;
+    rec->bytes = mca_coll_dfccl_bytes(a->sdtype, (size_t)a->scount);
+    rec->types = mca_coll_dfccl_types(a->sdtype);
+    if (rec->bytes)
+        rec->kind =
+            m->rank == a->root ? mca_coll_dfccl_kind2(a->sbuf, a->rbuf) : mca_coll_dfccl_mem_kind(a->sbuf);
+    return rec->bytes > 0 && mca_coll_dfccl_reduction_map(a->sdtype, a->op, &p->etype, &p->eop);
 }
 
-static int reduce_start(mca_coll_dfccl_module_t *m, const reduce_plan_t *p, const void *sbuf, void *rbuf,
-                        int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
-                        mca_coll_dfccl_op_t *o, ompi_request_t **inner_p)
+static int reduce_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                        const mca_coll_dfccl_plan_t *p, mca_coll_dfccl_op_t *o, ompi_request_t **inner_p)
 {
+    const void *sbuf = a->sbuf;
+    void *rbuf = a->rbuf;
+    const int count = a->scount, root = a->root;
+    struct ompi_datatype_t *dtype = a->sdtype;
+    struct ompi_op_t *op = a->op;
     const bool is_root = m->rank == root;
     const bool in_place = sbuf == MPI_IN_PLACE; /* root only */
     void *hs = (void *)sbuf, *hr = rbuf;
@@ -61,32 +57,35 @@ static int reduce_start(mca_coll_dfccl_module_t *m, const reduce_plan_t *p, cons
     return OMPI_SUCCESS;
 }
 
+static int reduce_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                           ompi_request_t **request)
+{
+    if (request)
+        return m->previous_ireduce(a->sbuf, a->rbuf, a->scount, a->sdtype, a->op, a->root, m->comm, request,
+                                   m->previous_ireduce_module);
+    return m->previous_reduce(a->sbuf, a->rbuf, a->scount, a->sdtype, a->op, a->root, m->comm,
+                              m->previous_reduce_module);
+}
+
+static const mca_coll_dfccl_coll_desc_t reduce_desc = {MCA_COLL_DFCCL_REDUCE, reduce_prepare, reduce_start,
+                                                       reduce_previous};
+
 int mca_coll_dfccl_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                           struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                           mca_coll_base_module_t *module)
 {
-    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    reduce_plan_t p;
-    int rc = reduce_prepare(m, sbuf, rbuf, count, dtype, op, root, true, &p);
-    if (rc != OMPI_SUCCESS)
-        return rc;
-    if (p.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
-        return m->previous_reduce(sbuf, rbuf, count, dtype, op, root, comm, m->previous_reduce_module);
-    MCA_COLL_DFCCL_RUN_BLOCKING(o, reduce_start(m, &p, sbuf, rbuf, count, dtype, op, root, o, NULL));
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {
+        .sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op, .root = root};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &reduce_desc, &a, NULL);
 }
 
 int mca_coll_dfccl_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                            struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                            ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    reduce_plan_t p;
-    int rc = reduce_prepare(m, sbuf, rbuf, count, dtype, op, root, false, &p);
-    if (rc != OMPI_SUCCESS)
-        return rc;
-    if (p.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
-        return m->previous_ireduce(sbuf, rbuf, count, dtype, op, root, comm, request,
-                                   m->previous_ireduce_module);
-    MCA_COLL_DFCCL_RUN_NONBLOCKING(m, p.path, request, o, inner_p,
-                                   reduce_start(m, &p, sbuf, rbuf, count, dtype, op, root, o, inner_p));
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {
+        .sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op, .root = root};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &reduce_desc, &a, request);
 }

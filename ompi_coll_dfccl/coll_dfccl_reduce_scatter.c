@@ -7,18 +7,8 @@
  */
 #include "coll_dfccl_common.h"
 
-typedef struct {
-    mca_coll_dfccl_path_t path;
-    dfcclComm_t ecomm;
-    dfcclDataType_t etype;
-    dfcclRedOp_t eop;
-    size_t total; /* elements over all ranks */
-    size_t disp;  /* elements before this rank's part */
-    bool equal;   /* every recvcount the same */
-} rs_plan_t;
-
-static int rs_prepare(mca_coll_dfccl_module_t *m, const void *sbuf, void *rbuf, const int *rcounts,
-                      struct ompi_datatype_t *dtype, struct ompi_op_t *op, bool blocking, rs_plan_t *p)
+static bool rs_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                       mca_coll_dfccl_check_t *rec, mca_coll_dfccl_plan_t *p)
 {
     uint64_t hash = 1469598103934665603ull; /* FNV-1a of the counts, for coll_dfccl_check */
     p->total = 0;
@@ -27,22 +17,21 @@ static int rs_prepare(mca_coll_dfccl_module_t *m, const void *sbuf, void *rbuf, 
     for (int i = 0; i < m->size; i++) {
         if (i == m->rank)
             p->disp = p->total;
-        p->total += (size_t)rcounts[i];
-        p->equal = p->equal && rcounts[i] == rcounts[0];
-        hash = (hash ^ (uint64_t)(uint32_t)rcounts[i]) * 1099511628211ull;
+        p->total += (size_t)a->rcounts[i];
+        p->equal = p->equal && a->rcounts[i] == a->rcounts[0];
+        hash = (hash ^ (uint64_t)(uint32_t)a->rcounts[i]) * 1099511628211ull;
     }
-    mca_coll_dfccl_check_t rec = {.coll = MCA_COLL_DFCCL_REDUCE_SCATTER,
-                                  .op = mca_coll_dfccl_op_index(op),
-                                  .bytes = mca_coll_dfccl_bytes(dtype, p->total),
-                                  .counts_hash = hash};
-    if (rec.bytes)
-        rec.kind = mca_coll_dfccl_kind2(sbuf, rbuf);
-    bool ok = rec.bytes > 0 && mca_coll_dfccl_reduction_map(dtype, op, &p->etype, &p->eop);
-    return mca_coll_dfccl_prologue(m, &rec, ok, blocking, &p->path, &p->ecomm);
+    rec->op = mca_coll_dfccl_op_index(a->op);
+    rec->bytes = mca_coll_dfccl_bytes(a->sdtype, p->total);
+    rec->types = mca_coll_dfccl_types(a->sdtype);
+    rec->counts_hash = hash;
+    if (rec->bytes)
+        rec->kind = mca_coll_dfccl_kind2(a->sbuf, a->rbuf);
+    return rec->bytes > 0 && mca_coll_dfccl_reduction_map(a->sdtype, a->op, &p->etype, &p->eop);
 }
 
-static int rs_engine_start(mca_coll_dfccl_module_t *m, const rs_plan_t *p, const void *sbuf, void *rbuf,
-                           const int *rcounts, mca_coll_dfccl_op_t *o)
+static int rs_engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_plan_t *p, const void *sbuf,
+                           void *rbuf, const int *rcounts, mca_coll_dfccl_op_t *o)
 {
     const size_t ts = dfcclTypeSize(p->etype);
     const size_t all = p->total * ts, mine = (size_t)rcounts[m->rank] * ts;
@@ -70,10 +59,14 @@ static int rs_engine_start(mca_coll_dfccl_module_t *m, const rs_plan_t *p, const
     return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Reduce_scatter", res);
 }
 
-static int rs_start(mca_coll_dfccl_module_t *m, const rs_plan_t *p, const void *sbuf, void *rbuf,
-                    const int *rcounts, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                    mca_coll_dfccl_op_t *o, ompi_request_t **inner_p)
+static int rs_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                    const mca_coll_dfccl_plan_t *p, mca_coll_dfccl_op_t *o, ompi_request_t **inner_p)
 {
+    const void *sbuf = a->sbuf;
+    void *rbuf = a->rbuf;
+    const int *rcounts = a->rcounts;
+    struct ompi_datatype_t *dtype = a->sdtype;
+    struct ompi_op_t *op = a->op;
     if (p->path == MCA_COLL_DFCCL_PATH_ENGINE)
         return rs_engine_start(m, p, sbuf, rbuf, rcounts, o);
 
@@ -97,19 +90,26 @@ static int rs_start(mca_coll_dfccl_module_t *m, const rs_plan_t *p, const void *
     return OMPI_SUCCESS;
 }
 
+static int rs_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, ompi_request_t **request)
+{
+    if (request)
+        return m->previous_ireduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->sdtype, a->op, m->comm, request,
+                                           m->previous_ireduce_scatter_module);
+    return m->previous_reduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->sdtype, a->op, m->comm,
+                                      m->previous_reduce_scatter_module);
+}
+
+static const mca_coll_dfccl_coll_desc_t rs_desc = {MCA_COLL_DFCCL_REDUCE_SCATTER, rs_prepare, rs_start,
+                                                   rs_previous};
+
 int mca_coll_dfccl_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                   struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    rs_plan_t p;
-    int rc = rs_prepare(m, sbuf, rbuf, rcounts, dtype, op, true, &p);
-    if (rc != OMPI_SUCCESS)
-        return rc;
-    if (p.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
-        return m->previous_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
-                                          m->previous_reduce_scatter_module);
-    MCA_COLL_DFCCL_RUN_BLOCKING(o, rs_start(m, &p, sbuf, rbuf, rcounts, dtype, op, o, NULL));
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {
+        .sbuf = sbuf, .rbuf = rbuf, .rcounts = rcounts, .sdtype = dtype, .op = op};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &rs_desc, &a, NULL);
 }
 
 int mca_coll_dfccl_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
@@ -117,14 +117,8 @@ int mca_coll_dfccl_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcou
                                    struct ompi_communicator_t *comm, ompi_request_t **request,
                                    mca_coll_base_module_t *module)
 {
-    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    rs_plan_t p;
-    int rc = rs_prepare(m, sbuf, rbuf, rcounts, dtype, op, false, &p);
-    if (rc != OMPI_SUCCESS)
-        return rc;
-    if (p.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
-        return m->previous_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
-                                           m->previous_ireduce_scatter_module);
-    MCA_COLL_DFCCL_RUN_NONBLOCKING(m, p.path, request, o, inner_p,
-                                   rs_start(m, &p, sbuf, rbuf, rcounts, dtype, op, o, inner_p));
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {
+        .sbuf = sbuf, .rbuf = rbuf, .rcounts = rcounts, .sdtype = dtype, .op = op};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &rs_desc, &a, request);
 }

@@ -9,13 +9,6 @@
  */
 #include "coll_dfccl_common.h"
 
-typedef struct {
-    mca_coll_dfccl_path_t path;
-    dfcclComm_t ecomm;
-    dfcclDataType_t etype;
-    dfcclRedOp_t eop;
-} rsb_plan_t;
-
 int mca_coll_dfccl_rsb_engine_start(mca_coll_dfccl_module_t *m, dfcclComm_t ecomm, const void *sbuf,
                                     void *rbuf, size_t rcount, dfcclDataType_t etype, dfcclRedOp_t eop,
                                     mca_coll_dfccl_op_t *o)
@@ -47,22 +40,26 @@ int mca_coll_dfccl_rsb_engine_start(mca_coll_dfccl_module_t *m, dfcclComm_t ecom
     return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Reduce_scatter_block", res);
 }
 
-static int rsb_prepare(mca_coll_dfccl_module_t *m, const void *sbuf, void *rbuf, int rcount,
-                       struct ompi_datatype_t *dtype, struct ompi_op_t *op, bool blocking, rsb_plan_t *p)
+static bool rsb_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                        mca_coll_dfccl_check_t *rec, mca_coll_dfccl_plan_t *p)
 {
-    mca_coll_dfccl_check_t rec = {.coll = MCA_COLL_DFCCL_REDUCE_SCATTER_BLOCK,
-                                  .op = mca_coll_dfccl_op_index(op),
-                                  .bytes = mca_coll_dfccl_bytes(dtype, (size_t)rcount)};
-    if (rec.bytes)
-        rec.kind = mca_coll_dfccl_kind2(sbuf, rbuf);
-    bool ok = rec.bytes > 0 && mca_coll_dfccl_reduction_map(dtype, op, &p->etype, &p->eop);
-    return mca_coll_dfccl_prologue(m, &rec, ok, blocking, &p->path, &p->ecomm);
+    (void)m;
+    rec->op = mca_coll_dfccl_op_index(a->op);
+    rec->bytes = mca_coll_dfccl_bytes(a->sdtype, (size_t)a->rcount);
+    rec->types = mca_coll_dfccl_types(a->sdtype);
+    if (rec->bytes)
+        rec->kind = mca_coll_dfccl_kind2(a->sbuf, a->rbuf);
+    return rec->bytes > 0 && mca_coll_dfccl_reduction_map(a->sdtype, a->op, &p->etype, &p->eop);
 }
 
-static int rsb_start(mca_coll_dfccl_module_t *m, const rsb_plan_t *p, const void *sbuf, void *rbuf,
-                     int rcount, struct ompi_datatype_t *dtype, struct ompi_op_t *op, mca_coll_dfccl_op_t *o,
-                     ompi_request_t **inner_p)
+static int rsb_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                     const mca_coll_dfccl_plan_t *p, mca_coll_dfccl_op_t *o, ompi_request_t **inner_p)
 {
+    const void *sbuf = a->sbuf;
+    void *rbuf = a->rbuf;
+    const int rcount = a->rcount;
+    struct ompi_datatype_t *dtype = a->sdtype;
+    struct ompi_op_t *op = a->op;
     if (p->path == MCA_COLL_DFCCL_PATH_ENGINE)
         return mca_coll_dfccl_rsb_engine_start(m, p->ecomm, sbuf, rbuf, (size_t)rcount, p->etype, p->eop, o);
 
@@ -87,19 +84,25 @@ static int rsb_start(mca_coll_dfccl_module_t *m, const rsb_plan_t *p, const void
     return OMPI_SUCCESS;
 }
 
+static int rsb_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, ompi_request_t **request)
+{
+    if (request)
+        return m->previous_ireduce_scatter_block(a->sbuf, a->rbuf, a->rcount, a->sdtype, a->op, m->comm,
+                                                 request, m->previous_ireduce_scatter_block_module);
+    return m->previous_reduce_scatter_block(a->sbuf, a->rbuf, a->rcount, a->sdtype, a->op, m->comm,
+                                            m->previous_reduce_scatter_block_module);
+}
+
+static const mca_coll_dfccl_coll_desc_t rsb_desc = {MCA_COLL_DFCCL_REDUCE_SCATTER_BLOCK, rsb_prepare,
+                                                    rsb_start, rsb_previous};
+
 int mca_coll_dfccl_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                         struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    rsb_plan_t p;
-    int rc = rsb_prepare(m, sbuf, rbuf, rcount, dtype, op, true, &p);
-    if (rc != OMPI_SUCCESS)
-        return rc;
-    if (p.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
-        return m->previous_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
-                                                m->previous_reduce_scatter_block_module);
-    MCA_COLL_DFCCL_RUN_BLOCKING(o, rsb_start(m, &p, sbuf, rbuf, rcount, dtype, op, o, NULL));
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {.sbuf = sbuf, .rbuf = rbuf, .rcount = rcount, .sdtype = dtype, .op = op};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &rsb_desc, &a, NULL);
 }
 
 int mca_coll_dfccl_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
@@ -107,14 +110,7 @@ int mca_coll_dfccl_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcoun
                                          struct ompi_communicator_t *comm, ompi_request_t **request,
                                          mca_coll_base_module_t *module)
 {
-    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    rsb_plan_t p;
-    int rc = rsb_prepare(m, sbuf, rbuf, rcount, dtype, op, false, &p);
-    if (rc != OMPI_SUCCESS)
-        return rc;
-    if (p.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
-        return m->previous_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
-                                                 m->previous_ireduce_scatter_block_module);
-    MCA_COLL_DFCCL_RUN_NONBLOCKING(m, p.path, request, o, inner_p,
-                                   rsb_start(m, &p, sbuf, rbuf, rcount, dtype, op, o, inner_p));
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {.sbuf = sbuf, .rbuf = rbuf, .rcount = rcount, .sdtype = dtype, .op = op};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &rsb_desc, &a, request);
 }

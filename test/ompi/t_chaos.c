@@ -1,91 +1,258 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Chaos order through MPI: one MPI_Comm_dup per collective, every rank posts its
- * MPI_Iallreduce calls in its own permutation of the communicators, then waits for
- * all of them. Legal MPI (each communicator sees one collective); with the engine's
- * preemption it completes and every result is checked; with coll_dfccl_preempt=0
- * (run to completion, like NCCL) it deadlocks. A watchdog proves the hang instead of
- * waiting forever: past --deadline seconds it prints HANG and exits with code 3.
+ * Chaos order through MPI, from the very first call: fresh communicators, and every
+ * rank posts MPI_Iallreduce on them in its own permutation, then waits for all of them.
+ * No warm-up: the first engine call on each communicator comes in a different order on
+ * every rank, which is what users do. Legal MPI (each communicator sees its calls in
+ * the same order everywhere); with the engine's preemption it completes and every
+ * result is checked element by element; with coll_dfccl_preempt=0 (run to
+ * completion, like NCCL) it deadlocks. A watchdog proves the hang instead of waiting
+ * forever: past --deadline seconds it prints HANG and exits with code 3.
  *
- * The engine communicator of each dup is created at its first engine call, with a
- * blocking bootstrap over the previous module; one warm-up MPI_Allreduce per dup,
- * in the same order everywhere, does that before the chaos starts. With
- * --no-warmup the very first call on each dup is in chaos order: run it with
- * coll_dfccl_eager=1 (engine communicators made at MPI_Comm_dup).
+ *   --kind dup     MPI_Comm_dup of MPI_COMM_WORLD (default)
+ *   --kind split   MPI_Comm_split: every other one reorders all ranks, the rest split
+ *                  them into even and odd ranks
+ *   --kind group   MPI_Comm_create_group: every other one all ranks in reverse order,
+ *                  the rest the lower half of the ranks (the others get MPI_COMM_NULL)
+ *   --thread L     MPI_Init_thread level: single, funneled, serialized, multiple
+ *                  (default: MPI_Init)
+ *   --threads T    T threads per rank (needs multiple), each owning every T-th
+ *                  communicator and running its own chaos on them at the same time
+ *   --blocking     every other iteration a blocking MPI_Allreduce per communicator
+ *                  instead, in one order on every rank (with several threads the
+ *                  threads' calls interleave differently on every rank)
  *
- *   t_chaos [--ncomms 8] [--iters 20] [--deadline 20] [--no-warmup]
+ * Built with -DOT_DEVICE (t_chaos_dev, GPU machines) the buffers are device memory.
+ *
+ *   t_chaos [--ncomms 8] [--iters 20] [--deadline 20] [options above]
  */
+#ifdef OT_DEVICE
+#include <cuda_runtime.h>
+#endif
+#include <pthread.h>
+
 #include "ompi_test.h"
+
+#define MAXCOUNT 70000
+static const int counts[] = {1, 100, 4096, MAXCOUNT};
+
+static int ncomms, iters, nthreads, kind_split, kind_group, blocking_too;
+static double deadline;
+static MPI_Comm *comms;
+static int *nmember;  /* ranks in communicator c */
+static long *sum_wr1; /* sum over its members of (world rank + 1) */
+
+/* Is world rank r in communicator c (and its color for split)? */
+static int member(int c, int r)
+{
+    if (c % 2 == 0 || (!kind_split && !kind_group))
+        return 1;
+    if (kind_split)
+        return 1; /* every rank is in one of the two halves */
+    return r < (ot_size + 1) / 2;
+}
+
+/* The world ranks that share communicator c with world rank r. */
+static void members_of(int c, int r, int *n_p, long *sum_p)
+{
+    int n = 0;
+    long sum = 0;
+    for (int q = 0; q < ot_size; q++) {
+        int same = member(c, q) && member(c, r);
+        if (kind_split && c % 2)
+            same = q % 2 == r % 2;
+        if (same) {
+            n++;
+            sum += q + 1;
+        }
+    }
+    *n_p = n;
+    *sum_p = sum;
+}
+
+static void make_comms(void)
+{
+    MPI_Group world;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    int *ranks = malloc(sizeof(int) * (size_t)ot_size);
+    for (int c = 0; c < ncomms; c++) {
+        comms[c] = MPI_COMM_NULL;
+        if (kind_split) {
+            const int color = c % 2 ? ot_rank % 2 : 0;
+            OT_MPI(MPI_Comm_split(MPI_COMM_WORLD, color, ot_size - ot_rank, &comms[c]));
+        } else if (kind_group) {
+            int n = 0;
+            for (int q = 0; q < ot_size; q++)
+                if (member(c, q))
+                    ranks[n++] = c % 2 ? q : ot_size - 1 - q;
+            if (member(c, ot_rank)) {
+                MPI_Group g;
+                OT_MPI(MPI_Group_incl(world, n, ranks, &g));
+                OT_MPI(MPI_Comm_create_group(MPI_COMM_WORLD, g, 100 + c, &comms[c]));
+                MPI_Group_free(&g);
+            }
+        } else {
+            OT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comms[c]));
+        }
+        members_of(c, ot_rank, &nmember[c], &sum_wr1[c]);
+    }
+    free(ranks);
+    MPI_Group_free(&world);
+}
+
+typedef struct {
+    int t;
+    float *in[64], *out[64]; /* per communicator, host copies the test fills and checks */
+    void *din[64], *dout[64];
+} worker_t;
+
+static void *worker(void *arg)
+{
+    worker_t *w = arg;
+    int mine[64], n = 0;
+    MPI_Request q[64];
+    for (int c = w->t; c < ncomms; c += nthreads)
+        if (comms[c] != MPI_COMM_NULL)
+            mine[n++] = c;
+    for (int it = 0; it < iters; it++) {
+        const int count = counts[it % 4];
+        const bool blocking = blocking_too && it % 2 == 1;
+        /* this rank's permutation of its communicators: a seeded shuffle whose first
+         * one depends on the rank, so ranks start on different ones. Blocking calls go
+         * in one order everywhere (a thread blocked on one can't reach the next): the
+         * chaos is then between the threads */
+        int order[64];
+        for (int k = 0; k < n; k++)
+            order[k] = mine[k];
+        for (int k = n - 1; k > 0 && !blocking; k--) {
+            int j = (int)(ot_hash((uint64_t)it, (uint64_t)ot_rank * 64 + (uint64_t)w->t, (uint64_t)k) %
+                          (uint64_t)(k + 1));
+            int tmp = order[k];
+            order[k] = order[j];
+            order[j] = tmp;
+        }
+        if (n > 1 && !blocking) {
+            int first = (it + ot_rank) % n, tmp = order[0];
+            for (int k = 0; k < n; k++)
+                if (order[k] == mine[first]) {
+                    order[0] = order[k];
+                    order[k] = tmp;
+                    break;
+                }
+        }
+        for (int k = 0; k < n; k++) {
+            const int c = order[k];
+            for (int i = 0; i < count; i++)
+                w->in[c][i] = (float)((ot_rank + 1) * (c + 1) + i % 7);
+            void *sb = w->in[c], *rb = w->out[c];
+#ifdef OT_DEVICE
+            CU(cudaMemcpy(w->din[c], w->in[c], sizeof(float) * (size_t)count, cudaMemcpyHostToDevice));
+            CU(cudaMemset(w->dout[c], 0, sizeof(float) * MAXCOUNT));
+            sb = w->din[c];
+            rb = w->dout[c];
+#else
+            memset(w->out[c], 0, sizeof(float) * MAXCOUNT);
+#endif
+            q[k] = MPI_REQUEST_NULL;
+            if (blocking)
+                OT_MPI(MPI_Allreduce(sb, rb, count, MPI_FLOAT, MPI_SUM, comms[c]));
+            else
+                OT_MPI(MPI_Iallreduce(sb, rb, count, MPI_FLOAT, MPI_SUM, comms[c], &q[k]));
+        }
+        if (!blocking)
+            ot_waitall_deadline(n, q, deadline);
+        for (int k = 0; k < n; k++) {
+            const int c = mine[k];
+#ifdef OT_DEVICE
+            CU(cudaMemcpy(w->out[c], w->dout[c], sizeof(float) * (size_t)count, cudaMemcpyDeviceToHost));
+#endif
+            for (int i = 0; i < count; i++) {
+                float want = (float)((c + 1) * sum_wr1[c] + nmember[c] * (i % 7));
+                if (w->out[c][i] != want)
+                    OT_FAIL("iter %d comm %d element %d: got %g want %g", it, c, i, w->out[c][i], want);
+            }
+        }
+    }
+    return NULL;
+}
 
 int main(int argc, char **argv)
 {
-    ot_init(&argc, &argv);
-    const int ncomms = atoi(ot_opt(argc, argv, "--ncomms", "8"));
-    const int iters = atoi(ot_opt(argc, argv, "--iters", "20"));
-    const double deadline = atof(ot_opt(argc, argv, "--deadline", "20"));
-    const bool warmup = !ot_flag(argc, argv, "--no-warmup");
-    static const int counts[] = {1, 100, 4096, 70000};
+    const char *level = ot_opt(argc, argv, "--thread", "");
+    if (*level) {
+        int want = !strcmp(level, "multiple")     ? MPI_THREAD_MULTIPLE
+                   : !strcmp(level, "serialized") ? MPI_THREAD_SERIALIZED
+                   : !strcmp(level, "funneled")   ? MPI_THREAD_FUNNELED
+                                                  : MPI_THREAD_SINGLE;
+        int got = 0;
+        MPI_Init_thread(&argc, &argv, want, &got);
+        MPI_Comm_rank(MPI_COMM_WORLD, &ot_rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &ot_size);
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        if (got < want)
+            OT_FAIL("MPI_Init_thread(%s) gave level %d", level, got);
+    } else {
+        ot_init(&argc, &argv);
+    }
+    ncomms = atoi(ot_opt(argc, argv, "--ncomms", "8"));
+    iters = atoi(ot_opt(argc, argv, "--iters", "20"));
+    deadline = atof(ot_opt(argc, argv, "--deadline", "20"));
+    nthreads = atoi(ot_opt(argc, argv, "--threads", "1"));
+    const char *kind = ot_opt(argc, argv, "--kind", "dup");
+    kind_split = !strcmp(kind, "split");
+    kind_group = !strcmp(kind, "group");
+    blocking_too = ot_flag(argc, argv, "--blocking");
+    if (ncomms < 1 || ncomms > 64 || nthreads < 1 || nthreads > ncomms)
+        OT_FAIL("--ncomms 1..64 and --threads 1..ncomms");
+    if (nthreads > 1 && strcmp(level, "multiple"))
+        OT_FAIL("--threads needs --thread multiple");
 
-    MPI_Comm *comms = malloc(sizeof(MPI_Comm) * (size_t)ncomms);
-    MPI_Request *q = malloc(sizeof(MPI_Request) * (size_t)ncomms);
-    int *order = malloc(sizeof(int) * (size_t)ncomms);
-    float **in = malloc(sizeof(float *) * (size_t)ncomms), **out = malloc(sizeof(float *) * (size_t)ncomms);
-    for (int c = 0; c < ncomms; c++) {
-        OT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comms[c]));
-        int one = 1, sum = 0;
-        if (warmup) {
-            OT_MPI(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comms[c])); /* same order */
-            if (sum != ot_size)
-                OT_FAIL("warm-up allreduce on dup %d: %d", c, sum);
-        }
-        in[c] = malloc(sizeof(float) * 70000);
-        out[c] = ot_alloc(sizeof(float) * 70000);
-    }
+    comms = malloc(sizeof(MPI_Comm) * (size_t)ncomms);
+    nmember = malloc(sizeof(int) * (size_t)ncomms);
+    sum_wr1 = malloc(sizeof(long) * (size_t)ncomms);
+    make_comms();
 
-    for (int it = 0; it < iters; it++) {
-        const int count = counts[it % 4];
-        /* this rank's permutation: a seeded shuffle whose first communicator is
-         * (it + rank) % ncomms, so ranks start on different ones */
-        for (int c = 0; c < ncomms; c++)
-            order[c] = c;
-        for (int c = ncomms - 1; c > 0; c--) {
-            int k = (int)(ot_hash((uint64_t)it, (uint64_t)ot_rank, (uint64_t)c) % (uint64_t)(c + 1));
-            int t = order[c];
-            order[c] = order[k];
-            order[k] = t;
+    worker_t *w = calloc((size_t)nthreads, sizeof(worker_t));
+    pthread_t *th = malloc(sizeof(pthread_t) * (size_t)nthreads);
+    for (int t = 0; t < nthreads; t++) {
+        w[t].t = t;
+        for (int c = t; c < ncomms; c += nthreads) {
+            w[t].in[c] = malloc(sizeof(float) * MAXCOUNT);
+            w[t].out[c] = ot_alloc(sizeof(float) * MAXCOUNT);
+#ifdef OT_DEVICE
+            CU(cudaMalloc(&w[t].din[c], sizeof(float) * MAXCOUNT));
+            CU(cudaMalloc(&w[t].dout[c], sizeof(float) * MAXCOUNT));
+#endif
         }
-        for (int c = 0; c < ncomms; c++)
-            if (order[c] == (it + ot_rank) % ncomms) {
-                order[c] = order[0];
-                order[0] = (it + ot_rank) % ncomms;
-            }
-        for (int k = 0; k < ncomms; k++) {
-            const int c = order[k];
-            for (int i = 0; i < count; i++)
-                in[c][i] = (float)((ot_rank + 1) * (c + 1) + i % 7);
-            q[c] = MPI_REQUEST_NULL;
-            OT_MPI(MPI_Iallreduce(in[c], out[c], count, MPI_FLOAT, MPI_SUM, comms[c], &q[c]));
+    }
+    if (nthreads == 1) {
+        worker(&w[0]);
+    } else {
+        for (int t = 0; t < nthreads; t++)
+            if (pthread_create(&th[t], NULL, worker, &w[t]))
+                OT_FAIL("pthread_create");
+        for (int t = 0; t < nthreads; t++)
+            pthread_join(th[t], NULL);
+    }
+    for (int t = 0; t < nthreads; t++)
+        for (int c = t; c < ncomms; c += nthreads) {
+            ot_check_guard("chaos", w[t].out[c], sizeof(float) * MAXCOUNT);
+            free(w[t].in[c]);
+            free(w[t].out[c]);
+#ifdef OT_DEVICE
+            CU(cudaFree(w[t].din[c]));
+            CU(cudaFree(w[t].dout[c]));
+#endif
         }
-        ot_waitall_deadline(ncomms, q, deadline);
-        const int n = ot_size;
-        for (int c = 0; c < ncomms; c++)
-            for (int i = 0; i < count; i++) {
-                float want = (float)((c + 1) * (n * (n + 1) / 2) + n * (i % 7));
-                if (out[c][i] != want)
-                    OT_FAIL("iter %d comm %d element %d: got %g want %g", it, c, i, out[c][i], want);
-            }
-    }
-    for (int c = 0; c < ncomms; c++) {
-        ot_check_guard("chaos", out[c], sizeof(float) * 70000);
-        free(in[c]);
-        free(out[c]);
-        OT_MPI(MPI_Comm_free(&comms[c]));
-    }
-    free(comms), free(q), free(order), free(in), free(out);
+    for (int c = 0; c < ncomms; c++)
+        if (comms[c] != MPI_COMM_NULL)
+            OT_MPI(MPI_Comm_free(&comms[c]));
     MPI_Barrier(MPI_COMM_WORLD);
     if (ot_rank == 0)
-        printf("OK t_chaos: %d iterations x %d communicators on %d ranks, every rank in its own order\n",
-               iters, ncomms, ot_size);
+        printf("OK t_chaos: %d iterations x %d %s communicators on %d ranks, %d thread(s)%s%s, every rank in its "
+               "own order from the first call\n",
+               iters, ncomms, kind, ot_size, nthreads, *level ? " at level " : "", level);
+    free(w), free(th), free(comms), free(nmember), free(sum_wr1);
     MPI_Finalize();
     return 0;
 }

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The life of one collective call, shared by every collective: the path, the
+ * optional cross-rank check, waiting for the engine communicator, starting, and the
+ * blocking and non-blocking drivers. Each coll_dfccl_<coll>.c supplies a descriptor
+ * (prepare, start, previous) and two one-line entry points.
+ *
+ * A call that can't start at once waits in its module's queue, in call order:
+ *   - an engine call while the engine communicator is being set up;
+ *   - with coll_dfccl_check, every call until its record has been compared with every
+ *     rank's (one private all-gather per call, one at a time per communicator);
+ *   - an engine call behind another waiting one (engine calls on a communicator start
+ *     in call order: that is how every rank numbers them alike).
+ * Nothing in here blocks on another rank: the queue moves from the progress callback,
+ * so ranks may reach their calls on different communicators in any order.
+ *
+ * Calls on the previous path never wait for the set-up: posted at call time, they
+ * reach the previous module in the same order on every rank relative to the
+ * communicator's other collectives. With coll_dfccl_check a non-blocking one is posted
+ * at once too and its check runs alongside; a blocking one waits for its check.
+ */
+#include "ompi_config.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/constants.h"
+#include "opal/runtime/opal_progress.h"
+
+#include "coll_dfccl.h"
+#include "coll_dfccl_common.h"
+
+/* The path of a call whose engine communicator could not be created. */
+static mca_coll_dfccl_path_t fallback_path(const mca_coll_dfccl_check_t *rec)
+{
+    return rec->kind == MCA_COLL_DFCCL_MEM_HOST ? MCA_COLL_DFCCL_PATH_PREVIOUS : MCA_COLL_DFCCL_PATH_STAGED;
+}
+
+static void verbose_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_t *rec,
+                         mca_coll_dfccl_path_t path, bool blocking, const char *when)
+{
+    char name[32]; /* Allreduce / Iallreduce */
+    snprintf(name, sizeof(name), "%s%s", blocking ? "" : "I", mca_coll_dfccl_coll_names[rec->coll]);
+    if (!blocking)
+        name[1] = (char)(name[1] - 'A' + 'a');
+    DFCCL_VERBOSE(3, "MPI_%s on %s (cid %u, %d ranks): -> %s (%s memory, %lld bytes)%s", name,
+                  m->comm->c_name, m->comm->c_contextid, m->size, mca_coll_dfccl_path_names[path],
+                  rec->kind == MCA_COLL_DFCCL_MEM_HOST ? "host" : "device", (long long)rec->bytes, when);
+}
+
+/* Start a request that waited: engine submission, or the previous module's
+ * non-blocking call (on host copies for the staged path). */
+static int start_waited(mca_coll_dfccl_req_t *req)
+{
+    mca_coll_dfccl_module_t *m = req->module;
+    if (req->plan.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
+        return req->desc->previous(m, &req->args, &req->op.inner);
+    return req->desc->start(m, &req->args, &req->plan, &req->op,
+                            req->plan.path == MCA_COLL_DFCCL_PATH_STAGED ? &req->op.inner : NULL);
+}
+
+/* Advance the head's check; true when it is done (req->op.rc says how). */
+static bool check_advance(mca_coll_dfccl_module_t *m, mca_coll_dfccl_req_t *req)
+{
+    if (!req->check) {
+        req->check = malloc(sizeof(*req->check));
+        if (!req->check || mca_coll_dfccl_xchg_start(req->check, m->comm, MCA_COLL_DFCCL_TAG_CHECK, &req->rec,
+                                                     sizeof(req->rec)) != OMPI_SUCCESS) {
+            free(req->check);
+            req->check = NULL;
+            req->op.rc = MPI_ERR_NO_MEM;
+            req->checked = true;
+            return true;
+        }
+    }
+    if (!mca_coll_dfccl_xchg_test(req->check))
+        return false;
+    if (req->check->rc != OMPI_SUCCESS) {
+        req->op.rc = req->check->rc;
+    } else {
+        mca_coll_dfccl_check_t *all = malloc(sizeof(*all) * (size_t)m->size);
+        if (!all) {
+            req->op.rc = MPI_ERR_NO_MEM;
+        } else {
+            mca_coll_dfccl_xchg_result(req->check, all);
+            req->op.rc = mca_coll_dfccl_check_compare(m, all);
+            free(all);
+        }
+    }
+    mca_coll_dfccl_xchg_fini(req->check);
+    free(req->check);
+    req->check = NULL;
+    req->checked = true;
+    return true;
+}
+
+void mca_coll_dfccl_queue_advance(mca_coll_dfccl_module_t *m)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+
+    for (;;) {
+        OPAL_THREAD_LOCK(&cm->lock);
+        mca_coll_dfccl_req_t *req = m->queue_head;
+        OPAL_THREAD_UNLOCK(&cm->lock);
+        if (!req)
+            return;
+        if (cm->check && !req->checked && !check_advance(m, req))
+            return;
+        if (req->op.rc == OMPI_SUCCESS && req->stage == MCA_COLL_DFCCL_REQ_QUEUED &&
+            req->plan.path == MCA_COLL_DFCCL_PATH_ENGINE) {
+            if (m->engine == MCA_COLL_DFCCL_ENGINE_SETUP)
+                return; /* waits for the set-up, and so does everything behind it */
+            if (m->engine == MCA_COLL_DFCCL_ENGINE_LIVE)
+                req->plan.ecomm = m->ecomm;
+            else
+                req->plan.path = fallback_path(&req->rec);
+            if (mca_coll_dfccl_component.verbose >= 3)
+                verbose_call(m, &req->rec, req->plan.path, req->blocking, " after waiting");
+        }
+        OPAL_THREAD_LOCK(&cm->lock);
+        m->queue_head = req->queue_next;
+        if (!m->queue_head)
+            m->queue_tail = NULL;
+        req->queue_next = NULL;
+        OPAL_THREAD_UNLOCK(&cm->lock);
+        if (req->blocking) {
+            /* its caller starts it (a blocking call may block: not in here) */
+            __atomic_store_n(&req->stage, MCA_COLL_DFCCL_REQ_STARTED, __ATOMIC_RELEASE);
+            continue;
+        }
+        if (req->stage == MCA_COLL_DFCCL_REQ_QUEUED && req->op.rc == OMPI_SUCCESS)
+            req->op.rc = start_waited(req);
+        /* the progress callback completes it: with op.rc set, at once */
+        __atomic_store_n(&req->stage, MCA_COLL_DFCCL_REQ_STARTED, __ATOMIC_RELEASE);
+    }
+}
+
+/* Into the module's queue, and the module onto the component's list to advance. */
+static void enqueue(mca_coll_dfccl_module_t *m, mca_coll_dfccl_req_t *req)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+    OPAL_THREAD_LOCK(&cm->lock);
+    req->queue_next = NULL;
+    if (m->queue_tail)
+        m->queue_tail->queue_next = req;
+    else
+        m->queue_head = req;
+    m->queue_tail = req;
+    if (!m->waiting) {
+        m->waiting = true;
+        m->wait_next = cm->waiting;
+        cm->waiting = m;
+    }
+    OPAL_THREAD_UNLOCK(&cm->lock);
+}
+
+/* Does anything wait in the queue of m? */
+static bool queue_busy(mca_coll_dfccl_module_t *m)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+    OPAL_THREAD_LOCK(&cm->lock);
+    bool busy = m->queue_head != NULL;
+    OPAL_THREAD_UNLOCK(&cm->lock);
+    return busy;
+}
+
+int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
+                        const mca_coll_dfccl_args_t *a, ompi_request_t **request)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+    const bool blocking = request == NULL;
+    mca_coll_dfccl_check_t rec;
+    mca_coll_dfccl_plan_t plan;
+    memset(&rec, 0, sizeof(rec));
+    memset(&plan, 0, sizeof(plan));
+    rec.coll = desc->coll;
+    rec.nonblocking = !blocking;
+
+    const bool engine_ok = desc->prepare(m, a, &rec, &plan);
+    plan.path = mca_coll_dfccl_choose(m, (mca_coll_dfccl_mem_t)rec.kind, engine_ok);
+    if (!engine_ok && rec.bytes && cm->verbose >= 5)
+        DFCCL_VERBOSE(5, "MPI_%s on %s: not for the engine (%s)", mca_coll_dfccl_coll_names[rec.coll],
+                      m->comm->c_name,
+                      rec.op < 0 ? "user-defined op"
+                                 : "datatype/op without an engine equivalent, or a non-contiguous datatype");
+    rec.path = (int32_t)plan.path; /* before any fallback: what this rank's arguments ask for */
+    if (plan.path == MCA_COLL_DFCCL_PATH_ENGINE) {
+        mca_coll_dfccl_engine_begin(m); /* the first engine call: the set-up starts */
+        /* after a failed set-up the previous module runs it, in call order behind any
+         * call still waiting (those fall back when they leave the queue) */
+        if (m->engine == MCA_COLL_DFCCL_ENGINE_FAILED && !queue_busy(m))
+            plan.path = fallback_path(&rec);
+    }
+    const bool wait = cm->check || (plan.path == MCA_COLL_DFCCL_PATH_ENGINE &&
+                                    (m->engine != MCA_COLL_DFCCL_ENGINE_LIVE || queue_busy(m)));
+
+    if (!wait) {
+        if (cm->verbose >= 3)
+            verbose_call(m, &rec, plan.path, blocking, "");
+        if (plan.path == MCA_COLL_DFCCL_PATH_ENGINE)
+            plan.ecomm = m->ecomm;
+        if (plan.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
+            return desc->previous(m, a, request);
+        if (blocking)
+            MCA_COLL_DFCCL_RUN_BLOCKING(o, desc->start(m, a, &plan, o, NULL));
+        MCA_COLL_DFCCL_RUN_NONBLOCKING(m, plan.path, request, o, inner_p,
+                                       desc->start(m, a, &plan, o, inner_p));
+    }
+
+    /* it waits in the queue */
+    mca_coll_dfccl_req_t *req = mca_coll_dfccl_req_get(m);
+    if (!req)
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    req->desc = desc;
+    req->args = *a;
+    req->plan = plan;
+    req->rec = rec;
+    req->blocking = blocking;
+    req->checked = !cm->check;
+    req->stage = MCA_COLL_DFCCL_REQ_QUEUED;
+    if (plan.path != MCA_COLL_DFCCL_PATH_ENGINE) {
+        /* previous path with coll_dfccl_check: only the check waits */
+        if (cm->verbose >= 3)
+            verbose_call(m, &rec, plan.path, blocking, " (checked first)");
+        if (!blocking) {
+            int rc = start_waited(req);
+            if (rc != OMPI_SUCCESS) {
+                rc = mca_coll_dfccl_op_finish(&req->op, rc);
+                mca_coll_dfccl_req_put(req);
+                return rc;
+            }
+            req->stage = MCA_COLL_DFCCL_REQ_CHECKING;
+        }
+    } else if (cm->verbose >= 3) {
+        verbose_call(m, &rec, plan.path, blocking,
+                     m->engine == MCA_COLL_DFCCL_ENGINE_SETUP ? " (waits for the engine communicator)"
+                                                              : " (waits in the queue)");
+    }
+    if (!blocking) {
+        mca_coll_dfccl_req_start(req); /* on the active list before the queue can start it */
+        enqueue(m, req);
+        *request = &req->super.super;
+        return OMPI_SUCCESS;
+    }
+
+    /* blocking: wait for its turn (driving the queue), then run it here */
+    enqueue(m, req);
+    while (__atomic_load_n(&req->stage, __ATOMIC_ACQUIRE) == MCA_COLL_DFCCL_REQ_QUEUED) {
+        opal_progress();
+        if (m->engine == MCA_COLL_DFCCL_ENGINE_SETUP)
+            sched_yield(); /* the set-up thread may need this core */
+    }
+    int rc = req->op.rc;
+    plan = req->plan;
+    mca_coll_dfccl_req_put(req);
+    if (rc != OMPI_SUCCESS)
+        return rc;
+    if (plan.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
+        return desc->previous(m, a, NULL);
+    MCA_COLL_DFCCL_RUN_BLOCKING(o, desc->start(m, a, &plan, o, NULL));
+}
+
+/* ------------------------------------------------------------------ coll_dfccl_check */
+
+static const char *const kind_names[] = {"host", "device"};
+
+int mca_coll_dfccl_check_compare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_t *all)
+{
+    const mca_coll_dfccl_check_t *r0 = &all[0];
+    char what[256] = "";
+    int bad = -1;
+    for (int i = 1; i < m->size && bad < 0; i++) {
+        const mca_coll_dfccl_check_t *ri = &all[i];
+        bad = i;
+        if (ri->coll != r0->coll || ri->nonblocking != r0->nonblocking)
+            snprintf(what, sizeof(what), "rank %d called MPI_%s%s, rank 0 MPI_%s%s", i,
+                     ri->nonblocking ? "I-" : "", mca_coll_dfccl_coll_names[ri->coll % 8],
+                     r0->nonblocking ? "I-" : "", mca_coll_dfccl_coll_names[r0->coll % 8]);
+        else if (ri->bytes != r0->bytes)
+            snprintf(what, sizeof(what),
+                     "rank %d passed %lld bytes, rank 0 %lld bytes (count or datatype differ)", i,
+                     (long long)ri->bytes, (long long)r0->bytes);
+        else if (ri->types != r0->types)
+            snprintf(what, sizeof(what),
+                     "rank %d passed a datatype of other basic types than rank 0 (type map bits %#llx, rank "
+                     "0 %#llx)",
+                     i, (unsigned long long)ri->types, (unsigned long long)r0->types);
+        else if (ri->kind != r0->kind)
+            snprintf(what, sizeof(what), "rank %d passed %s memory, rank 0 %s memory", i,
+                     kind_names[ri->kind & 1], kind_names[r0->kind & 1]);
+        else if (ri->counts_hash != r0->counts_hash)
+            snprintf(what, sizeof(what), "rank %d passed other recvcounts than rank 0", i);
+        else if (ri->root != r0->root)
+            snprintf(what, sizeof(what), "rank %d passed root %d, rank 0 root %d", i, ri->root, r0->root);
+        else if (ri->op != r0->op)
+            snprintf(what, sizeof(what), "rank %d passed another op than rank 0", i);
+        else if (ri->path != r0->path)
+            snprintf(what, sizeof(what),
+                     "rank %d would run it on the %s path, rank 0 on the %s path "
+                     "(datatypes differ)",
+                     i, mca_coll_dfccl_path_names[ri->path % 3], mca_coll_dfccl_path_names[r0->path % 3]);
+        else
+            bad = -1;
+    }
+    if (bad < 0)
+        return OMPI_SUCCESS;
+    /* every rank saw the same table and fails the same way; one of them says why */
+    if (m->rank == 0) {
+        char name[32]; /* Allreduce / Iallreduce */
+        snprintf(name, sizeof(name), "%s%s", r0->nonblocking ? "I" : "",
+                 mca_coll_dfccl_coll_names[r0->coll % 8]);
+        if (r0->nonblocking)
+            name[1] = (char)(name[1] - 'A' + 'a');
+        DFCCL_ERROR("coll_dfccl_check: MPI_%s on %s (cid %u): %s; returning MPI_ERR_ARG", name,
+                    m->comm->c_name, m->comm->c_contextid, what);
+    }
+    return MPI_ERR_ARG;
+}
