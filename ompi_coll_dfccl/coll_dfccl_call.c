@@ -119,20 +119,18 @@ void mca_coll_dfccl_queue_advance(mca_coll_dfccl_module_t *m)
             if (mca_coll_dfccl_component.verbose >= 3)
                 verbose_call(m, &req->rec, req->plan.path, req->blocking, " after waiting");
         }
+        /* started while still at the head: a call another thread issues meanwhile on
+         * this communicator queues behind it instead of reaching the engine first */
+        if (!req->blocking && req->stage == MCA_COLL_DFCCL_REQ_QUEUED && req->op.rc == OMPI_SUCCESS)
+            req->op.rc = start_waited(req);
         OPAL_THREAD_LOCK(&cm->lock);
         m->queue_head = req->queue_next;
         if (!m->queue_head)
             m->queue_tail = NULL;
         req->queue_next = NULL;
         OPAL_THREAD_UNLOCK(&cm->lock);
-        if (req->blocking) {
-            /* its caller starts it (a blocking call may block: not in here) */
-            __atomic_store_n(&req->stage, MCA_COLL_DFCCL_REQ_STARTED, __ATOMIC_RELEASE);
-            continue;
-        }
-        if (req->stage == MCA_COLL_DFCCL_REQ_QUEUED && req->op.rc == OMPI_SUCCESS)
-            req->op.rc = start_waited(req);
-        /* the progress callback completes it: with op.rc set, at once */
+        /* a blocking call's caller starts it (it may block: not in here); the progress
+         * callback completes a non-blocking one (with op.rc set, at once) */
         __atomic_store_n(&req->stage, MCA_COLL_DFCCL_REQ_STARTED, __ATOMIC_RELEASE);
     }
 }

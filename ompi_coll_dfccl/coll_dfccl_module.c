@@ -321,12 +321,16 @@ int mca_coll_dfccl_progress(void)
         }
         on_cpu |= req->op.ereq && !mca_coll_dfccl_op_on_gpu(&req->op);
         if (rc != OMPI_SUCCESS) {
-            /* it never started, or coll_dfccl_check refused it while the previous
-             * module ran it: that call may never finish (the ranks disagree), so it is
-             * left behind with its buffers (an erroneous program's leak) */
             finished = 1;
-            req->op.inner = NULL;
-            req->op.nstage = 0;
+            if (req->op.inner && !REQUEST_COMPLETE(req->op.inner)) {
+                /* coll_dfccl_check refused it while the previous module ran it: that
+                 * call may never finish (the ranks disagree), so it is left behind with
+                 * its buffers (an erroneous program's leak, never freed under it) */
+                req->op.inner = NULL;
+                req->op.nstage = 0;
+            } else if (req->op.inner) {
+                ompi_request_free(&req->op.inner);
+            }
         } else if (req->op.ereq) {
             dfcclResult_t res = dfcclTest(&req->op.ereq, &finished);
             if (res != dfcclSuccess) {

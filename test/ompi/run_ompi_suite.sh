@@ -58,7 +58,7 @@ PROGS="t_colls t_fallback t_nb t_chaos t_commfree t_check"
 mkdir -p "$BIN"
 for p in $PROGS; do
     if [ ! -x "$BIN/$p" ] || [ "$SRC/$p.c" -nt "$BIN/$p" ] || [ "$SRC/ompi_test.h" -nt "$BIN/$p" ]; then
-        if ! $MPICC -std=gnu11 -O2 -Wall -Wextra -I"$SRC" "$SRC/$p.c" -o "$BIN/$p" -lm 2>"$WORK/cc.err"; then
+        if ! $MPICC -std=gnu11 -O2 -Wall -Wextra -I"$SRC" "$SRC/$p.c" -o "$BIN/$p" -lm -lpthread 2>"$WORK/cc.err"; then
             cat "$WORK/cc.err"
             fail "build $p" "mpicc failed"
         fi
@@ -66,16 +66,28 @@ for p in $PROGS; do
 done
 
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-if [ ! -x "$BIN/t_device" ] && [ -f "$CUDA_HOME/include/cuda_runtime.h" ]; then
-    $MPICC -std=gnu11 -O2 -I"$SRC" -I"$CUDA_HOME/include" "$SRC/t_device.c" -o "$BIN/t_device" \
-        -L"$CUDA_HOME/lib64" -lcudart_static -ldl -lrt -lpthread -lm 2>"$WORK/cc.err" || cat "$WORK/cc.err"
+# device-buffer variants (GPU machines): t_device, and with -DOT_DEVICE the collective
+# matrix (every buffer a device copy), the chaos order and the communicator churn
+if [ -f "$CUDA_HOME/include/cuda_runtime.h" ]; then
+    for spec in t_device:t_device t_colls_dev:t_colls t_chaos_dev:t_chaos t_commfree_dev:t_commfree; do
+        exe=${spec%%:*} src=${spec#*:}
+        def=-DOT_DEVICE
+        [ "$exe" = t_device ] && def=
+        if [ ! -x "$BIN/$exe" ] || [ "$SRC/$src.c" -nt "$BIN/$exe" ]; then
+            $MPICC -std=gnu11 -O2 -Wall -Wextra $def -I"$SRC" -I"$CUDA_HOME/include" "$SRC/$src.c" -o "$BIN/$exe" \
+                -L"$CUDA_HOME/lib64" -lcudart_static -ldl -lrt -lpthread -lm 2>"$WORK/cc.err" || cat "$WORK/cc.err"
+        fi
+    done
 fi
-# the host matrix (t_colls) with every buffer a device copy: the whole matrix through MPI
-if [ ! -x "$BIN/t_colls_dev" ] && [ -f "$CUDA_HOME/include/cuda_runtime.h" ]; then
-    $MPICC -std=gnu11 -O2 -Wall -Wextra -DOT_DEVICE -I"$SRC" -I"$CUDA_HOME/include" "$SRC/t_colls.c" \
-        -o "$BIN/t_colls_dev" -L"$CUDA_HOME/lib64" -lcudart_static -ldl -lrt -lpthread -lm 2>"$WORK/cc.err" ||
-        cat "$WORK/cc.err"
-fi
+# a hang proof on the GPU leaves the daemon kernels spinning until MPS is restarted
+mps_restart() {
+    [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] || return 0
+    echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
+    for _ in $(seq 50); do pgrep -f nvidia-cuda-mps-server >/dev/null || break; sleep 0.2; done
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "${CUDA_MPS_LOG_DIRECTORY:-/tmp}"
+    nvidia-cuda-mps-control -d
+    sleep 1
+}
 
 # mpirun with the component loaded from the build tree; MCA arguments then program
 # run NAME NP TIMEOUT [--mca k v ...] [-x VAR=v] -- PROGRAM ARGS
@@ -87,10 +99,11 @@ run() {
     shift
     local prog=$1
     shift
+    case $prog in /*) ;; *) prog=$BIN/$prog ;; esac
     timeout -k 5 "$tmo" $MPIRUN "${ROOT_FLAGS[@]}" --oversubscribe -np "$np" \
         --mca btl self,vader --mca btl_vader_backing_directory "$WORK/vader" \
         --mca mca_base_component_path "$CPATH_MCA" -x LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-        "${mca[@]}" "$BIN/$prog" "$@" >"$WORK/out" 2>&1
+        ${CUDA_MPS_PIPE_DIRECTORY:+-x CUDA_MPS_PIPE_DIRECTORY} "${mca[@]}" "$prog" "$@" >"$WORK/out" 2>&1
 }
 
 # expect success and an "OK" line
@@ -111,6 +124,8 @@ check_ok() {
 HB=(--mca coll_dfccl_host_buffers 1)
 FAKE=(--mca coll_dfccl_fake_device 1)
 
+# DEVICE_ONLY=1 (GPU machines): only the device-buffer part at the end
+if [ -z "${DEVICE_ONLY:-}" ]; then
 # ---------------------------------------------------------------- the component loads
 if OMPI_MCA_mca_base_component_path=$CPATH_MCA $OMPI_INFO 2>&1 | grep -q 'MCA coll: dfccl'; then
     pass "ompi_info lists the component"
@@ -198,28 +213,84 @@ run 120 3 "${FAKE[@]}" -- t_nb
 check_ok "non-blocking, staged (device buffers, emulated) np=3" $?
 
 # ---------------------------------------------------------------- chaos order
+# From the very first call on fresh communicators, default settings, no warm-up. Every
+# variant also runs with preemption off and must then hang (the watchdog exits 3), so
+# the test is known to bite.
+hang_proof() {
+    local name=$1
+    shift
+    run 60 4 "${HB[@]}" --mca coll_dfccl_preempt 0 "$@" --deadline 8 --iters 4
+    local rc=$?
+    if [ $rc = 3 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
+        pass "$name with coll_dfccl_preempt 0 hangs (rc $rc) np=4"
+    else
+        fail "$name with coll_dfccl_preempt 0 hangs np=4" "rc $rc: it did not hang"
+    fi
+}
 for np in 2 4 8; do
     run 120 $np "${HB[@]}" -- t_chaos --deadline 60
-    check_ok "chaos order: 8 dups, Iallreduce in per-rank permutations, Waitall np=$np" $?
+    check_ok "chaos order from the first call: 8 dups, Iallreduce in per-rank permutations np=$np" $?
 done
-# first calls in chaos order too: engine communicators made at MPI_Comm_dup
-run 120 4 "${HB[@]}" --mca coll_dfccl_eager 1 -- t_chaos --deadline 60 --no-warmup
+hang_proof "chaos order, dups" -- t_chaos
+for kind in split group; do
+    fn=MPI_Comm_split
+    [ $kind = group ] && fn=MPI_Comm_create_group
+    for np in 4 8; do
+        run 120 $np "${HB[@]}" -- t_chaos --kind $kind --deadline 60
+        check_ok "chaos order from the first call: $fn communicators np=$np" $?
+    done
+    hang_proof "chaos order, $fn communicators" -- t_chaos --kind $kind
+done
+for np in 2 4 8; do
+    run 120 $np "${HB[@]}" --mca coll_dfccl_check 1 -- t_chaos --deadline 60
+    check_ok "chaos order from the first call with coll_dfccl_check=1 np=$np" $?
+done
+hang_proof "chaos order, coll_dfccl_check=1" --mca coll_dfccl_check 1 -- t_chaos
+for level in single funneled serialized multiple; do
+    run 120 4 "${HB[@]}" -- t_chaos --thread $level --deadline 60
+    check_ok "chaos order from the first call under MPI_THREAD_${level^^} np=4" $?
+done
+hang_proof "chaos order under MPI_THREAD_MULTIPLE" -- t_chaos --thread multiple
+for np in 2 4 8; do
+    run 180 $np "${HB[@]}" -- t_chaos --thread multiple --threads 4 --blocking --deadline 60
+    check_ok "chaos order from the first call, 4 threads per rank on their own communicators, blocking and non-blocking np=$np" $?
+done
+hang_proof "chaos order, 4 threads per rank" -- t_chaos --thread multiple --threads 4 --blocking
+# coll_dfccl_eager: set-ups start at MPI_Comm_dup (still without blocking)
+run 120 4 "${HB[@]}" --mca coll_dfccl_eager 1 -- t_chaos --deadline 60
 check_ok "chaos order from the first call, coll_dfccl_eager=1 np=4" $?
-# without preemption the same program must hang: the watchdog exits 3
-run 60 4 "${HB[@]}" --mca coll_dfccl_preempt 0 -- t_chaos --deadline 8 --iters 4
-rc=$?
-if [ $rc = 3 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
-    pass "chaos order with --mca coll_dfccl_preempt 0 hangs (rc $rc) np=4"
-    grep '^HANG' "$WORK/out" | head -2 | sed 's/^/    /'
-else
-    fail "chaos order with --mca coll_dfccl_preempt 0 hangs np=4" "rc $rc: it did not hang"
-fi
 run 60 2 "${HB[@]}" -x DFCCL_PREEMPT=0 -- t_chaos --deadline 8 --iters 4
 rc=$?
 if [ $rc = 3 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
     pass "chaos order with -x DFCCL_PREEMPT=0 hangs (rc $rc) np=2"
 else
     fail "chaos order with -x DFCCL_PREEMPT=0 hangs np=2" "rc $rc: it did not hang"
+fi
+
+# ---------------------------------------------------------------- a real client: mpi4py
+# Debian's python3-mpi4py (./quickstart installs it) in its default thread mode, which
+# asks for MPI_THREAD_MULTIPLE; NumPy arrays go to the CPU daemon
+PY=${PYTHON_MPI4PY:-/usr/bin/python3}
+if "$PY" -c 'import mpi4py, numpy' 2>/dev/null; then
+    for np in 2 4; do
+        run 180 $np "${HB[@]}" --mca coll_dfccl_verbose 3 -- "$PY" "$SRC/t_mpi4py.py"
+        rc=$?
+        if [ $rc = 0 ] && grep -q 'OK t_mpi4py' "$WORK/out" && grep -q -- '-> engine (host memory' "$WORK/out"; then
+            pass "mpi4py + NumPy at its default thread level: collectives, then chaos on fresh Dups np=$np"
+            grep '^OK ' "$WORK/out" | sed 's/^/    /'
+        else
+            fail "mpi4py + NumPy np=$np" "rc $rc"
+        fi
+    done
+    run 60 4 "${HB[@]}" --mca coll_dfccl_preempt 0 -- "$PY" "$SRC/t_mpi4py.py" --deadline 8 --iters 4
+    rc=$?
+    if [ $rc = 3 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
+        pass "mpi4py chaos with coll_dfccl_preempt 0 hangs (rc $rc) np=4"
+    else
+        fail "mpi4py chaos with coll_dfccl_preempt 0 hangs np=4" "rc $rc: it did not hang"
+    fi
+else
+    fail "mpi4py" "$PY has no mpi4py/numpy (Debian: python3-mpi4py python3-numpy)"
 fi
 
 # coll_dfccl_timeout turns that hang into an MPI error (fatal under MPI_ERRORS_ARE_FATAL)
@@ -253,6 +324,8 @@ for np in 2 4; do
 done
 run 300 3 "${HB[@]}" --mca coll_dfccl_check 1 -- t_colls --quick --comms world,split
 check_ok "coll_dfccl_check=1 passes every matching call (no false alarm) np=3" $?
+
+fi # DEVICE_ONLY
 
 # ---------------------------------------------------------------- device buffers (GPU machines)
 if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
@@ -297,6 +370,64 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
         else
             fail "device-buffer matrix coll_dfccl_net=ucx np=4" "rc $rc"
         fi
+    fi
+    # deadlock freedom from the very first call on device buffers: default settings,
+    # fresh communicators, no warm-up
+    for np in 2 4 8; do
+        run 300 $np -- t_chaos_dev --deadline 120
+        check_ok "device buffers: chaos order from the first call, 8 dups np=$np" $?
+    done
+    run 300 4 -- t_chaos_dev --kind split --deadline 120
+    check_ok "device buffers: chaos order from the first call, split communicators np=4" $?
+    run 300 4 -- t_chaos_dev --kind group --deadline 120
+    check_ok "device buffers: chaos order from the first call, create_group communicators np=4" $?
+    run 300 4 --mca coll_dfccl_check 1 -- t_chaos_dev --deadline 120
+    check_ok "device buffers: chaos order from the first call with coll_dfccl_check=1 np=4" $?
+    run 300 4 -- t_chaos_dev --thread multiple --threads 4 --blocking --deadline 120
+    check_ok "device buffers: chaos order, MPI_THREAD_MULTIPLE, 4 threads per rank np=4" $?
+    # a real client: mpi4py + CuPy, in mpi4py's default thread mode
+    PYDEV=${PYTHON_CUPY:-python3}
+    if "$PYDEV" -c 'import mpi4py, cupy' 2>/dev/null; then
+        for np in 2 4 8; do
+            run 300 $np --mca coll_dfccl_verbose 3 -- "$(command -v "$PYDEV")" "$SRC/t_mpi4py.py" --cupy --deadline 120
+            rc=$?
+            if [ $rc = 0 ] && grep -q 'OK t_mpi4py' "$WORK/out" && grep -q -- '-> engine (device memory' "$WORK/out"; then
+                pass "mpi4py + CuPy: collectives, then chaos on fresh Dups np=$np"
+                grep '^OK ' "$WORK/out" | sed 's/^/    /'
+            else
+                fail "mpi4py + CuPy np=$np" "rc $rc"
+            fi
+        done
+        # coll_dfccl_eager: the set-ups start inside MPI.Comm.Dup, which must return at once
+        run 300 4 --mca coll_dfccl_eager 1 -- "$(command -v "$PYDEV")" "$SRC/t_mpi4py.py" --cupy --deadline 120
+        check_ok "mpi4py + CuPy with coll_dfccl_eager=1 np=4" $?
+    else
+        echo "SKIP: mpi4py + CuPy ($PYDEV has no mpi4py or cupy)"
+    fi
+    # create, use, free: device memory comes back; creation and free times
+    for np in 2 8; do
+        run 600 $np -- t_commfree_dev --n 1000
+        check_ok "device buffers: 1000 communicators created, used, freed: device memory, RSS, fds, shm bounded np=$np" $?
+        grep '^rank 0:' "$WORK/out" | sed 's/^/    /'
+    done
+    # the hang proofs last (each leaves kernels spinning: MPS restarted after it)
+    run 60 4 --mca coll_dfccl_preempt 0 -- t_chaos_dev --deadline 15 --iters 4
+    rc=$?
+    if [ $rc = 3 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
+        pass "device buffers: chaos order with coll_dfccl_preempt 0 hangs (rc $rc) np=4"
+    else
+        fail "device buffers: chaos order with coll_dfccl_preempt 0 hangs np=4" "rc $rc: it did not hang"
+    fi
+    mps_restart
+    if "$PYDEV" -c 'import mpi4py, cupy' 2>/dev/null; then
+        run 90 4 --mca coll_dfccl_preempt 0 -- "$(command -v "$PYDEV")" "$SRC/t_mpi4py.py" --cupy --deadline 15 --iters 4
+        rc=$?
+        if [ $rc = 3 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
+            pass "mpi4py + CuPy chaos with coll_dfccl_preempt 0 hangs (rc $rc) np=4"
+        else
+            fail "mpi4py + CuPy chaos with coll_dfccl_preempt 0 hangs np=4" "rc $rc: it did not hang"
+        fi
+        mps_restart
     fi
 else
     echo "SKIP: device buffers (no GPU here, or t_device not built)"

@@ -249,7 +249,8 @@ int main(int argc, char **argv)
             OT_MPI(MPI_Comm_free(&comms[c]));
     MPI_Barrier(MPI_COMM_WORLD);
     if (ot_rank == 0)
-        printf("OK t_chaos: %d iterations x %d %s communicators on %d ranks, %d thread(s)%s%s, every rank in its "
+        printf("OK t_chaos: %d iterations x %d %s communicators on %d ranks, %d thread(s)%s%s, every rank in "
+               "its "
                "own order from the first call\n",
                iters, ncomms, kind, ot_size, nthreads, *level ? " at level " : "", level);
     free(w), free(th), free(comms), free(nmember), free(sum_wr1);

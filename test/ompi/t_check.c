@@ -57,9 +57,9 @@ int main(int argc, char **argv)
     expect_ok(c, 5);
     /* same bytes, other datatype */
     float fbuf[8] = {0};
-    expect_arg_error("allreduce, datatypes differ (MPI_INT vs MPI_FLOAT)",
-                     MPI_Allreduce(odd ? (void *)fbuf : (void *)buf, out, 8, odd ? MPI_FLOAT : MPI_INT, MPI_SUM,
-                                   c));
+    expect_arg_error(
+        "allreduce, datatypes differ (MPI_INT vs MPI_FLOAT)",
+        MPI_Allreduce(odd ? (void *)fbuf : (void *)buf, out, 8, odd ? MPI_FLOAT : MPI_INT, MPI_SUM, c));
     expect_ok(c, 7);
     /* count 0 against non-zero. Open MPI's bindings (MPI_Bcast, MPI_Ibcast, MPI_Allreduce,
      * MPI_Iallreduce, ...) return at once for count 0 without reaching any component, so
@@ -68,7 +68,8 @@ int main(int argc, char **argv)
     OT_MPI(MPI_Iallreduce(buf, out, odd ? 0 : 4, MPI_INT, MPI_SUM, c, &q));
     if (odd) {
         OT_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
-        expect_arg_error("allreduce after a count-0 iallreduce", MPI_Allreduce(buf, out, 4, MPI_INT, MPI_SUM, c));
+        expect_arg_error("allreduce after a count-0 iallreduce",
+                         MPI_Allreduce(buf, out, 4, MPI_INT, MPI_SUM, c));
     } else {
         expect_arg_error("iallreduce, count 0 on another rank", MPI_Wait(&q, MPI_STATUS_IGNORE));
     }
