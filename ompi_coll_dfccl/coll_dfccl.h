@@ -5,8 +5,9 @@
  *
  * For each collective it takes over, a call runs on one of three paths, decided the
  * same way on every rank (coll_dfccl_check verifies it):
- *   engine    the dfccl engine; device buffers staged through host memory until the
- *             GPU backend exists, host buffers only with coll_dfccl_host_buffers=1
+ *   engine    the dfccl engine: device buffers to the GPU daemon (staged through host
+ *             memory where the communicator has no GPU part), host buffers only with
+ *             coll_dfccl_host_buffers=1
  *   staged    device buffers the engine can't take (user op, derived datatype,
  *             MAXLOC, ...): copied to host, previous module, copied back
  *   previous  host buffers: the previous module, untouched
@@ -309,6 +310,9 @@ void mca_coll_dfccl_engine_shutdown(void);
 void mca_coll_dfccl_engine_begin(mca_coll_dfccl_module_t *m);
 /** @brief Advance the set-up of @p m; true once it is no longer in flight. */
 bool mca_coll_dfccl_engine_advance(mca_coll_dfccl_module_t *m);
+/** @brief Put @p m on the component's list of modules the progress callback advances
+ *         (its set-up or queue); the caller holds the component's lock. */
+void mca_coll_dfccl_module_wait_locked(mca_coll_dfccl_module_t *m);
 /** @brief Stop a set-up in flight (finalize): it fails at its next exchange. */
 void mca_coll_dfccl_engine_abort(mca_coll_dfccl_module_t *m);
 

@@ -9,22 +9,7 @@
 static bool alltoall_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
                              mca_coll_dfccl_check_t *rec, mca_coll_dfccl_plan_t *p)
 {
-    const bool in_place = a->sbuf == MPI_IN_PLACE;
-    const size_t n = (size_t)m->size;
-    size_t rbytes = 0, sbytes = 0;
-    bool ok = mca_coll_dfccl_contiguous(a->rdtype, (size_t)a->rcount * n, &p->roff, &rbytes);
-    p->bytes = rbytes / n;
-    p->soff = 0;
-    if (!in_place)
-        ok = mca_coll_dfccl_contiguous(a->sdtype, (size_t)a->scount * n, &p->soff, &sbytes) && ok &&
-             sbytes == rbytes;
-    /* what this rank receives from each peer: every rank must agree on it */
-    rec->bytes = mca_coll_dfccl_bytes(a->rdtype, (size_t)a->rcount);
-    rec->types = mca_coll_dfccl_types(a->rdtype);
-    if (rec->bytes)
-        rec->kind = mca_coll_dfccl_kind2(in_place ? NULL : (const char *)a->sbuf + p->soff,
-                                         (char *)a->rbuf + p->roff);
-    return ok && p->bytes > 0;
+    return mca_coll_dfccl_blocks_prepare(m, a, (size_t)m->size, rec, p);
 }
 
 static int alltoall_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,

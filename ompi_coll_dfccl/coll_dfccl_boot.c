@@ -138,11 +138,7 @@ void mca_coll_dfccl_engine_begin(mca_coll_dfccl_module_t *m)
     OPAL_THREAD_LOCK(&cm->lock);
     m->boot = b;
     m->engine = MCA_COLL_DFCCL_ENGINE_SETUP;
-    if (!m->waiting) {
-        m->waiting = true;
-        m->wait_next = cm->waiting;
-        cm->waiting = m;
-    }
+    mca_coll_dfccl_module_wait_locked(m);
     OPAL_THREAD_UNLOCK(&cm->lock);
     DFCCL_VERBOSE(2, "engine communicator for %s (cid %u, rank %d of %d): set-up started", m->comm->c_name,
                   m->comm->c_contextid, m->rank, m->size);

@@ -146,11 +146,7 @@ static void enqueue(mca_coll_dfccl_module_t *m, mca_coll_dfccl_req_t *req)
     else
         m->queue_head = req;
     m->queue_tail = req;
-    if (!m->waiting) {
-        m->waiting = true;
-        m->wait_next = cm->waiting;
-        cm->waiting = m;
-    }
+    mca_coll_dfccl_module_wait_locked(m);
     OPAL_THREAD_UNLOCK(&cm->lock);
 }
 

@@ -116,6 +116,33 @@ static inline int64_t mca_coll_dfccl_bytes(struct ompi_datatype_t *dtype, size_t
     return (int64_t)(size * count);
 }
 
+/**
+ * @brief Prepare a call that moves rcount elements of rdtype from every rank (allgather:
+ *        @p send_blocks 1) or to and from every rank (alltoall: the communicator's
+ *        size): the engine runs it as bytes when both sides are one contiguous run each.
+ */
+static inline bool mca_coll_dfccl_blocks_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                                                 size_t send_blocks, mca_coll_dfccl_check_t *rec,
+                                                 mca_coll_dfccl_plan_t *p)
+{
+    const bool in_place = a->sbuf == MPI_IN_PLACE;
+    const size_t n = (size_t)m->size;
+    size_t rbytes = 0, sbytes = 0;
+    bool ok = mca_coll_dfccl_contiguous(a->rdtype, (size_t)a->rcount * n, &p->roff, &rbytes);
+    p->bytes = rbytes / n;
+    p->soff = 0;
+    if (!in_place)
+        ok = mca_coll_dfccl_contiguous(a->sdtype, (size_t)a->scount * send_blocks, &p->soff, &sbytes) && ok &&
+             sbytes == p->bytes * send_blocks;
+    /* what this rank receives from each peer: every rank must agree on it */
+    rec->bytes = mca_coll_dfccl_bytes(a->rdtype, (size_t)a->rcount);
+    rec->types = mca_coll_dfccl_types(a->rdtype);
+    if (rec->bytes)
+        rec->kind = mca_coll_dfccl_kind2(in_place ? NULL : (const char *)a->sbuf + p->soff,
+                                         (char *)a->rbuf + p->roff);
+    return ok && p->bytes > 0;
+}
+
 /*
  * Drivers around a start call. A start call stages buffers, then submits to the
  * engine (engine path) or calls the previous module on the host copies (staged

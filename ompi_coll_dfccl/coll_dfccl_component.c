@@ -171,15 +171,15 @@ static int dfccl_register(void)
          "previous coll module untouched. Default 0 (0 or 1)",
          OPAL_INFO_LVL_3, &cm->host_buffers},
         {"check",
-         "1: before every collective, verify that all ranks passed the same memory kind, size, op and "
-         "root (one extra all-gather per call) and fail with MPI_ERR_ARG instead of hanging. Default 0 "
-         "(0 or 1)",
+         "1: before every collective, compare what each rank passed (collective, byte count, the "
+         "datatype's basic types, memory kind, recvcounts, root, op) in one private exchange per call "
+         "that never blocks out of order, and fail the call (or its request) with MPI_ERR_ARG on every "
+         "rank instead of hanging. Default 0 (0 or 1)",
          OPAL_INFO_LVL_4, &cm->check},
         {"eager",
-         "1: create the engine communicator when the MPI communicator is created (a collective step every "
-         "rank takes in the same order); 0: at its first engine call, a blocking bootstrap that ranks must "
-         "reach in the same order across communicators, so the first non-blocking engine call on each "
-         "communicator must not be posted in different orders. Default 0 (0 or 1)",
+         "1: start setting up the engine communicator when the MPI communicator is created; 0: at its "
+         "first engine call. The set-up never blocks the caller either way (it runs on a thread of its "
+         "own; the communicator's engine calls wait for it). Default 0 (0 or 1)",
          OPAL_INFO_LVL_4, &cm->eager},
         {"device_sync",
          "1: before each call on device buffers that the GPU daemon runs, wait for the application's "

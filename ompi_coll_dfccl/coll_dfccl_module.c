@@ -268,6 +268,16 @@ static void req_complete(mca_coll_dfccl_req_t *req, int rc)
     OBJ_RELEASE(comm); /* may destruct the communicator and the module: last */
 }
 
+void mca_coll_dfccl_module_wait_locked(mca_coll_dfccl_module_t *m)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+    if (m->waiting)
+        return;
+    m->waiting = true;
+    m->wait_next = cm->waiting;
+    cm->waiting = m;
+}
+
 /* Engine set-ups and queues: one thread at a time advances them (a re-entered
  * progress call, or another thread's, skips). Each module leaves the list once its
  * set-up is over and its queue empty. */

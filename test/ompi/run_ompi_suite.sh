@@ -121,6 +121,29 @@ check_ok() {
     fi
 }
 
+# expect success, an "OK" line, and calls on the engine with KIND (host|device) memory
+# (verbose lines of another rank may share a line with the OK: no ^ anchor)
+check_engine() {
+    local name=$1 rc=$2 kind=$3
+    if [ "$rc" = 0 ] && grep -q 'OK t_' "$WORK/out" && grep -q -- "-> engine ($kind memory" "$WORK/out"; then
+        pass "$name"
+        grep -o 'OK t_.*' "$WORK/out" | sed 's/^/    /'
+    else
+        fail "$name" "rc $rc, $(grep -c -- "-> engine ($kind memory" "$WORK/out") calls on the engine"
+    fi
+}
+
+# expect the watchdog's hang (exit 3) or a timeout
+check_hang() {
+    local name=$1 rc=$2
+    if [ "$rc" = 3 ] || [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        pass "$name hangs (rc $rc)"
+        grep '^HANG' "$WORK/out" | head -1 | sed 's/^/    /'
+    else
+        fail "$name hangs" "rc $rc: it did not hang"
+    fi
+}
+
 HB=(--mca coll_dfccl_host_buffers 1)
 FAKE=(--mca coll_dfccl_fake_device 1)
 
@@ -220,12 +243,7 @@ hang_proof() {
     local name=$1
     shift
     run 60 4 "${HB[@]}" --mca coll_dfccl_preempt 0 "$@" --deadline 8 --iters 4
-    local rc=$?
-    if [ $rc = 3 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
-        pass "$name with coll_dfccl_preempt 0 hangs (rc $rc) np=4"
-    else
-        fail "$name with coll_dfccl_preempt 0 hangs np=4" "rc $rc: it did not hang"
-    fi
+    check_hang "$name with coll_dfccl_preempt 0, np=4," $?
 }
 for np in 2 4 8; do
     run 120 $np "${HB[@]}" -- t_chaos --deadline 60
@@ -235,7 +253,7 @@ hang_proof "chaos order, dups" -- t_chaos
 for kind in split group; do
     fn=MPI_Comm_split
     [ $kind = group ] && fn=MPI_Comm_create_group
-    for np in 4 8; do
+    for np in 2 4 8; do
         run 120 $np "${HB[@]}" -- t_chaos --kind $kind --deadline 60
         check_ok "chaos order from the first call: $fn communicators np=$np" $?
     done
@@ -246,9 +264,13 @@ for np in 2 4 8; do
     check_ok "chaos order from the first call with coll_dfccl_check=1 np=$np" $?
 done
 hang_proof "chaos order, coll_dfccl_check=1" --mca coll_dfccl_check 1 -- t_chaos
-for level in single funneled serialized multiple; do
+for level in single funneled serialized; do
     run 120 4 "${HB[@]}" -- t_chaos --thread $level --deadline 60
     check_ok "chaos order from the first call under MPI_THREAD_${level^^} np=4" $?
+done
+for np in 2 4 8; do
+    run 120 $np "${HB[@]}" -- t_chaos --thread multiple --deadline 60
+    check_ok "chaos order from the first call under MPI_THREAD_MULTIPLE np=$np" $?
 done
 hang_proof "chaos order under MPI_THREAD_MULTIPLE" -- t_chaos --thread multiple
 for np in 2 4 8; do
@@ -274,21 +296,10 @@ PY=${PYTHON_MPI4PY:-/usr/bin/python3}
 if "$PY" -c 'import mpi4py, numpy' 2>/dev/null; then
     for np in 2 4; do
         run 180 $np "${HB[@]}" --mca coll_dfccl_verbose 3 -- "$PY" "$SRC/t_mpi4py.py"
-        rc=$?
-        if [ $rc = 0 ] && grep -q 'OK t_mpi4py' "$WORK/out" && grep -q -- '-> engine (host memory' "$WORK/out"; then
-            pass "mpi4py + NumPy at its default thread level: collectives, then chaos on fresh Dups np=$np"
-            grep '^OK ' "$WORK/out" | sed 's/^/    /'
-        else
-            fail "mpi4py + NumPy np=$np" "rc $rc"
-        fi
+        check_engine "mpi4py + NumPy at its default thread level: collectives, then chaos on fresh Dups np=$np" $? host
     done
     run 60 4 "${HB[@]}" --mca coll_dfccl_preempt 0 -- "$PY" "$SRC/t_mpi4py.py" --deadline 8 --iters 4
-    rc=$?
-    if [ $rc = 3 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
-        pass "mpi4py chaos with coll_dfccl_preempt 0 hangs (rc $rc) np=4"
-    else
-        fail "mpi4py chaos with coll_dfccl_preempt 0 hangs np=4" "rc $rc: it did not hang"
-    fi
+    check_hang "mpi4py chaos with coll_dfccl_preempt 0, np=4," $?
 else
     fail "mpi4py" "$PY has no mpi4py/numpy (Debian: python3-mpi4py python3-numpy)"
 fi
@@ -377,26 +388,22 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
         run 300 $np -- t_chaos_dev --deadline 120
         check_ok "device buffers: chaos order from the first call, 8 dups np=$np" $?
     done
-    run 300 4 -- t_chaos_dev --kind split --deadline 120
-    check_ok "device buffers: chaos order from the first call, split communicators np=4" $?
-    run 300 4 -- t_chaos_dev --kind group --deadline 120
-    check_ok "device buffers: chaos order from the first call, create_group communicators np=4" $?
-    run 300 4 --mca coll_dfccl_check 1 -- t_chaos_dev --deadline 120
-    check_ok "device buffers: chaos order from the first call with coll_dfccl_check=1 np=4" $?
-    run 300 4 -- t_chaos_dev --thread multiple --threads 4 --blocking --deadline 120
-    check_ok "device buffers: chaos order, MPI_THREAD_MULTIPLE, 4 threads per rank np=4" $?
+    for np in 2 4 8; do
+        run 300 $np -- t_chaos_dev --kind split --deadline 120
+        check_ok "device buffers: chaos order from the first call, MPI_Comm_split communicators np=$np" $?
+        run 300 $np -- t_chaos_dev --kind group --deadline 120
+        check_ok "device buffers: chaos order from the first call, MPI_Comm_create_group communicators np=$np" $?
+        run 300 $np --mca coll_dfccl_check 1 -- t_chaos_dev --deadline 120
+        check_ok "device buffers: chaos order from the first call with coll_dfccl_check=1 np=$np" $?
+        run 300 $np -- t_chaos_dev --thread multiple --threads 4 --blocking --deadline 120
+        check_ok "device buffers: chaos order, MPI_THREAD_MULTIPLE, 4 threads per rank np=$np" $?
+    done
     # a real client: mpi4py + CuPy, in mpi4py's default thread mode
     PYDEV=${PYTHON_CUPY:-python3}
     if "$PYDEV" -c 'import mpi4py, cupy' 2>/dev/null; then
         for np in 2 4 8; do
             run 300 $np --mca coll_dfccl_verbose 3 -- "$(command -v "$PYDEV")" "$SRC/t_mpi4py.py" --cupy --deadline 120
-            rc=$?
-            if [ $rc = 0 ] && grep -q 'OK t_mpi4py' "$WORK/out" && grep -q -- '-> engine (device memory' "$WORK/out"; then
-                pass "mpi4py + CuPy: collectives, then chaos on fresh Dups np=$np"
-                grep '^OK ' "$WORK/out" | sed 's/^/    /'
-            else
-                fail "mpi4py + CuPy np=$np" "rc $rc"
-            fi
+            check_engine "mpi4py + CuPy: collectives, then chaos on fresh Dups np=$np" $? device
         done
         # coll_dfccl_eager: the set-ups start inside MPI.Comm.Dup, which must return at once
         run 300 4 --mca coll_dfccl_eager 1 -- "$(command -v "$PYDEV")" "$SRC/t_mpi4py.py" --cupy --deadline 120
@@ -412,21 +419,11 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
     done
     # the hang proofs last (each leaves kernels spinning: MPS restarted after it)
     run 60 4 --mca coll_dfccl_preempt 0 -- t_chaos_dev --deadline 15 --iters 4
-    rc=$?
-    if [ $rc = 3 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
-        pass "device buffers: chaos order with coll_dfccl_preempt 0 hangs (rc $rc) np=4"
-    else
-        fail "device buffers: chaos order with coll_dfccl_preempt 0 hangs np=4" "rc $rc: it did not hang"
-    fi
+    check_hang "device buffers: chaos order with coll_dfccl_preempt 0, np=4," $?
     mps_restart
     if "$PYDEV" -c 'import mpi4py, cupy' 2>/dev/null; then
         run 90 4 --mca coll_dfccl_preempt 0 -- "$(command -v "$PYDEV")" "$SRC/t_mpi4py.py" --cupy --deadline 15 --iters 4
-        rc=$?
-        if [ $rc = 3 ] || [ $rc = 124 ] || [ $rc = 137 ]; then
-            pass "mpi4py + CuPy chaos with coll_dfccl_preempt 0 hangs (rc $rc) np=4"
-        else
-            fail "mpi4py + CuPy chaos with coll_dfccl_preempt 0 hangs np=4" "rc $rc: it did not hang"
-        fi
+        check_hang "mpi4py + CuPy chaos with coll_dfccl_preempt 0, np=4," $?
         mps_restart
     fi
 else
