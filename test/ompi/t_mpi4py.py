@@ -42,7 +42,9 @@ def host(a):
 
 
 def sync():
-    # the data an MPI call reads must be complete, as with any CUDA-aware MPI
+    # every buffer an MPI call touches must be complete first, as with any CUDA-aware MPI
+    # (CuPy fills new arrays on its stream: an unsynchronized xp.zeros may land after the
+    # collective wrote the result)
     if opt.cupy:
         xp.cuda.runtime.deviceSynchronize()
 
@@ -79,6 +81,7 @@ for dtype in (np.float32, np.float64, np.int32, np.int64):
     expect(f"Bcast {dtype.__name__}", buf, contribution(1 % size, n, dtype, 7))
 
     gathered = xp.zeros(n * size, dtype=dtype)
+    sync()
     world.Allgather(send, gathered)
     expect(f"Allgather {dtype.__name__}", gathered, np.concatenate(allc))
 
