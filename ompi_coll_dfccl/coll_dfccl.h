@@ -162,6 +162,25 @@ typedef struct mca_coll_dfccl_module_t {
     MCA_COLL_DFCCL_PREV(ireduce_scatter);
     MCA_COLL_DFCCL_PREV(alltoall);
     MCA_COLL_DFCCL_PREV(ialltoall);
+    /* the collectives dfccl stages for the previous module (device buffers) */
+    MCA_COLL_DFCCL_PREV(gather);
+    MCA_COLL_DFCCL_PREV(igather);
+    MCA_COLL_DFCCL_PREV(gatherv);
+    MCA_COLL_DFCCL_PREV(igatherv);
+    MCA_COLL_DFCCL_PREV(scatter);
+    MCA_COLL_DFCCL_PREV(iscatter);
+    MCA_COLL_DFCCL_PREV(scatterv);
+    MCA_COLL_DFCCL_PREV(iscatterv);
+    MCA_COLL_DFCCL_PREV(allgatherv);
+    MCA_COLL_DFCCL_PREV(iallgatherv);
+    MCA_COLL_DFCCL_PREV(alltoallv);
+    MCA_COLL_DFCCL_PREV(ialltoallv);
+    MCA_COLL_DFCCL_PREV(alltoallw);
+    MCA_COLL_DFCCL_PREV(ialltoallw);
+    MCA_COLL_DFCCL_PREV(scan);
+    MCA_COLL_DFCCL_PREV(iscan);
+    MCA_COLL_DFCCL_PREV(exscan);
+    MCA_COLL_DFCCL_PREV(iexscan);
 } mca_coll_dfccl_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_dfccl_module_t);
@@ -179,8 +198,10 @@ typedef struct {
     const void *sbuf;
     void *rbuf;
     int scount, rcount;                      /**< calls with one count: scount */
-    const int *rcounts;                      /**< reduce_scatter; MPI keeps it valid until completion */
+    const int *scounts, *sdispls;            /**< v-variants (MPI keeps the arrays valid until a */
+    const int *rcounts, *rdispls;            /**< non-blocking call completes); rcounts: reduce_scatter too */
     struct ompi_datatype_t *sdtype, *rdtype; /**< calls with one datatype: sdtype */
+    struct ompi_datatype_t *const *sdtypes, *const *rdtypes; /**< alltoallw */
     struct ompi_op_t *op;
     int root;
 } mca_coll_dfccl_args_t;
@@ -199,14 +220,17 @@ typedef struct {
 
 /** @brief What coll_dfccl_check compares across ranks before a call. */
 typedef struct {
-    int32_t coll;         /**< mca_coll_dfccl_coll_t */
-    int32_t path;         /**< mca_coll_dfccl_path_t */
-    int32_t kind;         /**< mca_coll_dfccl_mem_t */
-    int32_t root;         /**< rooted collectives, else 0 */
-    int32_t op;           /**< index of a predefined op, 0 for none, -1 user-defined */
-    int32_t nonblocking;  /**< MPI_I* call */
-    int64_t bytes;        /**< payload size each rank must agree on */
-    uint64_t types;       /**< basic types the datatype is made of (a bit each) */
+    int32_t coll;        /**< mca_coll_dfccl_coll_t */
+    int32_t path;        /**< mca_coll_dfccl_path_t */
+    int32_t kind;        /**< mca_coll_dfccl_mem_t */
+    int32_t root;        /**< rooted collectives, else 0 */
+    int32_t op;          /**< index of a predefined op, 0 for none, -1 user-defined */
+    int32_t nonblocking; /**< MPI_I* call */
+    int64_t bytes;       /**< payload size each rank must agree on */
+    uint64_t types;      /**< basic types the datatype is made of (a bit each) */
+    int32_t loose;       /**< staged-only collectives: kind and path may differ between
+                              ranks (both paths meet at the previous module) */
+    int32_t pad;
     uint64_t counts_hash; /**< reduce_scatter: the recvcounts array */
 } mca_coll_dfccl_check_t;
 
@@ -323,6 +347,17 @@ void mca_coll_dfccl_req_put(mca_coll_dfccl_req_t *req);
 /** @brief Hand a request to the progress callback (started, queued or checking). */
 void mca_coll_dfccl_req_start(mca_coll_dfccl_req_t *req);
 
+/**
+ * @brief Stage the region a v-described buffer covers: block i is @p counts[i] elements
+ *        of @p dtypes[i] (or @p dtype for all) at displacement @p displs[i] (in the
+ *        datatype's extent, or in bytes with @p displ_bytes), i < @p n; @p counts NULL is
+ *        one block of @p count elements at 0. Host memory is used as it is. *@p view_p
+ *        becomes the address the previous module uses in place of @p buf.
+ */
+int mca_coll_dfccl_stage_blocks(mca_coll_dfccl_op_t *op, void *buf, int n, size_t count, const int *counts,
+                                const int *displs, bool displ_bytes, struct ompi_datatype_t *dtype,
+                                struct ompi_datatype_t *const *dtypes, bool copy_in, bool copy_out,
+                                void **view_p);
 /** @brief Stage in a user region; *@p view_p becomes the host address matching @p user. */
 int mca_coll_dfccl_stage_in(mca_coll_dfccl_op_t *op, void *user, ptrdiff_t lo, size_t len, bool copy_in,
                             size_t out_off, size_t out_len, void **view_p);
@@ -392,6 +427,34 @@ int mca_coll_dfccl_alltoall(const void *sbuf, int scount, struct ompi_datatype_t
 int mca_coll_dfccl_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
                              int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
                              ompi_request_t **request, mca_coll_base_module_t *module);
+
+#define MCA_COLL_DFCCL_DECLARE(_name, ...)                                                                   \
+    int mca_coll_dfccl_##_name(__VA_ARGS__, struct ompi_communicator_t *comm,                                \
+                               mca_coll_base_module_t *module);                                              \
+    int mca_coll_dfccl_i##_name(__VA_ARGS__, struct ompi_communicator_t *comm, ompi_request_t **request,     \
+                                mca_coll_base_module_t *module)
+/* staged collectives (coll_dfccl_gather.c, _scatter.c, _allgatherv.c, _alltoallv.c, _scan.c) */
+MCA_COLL_DFCCL_DECLARE(gather, const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                       int rcount, struct ompi_datatype_t *rdtype, int root);
+MCA_COLL_DFCCL_DECLARE(gatherv, const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                       const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype, int root);
+MCA_COLL_DFCCL_DECLARE(scatter, const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                       int rcount, struct ompi_datatype_t *rdtype, int root);
+MCA_COLL_DFCCL_DECLARE(scatterv, const void *sbuf, const int *scounts, const int *displs,
+                       struct ompi_datatype_t *sdtype, void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                       int root);
+MCA_COLL_DFCCL_DECLARE(allgatherv, const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                       const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype);
+MCA_COLL_DFCCL_DECLARE(alltoallv, const void *sbuf, const int *scounts, const int *sdispls,
+                       struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *rdispls,
+                       struct ompi_datatype_t *rdtype);
+MCA_COLL_DFCCL_DECLARE(alltoallw, const void *sbuf, const int *scounts, const int *sdispls,
+                       struct ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts,
+                       const int *rdispls, struct ompi_datatype_t *const *rdtypes);
+MCA_COLL_DFCCL_DECLARE(scan, const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                       struct ompi_op_t *op);
+MCA_COLL_DFCCL_DECLARE(exscan, const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                       struct ompi_op_t *op);
 
 END_C_DECLS
 

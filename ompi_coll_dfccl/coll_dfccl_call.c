@@ -269,9 +269,10 @@ int mca_coll_dfccl_check_compare(mca_coll_dfccl_module_t *m, const mca_coll_dfcc
         const mca_coll_dfccl_check_t *ri = &all[i];
         bad = i;
         if (ri->coll != r0->coll || ri->nonblocking != r0->nonblocking)
-            snprintf(what, sizeof(what), "rank %d called MPI_%s%s, rank 0 MPI_%s%s", i,
-                     ri->nonblocking ? "I-" : "", mca_coll_dfccl_coll_names[ri->coll % 8],
-                     r0->nonblocking ? "I-" : "", mca_coll_dfccl_coll_names[r0->coll % 8]);
+            snprintf(
+                what, sizeof(what), "rank %d called MPI_%s%s, rank 0 MPI_%s%s", i,
+                ri->nonblocking ? "I-" : "", mca_coll_dfccl_coll_names[ri->coll % MCA_COLL_DFCCL_NUM_COLLS],
+                r0->nonblocking ? "I-" : "", mca_coll_dfccl_coll_names[r0->coll % MCA_COLL_DFCCL_NUM_COLLS]);
         else if (ri->bytes != r0->bytes)
             snprintf(what, sizeof(what),
                      "rank %d passed %lld bytes, rank 0 %lld bytes (count or datatype differ)", i,
@@ -281,16 +282,18 @@ int mca_coll_dfccl_check_compare(mca_coll_dfccl_module_t *m, const mca_coll_dfcc
                      "rank %d passed a datatype of other basic types than rank 0 (type map bits %#llx, rank "
                      "0 %#llx)",
                      i, (unsigned long long)ri->types, (unsigned long long)r0->types);
-        else if (ri->kind != r0->kind)
+        else if (ri->kind != r0->kind && !r0->loose)
             snprintf(what, sizeof(what), "rank %d passed %s memory, rank 0 %s memory", i,
                      kind_names[ri->kind & 1], kind_names[r0->kind & 1]);
         else if (ri->counts_hash != r0->counts_hash)
             snprintf(what, sizeof(what), "rank %d passed other recvcounts than rank 0", i);
+        else if (ri->loose != r0->loose)
+            snprintf(what, sizeof(what), "rank %d and rank 0 disagree on the collective", i);
         else if (ri->root != r0->root)
             snprintf(what, sizeof(what), "rank %d passed root %d, rank 0 root %d", i, ri->root, r0->root);
         else if (ri->op != r0->op)
             snprintf(what, sizeof(what), "rank %d passed another op than rank 0", i);
-        else if (ri->path != r0->path)
+        else if (ri->path != r0->path && !r0->loose)
             snprintf(what, sizeof(what),
                      "rank %d would run it on the %s path, rank 0 on the %s path "
                      "(datatypes differ)",
@@ -304,7 +307,7 @@ int mca_coll_dfccl_check_compare(mca_coll_dfccl_module_t *m, const mca_coll_dfcc
     if (m->rank == 0) {
         char name[32]; /* Allreduce / Iallreduce */
         snprintf(name, sizeof(name), "%s%s", r0->nonblocking ? "I" : "",
-                 mca_coll_dfccl_coll_names[r0->coll % 8]);
+                 mca_coll_dfccl_coll_names[r0->coll % MCA_COLL_DFCCL_NUM_COLLS]);
         if (r0->nonblocking)
             name[1] = (char)(name[1] - 'A' + 'a');
         DFCCL_ERROR("coll_dfccl_check: MPI_%s on %s (cid %u): %s; returning MPI_ERR_ARG", name,

@@ -29,6 +29,16 @@ typedef enum {
     MCA_COLL_DFCCL_REDUCE_SCATTER_BLOCK,
     MCA_COLL_DFCCL_REDUCE_SCATTER,
     MCA_COLL_DFCCL_ALLTOALL,
+    MCA_COLL_DFCCL_GATHER,
+    MCA_COLL_DFCCL_GATHERV,
+    MCA_COLL_DFCCL_SCATTER,
+    MCA_COLL_DFCCL_SCATTERV,
+    MCA_COLL_DFCCL_ALLGATHERV,
+    MCA_COLL_DFCCL_ALLTOALLV,
+    MCA_COLL_DFCCL_ALLTOALLW,
+    MCA_COLL_DFCCL_SCAN,
+    MCA_COLL_DFCCL_EXSCAN,
+    MCA_COLL_DFCCL_NUM_COLLS
 } mca_coll_dfccl_coll_t;
 
 extern const char *const mca_coll_dfccl_coll_names[];
@@ -178,5 +188,33 @@ static inline bool mca_coll_dfccl_blocks_prepare(mca_coll_dfccl_module_t *m, con
         *(_request) = &req_->super.super;                                                                    \
         return OMPI_SUCCESS;                                                                                 \
     } while (0)
+
+/*
+ * A descriptor for one of two variants a file implements with shared static
+ * prepare(m, a, rec, variant), start(m, a, o, inner_p, variant) and
+ * previous(m, a, request, variant) (Gather and Gatherv, Scan and Exscan, ...): the
+ * variant is the descriptor's, never guessed from arguments that may be undefined.
+ */
+#define MCA_COLL_DFCCL_VARIANT_DESC(_name, _coll, _variant)                                                  \
+    static bool _name##_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,                  \
+                                mca_coll_dfccl_check_t *rec, mca_coll_dfccl_plan_t *p)                       \
+    {                                                                                                        \
+        (void)p;                                                                                             \
+        return prepare(m, a, rec, _variant);                                                                 \
+    }                                                                                                        \
+    static int _name##_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,                     \
+                             const mca_coll_dfccl_plan_t *p, mca_coll_dfccl_op_t *o,                         \
+                             ompi_request_t **inner_p)                                                       \
+    {                                                                                                        \
+        (void)p;                                                                                             \
+        return start(m, a, o, inner_p, _variant);                                                            \
+    }                                                                                                        \
+    static int _name##_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,                  \
+                                ompi_request_t **request)                                                    \
+    {                                                                                                        \
+        return previous(m, a, request, _variant);                                                            \
+    }                                                                                                        \
+    static const mca_coll_dfccl_coll_desc_t _name##_desc = {_coll, _name##_prepare, _name##_start,           \
+                                                            _name##_previous}
 
 #endif /* MCA_COLL_DFCCL_COMMON_H */

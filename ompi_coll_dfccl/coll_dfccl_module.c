@@ -23,7 +23,9 @@
 #include "coll_dfccl_common.h"
 
 const char *const mca_coll_dfccl_coll_names[] = {
-    "?", "Allreduce", "Reduce", "Bcast", "Allgather", "Reduce_scatter_block", "Reduce_scatter", "Alltoall"};
+    "?",         "Allreduce", "Reduce",  "Bcast",   "Allgather", "Reduce_scatter_block", "Reduce_scatter",
+    "Alltoall",  "Gather",    "Gatherv", "Scatter", "Scatterv",  "Allgatherv",           "Alltoallv",
+    "Alltoallw", "Scan",      "Exscan"};
 const char *const mca_coll_dfccl_path_names[] = {"previous module", "engine",
                                                  "previous module (staged through host)"};
 
@@ -57,6 +59,24 @@ static void release_previous(mca_coll_dfccl_module_t *m)
     DFCCL_RELEASE_PREV(m, ireduce_scatter);
     DFCCL_RELEASE_PREV(m, alltoall);
     DFCCL_RELEASE_PREV(m, ialltoall);
+    DFCCL_RELEASE_PREV(m, gather);
+    DFCCL_RELEASE_PREV(m, igather);
+    DFCCL_RELEASE_PREV(m, gatherv);
+    DFCCL_RELEASE_PREV(m, igatherv);
+    DFCCL_RELEASE_PREV(m, scatter);
+    DFCCL_RELEASE_PREV(m, iscatter);
+    DFCCL_RELEASE_PREV(m, scatterv);
+    DFCCL_RELEASE_PREV(m, iscatterv);
+    DFCCL_RELEASE_PREV(m, allgatherv);
+    DFCCL_RELEASE_PREV(m, iallgatherv);
+    DFCCL_RELEASE_PREV(m, alltoallv);
+    DFCCL_RELEASE_PREV(m, ialltoallv);
+    DFCCL_RELEASE_PREV(m, alltoallw);
+    DFCCL_RELEASE_PREV(m, ialltoallw);
+    DFCCL_RELEASE_PREV(m, scan);
+    DFCCL_RELEASE_PREV(m, iscan);
+    DFCCL_RELEASE_PREV(m, exscan);
+    DFCCL_RELEASE_PREV(m, iexscan);
 }
 
 static void mca_coll_dfccl_module_construct(mca_coll_dfccl_module_t *m)
@@ -122,6 +142,24 @@ mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *co
     m->super.coll_ireduce_scatter = mca_coll_dfccl_ireduce_scatter;
     m->super.coll_alltoall = mca_coll_dfccl_alltoall;
     m->super.coll_ialltoall = mca_coll_dfccl_ialltoall;
+    m->super.coll_gather = mca_coll_dfccl_gather;
+    m->super.coll_igather = mca_coll_dfccl_igather;
+    m->super.coll_gatherv = mca_coll_dfccl_gatherv;
+    m->super.coll_igatherv = mca_coll_dfccl_igatherv;
+    m->super.coll_scatter = mca_coll_dfccl_scatter;
+    m->super.coll_iscatter = mca_coll_dfccl_iscatter;
+    m->super.coll_scatterv = mca_coll_dfccl_scatterv;
+    m->super.coll_iscatterv = mca_coll_dfccl_iscatterv;
+    m->super.coll_allgatherv = mca_coll_dfccl_allgatherv;
+    m->super.coll_iallgatherv = mca_coll_dfccl_iallgatherv;
+    m->super.coll_alltoallv = mca_coll_dfccl_alltoallv;
+    m->super.coll_ialltoallv = mca_coll_dfccl_ialltoallv;
+    m->super.coll_alltoallw = mca_coll_dfccl_alltoallw;
+    m->super.coll_ialltoallw = mca_coll_dfccl_ialltoallw;
+    m->super.coll_scan = mca_coll_dfccl_scan;
+    m->super.coll_iscan = mca_coll_dfccl_iscan;
+    m->super.coll_exscan = mca_coll_dfccl_exscan;
+    m->super.coll_iexscan = mca_coll_dfccl_iexscan;
     *priority = cm->priority;
     return &m->super;
 }
@@ -160,6 +198,24 @@ static int mca_coll_dfccl_module_enable(mca_coll_base_module_t *module, struct o
     DFCCL_SAVE_PREV(m, comm, ireduce_scatter);
     DFCCL_SAVE_PREV(m, comm, alltoall);
     DFCCL_SAVE_PREV(m, comm, ialltoall);
+    DFCCL_SAVE_PREV(m, comm, gather);
+    DFCCL_SAVE_PREV(m, comm, igather);
+    DFCCL_SAVE_PREV(m, comm, gatherv);
+    DFCCL_SAVE_PREV(m, comm, igatherv);
+    DFCCL_SAVE_PREV(m, comm, scatter);
+    DFCCL_SAVE_PREV(m, comm, iscatter);
+    DFCCL_SAVE_PREV(m, comm, scatterv);
+    DFCCL_SAVE_PREV(m, comm, iscatterv);
+    DFCCL_SAVE_PREV(m, comm, allgatherv);
+    DFCCL_SAVE_PREV(m, comm, iallgatherv);
+    DFCCL_SAVE_PREV(m, comm, alltoallv);
+    DFCCL_SAVE_PREV(m, comm, ialltoallv);
+    DFCCL_SAVE_PREV(m, comm, alltoallw);
+    DFCCL_SAVE_PREV(m, comm, ialltoallw);
+    DFCCL_SAVE_PREV(m, comm, scan);
+    DFCCL_SAVE_PREV(m, comm, iscan);
+    DFCCL_SAVE_PREV(m, comm, exscan);
+    DFCCL_SAVE_PREV(m, comm, iexscan);
     DFCCL_VERBOSE(2, "enabled on %s (cid %u, rank %d of %d)", comm->c_name, comm->c_contextid, m->rank,
                   m->size);
     /* coll_dfccl_eager: the set-up starts now instead of at the first engine call (it
@@ -595,6 +651,37 @@ int mca_coll_dfccl_stage_in(mca_coll_dfccl_op_t *op, void *user, ptrdiff_t lo, s
         return MPI_ERR_OTHER;
     *view_p = host - lo;
     return OMPI_SUCCESS;
+}
+
+int mca_coll_dfccl_stage_blocks(mca_coll_dfccl_op_t *op, void *buf, int n, size_t count, const int *counts,
+                                const int *displs, bool displ_bytes, struct ompi_datatype_t *dtype,
+                                struct ompi_datatype_t *const *dtypes, bool copy_in, bool copy_out,
+                                void **view_p)
+{
+    ptrdiff_t lo = PTRDIFF_MAX, hi = PTRDIFF_MIN;
+    *view_p = buf;
+    if (!buf || buf == MPI_IN_PLACE)
+        return OMPI_SUCCESS;
+    for (int i = 0; i < (counts ? n : 1); i++) {
+        struct ompi_datatype_t *dt = dtypes ? dtypes[i] : dtype;
+        const size_t c = counts ? (size_t)(counts[i] > 0 ? counts[i] : 0) : count;
+        if (!c)
+            continue;
+        ptrdiff_t lb, extent, blo;
+        size_t blen;
+        ompi_datatype_get_extent(dt, &lb, &extent);
+        const ptrdiff_t base =
+            displs ? (displ_bytes ? (ptrdiff_t)displs[i] : (ptrdiff_t)displs[i] * extent) : 0;
+        mca_coll_dfccl_span(dt, c, &blo, &blen);
+        if (!blen)
+            continue;
+        lo = base + blo < lo ? base + blo : lo;
+        hi = base + blo + (ptrdiff_t)blen > hi ? base + blo + (ptrdiff_t)blen : hi;
+    }
+    if (lo >= hi)
+        return OMPI_SUCCESS; /* nothing of it is touched */
+    return mca_coll_dfccl_view(op, buf, lo, (size_t)(hi - lo), copy_in, 0, copy_out ? (size_t)(hi - lo) : 0,
+                               view_p);
 }
 
 int mca_coll_dfccl_op_finish(mca_coll_dfccl_op_t *op, int rc)

@@ -54,7 +54,7 @@ fail() {
 }
 
 # ---------------------------------------------------------------- build the programs
-PROGS="t_colls t_fallback t_nb t_chaos t_commfree t_check"
+PROGS="t_colls t_fallback t_nb t_chaos t_commfree t_check t_allcolls"
 mkdir -p "$BIN"
 for p in $PROGS; do
     if [ ! -x "$BIN/$p" ] || [ "$SRC/$p.c" -nt "$BIN/$p" ] || [ "$SRC/ompi_test.h" -nt "$BIN/$p" ]; then
@@ -69,7 +69,7 @@ CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 # device-buffer variants (GPU machines): t_device, and with -DOT_DEVICE the collective
 # matrix (every buffer a device copy), the chaos order and the communicator churn
 if [ -f "$CUDA_HOME/include/cuda_runtime.h" ]; then
-    for spec in t_device:t_device t_colls_dev:t_colls t_chaos_dev:t_chaos t_commfree_dev:t_commfree; do
+    for spec in t_device:t_device t_colls_dev:t_colls t_chaos_dev:t_chaos t_commfree_dev:t_commfree t_allcolls_dev:t_allcolls; do
         exe=${spec%%:*} src=${spec#*:}
         def=-DOT_DEVICE
         [ "$exe" = t_device ] && def=
@@ -227,6 +227,25 @@ for np in 2 4; do
     check_ok "fallback staged through host (device buffers, emulated) np=$np" $?
 done
 
+# ---------------------------------------------------------------- the collectives dfccl stages
+# gather(v), scatter(v), allgatherv, alltoallv/w, scan, exscan on device buffers (emulated):
+# staged through host memory for the previous module, checked element by element
+for np in 1 2 3 4 8; do
+    run 120 $np "${FAKE[@]}" --mca coll_dfccl_verbose 3 -- t_allcolls
+    rc=$?
+    if [ $rc = 0 ] && grep -q 'OK t_allcolls' "$WORK/out" &&
+        grep -q -- 'MPI_Ialltoallw on .*-> previous module (staged through host)' "$WORK/out"; then
+        pass "staged collectives on device buffers (emulated): every one, blocking and non-blocking np=$np"
+        grep -o 'OK t_allcolls.*' "$WORK/out" | sed 's/^/    /'
+    else
+        fail "staged collectives on device buffers (emulated) np=$np" "rc $rc"
+    fi
+done
+run 120 4 "${FAKE[@]}" --mca coll_dfccl_check 1 -- t_allcolls
+check_ok "staged collectives with coll_dfccl_check=1 (no false alarm) np=4" $?
+run 120 3 -- t_allcolls
+check_ok "staged collectives on host buffers: the previous module, untouched np=3" $?
+
 # ---------------------------------------------------------------- non-blocking
 for np in 2 3 4 8; do
     run 120 $np "${HB[@]}" -- t_nb
@@ -382,6 +401,18 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
             fail "device-buffer matrix coll_dfccl_net=ucx np=4" "rc $rc"
         fi
     fi
+    # the collectives dfccl stages, on real device buffers
+    for np in 2 4 8; do
+        run 300 $np --mca coll_dfccl_verbose 3 -- t_allcolls_dev
+        rc=$?
+        if [ $rc = 0 ] && grep -q 'OK t_allcolls' "$WORK/out" &&
+            grep -q -- '-> previous module (staged through host) (device memory' "$WORK/out"; then
+            pass "device buffers: gather(v), scatter(v), allgatherv, alltoallv/w, scan, exscan staged np=$np"
+            grep -o 'OK t_allcolls.*' "$WORK/out" | sed 's/^/    /'
+        else
+            fail "device buffers: staged collectives np=$np" "rc $rc"
+        fi
+    done
     # deadlock freedom from the very first call on device buffers: default settings,
     # fresh communicators, no warm-up
     for np in 2 4 8; do

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * MPI_Allgatherv, MPI_Iallgatherv. The engine does not run it yet: device buffers are
+ * staged through host memory for the previous module (the receive side as the span its
+ * blocks cover), host buffers go to it untouched. MPI_IN_PLACE: each rank's block is
+ * already in the receive buffer.
+ */
+#include "coll_dfccl_common.h"
+
+static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_check_t *rec,
+                    bool unused)
+{
+    (void)unused;
+    uint64_t hash = 1469598103934665603ull, total = 0; /* FNV-1a of the counts */
+    for (int i = 0; i < m->size; i++) {
+        hash = (hash ^ (uint64_t)(uint32_t)a->rcounts[i]) * 1099511628211ull;
+        total += (uint64_t)(a->rcounts[i] > 0 ? a->rcounts[i] : 0);
+    }
+    rec->loose = 1;
+    rec->counts_hash = hash;
+    rec->bytes = mca_coll_dfccl_bytes(a->rdtype, total);
+    rec->types = mca_coll_dfccl_types(a->rdtype);
+    rec->kind = mca_coll_dfccl_kind2(a->sbuf, a->rbuf);
+    return false;
+}
+
+static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_op_t *o,
+                 ompi_request_t **inner_p, bool unused)
+{
+    (void)unused;
+    void *hs = (void *)a->sbuf, *hr = a->rbuf;
+    int rc = mca_coll_dfccl_stage_blocks(o, (void *)a->sbuf, 1, (size_t)a->scount, NULL, NULL, false,
+                                         a->sdtype, NULL, true, false, &hs);
+    if (rc == OMPI_SUCCESS)
+        rc = mca_coll_dfccl_stage_blocks(o, a->rbuf, m->size, 0, a->rcounts, a->rdispls, false, a->rdtype,
+                                         NULL, true, true, &hr);
+    if (rc != OMPI_SUCCESS)
+        return rc;
+    if (inner_p)
+        return m->previous_iallgatherv(hs, a->scount, a->sdtype, hr, a->rcounts, a->rdispls, a->rdtype,
+                                       m->comm, inner_p, m->previous_iallgatherv_module);
+    o->rc = m->previous_allgatherv(hs, a->scount, a->sdtype, hr, a->rcounts, a->rdispls, a->rdtype, m->comm,
+                                   m->previous_allgatherv_module);
+    return OMPI_SUCCESS;
+}
+
+static int previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, ompi_request_t **request,
+                    bool unused)
+{
+    (void)unused;
+    return request ? m->previous_iallgatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls,
+                                             a->rdtype, m->comm, request, m->previous_iallgatherv_module)
+                   : m->previous_allgatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls,
+                                            a->rdtype, m->comm, m->previous_allgatherv_module);
+}
+
+MCA_COLL_DFCCL_VARIANT_DESC(allgatherv, MCA_COLL_DFCCL_ALLGATHERV, false);
+
+int mca_coll_dfccl_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                              const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype,
+                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
+                                     .rbuf = rbuf,
+                                     .scount = scount,
+                                     .rcounts = rcounts,
+                                     .rdispls = displs,
+                                     .sdtype = sdtype,
+                                     .rdtype = rdtype};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &allgatherv_desc, &a, NULL);
+}
+
+int mca_coll_dfccl_iallgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                               const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype,
+                               struct ompi_communicator_t *comm, ompi_request_t **request,
+                               mca_coll_base_module_t *module)
+{
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
+                                     .rbuf = rbuf,
+                                     .scount = scount,
+                                     .rcounts = rcounts,
+                                     .rdispls = displs,
+                                     .sdtype = sdtype,
+                                     .rdtype = rdtype};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &allgatherv_desc, &a, request);
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * MPI_Scan, MPI_Exscan and their MPI_I* forms. The engine does not run them yet: device
+ * buffers are staged through host memory for the previous module (any op, user-defined
+ * ones included), host buffers go to it untouched. MPI_IN_PLACE: the input is in the
+ * receive buffer.
+ */
+#include "coll_dfccl_common.h"
+
+/* ex: MPI_Exscan */
+static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_check_t *rec,
+                    bool ex)
+{
+    (void)m;
+    (void)ex;
+    rec->loose = 1;
+    rec->op = mca_coll_dfccl_op_index(a->op);
+    rec->bytes = mca_coll_dfccl_bytes(a->sdtype, (size_t)a->scount);
+    rec->types = mca_coll_dfccl_types(a->sdtype);
+    rec->kind = mca_coll_dfccl_kind2(a->sbuf, a->rbuf);
+    return false;
+}
+
+static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_op_t *o,
+                 ompi_request_t **inner_p, bool ex)
+{
+    void *hs = (void *)a->sbuf, *hr = a->rbuf;
+    int rc = mca_coll_dfccl_stage_blocks(o, (void *)a->sbuf, 1, (size_t)a->scount, NULL, NULL, false,
+                                         a->sdtype, NULL, true, false, &hs);
+    if (rc == OMPI_SUCCESS)
+        rc = mca_coll_dfccl_stage_blocks(o, a->rbuf, 1, (size_t)a->scount, NULL, NULL, false, a->sdtype, NULL,
+                                         true, true, &hr);
+    if (rc != OMPI_SUCCESS)
+        return rc;
+    if (ex) {
+        if (inner_p)
+            return m->previous_iexscan(hs, hr, a->scount, a->sdtype, a->op, m->comm, inner_p,
+                                       m->previous_iexscan_module);
+        o->rc = m->previous_exscan(hs, hr, a->scount, a->sdtype, a->op, m->comm, m->previous_exscan_module);
+        return OMPI_SUCCESS;
+    }
+    if (inner_p)
+        return m->previous_iscan(hs, hr, a->scount, a->sdtype, a->op, m->comm, inner_p,
+                                 m->previous_iscan_module);
+    o->rc = m->previous_scan(hs, hr, a->scount, a->sdtype, a->op, m->comm, m->previous_scan_module);
+    return OMPI_SUCCESS;
+}
+
+static int previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, ompi_request_t **request,
+                    bool ex)
+{
+    if (ex)
+        return request ? m->previous_iexscan(a->sbuf, a->rbuf, a->scount, a->sdtype, a->op, m->comm, request,
+                                             m->previous_iexscan_module)
+                       : m->previous_exscan(a->sbuf, a->rbuf, a->scount, a->sdtype, a->op, m->comm,
+                                            m->previous_exscan_module);
+    return request ? m->previous_iscan(a->sbuf, a->rbuf, a->scount, a->sdtype, a->op, m->comm, request,
+                                       m->previous_iscan_module)
+                   : m->previous_scan(a->sbuf, a->rbuf, a->scount, a->sdtype, a->op, m->comm,
+                                      m->previous_scan_module);
+}
+
+MCA_COLL_DFCCL_VARIANT_DESC(scan, MCA_COLL_DFCCL_SCAN, false);
+MCA_COLL_DFCCL_VARIANT_DESC(exscan, MCA_COLL_DFCCL_EXSCAN, true);
+
+int mca_coll_dfccl_scan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                        struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                        mca_coll_base_module_t *module)
+{
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {.sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &scan_desc, &a, NULL);
+}
+
+int mca_coll_dfccl_iscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                         struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
+                         mca_coll_base_module_t *module)
+{
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {.sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &scan_desc, &a, request);
+}
+
+int mca_coll_dfccl_exscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                          struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                          mca_coll_base_module_t *module)
+{
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {.sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &exscan_desc, &a, NULL);
+}
+
+int mca_coll_dfccl_iexscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                           struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
+                           mca_coll_base_module_t *module)
+{
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {.sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &exscan_desc, &a, request);
+}

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * MPI_Scatter, MPI_Scatterv and their MPI_I* forms. The engine does not run them yet:
+ * device buffers are staged through host memory for the previous module, so no device
+ * pointer reaches a host-only algorithm; host buffers go to it untouched. The send
+ * buffer counts at the root only; MPI_IN_PLACE at the root leaves its block in place.
+ */
+#include "coll_dfccl_common.h"
+
+/* v: MPI_Scatterv (its sendcounts count at the root only, and may be NULL elsewhere) */
+static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_check_t *rec,
+                    bool v)
+{
+    const bool root = m->rank == a->root, in_place = a->rbuf == MPI_IN_PLACE;
+    rec->root = a->root;
+    rec->loose = 1;
+    /* what each rank receives: the same everywhere for MPI_Scatter */
+    if (!v)
+        rec->bytes = in_place ? mca_coll_dfccl_bytes(a->sdtype, (size_t)a->scount)
+                              : mca_coll_dfccl_bytes(a->rdtype, (size_t)a->rcount);
+    rec->types = mca_coll_dfccl_types(in_place ? a->sdtype : a->rdtype);
+    rec->kind = mca_coll_dfccl_kind2(root ? a->sbuf : NULL, a->rbuf);
+    return false;
+}
+
+static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_op_t *o,
+                 ompi_request_t **inner_p, bool v)
+{
+    const bool root = m->rank == a->root;
+    void *hs = (void *)a->sbuf, *hr = a->rbuf;
+    int rc = OMPI_SUCCESS;
+    if (root)
+        rc = v ? mca_coll_dfccl_stage_blocks(o, (void *)a->sbuf, m->size, 0, a->scounts, a->sdispls, false,
+                                             a->sdtype, NULL, true, false, &hs)
+               : mca_coll_dfccl_stage_blocks(o, (void *)a->sbuf, 1, (size_t)a->scount * (size_t)m->size, NULL,
+                                             NULL, false, a->sdtype, NULL, true, false, &hs);
+    if (rc == OMPI_SUCCESS)
+        rc = mca_coll_dfccl_stage_blocks(o, a->rbuf, 1, (size_t)a->rcount, NULL, NULL, false, a->rdtype, NULL,
+                                         true, true, &hr);
+    if (rc != OMPI_SUCCESS)
+        return rc;
+    if (v) {
+        if (inner_p)
+            return m->previous_iscatterv(hs, a->scounts, a->sdispls, a->sdtype, hr, a->rcount, a->rdtype,
+                                         a->root, m->comm, inner_p, m->previous_iscatterv_module);
+        o->rc = m->previous_scatterv(hs, a->scounts, a->sdispls, a->sdtype, hr, a->rcount, a->rdtype, a->root,
+                                     m->comm, m->previous_scatterv_module);
+        return OMPI_SUCCESS;
+    }
+    if (inner_p)
+        return m->previous_iscatter(hs, a->scount, a->sdtype, hr, a->rcount, a->rdtype, a->root, m->comm,
+                                    inner_p, m->previous_iscatter_module);
+    o->rc = m->previous_scatter(hs, a->scount, a->sdtype, hr, a->rcount, a->rdtype, a->root, m->comm,
+                                m->previous_scatter_module);
+    return OMPI_SUCCESS;
+}
+
+static int previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, ompi_request_t **request,
+                    bool v)
+{
+    if (v)
+        return request
+                   ? m->previous_iscatterv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcount,
+                                           a->rdtype, a->root, m->comm, request, m->previous_iscatterv_module)
+                   : m->previous_scatterv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcount,
+                                          a->rdtype, a->root, m->comm, m->previous_scatterv_module);
+    return request ? m->previous_iscatter(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype,
+                                          a->root, m->comm, request, m->previous_iscatter_module)
+                   : m->previous_scatter(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype,
+                                         a->root, m->comm, m->previous_scatter_module);
+}
+
+MCA_COLL_DFCCL_VARIANT_DESC(scatter, MCA_COLL_DFCCL_SCATTER, false);
+MCA_COLL_DFCCL_VARIANT_DESC(scatterv, MCA_COLL_DFCCL_SCATTERV, true);
+
+int mca_coll_dfccl_scatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                           int rcount, struct ompi_datatype_t *rdtype, int root,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
+                                     .rbuf = rbuf,
+                                     .scount = scount,
+                                     .rcount = rcount,
+                                     .sdtype = sdtype,
+                                     .rdtype = rdtype,
+                                     .root = root};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &scatter_desc, &a, NULL);
+}
+
+int mca_coll_dfccl_iscatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                            int rcount, struct ompi_datatype_t *rdtype, int root,
+                            struct ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module)
+{
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
+                                     .rbuf = rbuf,
+                                     .scount = scount,
+                                     .rcount = rcount,
+                                     .sdtype = sdtype,
+                                     .rdtype = rdtype,
+                                     .root = root};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &scatter_desc, &a, request);
+}
+
+int mca_coll_dfccl_scatterv(const void *sbuf, const int *scounts, const int *displs,
+                            struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                            struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
+                            mca_coll_base_module_t *module)
+{
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
+                                     .rbuf = rbuf,
+                                     .scounts = scounts,
+                                     .sdispls = displs,
+                                     .rcount = rcount,
+                                     .sdtype = sdtype,
+                                     .rdtype = rdtype,
+                                     .root = root};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &scatterv_desc, &a, NULL);
+}
+
+int mca_coll_dfccl_iscatterv(const void *sbuf, const int *scounts, const int *displs,
+                             struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                             struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
+                             ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void)comm;
+    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
+                                     .rbuf = rbuf,
+                                     .scounts = scounts,
+                                     .sdispls = displs,
+                                     .rcount = rcount,
+                                     .sdtype = sdtype,
+                                     .rdtype = rdtype,
+                                     .root = root};
+    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &scatterv_desc, &a, request);
+}
