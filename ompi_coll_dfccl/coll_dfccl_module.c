@@ -164,15 +164,33 @@ mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *co
     return &m->super;
 }
 
+/* No other component serves `api` on comm: dfccl stays out of it. Said once per process
+ * whatever the verbosity, since Open MPI's own message ("none of them said that they
+ * could be used ...") does not say why: dfccl alone (--mca coll dfccl) has nothing to
+ * hand the calls it does not run to yet. */
+static void no_previous(struct ompi_communicator_t *comm, const char *api)
+{
+    static bool said;
+    if (!said) {
+        said = true;
+        DFCCL_ERROR(
+            "no other coll component provides %s on %s (cid %u): dfccl stays out of this communicator. "
+            "dfccl hands what it does not run (and non-blocking calls it can't run) to another "
+            "component, so it can't be the only one yet: keep the default list, or name others "
+            "too (--mca coll dfccl,tuned,libnbc,basic,self)",
+            api, comm->c_name, comm->c_contextid);
+    } else {
+        DFCCL_VERBOSE(1, "no previous module for %s on %s (cid %u): dfccl stays out of this communicator",
+                      api, comm->c_name, comm->c_contextid);
+    }
+}
+
 /* Modules are enabled in increasing priority: every slot already holds the module
  * that will serve what dfccl passes on. */
 #define DFCCL_SAVE_PREV(_m, _comm, _api)                                                                     \
     do {                                                                                                     \
         if (!(_comm)->c_coll->coll_##_api || !(_comm)->c_coll->coll_##_api##_module) {                       \
-            DFCCL_VERBOSE(1,                                                                                 \
-                          "no previous module for " #_api " on %s (cid %u): dfccl stays "                    \
-                          "out of this communicator",                                                        \
-                          (_comm)->c_name, (_comm)->c_contextid);                                            \
+            no_previous(_comm, #_api);                                                                       \
             return OMPI_ERROR; /* the destructor releases what was saved so far */                           \
         }                                                                                                    \
         (_m)->previous_##_api = (_comm)->c_coll->coll_##_api;                                                \

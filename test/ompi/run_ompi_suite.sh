@@ -191,6 +191,18 @@ else
     fail "coll_dfccl_enable=0 np=2" "rc $rc or a module was enabled"
 fi
 
+# dfccl named explicitly with the components it hands calls to; named alone it can't run
+# yet, and says so (instead of Open MPI's bare "none of them said that they could be used")
+run 60 2 "${HB[@]}" --mca coll dfccl,tuned,libnbc,basic,self -- t_nb --rounds 3
+check_ok "--mca coll dfccl,tuned,libnbc,basic,self np=2" $?
+run 60 2 --mca coll dfccl -- t_nb --rounds 1
+rc=$?
+if [ $rc != 0 ] && [ $rc != 124 ] && [ $rc != 137 ] && grep -q 'no other coll component provides' "$WORK/out"; then
+    pass "--mca coll dfccl alone: MPI_Init fails at once with dfccl's explanation (rc $rc) np=2"
+else
+    fail "--mca coll dfccl alone np=2" "rc $rc, no explanation from dfccl"
+fi
+
 # a verbose run names what went to the engine
 run 120 2 "${HB[@]}" --mca coll_dfccl_verbose 3 -- t_colls --quick --comms world
 rc=$?
