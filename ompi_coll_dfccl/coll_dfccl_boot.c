@@ -46,8 +46,15 @@ struct mca_coll_dfccl_boot_t {
     size_t bytes;
     mca_coll_dfccl_xchg_t x;
     int rounds;
+    /* the first exchange, before the set-up thread may start: every rank says whether it
+     * could start its own, so a rank that can't (no thread, no attribute) fails everyone
+     * instead of leaving them waiting for it in the next exchange */
+    enum { BOOT_GATE_CLOSED, BOOT_GATE_OPEN, BOOT_GATE_ABORT } gate;
+    int32_t status;    /**< mine: 0 ready, -1 not */
+    int32_t *statuses; /**< everyone's */
+    bool thread_started;
     bool abort;    /**< finalize: every further all-gather fails */
-    bool finished; /**< dfcclCommInit returned */
+    bool finished; /**< dfcclCommInit returned (or never ran) */
     dfcclResult_t res;
     dfcclComm_t ecomm;
     char err[512];
@@ -81,12 +88,23 @@ static void *boot_main(void *arg)
 {
     struct mca_coll_dfccl_boot_t *b = arg;
     dfcclComm_t ecomm = NULL;
-    mca_coll_dfccl_cuda_use_context(b->cuda_ctx);
-    dfcclResult_t res = dfcclCommInit(&ecomm, b->m->size, b->m->rank, boot_allgather, b);
+    dfcclResult_t res = dfcclInternalError;
     pthread_mutex_lock(&b->lock);
+    while (b->gate == BOOT_GATE_CLOSED)
+        pthread_cond_wait(&b->cond, &b->lock);
+    const bool go = b->gate == BOOT_GATE_OPEN && !b->abort;
+    pthread_mutex_unlock(&b->lock);
+    if (go) {
+        mca_coll_dfccl_cuda_use_context(b->cuda_ctx);
+        res = dfcclCommInit(&ecomm, b->m->size, b->m->rank, boot_allgather, b);
+    }
+    pthread_mutex_lock(&b->lock);
+    if (!go)
+        snprintf(b->err, sizeof(b->err),
+                 "a rank could not start its set-up (a thread or the teardown attribute)");
     b->res = res;
     b->ecomm = res == dfcclSuccess ? ecomm : NULL;
-    if (res != dfcclSuccess) /* the engine's message is this thread's */
+    if (res != dfcclSuccess && go) /* the engine's message is this thread's */
         snprintf(b->err, sizeof(b->err), "%s", dfcclGetLastError());
     b->finished = true;
     pthread_mutex_unlock(&b->lock);
@@ -95,6 +113,7 @@ static void *boot_main(void *arg)
 
 static void boot_free(struct mca_coll_dfccl_boot_t *b)
 {
+    free(b->statuses);
     pthread_mutex_destroy(&b->lock);
     pthread_cond_destroy(&b->cond);
     free(b);
@@ -109,8 +128,13 @@ void mca_coll_dfccl_engine_begin(mca_coll_dfccl_module_t *m)
     /* local failures here are out-of-memory class; everything that can differ
      * between ranks is decided inside dfcclCommInit, the same way on every rank */
     struct mca_coll_dfccl_boot_t *b = mca_coll_dfccl_setup() == OMPI_SUCCESS ? calloc(1, sizeof(*b)) : NULL;
-    if (!b) {
-        m->engine = MCA_COLL_DFCCL_ENGINE_FAILED;
+    if (b && !(b->statuses = calloc((size_t)m->size, sizeof(int32_t)))) {
+        free(b);
+        b = NULL;
+    }
+    if (!b) { /* a few hundred bytes: nothing else would work either */
+        DFCCL_ERROR("no memory for the engine set-up of %s (cid %u)", m->comm->c_name, m->comm->c_contextid);
+        __atomic_store_n(&m->engine, MCA_COLL_DFCCL_ENGINE_FAILED, __ATOMIC_RELEASE);
         return;
     }
     pthread_mutex_init(&b->lock, NULL);
@@ -119,25 +143,25 @@ void mca_coll_dfccl_engine_begin(mca_coll_dfccl_module_t *m)
     b->cuda_ctx = mca_coll_dfccl_cuda_context();
     clock_gettime(CLOCK_MONOTONIC, &b->t0);
     /* the teardown attribute first: an MPI_Comm_free during the set-up finds it */
-    if (ompi_attr_set_c(COMM_ATTR, m->comm, &m->comm->c_keyhash, cm->keyval, m, false) != OMPI_SUCCESS) {
+    if (ompi_attr_set_c(COMM_ATTR, m->comm, &m->comm->c_keyhash, cm->keyval, m, false) == OMPI_SUCCESS)
+        m->attr_set = true;
+    else
         DFCCL_ERROR("could not set the teardown attribute on %s (cid %u)", m->comm->c_name,
                     m->comm->c_contextid);
-        boot_free(b);
-        m->engine = MCA_COLL_DFCCL_ENGINE_FAILED;
-        return;
-    }
-    m->attr_set = true;
     int e = pthread_create(&b->thread, NULL, boot_main, b);
-    if (e) {
+    if (e)
         DFCCL_ERROR("no thread for the engine set-up of %s (cid %u): %s", m->comm->c_name,
                     m->comm->c_contextid, strerror(e));
-        boot_free(b);
-        m->engine = MCA_COLL_DFCCL_ENGINE_FAILED;
-        return;
-    }
+    b->thread_started = e == 0;
+    /* whatever failed, this rank takes part in the first exchange: its status fails all */
+    b->status = m->attr_set && b->thread_started ? 0 : -1;
+    b->send = &b->status;
+    b->recv = b->statuses;
+    b->bytes = sizeof(int32_t);
+    b->xstate = BOOT_X_POSTED;
     OPAL_THREAD_LOCK(&cm->lock);
     m->boot = b;
-    m->engine = MCA_COLL_DFCCL_ENGINE_SETUP;
+    __atomic_store_n(&m->engine, MCA_COLL_DFCCL_ENGINE_SETUP, __ATOMIC_RELEASE);
     mca_coll_dfccl_module_wait_locked(m);
     OPAL_THREAD_UNLOCK(&cm->lock);
     DFCCL_VERBOSE(2, "engine communicator for %s (cid %u, rank %d of %d): set-up started", m->comm->c_name,
@@ -150,7 +174,8 @@ static void boot_finish(mca_coll_dfccl_module_t *m, struct mca_coll_dfccl_boot_t
     mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
     static bool failure_reported;
 
-    pthread_join(b->thread, NULL);
+    if (b->thread_started)
+        pthread_join(b->thread, NULL);
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     const double ms = (double)(t1.tv_sec - b->t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - b->t0.tv_nsec) / 1e6;
@@ -158,17 +183,20 @@ static void boot_finish(mca_coll_dfccl_module_t *m, struct mca_coll_dfccl_boot_t
     m->boot = NULL;
     if (b->res == dfcclSuccess) {
         m->ecomm = b->ecomm;
-        m->engine = MCA_COLL_DFCCL_ENGINE_LIVE;
         m->live_next = cm->live;
         cm->live = m;
+        __atomic_store_n(&m->engine, MCA_COLL_DFCCL_ENGINE_LIVE, __ATOMIC_RELEASE);
     } else {
-        m->engine = MCA_COLL_DFCCL_ENGINE_FAILED;
+        __atomic_store_n(&m->engine, MCA_COLL_DFCCL_ENGINE_FAILED, __ATOMIC_RELEASE);
     }
     OPAL_THREAD_UNLOCK(&cm->lock);
     if (b->res == dfcclSuccess) {
         DFCCL_VERBOSE(2,
                       "engine communicator created for %s (cid %u, rank %d of %d) in %.2f ms, %d exchanges",
                       m->comm->c_name, m->comm->c_contextid, m->rank, m->size, ms, b->rounds);
+    } else if (b->abort) { /* finalize stopped it: nothing went wrong */
+        DFCCL_VERBOSE(1, "engine set-up of %s (cid %u) stopped at finalize", m->comm->c_name,
+                      m->comm->c_contextid);
     } else if (!failure_reported) { /* once per process; every time at verbose 1 */
         failure_reported = true;
         DFCCL_ERROR("no engine communicator for %s (cid %u): %s; its collectives go to the previous module",
@@ -187,12 +215,14 @@ bool mca_coll_dfccl_engine_advance(mca_coll_dfccl_module_t *m)
         return true;
     pthread_mutex_lock(&b->lock);
     if (b->xstate == BOOT_X_POSTED) {
-        if (mca_coll_dfccl_xchg_start(&b->x, m->comm, MCA_COLL_DFCCL_TAG_BOOT, b->send, b->bytes) ==
-            OMPI_SUCCESS) {
+        const int rc = mca_coll_dfccl_xchg_start(&b->x, m->comm, MCA_COLL_DFCCL_TAG_BOOT, b->send, b->bytes);
+        if (rc == OMPI_SUCCESS) {
             b->xstate = BOOT_X_RUNNING;
-        } else {
+        } else if (rc != OMPI_ERR_OUT_OF_RESOURCE) {
+            /* out of memory is tried again at the next progress: a rank that left the
+             * exchange would leave the others waiting in it */
             b->xstate = BOOT_X_FAILED;
-            pthread_cond_signal(&b->cond);
+            pthread_cond_broadcast(&b->cond);
         }
     }
     if (b->xstate == BOOT_X_RUNNING && mca_coll_dfccl_xchg_test(&b->x)) {
@@ -203,7 +233,20 @@ bool mca_coll_dfccl_engine_advance(mca_coll_dfccl_module_t *m)
                         m->comm->c_contextid, b->x.rc);
         b->xstate = b->x.rc == OMPI_SUCCESS ? BOOT_X_DONE : BOOT_X_FAILED;
         mca_coll_dfccl_xchg_fini(&b->x);
-        pthread_cond_signal(&b->cond);
+        if (b->gate == BOOT_GATE_CLOSED) {
+            /* the status exchange: the set-up threads start only if every rank's can */
+            bool all = b->xstate == BOOT_X_DONE;
+            for (int i = 0; i < m->size && all; i++)
+                all = b->statuses[i] == 0;
+            b->gate = all ? BOOT_GATE_OPEN : BOOT_GATE_ABORT;
+            b->xstate = BOOT_X_IDLE;
+            if (!b->thread_started) {
+                b->res = dfcclInternalError;
+                snprintf(b->err, sizeof(b->err), "no thread for the set-up on this rank");
+                b->finished = true;
+            }
+        }
+        pthread_cond_broadcast(&b->cond);
     }
     const bool finished = b->finished;
     pthread_mutex_unlock(&b->lock);
@@ -222,8 +265,12 @@ void mca_coll_dfccl_engine_abort(mca_coll_dfccl_module_t *m)
     if (b->xstate == BOOT_X_POSTED || b->xstate == BOOT_X_RUNNING) {
         /* an exchange in flight keeps its buffer: left to the PML */
         b->xstate = BOOT_X_FAILED;
-        pthread_cond_signal(&b->cond);
     }
+    if (b->gate == BOOT_GATE_CLOSED)
+        b->gate = BOOT_GATE_ABORT;
+    if (!b->thread_started)
+        b->finished = true;
+    pthread_cond_broadcast(&b->cond);
     pthread_mutex_unlock(&b->lock);
     boot_finish(m, b); /* joins: every later all-gather of the set-up fails at once */
 }

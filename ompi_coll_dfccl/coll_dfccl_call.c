@@ -38,6 +38,12 @@ static mca_coll_dfccl_path_t fallback_path(const mca_coll_dfccl_check_t *rec)
     return rec->kind == MCA_COLL_DFCCL_MEM_HOST ? MCA_COLL_DFCCL_PATH_PREVIOUS : MCA_COLL_DFCCL_PATH_STAGED;
 }
 
+/* The engine state, as the progress side last published it. */
+static mca_coll_dfccl_engine_state_t engine_state(mca_coll_dfccl_module_t *m)
+{
+    return __atomic_load_n(&m->engine, __ATOMIC_ACQUIRE);
+}
+
 static void verbose_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_t *rec,
                          mca_coll_dfccl_path_t path, bool blocking, const char *when)
 {
@@ -65,12 +71,18 @@ static int start_waited(mca_coll_dfccl_req_t *req)
 static bool check_advance(mca_coll_dfccl_module_t *m, mca_coll_dfccl_req_t *req)
 {
     if (!req->check) {
+        /* out of memory is tried again at the next progress: a rank that left the
+         * exchange would leave the others waiting in it, and pair their next ones wrongly */
         req->check = malloc(sizeof(*req->check));
-        if (!req->check || mca_coll_dfccl_xchg_start(req->check, m->comm, MCA_COLL_DFCCL_TAG_CHECK, &req->rec,
-                                                     sizeof(req->rec)) != OMPI_SUCCESS) {
+        const int rc = req->check ? mca_coll_dfccl_xchg_start(req->check, m->comm, MCA_COLL_DFCCL_TAG_CHECK,
+                                                              &req->rec, sizeof(req->rec))
+                                  : OMPI_ERR_OUT_OF_RESOURCE;
+        if (rc != OMPI_SUCCESS) {
             free(req->check);
             req->check = NULL;
-            req->op.rc = MPI_ERR_NO_MEM;
+            if (rc == OMPI_ERR_OUT_OF_RESOURCE)
+                return false;
+            req->op.rc = rc;
             req->checked = true;
             return true;
         }
@@ -82,7 +94,7 @@ static bool check_advance(mca_coll_dfccl_module_t *m, mca_coll_dfccl_req_t *req)
     } else {
         mca_coll_dfccl_check_t *all = malloc(sizeof(*all) * (size_t)m->size);
         if (!all) {
-            req->op.rc = MPI_ERR_NO_MEM;
+            return false; /* the exchange is done: its comparison is tried again */
         } else {
             mca_coll_dfccl_xchg_result(req->check, all);
             req->op.rc = mca_coll_dfccl_check_compare(m, all);
@@ -110,9 +122,10 @@ void mca_coll_dfccl_queue_advance(mca_coll_dfccl_module_t *m)
             return;
         if (req->op.rc == OMPI_SUCCESS && req->stage == MCA_COLL_DFCCL_REQ_QUEUED &&
             req->plan.path == MCA_COLL_DFCCL_PATH_ENGINE) {
-            if (m->engine == MCA_COLL_DFCCL_ENGINE_SETUP)
+            const mca_coll_dfccl_engine_state_t state = engine_state(m);
+            if (state == MCA_COLL_DFCCL_ENGINE_SETUP)
                 return; /* waits for the set-up, and so does everything behind it */
-            if (m->engine == MCA_COLL_DFCCL_ENGINE_LIVE)
+            if (state == MCA_COLL_DFCCL_ENGINE_LIVE)
                 req->plan.ecomm = m->ecomm;
             else
                 req->plan.path = fallback_path(&req->rec);
@@ -180,15 +193,19 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
                       rec.op < 0 ? "user-defined op"
                                  : "datatype/op without an engine equivalent, or a non-contiguous datatype");
     rec.path = (int32_t)plan.path; /* before any fallback: what this rank's arguments ask for */
+    mca_coll_dfccl_engine_state_t state = engine_state(m);
     if (plan.path == MCA_COLL_DFCCL_PATH_ENGINE) {
-        mca_coll_dfccl_engine_begin(m); /* the first engine call: the set-up starts */
+        if (state == MCA_COLL_DFCCL_ENGINE_NONE) {
+            mca_coll_dfccl_engine_begin(m); /* the first engine call: the set-up starts */
+            state = engine_state(m);
+        }
         /* after a failed set-up the previous module runs it, in call order behind any
          * call still waiting (those fall back when they leave the queue) */
-        if (m->engine == MCA_COLL_DFCCL_ENGINE_FAILED && !queue_busy(m))
+        if (state == MCA_COLL_DFCCL_ENGINE_FAILED && !queue_busy(m))
             plan.path = fallback_path(&rec);
     }
     const bool wait = cm->check || (plan.path == MCA_COLL_DFCCL_PATH_ENGINE &&
-                                    (m->engine != MCA_COLL_DFCCL_ENGINE_LIVE || queue_busy(m)));
+                                    (state != MCA_COLL_DFCCL_ENGINE_LIVE || queue_busy(m)));
 
     if (!wait) {
         if (cm->verbose >= 3)
@@ -229,8 +246,8 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
         }
     } else if (cm->verbose >= 3) {
         verbose_call(m, &rec, plan.path, blocking,
-                     m->engine == MCA_COLL_DFCCL_ENGINE_SETUP ? " (waits for the engine communicator)"
-                                                              : " (waits in the queue)");
+                     state == MCA_COLL_DFCCL_ENGINE_SETUP ? " (waits for the engine communicator)"
+                                                          : " (waits in the queue)");
     }
     if (!blocking) {
         mca_coll_dfccl_req_start(req); /* on the active list before the queue can start it */
@@ -243,7 +260,7 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
     enqueue(m, req);
     while (__atomic_load_n(&req->stage, __ATOMIC_ACQUIRE) == MCA_COLL_DFCCL_REQ_QUEUED) {
         opal_progress();
-        if (m->engine == MCA_COLL_DFCCL_ENGINE_SETUP)
+        if (engine_state(m) == MCA_COLL_DFCCL_ENGINE_SETUP)
             sched_yield(); /* the set-up thread may need this core */
     }
     int rc = req->op.rc;

@@ -46,13 +46,12 @@ extern const char *const mca_coll_dfccl_path_names[];
 
 /**
  * @brief The path of one call. Same inputs on every rank give the same answer:
- *        memory kind, whether the engine can run the datatype/op/size, and the
- *        communicator's engine state (which only fails on every rank together).
+ *        memory kind and whether the engine can run the datatype/op/size (a failed
+ *        engine communicator is the caller's to handle: calls keep their order).
  */
 static inline mca_coll_dfccl_path_t mca_coll_dfccl_choose(mca_coll_dfccl_module_t *m,
                                                           mca_coll_dfccl_mem_t kind, bool engine_ok)
 {
-    engine_ok = engine_ok && m->engine != MCA_COLL_DFCCL_ENGINE_FAILED;
     if (kind == MCA_COLL_DFCCL_MEM_HOST)
         return engine_ok && mca_coll_dfccl_component.host_buffers ? MCA_COLL_DFCCL_PATH_ENGINE
                                                                   : MCA_COLL_DFCCL_PATH_PREVIOUS;

@@ -86,6 +86,10 @@ static void mca_coll_dfccl_module_construct(mca_coll_dfccl_module_t *m)
 
 static void mca_coll_dfccl_module_destruct(mca_coll_dfccl_module_t *m)
 {
+    /* a set-up in flight holds the communicator through the waiting list, so none is
+     * here but at finalize, for a communicator never freed */
+    if (m->engine == MCA_COLL_DFCCL_ENGINE_SETUP)
+        mca_coll_dfccl_engine_abort(m);
     /* a communicator released without MPI_Comm_free (one leaked until finalize) */
     if (m->engine == MCA_COLL_DFCCL_ENGINE_LIVE)
         engine_destroy(m);
@@ -347,6 +351,9 @@ void mca_coll_dfccl_module_wait_locked(mca_coll_dfccl_module_t *m)
     mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
     if (m->waiting)
         return;
+    /* the list holds the communicator (and so the module) until the module leaves it:
+     * a thread advancing it never finds it freed under it */
+    OBJ_RETAIN(m->comm);
     m->waiting = true;
     m->wait_next = cm->waiting;
     cm->waiting = m;
@@ -373,14 +380,18 @@ static void advance_waiting(void)
         m->wait_next = NULL;
         const bool setup_over = mca_coll_dfccl_engine_advance(m);
         mca_coll_dfccl_queue_advance(m);
+        bool leaves = false;
         OPAL_THREAD_LOCK(&cm->lock);
         if (!setup_over || m->queue_head) {
             m->wait_next = cm->waiting;
             cm->waiting = m;
         } else {
             m->waiting = false;
+            leaves = true;
         }
         OPAL_THREAD_UNLOCK(&cm->lock);
+        if (leaves) /* may destruct a freed communicator and its module: last */
+            OBJ_RELEASE(m->comm);
     }
     __atomic_store_n(&cm->advancing, 0, __ATOMIC_RELEASE);
 }
@@ -397,12 +408,13 @@ int mca_coll_dfccl_progress(void)
     OPAL_THREAD_LOCK(&cm->lock);
     for (mca_coll_dfccl_req_t **pp = &cm->active; *pp;) {
         mca_coll_dfccl_req_t *req = *pp;
-        int rc = req->op.rc, finished = 0;
+        int finished = 0;
         const mca_coll_dfccl_req_stage_t stage = __atomic_load_n(&req->stage, __ATOMIC_ACQUIRE);
         if (stage != MCA_COLL_DFCCL_REQ_STARTED) { /* waits in its module's queue */
             pp = &req->next;
             continue;
         }
+        int rc = req->op.rc; /* after the stage's acquire: the queue set it before STARTED */
         on_cpu |= req->op.ereq && !mca_coll_dfccl_op_on_gpu(&req->op);
         if (rc != OMPI_SUCCESS) {
             finished = 1;
@@ -493,26 +505,25 @@ static int dfccl_comm_attr_delete(MPI_Comm comm, int keyval, void *attr_val, voi
     (void)keyval;
     (void)extra_state;
 
+    /* a set-up still in flight ends first, live or failed: the peers finish it from
+     * their progress as this rank does from here, in whatever order they free their
+     * communicators (the waiting list holds the communicator meanwhile) */
+    for (;;) {
+        OPAL_THREAD_LOCK(&cm->lock);
+        bool setting_up = m->boot != NULL;
+        OPAL_THREAD_UNLOCK(&cm->lock);
+        if (!setting_up)
+            break;
+        opal_progress();
+    }
     OPAL_THREAD_LOCK(&cm->lock);
     m->attr_set = false;
     now = m->outstanding == 0;
     if (!now) /* MPI_Comm_free lets pending calls finish: the last one destroys */
         m->destroy_pending = true;
     OPAL_THREAD_UNLOCK(&cm->lock);
-    if (!now)
-        return OMPI_SUCCESS;
-    /* a set-up still in flight (coll_dfccl_eager, no call yet): the peers finish it
-     * from their progress as this rank does from here, in whatever order they free
-     * their communicators */
-    for (;;) {
-        OPAL_THREAD_LOCK(&cm->lock);
-        bool waiting = m->waiting;
-        OPAL_THREAD_UNLOCK(&cm->lock);
-        if (!waiting)
-            break;
-        opal_progress();
-    }
-    engine_destroy(m);
+    if (now)
+        engine_destroy(m);
     return OMPI_SUCCESS;
 }
 
@@ -632,7 +643,8 @@ void mca_coll_dfccl_engine_shutdown(void)
     if (!cm->engine_ready)
         return;
     opal_progress_unregister(mca_coll_dfccl_progress);
-    /* set-ups still in flight (communicators never used or freed): stopped */
+    /* set-ups still in flight (communicators never freed): stopped; their list reference
+     * stays (the communicators can't be destructed once the PML is gone) */
     while (cm->waiting) {
         mca_coll_dfccl_module_t *m = cm->waiting;
         cm->waiting = m->wait_next;

@@ -47,6 +47,21 @@ static int post_round(mca_coll_dfccl_xchg_t *x)
     return rc;
 }
 
+/* A round that failed to post: its receive (if posted) is cancelled and freed; its
+ * buffer stays allocated if a receive was posted (it might still land), else freed. */
+static void abandon(mca_coll_dfccl_xchg_t *x)
+{
+    if (x->req[0]) {
+        ompi_request_cancel(x->req[0]);
+        ompi_request_free(&x->req[0]);
+    } else {
+        free(x->buf);
+    }
+    x->req[0] = x->req[1] = NULL;
+    x->buf = NULL;
+    x->dist = x->size;
+}
+
 int mca_coll_dfccl_xchg_start(mca_coll_dfccl_xchg_t *x, struct ompi_communicator_t *comm, int tag,
                               const void *mine, size_t bytes)
 {
@@ -65,16 +80,8 @@ int mca_coll_dfccl_xchg_start(mca_coll_dfccl_xchg_t *x, struct ompi_communicator
     if (x->size == 1)
         return OMPI_SUCCESS; /* nothing to exchange: finished */
     int rc = post_round(x);
-    if (rc != OMPI_SUCCESS) {
-        /* a receive posted before a failed send: cancelled, its buffer left to it */
-        if (x->req[0]) {
-            ompi_request_cancel(x->req[0]);
-            x->req[0] = NULL;
-        } else {
-            free(x->buf);
-        }
-        x->buf = NULL;
-    }
+    if (rc != OMPI_SUCCESS)
+        abandon(x);
     return rc;
 }
 
@@ -97,14 +104,8 @@ bool mca_coll_dfccl_xchg_test(mca_coll_dfccl_xchg_t *x)
             break;
         }
         x->dist *= 2;
-        if (x->dist < x->size && (x->rc = post_round(x)) != OMPI_SUCCESS) {
-            /* a failed post leaves at most the receive: wait for nothing more */
-            if (x->req[0])
-                ompi_request_cancel(x->req[0]);
-            x->req[0] = x->req[1] = NULL;
-            x->buf = NULL; /* the receive may still hold it: leave it to the PML */
-            x->dist = x->size;
-        }
+        if (x->dist < x->size && (x->rc = post_round(x)) != OMPI_SUCCESS)
+            abandon(x);
     }
     return true;
 }

@@ -54,7 +54,7 @@ fail() {
 }
 
 # ---------------------------------------------------------------- build the programs
-PROGS="t_colls t_fallback t_nb t_chaos t_commfree t_check t_allcolls"
+PROGS="t_colls t_fallback t_nb t_chaos t_commfree t_check t_allcolls t_teardown"
 mkdir -p "$BIN"
 for p in $PROGS; do
     if [ ! -x "$BIN/$p" ] || [ "$SRC/$p.c" -nt "$BIN/$p" ] || [ "$SRC/ompi_test.h" -nt "$BIN/$p" ]; then
@@ -351,6 +351,13 @@ for np in 2 4 8; do
     check_ok "1000 communicators created, used, freed: no growth of RSS/fds/shm np=$np" $?
     grep '^rank 0:' "$WORK/out" | sed 's/^/    /'
 done
+# communicators freed (or left to MPI_Finalize) while their set-up may be in flight
+for np in 2 8; do
+    run 120 $np "${FAKE[@]}" --mca coll_dfccl_eager 1 -- t_teardown
+    check_ok "coll_dfccl_eager=1: communicators freed with set-ups in flight, calls pending, some never freed np=$np" $?
+done
+run 120 4 "${HB[@]}" --mca coll_dfccl_eager 1 --mca coll_dfccl_check 1 -- t_teardown
+check_ok "the same with coll_dfccl_check=1 on host buffers np=4" $?
 left=$(ls /dev/shm 2>/dev/null | grep -c '^dfccl-')
 if [ "$left" = 0 ]; then
     pass "no dfccl-* segments left in /dev/shm after the suite"
