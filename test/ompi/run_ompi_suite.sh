@@ -461,6 +461,11 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
     else
         echo "SKIP: mpi4py + CuPy ($PYDEV has no mpi4py or cupy)"
     fi
+    # set-ups with GPU parts in flight when communicators are freed or left to finalize
+    for np in 2 8; do
+        run 300 $np --mca coll_dfccl_eager 1 -- t_teardown
+        check_ok "coll_dfccl_eager=1 with the GPU backend: communicators freed with set-ups in flight np=$np" $?
+    done
     # create, use, free: device memory comes back; creation and free times
     for np in 2 8; do
         run 600 $np -- t_commfree_dev --n 1000
