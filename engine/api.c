@@ -78,6 +78,12 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
             overlaps(sendbuf, bytes * (size_t)N, recvbuf, bytes))
             return eng_set_error(dfcclInvalidArgument, fn,
                                  "recvbuf overlaps sendbuf but is not sendbuf + rank * recvcount");
+        /* allreduce, reduce (at the root), bcast (at the root): in place means equal
+         * buffers; a partial overlap would read data the collective already overwrote */
+        if ((coll == ENG_COLL_ALLREDUCE || (rooted && me == root)) && sendbuf != recvbuf &&
+            overlaps(sendbuf, bytes, recvbuf, bytes))
+            return eng_set_error(dfcclInvalidArgument, fn,
+                                 "sendbuf and recvbuf overlap partially (in place means sendbuf == recvbuf)");
     }
     if (comm->aborted)
         return eng_set_error(dfcclCommAborted, fn, "communicator %016llx was aborted (%s)",

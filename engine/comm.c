@@ -134,7 +134,6 @@ static void shape_of(uint64_t v[ENG_SHAPE_KNOBS])
 }
 
 typedef struct {
-    int32_t pid;
     int16_t net_force; /* DFCCL_NET=ucx on this rank */
     int16_t net_built; /* this rank's library has the UCX transport */
     uint64_t uid;
@@ -183,7 +182,6 @@ dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllg
     c->chunk = eng_config.chunk_size;
 
     memset(&me, 0, sizeof(me));
-    me.pid = (int32_t)getpid();
     me.uid = fresh_uid();
     me.net_force = (int16_t)eng_config.net_force;
     me.net_built = (int16_t)eng_net_built();
@@ -238,22 +236,18 @@ dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllg
             dfccl_info("communicator %016llx rank %d: peer %d: transport %s", (unsigned long long)c->uid,
                        rank, p, is_net[p] ? "ucx" : "shm");
 
-    int *pids = malloc(sizeof(int) * (size_t)nranks);
     c->slot_next = calloc(c->slots, sizeof(uint64_t));
-    if (!pids || !c->slot_next) {
-        free(pids);
+    if (!c->slot_next) {
         free(is_net);
         res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
         goto err_free;
     }
-    for (int p = 0; p < nranks; p++)
-        pids[p] = all[p].pid;
     for (uint32_t s = 0; s < c->slots; s++)
         c->slot_next[s] = s;
 
     eng_shm_clean_stale();
-    DFCCL_CHECK_GOTO(eng_daemon_acquire(), res, err_pids);
-    DFCCL_CHECK_GOTO(eng_shm_setup(c, pids, is_net, allgather, ctx), res, err_daemon);
+    DFCCL_CHECK_GOTO(eng_daemon_acquire(), res, err_net);
+    DFCCL_CHECK_GOTO(eng_shm_setup(c, is_net, allgather, ctx), res, err_daemon);
     if (any_net) {
         res = net_setup(c, is_net, allgather, ctx);
         if (res < 0) {
@@ -271,7 +265,6 @@ dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllg
         }
     }
     free(is_net);
-    free(pids);
     free(all);
     c->magic = ENG_COMM_MAGIC;
     live_add(c);
@@ -284,9 +277,8 @@ dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllg
 
 err_daemon:
     eng_daemon_release();
-err_pids:
+err_net:
     free(is_net);
-    free(pids);
 err_free:
     if (c)
         free(c->slot_next);

@@ -103,8 +103,7 @@ DFCCL_INLINE eng_conn_t *eng_comm_conns(const struct dfccl_comm *c, uint32_t slo
 }
 
 /* shm.c */
-dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, const uint8_t *is_net,
-                            dfcclAllgatherFn_t ag, void *ctx);
+dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx);
 void eng_shm_teardown(struct dfccl_comm *c);
 void eng_shm_clean_stale(void);
 

@@ -2,9 +2,17 @@
 /* Peer transport of the CPU backend: one POSIX shared-memory segment per rank and
  * communicator, holding the FIFOs that peers write into (the receiver owns the memory).
  * Every rank maps every segment, then each rank unlinks its own: from then on nothing
- * is left in /dev/shm even if a rank is killed. Segments of a process killed during
- * the short window before that are removed at the next start (eng_shm_clean_stale:
- * the creator's pid is part of the name). */
+ * is left in /dev/shm even if a rank is killed.
+ *
+ * Names: /dfccl-<pid>-<start time>-<pid namespace>-<128 random bits>, created with
+ * O_EXCL (a name taken by anyone else is retried under a fresh one) and handed to the
+ * peers in the exchange that follows, so nobody can predict one. Peers check the owner,
+ * the size and the header before use. Segments of a process killed in the short window
+ * before the unlink are removed at the next start (eng_shm_clean_stale), but only when
+ * provably dead: same pid namespace, and that pid gone or now another process (its start
+ * time differs). Other namespaces' segments (containers sharing /dev/shm) are left alone.
+ * Space is reserved when the segment is created (posix_fallocate), so a full /dev/shm is
+ * an error at set-up, not a SIGBUS inside a collective. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,14 +21,57 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "eng_comm.h"
 #include "eng_log.h"
 
-static void seg_name(char *buf, size_t len, int pid, uint64_t uid, int rank)
+#define SEG_NAME_MAX 112
+
+/* This process's start time (clock ticks after boot, /proc/<pid>/stat field 22), 0 if
+ * unknown: with the pid it names a process for good (pids are reused). */
+static unsigned long long proc_start(int pid)
 {
-    snprintf(buf, len, "/dfccl-%d-%016llx-%d", pid, (unsigned long long)uid, rank);
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    unsigned long long start = 0;
+    /* after ") ": state(3) ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+     * utime stime cutime cstime priority nice threads itrealvalue starttime(22) */
+    if (!p ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+               &start) != 1)
+        return 0;
+    return start;
+}
+
+/* The inode of this process's pid namespace: processes in other namespaces (containers
+ * sharing /dev/shm) see other pids, so their segments are never judged from here. */
+static unsigned long long pid_ns(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+
+static void seg_name(char *buf, size_t len)
+{
+    uint64_t r[2] = {0, 0};
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+        r[0] ^= eng_now_ns();
+        r[1] ^= (uint64_t)(uintptr_t)buf * 0x9E3779B97F4A7C15ull;
+    }
+    const int pid = (int)getpid();
+    snprintf(buf, len, "/dfccl-%d-%llu-%llu-%016llx%016llx", pid, proc_start(pid), pid_ns(),
+             (unsigned long long)r[0], (unsigned long long)r[1]);
 }
 
 void eng_shm_clean_stale(void)
@@ -28,12 +79,17 @@ void eng_shm_clean_stale(void)
     DIR *d = opendir("/dev/shm");
     if (!d)
         return;
+    const unsigned long long my_ns = pid_ns();
     struct dirent *de;
     while ((de = readdir(d))) {
         int pid;
-        if (sscanf(de->d_name, "dfccl-%d-", &pid) != 1 || pid <= 0)
-            continue;
-        if (kill(pid, 0) == -1 && errno == ESRCH) {
+        unsigned long long start, ns;
+        if (sscanf(de->d_name, "dfccl-%d-%llu-%llu-", &pid, &start, &ns) != 3 || pid <= 0 || !my_ns ||
+            ns != my_ns)
+            continue; /* not ours to judge: another namespace, or not a dfccl name */
+        const int gone = kill(pid, 0) == -1 && errno == ESRCH;
+        const unsigned long long now = gone ? 0 : proc_start(pid);
+        if (gone || (start && now && now != start)) {
             char name[300];
             snprintf(name, sizeof(name), "/%s", de->d_name);
             if (shm_unlink(name) == 0)
@@ -42,6 +98,12 @@ void eng_shm_clean_stale(void)
     }
     closedir(d);
 }
+
+/* Created segments carry their name to the peers in the exchange after creation. */
+typedef struct {
+    int32_t status;
+    char name[SEG_NAME_MAX];
+} seg_card_t;
 
 /* All-gather one status word; the result is the worst (lowest) of all ranks. */
 static dfcclResult_t bootstrap_status(dfcclAllgatherFn_t ag, void *ctx, int nranks, dfcclResult_t mine)
@@ -66,13 +128,44 @@ static void *map_segment(const char *name, size_t size, int create, dfcclResult_
 {
     int fd = shm_open(name, create ? (O_CREAT | O_EXCL | O_RDWR) : O_RDWR, 0600);
     if (fd < 0) {
-        *res = eng_set_error(dfcclSystemError, "dfcclCommInit", "shm_open(%s) failed: %s", name,
-                             strerror(errno));
+        const int err = errno; /* the caller retries a taken name (EEXIST) */
+        *res =
+            eng_set_error(dfcclSystemError, "dfcclCommInit", "shm_open(%s) failed: %s", name, strerror(err));
+        errno = err;
         return NULL;
     }
     if (create && ftruncate(fd, (off_t)size) != 0) {
         *res = eng_set_error(errno == ENOSPC ? dfcclNoMemory : dfcclSystemError, "dfcclCommInit",
                              "ftruncate(%s, %zu) failed: %s", name, size, strerror(errno));
+        close(fd);
+        shm_unlink(name);
+        return NULL;
+    }
+    /* a peer's segment: its owner sized it before the exchange that named it; one
+     * shorter than the layout (or not ours) would give SIGBUS or a stranger's pages */
+    struct stat st;
+    memset(&st, 0, sizeof(st));
+    if (!create && (fstat(fd, &st) != 0 || (size_t)st.st_size < size || st.st_uid != geteuid())) {
+        *res =
+            eng_set_error(dfcclSystemError, "dfcclCommInit",
+                          "segment %s is not a peer's: %lld bytes owned by uid %u, want %zu bytes of uid %u",
+                          name, (long long)st.st_size, (unsigned)st.st_uid, size, (unsigned)geteuid());
+        close(fd);
+        return NULL;
+    }
+    /* ftruncate only sizes the file: on a full /dev/shm (64 MiB in a default Docker
+     * container) the first touch of a page would kill the process with SIGBUS inside a
+     * collective. Reserving every page now turns that into an error here. */
+    int e = create ? posix_fallocate(fd, 0, (off_t)size) : 0;
+    if (e == ENOSPC || e == ENOMEM) {
+        struct statvfs vfs;
+        const double free_mib =
+            statvfs("/dev/shm", &vfs) == 0 ? (double)vfs.f_bavail * (double)vfs.f_frsize / 1048576.0 : -1.0;
+        *res = eng_set_error(
+            dfcclNoMemory, "dfcclCommInit",
+            "no room in /dev/shm for a %.1f MiB segment (%.1f MiB free): enlarge it (docker run "
+            "--shm-size=1g, or mount -o remount,size=... /dev/shm), or free communicators",
+            (double)size / 1048576.0, free_mib);
         close(fd);
         shm_unlink(name);
         return NULL;
@@ -89,15 +182,28 @@ static void *map_segment(const char *name, size_t size, int create, dfcclResult_
     return p;
 }
 
-dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, const uint8_t *is_net,
-                            dfcclAllgatherFn_t ag, void *ctx)
+/* Create this rank's segment under a fresh name (another one if the name is taken). */
+static void *create_segment(char *name, size_t len, size_t size, dfcclResult_t *res)
+{
+    for (int tries = 0; tries < 8; tries++) {
+        seg_name(name, len);
+        void *p = map_segment(name, size, 1, res);
+        if (p || errno != EEXIST)
+            return p;
+        dfccl_warn("segment name %s is taken by someone else: trying another", name);
+    }
+    return NULL;
+}
+
+dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx)
 {
     const int N = c->nranks;
     const size_t ctrl = eng_conn_ctrl_bytes();
     const size_t conn = ctrl + (size_t)c->depth * c->chunk;
     const size_t nconn = (size_t)c->slots * c->channels * (size_t)N;
     dfcclResult_t res = dfcclSuccess, all;
-    char name[128];
+    char name[SEG_NAME_MAX] = "";
+    seg_card_t mine, *cards = NULL;
 
     c->seg_size = ENG_PAGE + nconn * conn;
     c->segs = calloc((size_t)N, sizeof(char *));
@@ -105,26 +211,52 @@ dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, const uint8_t
     if (!c->segs || !c->conns) {
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for %d peers", N);
     } else {
-        seg_name(name, sizeof(name), pids[c->rank], c->uid, c->rank);
-        c->segs[c->rank] = map_segment(name, c->seg_size, 1, &res);
+        c->segs[c->rank] = create_segment(name, sizeof(name), c->seg_size, &res);
         if (c->segs[c->rank]) {
             eng_seg_hdr_t *h = eng_seg_hdr(c, c->rank);
             h->magic = ENG_SEG_MAGIC;
             h->arrived = 0;
         }
     }
-    /* everyone created its own segment (or someone failed and all give up) */
-    all = bootstrap_status(ag, ctx, N, res);
-    if (all < 0)
+    /* everyone created its own segment (or someone failed and all give up), and says
+     * under which name */
+    memset(&mine, 0, sizeof(mine));
+    mine.status = res;
+    snprintf(mine.name, sizeof(mine.name), "%s", name);
+    cards = calloc((size_t)N, sizeof(*cards));
+    if (!cards || ag(&mine, cards, sizeof(mine), ctx) != 0) {
+        all = cards ? eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed")
+                    : eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for %d peers", N);
         goto err_unlink;
+    }
+    all = res;
+    for (int p = 0; p < N; p++)
+        if (cards[p].status < all)
+            all = cards[p].status;
+    if (all < 0) {
+        if (res >= 0)
+            eng_set_error(all, "dfcclCommInit", "a peer failed to set up shared memory");
+        goto err_unlink;
+    }
     for (int p = 0; p < N && res == dfcclSuccess; p++) {
         if (p == c->rank || is_net[p])
             continue; /* net peers: the net transport points their connections at shadows */
-        char pname[128];
-        seg_name(pname, sizeof(pname), pids[p], c->uid, p);
+        char pname[SEG_NAME_MAX];
+        snprintf(pname, sizeof(pname), "%.*s", (int)sizeof(pname) - 1, cards[p].name);
+        if (strncmp(pname, "/dfccl-", 7) != 0 || strchr(pname + 1, '/')) {
+            res = eng_set_error(dfcclSystemError, "dfcclCommInit", "rank %d named no dfccl segment", p);
+            break;
+        }
         c->segs[p] = map_segment(pname, c->seg_size, 0, &res);
+        if (c->segs[p] && eng_seg_hdr(c, p)->magic != ENG_SEG_MAGIC) {
+            res = eng_set_error(dfcclSystemError, "dfcclCommInit", "segment %s has no dfccl header", pname);
+            munmap(c->segs[p], c->seg_size);
+            c->segs[p] = NULL;
+        }
     }
     /* everyone mapped every segment: the names can go */
+    free(cards);
+    cards = NULL;
     all = bootstrap_status(ag, ctx, N, res);
     shm_unlink(name);
     if (all < 0)
@@ -147,6 +279,7 @@ dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const int *pids, const uint8_t
     return dfcclSuccess;
 
 err_unlink:
+    free(cards);
     if (c->segs && c->segs[c->rank])
         shm_unlink(name);
 err_unmap:

@@ -148,6 +148,12 @@ int main(int argc, char **argv)
     BAD("sendbuf", dfcclReduceScatter(NULL, rb, n, F, dfcclSum, A, &req));
     BAD("recvbuf", dfcclReduceScatter(sb, NULL, n, F, dfcclSum, A, &req));
     BAD("sendbuf", dfcclAllToAll(NULL, rb, n, F, A, &req));
+    /* partial overlap: in place means equal buffers (all-to-all has no in-place form) */
+    BAD("overlap", dfcclAllReduce(sb, sb + 1, n, F, dfcclSum, A, &req));
+    BAD("overlap", dfcclAllReduce(sb + 5, sb, n, F, dfcclSum, A, &req));
+    BAD("overlap", dfcclReduce(sb, sb + 3, n, F, dfcclSum, me, A, &req)); /* on the root */
+    BAD("overlap", dfcclBroadcast(sb + 2, sb, n, F, me, A, &req));        /* on the root */
+    BAD("overlap", dfcclAllToAll(sb, sb + 1, n, F, A, &req));
     BAD("recvbuf", dfcclAllToAll(sb, NULL, n, F, A, &req));
 
     /* ---- NULL request_p ---- */

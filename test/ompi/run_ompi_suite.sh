@@ -100,7 +100,7 @@ run() {
     local prog=$1
     shift
     case $prog in /*) ;; *) prog=$BIN/$prog ;; esac
-    timeout -k 5 "$tmo" $MPIRUN "${ROOT_FLAGS[@]}" --oversubscribe -np "$np" \
+    timeout -k 5 "$tmo" "${RUN_PREFIX[@]}" $MPIRUN "${ROOT_FLAGS[@]}" --oversubscribe -np "$np" \
         --mca btl self,vader --mca btl_vader_backing_directory "$WORK/vader" \
         --mca mca_base_component_path "$CPATH_MCA" -x LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
         ${CUDA_MPS_PIPE_DIRECTORY:+-x CUDA_MPS_PIPE_DIRECTORY} "${mca[@]}" "$prog" "$@" >"$WORK/out" 2>&1
@@ -144,6 +144,7 @@ check_hang() {
     fi
 }
 
+RUN_PREFIX=() # a command the run goes through (a private mount namespace, ...)
 HB=(--mca coll_dfccl_host_buffers 1)
 FAKE=(--mca coll_dfccl_fake_device 1)
 
@@ -358,6 +359,72 @@ for np in 2 8; do
 done
 run 120 4 "${HB[@]}" --mca coll_dfccl_eager 1 --mca coll_dfccl_check 1 -- t_teardown
 check_ok "the same with coll_dfccl_check=1 on host buffers np=4" $?
+# a /dev/shm too small for the engine's segments (Docker's default is 64 MiB; here a
+# private 2 MiB tmpfs): the engine says so, the component falls back with one error line
+# per rank, every result is right, and nobody dies of SIGBUS inside a collective
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+    RUN_PREFIX=(unshare -m sh -c 'mount -t tmpfs -o size=2m tmpfs /dev/shm && exec "$@"' sh)
+    run 120 4 "${HB[@]}" -- t_colls --quick --comms world,dup
+    rc=$?
+    RUN_PREFIX=()
+    if [ $rc = 0 ] && grep -q 'OK t_colls' "$WORK/out" && grep -q 'no room in /dev/shm' "$WORK/out"; then
+        pass "full /dev/shm (2 MiB tmpfs): dfcclNoMemory naming /dev/shm, fallback, results right np=4"
+        grep -o 'no room in /dev/shm[^;]*' "$WORK/out" | head -1 | sed 's/^/    /'
+    else
+        fail "full /dev/shm (2 MiB tmpfs) np=4" "rc $rc"
+    fi
+else
+    echo "SKIP: full /dev/shm (needs root and unshare -m)"
+fi
+# a squatter (test/ompi/squatter.c): for every dfccl segment that appears it pre-creates
+# the names the communicator's other segments would have if names could be predicted from
+# one another (same id, nearby pid, any rank); no set-up may fail for it
+if ${CC:-cc} -O2 -o "$WORK/squatter" "$SRC/squatter.c" 2>"$WORK/cc.err"; then
+    "$WORK/squatter" >"$WORK/squat.out" 2>&1 &
+    squatter=$!
+    sleep 0.3
+    run 180 4 "${HB[@]}" --mca coll_dfccl_verbose 1 -- t_commfree --n 300
+    rc=$?
+    kill $squatter 2>/dev/null
+    wait $squatter 2>/dev/null
+    rm -f /dev/shm/dfccl-*-*-[0-7]
+    if [ $rc = 0 ] && grep -q 'OK t_commfree' "$WORK/out" && ! grep -q 'no engine communicator' "$WORK/out"; then
+        pass "a squatter pre-creating predictable segment names: every set-up succeeds np=4 ($(cat "$WORK/squat.out"))"
+    else
+        fail "a squatter pre-creating segment names np=4" \
+            "rc $rc, $(grep -c 'no engine communicator' "$WORK/out") set-ups failed"
+    fi
+else
+    fail "build the squatter" "$(head -3 "$WORK/cc.err")"
+fi
+# two jobs in different pid namespaces sharing /dev/shm: neither's stale-segment sweep may
+# take the other's live segments for dead ones
+if [ "$(id -u)" = 0 ] && unshare --pid --fork --mount-proc true 2>/dev/null; then
+    job() { # $1: output file and vader's directory; the rest: a prefix to run mpirun under
+        local out=$1
+        shift
+        mkdir -p "$out.vader"
+        timeout -k 5 240 "$@" $MPIRUN "${ROOT_FLAGS[@]}" --oversubscribe -np 2 --mca btl self,vader \
+            --mca btl_vader_backing_directory "$out.vader" --mca mca_base_component_path "$CPATH_MCA" \
+            -x LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "${HB[@]}" "$BIN/t_commfree" \
+            --n 600 >"$out" 2>&1
+    }
+    job "$WORK/out.ns" unshare --pid --fork --mount-proc &
+    other=$!
+    job "$WORK/out.host" env
+    rc1=$?
+    wait $other
+    rc2=$?
+    cat "$WORK/out.host" "$WORK/out.ns" >"$WORK/out"
+    if [ $rc1 = 0 ] && [ $rc2 = 0 ] && [ "$(grep -c 'OK t_commfree' "$WORK/out")" = 2 ] &&
+        ! grep -q 'no engine communicator' "$WORK/out"; then
+        pass "two jobs, two pid namespaces, one /dev/shm: 2 x 600 set-ups, none lost to the other's sweep"
+    else
+        fail "two jobs in two pid namespaces" "rc $rc1/$rc2, $(grep -c 'no engine communicator' "$WORK/out") set-ups failed"
+    fi
+else
+    echo "SKIP: two pid namespaces (needs root and unshare --pid)"
+fi
 left=$(ls /dev/shm 2>/dev/null | grep -c '^dfccl-')
 if [ "$left" = 0 ]; then
     pass "no dfccl-* segments left in /dev/shm after the suite"
