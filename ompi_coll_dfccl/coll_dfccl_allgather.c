@@ -67,22 +67,8 @@ static int allgather_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_a
 static const mca_coll_dfccl_coll_desc_t allgather_desc = {MCA_COLL_DFCCL_ALLGATHER, allgather_prepare,
                                                           allgather_start, allgather_previous};
 
-int mca_coll_dfccl_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                             int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                             mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {
-        .sbuf = sbuf, .rbuf = rbuf, .scount = scount, .rcount = rcount, .sdtype = sdtype, .rdtype = rdtype};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &allgather_desc, &a, NULL);
-}
-
-int mca_coll_dfccl_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                              int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                              ompi_request_t **request, mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {
-        .sbuf = sbuf, .rbuf = rbuf, .scount = scount, .rcount = rcount, .sdtype = sdtype, .rdtype = rdtype};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &allgather_desc, &a, request);
-}
+MCA_COLL_DFCCL_ENTRIES(allgather, allgather_desc,
+                       (.sbuf = sbuf, .rbuf = rbuf, .scount = scount, .rcount = rcount, .sdtype = sdtype,
+                        .rdtype = rdtype),
+                       const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                       struct ompi_datatype_t *rdtype)

@@ -56,33 +56,8 @@ static int previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, 
 
 MCA_COLL_DFCCL_VARIANT_DESC(allgatherv, MCA_COLL_DFCCL_ALLGATHERV, false);
 
-int mca_coll_dfccl_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                              const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype,
-                              struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
-                                     .rbuf = rbuf,
-                                     .scount = scount,
-                                     .rcounts = rcounts,
-                                     .rdispls = displs,
-                                     .sdtype = sdtype,
-                                     .rdtype = rdtype};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &allgatherv_desc, &a, NULL);
-}
-
-int mca_coll_dfccl_iallgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                               const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype,
-                               struct ompi_communicator_t *comm, ompi_request_t **request,
-                               mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
-                                     .rbuf = rbuf,
-                                     .scount = scount,
-                                     .rcounts = rcounts,
-                                     .rdispls = displs,
-                                     .sdtype = sdtype,
-                                     .rdtype = rdtype};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &allgatherv_desc, &a, request);
-}
+MCA_COLL_DFCCL_ENTRIES(allgatherv, allgatherv_desc,
+                       (.sbuf = sbuf, .rbuf = rbuf, .scount = scount, .rcounts = rcounts, .rdispls = displs,
+                        .sdtype = sdtype, .rdtype = rdtype),
+                       const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                       const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype)

@@ -67,20 +67,7 @@ static int allreduce_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_a
 static const mca_coll_dfccl_coll_desc_t allreduce_desc = {MCA_COLL_DFCCL_ALLREDUCE, allreduce_prepare,
                                                           allreduce_start, allreduce_previous};
 
-int mca_coll_dfccl_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                             struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                             mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &allreduce_desc, &a, NULL);
-}
-
-int mca_coll_dfccl_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                              struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                              ompi_request_t **request, mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &allreduce_desc, &a, request);
-}
+MCA_COLL_DFCCL_ENTRIES(allreduce, allreduce_desc,
+                       (.sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op),
+                       const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                       struct ompi_op_t *op)

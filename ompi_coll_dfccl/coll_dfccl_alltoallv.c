@@ -66,72 +66,16 @@ static int previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, 
 MCA_COLL_DFCCL_VARIANT_DESC(alltoallv, MCA_COLL_DFCCL_ALLTOALLV, false);
 MCA_COLL_DFCCL_VARIANT_DESC(alltoallw, MCA_COLL_DFCCL_ALLTOALLW, true);
 
-int mca_coll_dfccl_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
-                             struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
-                             const int *rdispls, struct ompi_datatype_t *rdtype,
-                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
-                                     .rbuf = rbuf,
-                                     .scounts = scounts,
-                                     .sdispls = sdispls,
-                                     .rcounts = rcounts,
-                                     .rdispls = rdispls,
-                                     .sdtype = sdtype,
-                                     .rdtype = rdtype};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &alltoallv_desc, &a, NULL);
-}
+MCA_COLL_DFCCL_ENTRIES(alltoallv, alltoallv_desc,
+                       (.sbuf = sbuf, .rbuf = rbuf, .scounts = scounts, .sdispls = sdispls,
+                        .rcounts = rcounts, .rdispls = rdispls, .sdtype = sdtype, .rdtype = rdtype),
+                       const void *sbuf, const int *scounts, const int *sdispls,
+                       struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts, const int *rdispls,
+                       struct ompi_datatype_t *rdtype)
 
-int mca_coll_dfccl_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls,
-                              struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
-                              const int *rdispls, struct ompi_datatype_t *rdtype,
-                              struct ompi_communicator_t *comm, ompi_request_t **request,
-                              mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
-                                     .rbuf = rbuf,
-                                     .scounts = scounts,
-                                     .sdispls = sdispls,
-                                     .rcounts = rcounts,
-                                     .rdispls = rdispls,
-                                     .sdtype = sdtype,
-                                     .rdtype = rdtype};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &alltoallv_desc, &a, request);
-}
-
-int mca_coll_dfccl_alltoallw(const void *sbuf, const int *scounts, const int *sdispls,
-                             struct ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts,
-                             const int *rdispls, struct ompi_datatype_t *const *rdtypes,
-                             struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
-                                     .rbuf = rbuf,
-                                     .scounts = scounts,
-                                     .sdispls = sdispls,
-                                     .rcounts = rcounts,
-                                     .rdispls = rdispls,
-                                     .sdtypes = sdtypes,
-                                     .rdtypes = rdtypes};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &alltoallw_desc, &a, NULL);
-}
-
-int mca_coll_dfccl_ialltoallw(const void *sbuf, const int *scounts, const int *sdispls,
-                              struct ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts,
-                              const int *rdispls, struct ompi_datatype_t *const *rdtypes,
-                              struct ompi_communicator_t *comm, ompi_request_t **request,
-                              mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
-                                     .rbuf = rbuf,
-                                     .scounts = scounts,
-                                     .sdispls = sdispls,
-                                     .rcounts = rcounts,
-                                     .rdispls = rdispls,
-                                     .sdtypes = sdtypes,
-                                     .rdtypes = rdtypes};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &alltoallw_desc, &a, request);
-}
+MCA_COLL_DFCCL_ENTRIES(alltoallw, alltoallw_desc,
+                       (.sbuf = sbuf, .rbuf = rbuf, .scounts = scounts, .sdispls = sdispls,
+                        .rcounts = rcounts, .rdispls = rdispls, .sdtypes = sdtypes, .rdtypes = rdtypes),
+                       const void *sbuf, const int *scounts, const int *sdispls,
+                       struct ompi_datatype_t *const *sdtypes, void *rbuf, const int *rcounts,
+                       const int *rdispls, struct ompi_datatype_t *const *rdtypes)

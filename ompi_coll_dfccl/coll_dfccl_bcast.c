@@ -60,21 +60,6 @@ static int bcast_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_
 static const mca_coll_dfccl_coll_desc_t bcast_desc = {MCA_COLL_DFCCL_BCAST, bcast_prepare, bcast_start,
                                                       bcast_previous};
 
-int mca_coll_dfccl_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
-                         struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {
-        .sbuf = buf, .rbuf = buf, .scount = count, .sdtype = dtype, .root = root};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &bcast_desc, &a, NULL);
-}
-
-int mca_coll_dfccl_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
-                          struct ompi_communicator_t *comm, ompi_request_t **request,
-                          mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {
-        .sbuf = buf, .rbuf = buf, .scount = count, .sdtype = dtype, .root = root};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &bcast_desc, &a, request);
-}
+MCA_COLL_DFCCL_ENTRIES(bcast, bcast_desc,
+                       (.sbuf = buf, .rbuf = buf, .scount = count, .sdtype = dtype, .root = root), void *buf,
+                       int count, struct ompi_datatype_t *dtype, int root)

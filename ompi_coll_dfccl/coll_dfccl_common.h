@@ -216,4 +216,30 @@ static inline bool mca_coll_dfccl_blocks_prepare(mca_coll_dfccl_module_t *m, con
     static const mca_coll_dfccl_coll_desc_t _name##_desc = {_coll, _name##_prepare, _name##_start,           \
                                                             _name##_previous}
 
+/*
+ * The blocking and MPI_I* entry points of a collective: both collect the arguments and
+ * hand them to mca_coll_dfccl_call with the collective's descriptor. _init is the
+ * mca_coll_dfccl_args_t initializer in parentheses; the rest, the MPI parameters before
+ * the communicator.
+ */
+#define MCA_COLL_DFCCL_BRACED(...)                                                                           \
+    {                                                                                                        \
+        __VA_ARGS__                                                                                          \
+    }
+#define MCA_COLL_DFCCL_ENTRIES(_name, _desc, _init, ...)                                                     \
+    int mca_coll_dfccl_##_name(__VA_ARGS__, struct ompi_communicator_t *comm,                                \
+                               mca_coll_base_module_t *module)                                               \
+    {                                                                                                        \
+        (void)comm;                                                                                          \
+        const mca_coll_dfccl_args_t a = MCA_COLL_DFCCL_BRACED _init;                                         \
+        return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &_desc, &a, NULL);                     \
+    }                                                                                                        \
+    int mca_coll_dfccl_i##_name(__VA_ARGS__, struct ompi_communicator_t *comm, ompi_request_t **request,     \
+                                mca_coll_base_module_t *module)                                              \
+    {                                                                                                        \
+        (void)comm;                                                                                          \
+        const mca_coll_dfccl_args_t a = MCA_COLL_DFCCL_BRACED _init;                                         \
+        return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &_desc, &a, request);                  \
+    }
+
 #endif /* MCA_COLL_DFCCL_COMMON_H */

@@ -71,66 +71,14 @@ static int previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, 
 MCA_COLL_DFCCL_VARIANT_DESC(gather, MCA_COLL_DFCCL_GATHER, false);
 MCA_COLL_DFCCL_VARIANT_DESC(gatherv, MCA_COLL_DFCCL_GATHERV, true);
 
-int mca_coll_dfccl_gather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                          int rcount, struct ompi_datatype_t *rdtype, int root,
-                          struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
-                                     .rbuf = rbuf,
-                                     .scount = scount,
-                                     .rcount = rcount,
-                                     .sdtype = sdtype,
-                                     .rdtype = rdtype,
-                                     .root = root};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &gather_desc, &a, NULL);
-}
+MCA_COLL_DFCCL_ENTRIES(gather, gather_desc,
+                       (.sbuf = sbuf, .rbuf = rbuf, .scount = scount, .rcount = rcount, .sdtype = sdtype,
+                        .rdtype = rdtype, .root = root),
+                       const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                       struct ompi_datatype_t *rdtype, int root)
 
-int mca_coll_dfccl_igather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                           int rcount, struct ompi_datatype_t *rdtype, int root,
-                           struct ompi_communicator_t *comm, ompi_request_t **request,
-                           mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
-                                     .rbuf = rbuf,
-                                     .scount = scount,
-                                     .rcount = rcount,
-                                     .sdtype = sdtype,
-                                     .rdtype = rdtype,
-                                     .root = root};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &gather_desc, &a, request);
-}
-
-int mca_coll_dfccl_gatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                           const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype, int root,
-                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
-                                     .rbuf = rbuf,
-                                     .scount = scount,
-                                     .rcounts = rcounts,
-                                     .rdispls = displs,
-                                     .sdtype = sdtype,
-                                     .rdtype = rdtype,
-                                     .root = root};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &gatherv_desc, &a, NULL);
-}
-
-int mca_coll_dfccl_igatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                            const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype, int root,
-                            struct ompi_communicator_t *comm, ompi_request_t **request,
-                            mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
-                                     .rbuf = rbuf,
-                                     .scount = scount,
-                                     .rcounts = rcounts,
-                                     .rdispls = displs,
-                                     .sdtype = sdtype,
-                                     .rdtype = rdtype,
-                                     .root = root};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &gatherv_desc, &a, request);
-}
+MCA_COLL_DFCCL_ENTRIES(gatherv, gatherv_desc,
+                       (.sbuf = sbuf, .rbuf = rbuf, .scount = scount, .rcounts = rcounts, .rdispls = displs,
+                        .sdtype = sdtype, .rdtype = rdtype, .root = root),
+                       const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                       const int *rcounts, const int *displs, struct ompi_datatype_t *rdtype, int root)

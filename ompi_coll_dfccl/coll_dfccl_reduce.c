@@ -70,22 +70,7 @@ static int reduce_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args
 static const mca_coll_dfccl_coll_desc_t reduce_desc = {MCA_COLL_DFCCL_REDUCE, reduce_prepare, reduce_start,
                                                        reduce_previous};
 
-int mca_coll_dfccl_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                          struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
-                          mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {
-        .sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op, .root = root};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &reduce_desc, &a, NULL);
-}
-
-int mca_coll_dfccl_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                           struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
-                           ompi_request_t **request, mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {
-        .sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op, .root = root};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &reduce_desc, &a, request);
-}
+MCA_COLL_DFCCL_ENTRIES(reduce, reduce_desc,
+                       (.sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op, .root = root),
+                       const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                       struct ompi_op_t *op, int root)

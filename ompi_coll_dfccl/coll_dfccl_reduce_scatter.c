@@ -102,23 +102,7 @@ static int rs_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *
 static const mca_coll_dfccl_coll_desc_t rs_desc = {MCA_COLL_DFCCL_REDUCE_SCATTER, rs_prepare, rs_start,
                                                    rs_previous};
 
-int mca_coll_dfccl_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                  struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {
-        .sbuf = sbuf, .rbuf = rbuf, .rcounts = rcounts, .sdtype = dtype, .op = op};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &rs_desc, &a, NULL);
-}
-
-int mca_coll_dfccl_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                   struct ompi_communicator_t *comm, ompi_request_t **request,
-                                   mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {
-        .sbuf = sbuf, .rbuf = rbuf, .rcounts = rcounts, .sdtype = dtype, .op = op};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &rs_desc, &a, request);
-}
+MCA_COLL_DFCCL_ENTRIES(reduce_scatter, rs_desc,
+                       (.sbuf = sbuf, .rbuf = rbuf, .rcounts = rcounts, .sdtype = dtype, .op = op),
+                       const void *sbuf, void *rbuf, const int *rcounts, struct ompi_datatype_t *dtype,
+                       struct ompi_op_t *op)

@@ -96,21 +96,7 @@ static int rsb_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
 static const mca_coll_dfccl_coll_desc_t rsb_desc = {MCA_COLL_DFCCL_REDUCE_SCATTER_BLOCK, rsb_prepare,
                                                     rsb_start, rsb_previous};
 
-int mca_coll_dfccl_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
-                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf, .rbuf = rbuf, .rcount = rcount, .sdtype = dtype, .op = op};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &rsb_desc, &a, NULL);
-}
-
-int mca_coll_dfccl_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
-                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                         struct ompi_communicator_t *comm, ompi_request_t **request,
-                                         mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf, .rbuf = rbuf, .rcount = rcount, .sdtype = dtype, .op = op};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &rsb_desc, &a, request);
-}
+MCA_COLL_DFCCL_ENTRIES(reduce_scatter_block, rsb_desc,
+                       (.sbuf = sbuf, .rbuf = rbuf, .rcount = rcount, .sdtype = dtype, .op = op),
+                       const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
+                       struct ompi_op_t *op)

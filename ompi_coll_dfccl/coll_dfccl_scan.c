@@ -63,38 +63,12 @@ static int previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, 
 MCA_COLL_DFCCL_VARIANT_DESC(scan, MCA_COLL_DFCCL_SCAN, false);
 MCA_COLL_DFCCL_VARIANT_DESC(exscan, MCA_COLL_DFCCL_EXSCAN, true);
 
-int mca_coll_dfccl_scan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                        struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                        mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &scan_desc, &a, NULL);
-}
+MCA_COLL_DFCCL_ENTRIES(scan, scan_desc,
+                       (.sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op),
+                       const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                       struct ompi_op_t *op)
 
-int mca_coll_dfccl_iscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                         struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
-                         mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &scan_desc, &a, request);
-}
-
-int mca_coll_dfccl_exscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                          struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                          mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &exscan_desc, &a, NULL);
-}
-
-int mca_coll_dfccl_iexscan(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                           struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
-                           mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &exscan_desc, &a, request);
-}
+MCA_COLL_DFCCL_ENTRIES(exscan, exscan_desc,
+                       (.sbuf = sbuf, .rbuf = rbuf, .scount = count, .sdtype = dtype, .op = op),
+                       const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                       struct ompi_op_t *op)

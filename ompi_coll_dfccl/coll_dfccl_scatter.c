@@ -73,67 +73,15 @@ static int previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, 
 MCA_COLL_DFCCL_VARIANT_DESC(scatter, MCA_COLL_DFCCL_SCATTER, false);
 MCA_COLL_DFCCL_VARIANT_DESC(scatterv, MCA_COLL_DFCCL_SCATTERV, true);
 
-int mca_coll_dfccl_scatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                           int rcount, struct ompi_datatype_t *rdtype, int root,
-                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
-                                     .rbuf = rbuf,
-                                     .scount = scount,
-                                     .rcount = rcount,
-                                     .sdtype = sdtype,
-                                     .rdtype = rdtype,
-                                     .root = root};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &scatter_desc, &a, NULL);
-}
+MCA_COLL_DFCCL_ENTRIES(scatter, scatter_desc,
+                       (.sbuf = sbuf, .rbuf = rbuf, .scount = scount, .rcount = rcount, .sdtype = sdtype,
+                        .rdtype = rdtype, .root = root),
+                       const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                       struct ompi_datatype_t *rdtype, int root)
 
-int mca_coll_dfccl_iscatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                            int rcount, struct ompi_datatype_t *rdtype, int root,
-                            struct ompi_communicator_t *comm, ompi_request_t **request,
-                            mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
-                                     .rbuf = rbuf,
-                                     .scount = scount,
-                                     .rcount = rcount,
-                                     .sdtype = sdtype,
-                                     .rdtype = rdtype,
-                                     .root = root};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &scatter_desc, &a, request);
-}
-
-int mca_coll_dfccl_scatterv(const void *sbuf, const int *scounts, const int *displs,
-                            struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                            struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
-                            mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
-                                     .rbuf = rbuf,
-                                     .scounts = scounts,
-                                     .sdispls = displs,
-                                     .rcount = rcount,
-                                     .sdtype = sdtype,
-                                     .rdtype = rdtype,
-                                     .root = root};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &scatterv_desc, &a, NULL);
-}
-
-int mca_coll_dfccl_iscatterv(const void *sbuf, const int *scounts, const int *displs,
-                             struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                             struct ompi_datatype_t *rdtype, int root, struct ompi_communicator_t *comm,
-                             ompi_request_t **request, mca_coll_base_module_t *module)
-{
-    (void)comm;
-    const mca_coll_dfccl_args_t a = {.sbuf = sbuf,
-                                     .rbuf = rbuf,
-                                     .scounts = scounts,
-                                     .sdispls = displs,
-                                     .rcount = rcount,
-                                     .sdtype = sdtype,
-                                     .rdtype = rdtype,
-                                     .root = root};
-    return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &scatterv_desc, &a, request);
-}
+MCA_COLL_DFCCL_ENTRIES(scatterv, scatterv_desc,
+                       (.sbuf = sbuf, .rbuf = rbuf, .scounts = scounts, .sdispls = displs, .rcount = rcount,
+                        .sdtype = sdtype, .rdtype = rdtype, .root = root),
+                       const void *sbuf, const int *scounts, const int *displs,
+                       struct ompi_datatype_t *sdtype, void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                       int root)

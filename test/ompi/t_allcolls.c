@@ -226,11 +226,11 @@ static void test_scatter(int cnt, int root, bool nb, bool in_place, bool v)
     void *sp = buf_in(&s);
     void *rp = in_place && me == root ? MPI_IN_PLACE : buf_in(&r);
     if (v && nb)
-        OT_MPI(MPI_Iscatterv(sp, me == root ? counts : NULL, me == root ? displs : NULL, MPI_INT, rp, counts[me],
-                             MPI_INT, root, MPI_COMM_WORLD, &q));
+        OT_MPI(MPI_Iscatterv(sp, me == root ? counts : NULL, me == root ? displs : NULL, MPI_INT, rp,
+                             counts[me], MPI_INT, root, MPI_COMM_WORLD, &q));
     else if (v)
-        OT_MPI(MPI_Scatterv(sp, me == root ? counts : NULL, me == root ? displs : NULL, MPI_INT, rp, counts[me],
-                            MPI_INT, root, MPI_COMM_WORLD));
+        OT_MPI(MPI_Scatterv(sp, me == root ? counts : NULL, me == root ? displs : NULL, MPI_INT, rp,
+                            counts[me], MPI_INT, root, MPI_COMM_WORLD));
     else if (nb)
         OT_MPI(MPI_Iscatter(sp, cnt, MPI_INT, rp, cnt, MPI_INT, root, MPI_COMM_WORLD, &q));
     else
@@ -335,7 +335,8 @@ static void test_alltoallv(int cnt, bool nb, bool in_place, bool w)
         for (int i = 0; i < rc[p]; i++)
             expect(w ? "alltoallw" : "alltoallv", r.host[rd[p] + i], val(p, me * 100 + i, salt),
                    (size_t)(rd[p] + i));
-        expect(w ? "alltoallw gap" : "alltoallv gap", r.host[rd[p] + rc[p]], SENTINEL, (size_t)(rd[p] + rc[p]));
+        expect(w ? "alltoallw gap" : "alltoallv gap", r.host[rd[p] + rc[p]], SENTINEL,
+               (size_t)(rd[p] + rc[p]));
     }
     free(sc), free(sd), free(rc), free(rd), free(types);
     buf_free(&s);
@@ -380,7 +381,7 @@ int main(int argc, char **argv)
     OT_MPI(MPI_Op_create(my_sum, 1, &user));
     double t0 = MPI_Wtime();
     for (int nb = 0; nb < 2; nb++) {
-        for (int root = 0; root < ot_size; root += ot_size > 1 ? ot_size - 1 : 1) {
+        for (int root = 0; root<ot_size; root += ot_size> 1 ? ot_size - 1 : 1) {
             for (int ip = 0; ip < 2; ip++) {
                 test_gather(cnt, root, nb, ip);
                 test_gatherv(cnt, root, nb, ip);
@@ -403,9 +404,10 @@ int main(int argc, char **argv)
     long all = 0;
     MPI_Reduce(&checks, &all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (ot_rank == 0)
-        printf("OK t_allcolls: %ld checks on %d ranks in %.1f s (gather(v), scatter(v), allgatherv, alltoallv, "
-               "alltoallw, scan, exscan; blocking and non-blocking)\n",
-               all, ot_size, MPI_Wtime() - t0);
+        printf(
+            "OK t_allcolls: %ld checks on %d ranks in %.1f s (gather(v), scatter(v), allgatherv, alltoallv, "
+            "alltoallw, scan, exscan; blocking and non-blocking)\n",
+            all, ot_size, MPI_Wtime() - t0);
     MPI_Finalize();
     return 0;
 }
