@@ -235,7 +235,10 @@ followup_case() {
 }
 followup_case
 
-# Segments of a dead pid are removed at the next start; a live process's are kept.
+# Segments of a dead process are removed at the next start; a live process's are kept,
+# and so are other pid namespaces' (containers sharing /dev/shm). Names:
+# dfccl-<pid>-<start time>-<pid namespace>-<random>; a live pid whose start time differs
+# is a reused pid: its segment is dead too.
 dead_pid_cleanup_case() {
     local id="shm_dead_pid_cleanup np=2"
     selected "$id" || return 0
@@ -248,23 +251,34 @@ dead_pid_cleanup_case() {
         pass "$id (skipped: could not find a dead pid)"
         return 0
     fi
-    local fake_dead="/dev/shm/dfccl-$dead-00000000deadbeef-0"
-    local fake_live="/dev/shm/dfccl-$$-00000000feedf00d-0"
-    head -c 4096 /dev/zero > "$fake_dead"
-    head -c 4096 /dev/zero > "$fake_live"
+    local ns start
+    ns=$(stat -L -c %i /proc/self/ns/pid)
+    start=$(sed 's/.*) //' /proc/$$/stat | awk '{print $20}')
+    local rnd=0123456789abcdef0123456789abcdef
+    local fake_dead="/dev/shm/dfccl-$dead-12345-$ns-$rnd"
+    local fake_live="/dev/shm/dfccl-$$-$start-$ns-$rnd"
+    local fake_reused="/dev/shm/dfccl-$$-$((start + 1))-$ns-$rnd"
+    local fake_other_ns="/dev/shm/dfccl-$dead-12345-$((ns + 1))-$rnd"
+    for f in "$fake_dead" "$fake_live" "$fake_reused" "$fake_other_ns"; do head -c 4096 /dev/zero > "$f"; done
     run_mpi "$log" 60 2 -- t_killed --normal
-    local dead_left=0 live_left=0
+    local dead_left=0 live_left=0 reused_left=0 other_left=0
     [ -e "$fake_dead" ] && dead_left=1
     [ -e "$fake_live" ] && live_left=1
-    rm -f "$fake_dead" "$fake_live"
+    [ -e "$fake_reused" ] && reused_left=1
+    [ -e "$fake_other_ns" ] && other_left=1
+    rm -f "$fake_dead" "$fake_live" "$fake_reused" "$fake_other_ns"
     if [ "$RC" -ne 0 ] || ! grep -qx OK "$log"; then
         fail "$id" "exit $RC: $(reason_of "$log"); log $log" "$log"
     elif [ "$dead_left" = 1 ]; then
         fail "$id" "$fake_dead (pid $dead is dead) was not removed by the next start; log $log" "$log"
+    elif [ "$reused_left" = 1 ]; then
+        fail "$id" "$fake_reused (pid $$ now another process) was not removed; log $log" "$log"
     elif [ "$live_left" = 0 ]; then
         fail "$id" "$fake_live (pid $$ is alive: the suite) was removed; log $log" "$log"
+    elif [ "$other_left" = 0 ]; then
+        fail "$id" "$fake_other_ns (another pid namespace) was removed; log $log" "$log"
     else
-        pass "$id (dead pid's segment removed, live pid's kept)"
+        pass "$id (dead and reused pids' segments removed; a live one and another namespace's kept)"
     fi
 }
 dead_pid_cleanup_case
