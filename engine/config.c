@@ -61,15 +61,24 @@ static uint32_t cores_per_rank(void)
 
 static void eng_config_parse(void)
 {
+    int rc = 0;
     const char *lvl = getenv("DFCCL_LOG_LEVEL");
-    if (lvl) {
+    if (lvl && *lvl) {
         static const char *const names[] = {"error", "warn", "info", "debug", "trace"};
+        int found = -1;
         for (int i = 0; i < 5; i++)
             if (!strcasecmp(lvl, names[i]))
-                eng_log_level = i;
+                found = i;
+        if (found >= 0) {
+            eng_log_level = found;
+        } else { /* a bad word is refused like a bad number, not taken as the default */
+            eng_set_error(dfcclInvalidArgument, "config",
+                          "DFCCL_LOG_LEVEL=%s: expected error, warn, info, debug or trace", lvl);
+            dfccl_error("%s", dfcclGetLastError());
+            rc = -1;
+        }
     }
     uint64_t v[26];
-    int rc = 0;
     rc |= env_u64("DFCCL_PREEMPT", 1, 0, 1, &v[0]);
     rc |= env_u64("DFCCL_THRESHOLD_BASE_NS", 20000, 100, 60000000000ull, &v[1]);
     rc |= env_u64("DFCCL_THRESHOLD_MAX_NS", 5000000, 100, 600000000000ull, &v[2]);

@@ -283,6 +283,22 @@ dead_pid_cleanup_case() {
 }
 dead_pid_cleanup_case
 
+# A malformed configuration value, number or word, fails dfcclCommInit with a message that
+# names the variable (a misspelled log level was taken silently as the default before).
+bad_config_case() {
+    local var=$1 value=$2 id="bad_config[$1=$2] np=2"
+    selected "$id" || return 0
+    local log="$LOGDIR/bad_config_$1.log"
+    run_mpi "$log" 60 2 -x "$var=$value" -- t_matrix
+    if [ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] && [ "$RC" -ne 137 ] && grep -q "$var=$value" "$log"; then
+        pass "$id (refused: $(grep -m1 -o "$var=$value[^;]*" "$log" | head -c 90))"
+    else
+        fail "$id" "exit $RC without naming $var; log $log" "$log"
+    fi
+}
+bad_config_case DFCCL_LOG_LEVEL verbose
+bad_config_case DFCCL_SLOTS two
+
 # ------------------------------------------------------------------ summary
 kill_orphans
 echo "$npass passed, $nfail failed"
