@@ -122,9 +122,20 @@ typedef enum {
     MCA_COLL_DFCCL_ENGINE_DESTROYED /**< communicator freed */
 } mca_coll_dfccl_engine_state_t;
 
+/* Every collective the component takes, blocking and MPI_I*: X(name) for each. The
+ * module's previous-module fields, their release and saving, and the module's function
+ * table all come from this one list. */
+#define MCA_COLL_DFCCL_COLLS(X)                                                                              \
+    X(allreduce)                                                                                             \
+    X(iallreduce) X(reduce) X(ireduce) X(bcast) X(ibcast) X(allgather) X(iallgather) X(reduce_scatter_block) \
+        X(ireduce_scatter_block) X(reduce_scatter) X(ireduce_scatter) X(alltoall) X(ialltoall) X(gather)     \
+            X(igather) X(gatherv) X(igatherv) X(scatter) X(iscatter) X(scatterv) X(iscatterv) X(allgatherv)  \
+                X(iallgatherv) X(alltoallv) X(ialltoallv) X(alltoallw) X(ialltoallw) X(scan) X(iscan)        \
+                    X(exscan) X(iexscan)
+
 #define MCA_COLL_DFCCL_PREV(_api)                                                                            \
     mca_coll_base_module_##_api##_fn_t previous_##_api;                                                      \
-    mca_coll_base_module_t *previous_##_api##_module
+    mca_coll_base_module_t *previous_##_api##_module;
 
 struct mca_coll_dfccl_boot_t;
 struct mca_coll_dfccl_op_t;
@@ -148,39 +159,7 @@ typedef struct mca_coll_dfccl_module_t {
     bool waiting; /**< on the component's list of modules to advance */
     struct mca_coll_dfccl_module_t *wait_next;
 
-    MCA_COLL_DFCCL_PREV(allreduce);
-    MCA_COLL_DFCCL_PREV(iallreduce);
-    MCA_COLL_DFCCL_PREV(reduce);
-    MCA_COLL_DFCCL_PREV(ireduce);
-    MCA_COLL_DFCCL_PREV(bcast);
-    MCA_COLL_DFCCL_PREV(ibcast);
-    MCA_COLL_DFCCL_PREV(allgather);
-    MCA_COLL_DFCCL_PREV(iallgather);
-    MCA_COLL_DFCCL_PREV(reduce_scatter_block);
-    MCA_COLL_DFCCL_PREV(ireduce_scatter_block);
-    MCA_COLL_DFCCL_PREV(reduce_scatter);
-    MCA_COLL_DFCCL_PREV(ireduce_scatter);
-    MCA_COLL_DFCCL_PREV(alltoall);
-    MCA_COLL_DFCCL_PREV(ialltoall);
-    /* the collectives dfccl stages for the previous module (device buffers) */
-    MCA_COLL_DFCCL_PREV(gather);
-    MCA_COLL_DFCCL_PREV(igather);
-    MCA_COLL_DFCCL_PREV(gatherv);
-    MCA_COLL_DFCCL_PREV(igatherv);
-    MCA_COLL_DFCCL_PREV(scatter);
-    MCA_COLL_DFCCL_PREV(iscatter);
-    MCA_COLL_DFCCL_PREV(scatterv);
-    MCA_COLL_DFCCL_PREV(iscatterv);
-    MCA_COLL_DFCCL_PREV(allgatherv);
-    MCA_COLL_DFCCL_PREV(iallgatherv);
-    MCA_COLL_DFCCL_PREV(alltoallv);
-    MCA_COLL_DFCCL_PREV(ialltoallv);
-    MCA_COLL_DFCCL_PREV(alltoallw);
-    MCA_COLL_DFCCL_PREV(ialltoallw);
-    MCA_COLL_DFCCL_PREV(scan);
-    MCA_COLL_DFCCL_PREV(iscan);
-    MCA_COLL_DFCCL_PREV(exscan);
-    MCA_COLL_DFCCL_PREV(iexscan);
+    MCA_COLL_DFCCL_COLLS(MCA_COLL_DFCCL_PREV)
 } mca_coll_dfccl_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_dfccl_module_t);

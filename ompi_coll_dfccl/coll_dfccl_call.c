@@ -44,13 +44,20 @@ static mca_coll_dfccl_engine_state_t engine_state(mca_coll_dfccl_module_t *m)
     return __atomic_load_n(&m->engine, __ATOMIC_ACQUIRE);
 }
 
+/* The MPI name of a call after "MPI_": Allreduce, Iallreduce (coll may come from a peer) */
+static void call_name(char *buf, size_t len, int32_t coll, bool nonblocking)
+{
+    const char *base = mca_coll_dfccl_coll_names[(uint32_t)coll % MCA_COLL_DFCCL_NUM_COLLS];
+    snprintf(buf, len, "%s%s", nonblocking ? "I" : "", base);
+    if (nonblocking && buf[1])
+        buf[1] = (char)(buf[1] - 'A' + 'a');
+}
+
 static void verbose_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_t *rec,
                          mca_coll_dfccl_path_t path, bool blocking, const char *when)
 {
-    char name[32]; /* Allreduce / Iallreduce */
-    snprintf(name, sizeof(name), "%s%s", blocking ? "" : "I", mca_coll_dfccl_coll_names[rec->coll]);
-    if (!blocking)
-        name[1] = (char)(name[1] - 'A' + 'a');
+    char name[32];
+    call_name(name, sizeof(name), rec->coll, !blocking);
     DFCCL_VERBOSE(3, "MPI_%s on %s (cid %u, %d ranks): -> %s (%s memory, %lld bytes)%s", name,
                   m->comm->c_name, m->comm->c_contextid, m->size, mca_coll_dfccl_path_names[path],
                   rec->kind == MCA_COLL_DFCCL_MEM_HOST ? "host" : "device", (long long)rec->bytes, when);
@@ -322,11 +329,8 @@ int mca_coll_dfccl_check_compare(mca_coll_dfccl_module_t *m, const mca_coll_dfcc
         return OMPI_SUCCESS;
     /* every rank saw the same table and fails the same way; one of them says why */
     if (m->rank == 0) {
-        char name[32]; /* Allreduce / Iallreduce */
-        snprintf(name, sizeof(name), "%s%s", r0->nonblocking ? "I" : "",
-                 mca_coll_dfccl_coll_names[r0->coll % MCA_COLL_DFCCL_NUM_COLLS]);
-        if (r0->nonblocking)
-            name[1] = (char)(name[1] - 'A' + 'a');
+        char name[32];
+        call_name(name, sizeof(name), r0->coll, r0->nonblocking);
         DFCCL_ERROR("coll_dfccl_check: MPI_%s on %s (cid %u): %s; returning MPI_ERR_ARG", name,
                     m->comm->c_name, m->comm->c_contextid, what);
     }

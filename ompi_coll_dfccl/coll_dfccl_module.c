@@ -45,38 +45,9 @@ static void engine_destroy(mca_coll_dfccl_module_t *m);
 
 static void release_previous(mca_coll_dfccl_module_t *m)
 {
-    DFCCL_RELEASE_PREV(m, allreduce);
-    DFCCL_RELEASE_PREV(m, iallreduce);
-    DFCCL_RELEASE_PREV(m, reduce);
-    DFCCL_RELEASE_PREV(m, ireduce);
-    DFCCL_RELEASE_PREV(m, bcast);
-    DFCCL_RELEASE_PREV(m, ibcast);
-    DFCCL_RELEASE_PREV(m, allgather);
-    DFCCL_RELEASE_PREV(m, iallgather);
-    DFCCL_RELEASE_PREV(m, reduce_scatter_block);
-    DFCCL_RELEASE_PREV(m, ireduce_scatter_block);
-    DFCCL_RELEASE_PREV(m, reduce_scatter);
-    DFCCL_RELEASE_PREV(m, ireduce_scatter);
-    DFCCL_RELEASE_PREV(m, alltoall);
-    DFCCL_RELEASE_PREV(m, ialltoall);
-    DFCCL_RELEASE_PREV(m, gather);
-    DFCCL_RELEASE_PREV(m, igather);
-    DFCCL_RELEASE_PREV(m, gatherv);
-    DFCCL_RELEASE_PREV(m, igatherv);
-    DFCCL_RELEASE_PREV(m, scatter);
-    DFCCL_RELEASE_PREV(m, iscatter);
-    DFCCL_RELEASE_PREV(m, scatterv);
-    DFCCL_RELEASE_PREV(m, iscatterv);
-    DFCCL_RELEASE_PREV(m, allgatherv);
-    DFCCL_RELEASE_PREV(m, iallgatherv);
-    DFCCL_RELEASE_PREV(m, alltoallv);
-    DFCCL_RELEASE_PREV(m, ialltoallv);
-    DFCCL_RELEASE_PREV(m, alltoallw);
-    DFCCL_RELEASE_PREV(m, ialltoallw);
-    DFCCL_RELEASE_PREV(m, scan);
-    DFCCL_RELEASE_PREV(m, iscan);
-    DFCCL_RELEASE_PREV(m, exscan);
-    DFCCL_RELEASE_PREV(m, iexscan);
+#define DFCCL_RELEASE_ONE(_api) DFCCL_RELEASE_PREV(m, _api);
+    MCA_COLL_DFCCL_COLLS(DFCCL_RELEASE_ONE)
+#undef DFCCL_RELEASE_ONE
 }
 
 static void mca_coll_dfccl_module_construct(mca_coll_dfccl_module_t *m)
@@ -132,38 +103,9 @@ mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *co
     m->size = ompi_comm_size(comm);
     m->super.coll_module_enable = mca_coll_dfccl_module_enable;
     m->super.coll_module_disable = mca_coll_dfccl_module_disable;
-    m->super.coll_allreduce = mca_coll_dfccl_allreduce;
-    m->super.coll_iallreduce = mca_coll_dfccl_iallreduce;
-    m->super.coll_reduce = mca_coll_dfccl_reduce;
-    m->super.coll_ireduce = mca_coll_dfccl_ireduce;
-    m->super.coll_bcast = mca_coll_dfccl_bcast;
-    m->super.coll_ibcast = mca_coll_dfccl_ibcast;
-    m->super.coll_allgather = mca_coll_dfccl_allgather;
-    m->super.coll_iallgather = mca_coll_dfccl_iallgather;
-    m->super.coll_reduce_scatter_block = mca_coll_dfccl_reduce_scatter_block;
-    m->super.coll_ireduce_scatter_block = mca_coll_dfccl_ireduce_scatter_block;
-    m->super.coll_reduce_scatter = mca_coll_dfccl_reduce_scatter;
-    m->super.coll_ireduce_scatter = mca_coll_dfccl_ireduce_scatter;
-    m->super.coll_alltoall = mca_coll_dfccl_alltoall;
-    m->super.coll_ialltoall = mca_coll_dfccl_ialltoall;
-    m->super.coll_gather = mca_coll_dfccl_gather;
-    m->super.coll_igather = mca_coll_dfccl_igather;
-    m->super.coll_gatherv = mca_coll_dfccl_gatherv;
-    m->super.coll_igatherv = mca_coll_dfccl_igatherv;
-    m->super.coll_scatter = mca_coll_dfccl_scatter;
-    m->super.coll_iscatter = mca_coll_dfccl_iscatter;
-    m->super.coll_scatterv = mca_coll_dfccl_scatterv;
-    m->super.coll_iscatterv = mca_coll_dfccl_iscatterv;
-    m->super.coll_allgatherv = mca_coll_dfccl_allgatherv;
-    m->super.coll_iallgatherv = mca_coll_dfccl_iallgatherv;
-    m->super.coll_alltoallv = mca_coll_dfccl_alltoallv;
-    m->super.coll_ialltoallv = mca_coll_dfccl_ialltoallv;
-    m->super.coll_alltoallw = mca_coll_dfccl_alltoallw;
-    m->super.coll_ialltoallw = mca_coll_dfccl_ialltoallw;
-    m->super.coll_scan = mca_coll_dfccl_scan;
-    m->super.coll_iscan = mca_coll_dfccl_iscan;
-    m->super.coll_exscan = mca_coll_dfccl_exscan;
-    m->super.coll_iexscan = mca_coll_dfccl_iexscan;
+#define DFCCL_TAKE(_api) m->super.coll_##_api = mca_coll_dfccl_##_api;
+    MCA_COLL_DFCCL_COLLS(DFCCL_TAKE)
+#undef DFCCL_TAKE
     *priority = cm->priority;
     return &m->super;
 }
@@ -206,38 +148,9 @@ static int mca_coll_dfccl_module_enable(mca_coll_base_module_t *module, struct o
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
 
-    DFCCL_SAVE_PREV(m, comm, allreduce);
-    DFCCL_SAVE_PREV(m, comm, iallreduce);
-    DFCCL_SAVE_PREV(m, comm, reduce);
-    DFCCL_SAVE_PREV(m, comm, ireduce);
-    DFCCL_SAVE_PREV(m, comm, bcast);
-    DFCCL_SAVE_PREV(m, comm, ibcast);
-    DFCCL_SAVE_PREV(m, comm, allgather);
-    DFCCL_SAVE_PREV(m, comm, iallgather);
-    DFCCL_SAVE_PREV(m, comm, reduce_scatter_block);
-    DFCCL_SAVE_PREV(m, comm, ireduce_scatter_block);
-    DFCCL_SAVE_PREV(m, comm, reduce_scatter);
-    DFCCL_SAVE_PREV(m, comm, ireduce_scatter);
-    DFCCL_SAVE_PREV(m, comm, alltoall);
-    DFCCL_SAVE_PREV(m, comm, ialltoall);
-    DFCCL_SAVE_PREV(m, comm, gather);
-    DFCCL_SAVE_PREV(m, comm, igather);
-    DFCCL_SAVE_PREV(m, comm, gatherv);
-    DFCCL_SAVE_PREV(m, comm, igatherv);
-    DFCCL_SAVE_PREV(m, comm, scatter);
-    DFCCL_SAVE_PREV(m, comm, iscatter);
-    DFCCL_SAVE_PREV(m, comm, scatterv);
-    DFCCL_SAVE_PREV(m, comm, iscatterv);
-    DFCCL_SAVE_PREV(m, comm, allgatherv);
-    DFCCL_SAVE_PREV(m, comm, iallgatherv);
-    DFCCL_SAVE_PREV(m, comm, alltoallv);
-    DFCCL_SAVE_PREV(m, comm, ialltoallv);
-    DFCCL_SAVE_PREV(m, comm, alltoallw);
-    DFCCL_SAVE_PREV(m, comm, ialltoallw);
-    DFCCL_SAVE_PREV(m, comm, scan);
-    DFCCL_SAVE_PREV(m, comm, iscan);
-    DFCCL_SAVE_PREV(m, comm, exscan);
-    DFCCL_SAVE_PREV(m, comm, iexscan);
+#define DFCCL_SAVE_ONE(_api) DFCCL_SAVE_PREV(m, comm, _api);
+    MCA_COLL_DFCCL_COLLS(DFCCL_SAVE_ONE)
+#undef DFCCL_SAVE_ONE
     DFCCL_VERBOSE(2, "enabled on %s (cid %u, rank %d of %d)", comm->c_name, comm->c_contextid, m->rank,
                   m->size);
     /* coll_dfccl_eager: the set-up starts now instead of at the first engine call (it
