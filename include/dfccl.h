@@ -178,6 +178,68 @@ dfcclResult_t dfcclReduceScatter(const void *sendbuf, void *recvbuf, size_t recv
 dfcclResult_t dfcclAllToAll(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
                             dfcclComm_t comm, dfcclRequest_t *request_p);
 
+/** @brief Non-blocking gather: every rank's @p sendcount elements land in the root's
+ *         @p recvbuf at offset rank * sendcount (@p recvbuf is used on the root only). In
+ *         place at the root when sendbuf == recvbuf + root * sendcount. */
+dfcclResult_t dfcclGather(const void *sendbuf, void *recvbuf, size_t sendcount, dfcclDataType_t datatype,
+                          int root, dfcclComm_t comm, dfcclRequest_t *request_p);
+
+/** @brief Non-blocking gather with per-rank counts: rank i's @p sendcount elements land
+ *         at the root's recvbuf + displs[i] (elements); recvcounts[i] must equal rank i's
+ *         sendcount. @p recvcounts and @p displs are read on the root only, during the
+ *         call (they may be freed when it returns). In place at the root when
+ *         sendbuf == recvbuf + displs[root]. */
+dfcclResult_t dfcclGatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
+                           const size_t *displs, dfcclDataType_t datatype, int root, dfcclComm_t comm,
+                           dfcclRequest_t *request_p);
+
+/** @brief Non-blocking scatter: block i (@p recvcount elements) of the root's @p sendbuf
+ *         goes to rank i's @p recvbuf. In place at the root when
+ *         recvbuf == sendbuf + root * recvcount. */
+dfcclResult_t dfcclScatter(const void *sendbuf, void *recvbuf, size_t recvcount, dfcclDataType_t datatype,
+                           int root, dfcclComm_t comm, dfcclRequest_t *request_p);
+
+/** @brief Non-blocking scatter with per-rank counts: sendcounts[i] elements at the root's
+ *         sendbuf + displs[i] go to rank i (whose @p recvcount must match). The arrays are
+ *         read on the root only, during the call. In place at the root when
+ *         recvbuf == sendbuf + displs[root]. */
+dfcclResult_t dfcclScatterv(const void *sendbuf, const size_t *sendcounts, const size_t *displs, void *recvbuf,
+                            size_t recvcount, dfcclDataType_t datatype, int root, dfcclComm_t comm,
+                            dfcclRequest_t *request_p);
+
+/** @brief Non-blocking all-gather with per-rank counts: rank i's @p sendcount elements
+ *         land at every rank's recvbuf + displs[i]; recvcounts[i] must equal rank i's
+ *         sendcount. In place when sendbuf == recvbuf + displs[rank]. */
+dfcclResult_t dfcclAllGatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
+                              const size_t *displs, dfcclDataType_t datatype, dfcclComm_t comm,
+                              dfcclRequest_t *request_p);
+
+/** @brief Non-blocking all-to-all with per-peer counts and displacements (elements):
+ *         sendcounts[i] elements at sendbuf + sdispls[i] go to rank i, and
+ *         recvcounts[i] elements from rank i land at recvbuf + rdispls[i]. The arrays are
+ *         read during the call. The send and receive regions must not overlap. */
+dfcclResult_t dfcclAllToAllv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                             void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+                             dfcclDataType_t datatype, dfcclComm_t comm, dfcclRequest_t *request_p);
+
+/** @brief Non-blocking all-to-all with a type per peer (MPI_Alltoallw): sendcounts[i]
+ *         elements of sendtypes[i] at sendbuf + sdispls[i] *bytes* go to rank i, and so on
+ *         for the receive side. Data moves as bytes: the byte counts must match pairwise. */
+dfcclResult_t dfcclAllToAllw(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                             const dfcclDataType_t *sendtypes, void *recvbuf, const size_t *recvcounts,
+                             const size_t *rdispls, const dfcclDataType_t *recvtypes, dfcclComm_t comm,
+                             dfcclRequest_t *request_p);
+
+/** @brief Non-blocking inclusive prefix reduction: rank i gets the reduction of ranks
+ *         0..i's @p sendbuf, folded in rank order. In place when sendbuf == recvbuf. */
+dfcclResult_t dfcclScan(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
+                        dfcclRedOp_t op, dfcclComm_t comm, dfcclRequest_t *request_p);
+
+/** @brief Non-blocking exclusive prefix reduction: rank i > 0 gets the reduction of ranks
+ *         0..i-1; rank 0's @p recvbuf is left untouched. In place when sendbuf == recvbuf. */
+dfcclResult_t dfcclExscan(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
+                          dfcclRedOp_t op, dfcclComm_t comm, dfcclRequest_t *request_p);
+
 /** @brief Non-blocking barrier. */
 dfcclResult_t dfcclBarrier(dfcclComm_t comm, dfcclRequest_t *request_p);
 
