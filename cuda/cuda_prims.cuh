@@ -408,6 +408,25 @@ __device__ __forceinline__ void prim_barrier(void)
     __syncthreads();
 }
 
+/* One peer's block of a v-collective's table (host-mapped): thread 0 reads it over the
+ * bus once and the block shares it, instead of every warp reading it. */
+DFCCL_DEV_INLINE void prim_load_block(eng_block_t *b, const eng_block_t *src)
+{
+    __shared__ eng_block_t s_block;
+    __syncthreads(); /* every thread has taken the previous one */
+    if (threadIdx.x == 0) {
+        /* volatile: an id's table is rewritten for its next collective, and L1 is not
+         * coherent with the host's writes */
+        const volatile uint64_t *w = (const volatile uint64_t *)src;
+        s_block.soff = w[0];
+        s_block.sbytes = w[1];
+        s_block.roff = w[2];
+        s_block.rbytes = w[3];
+    }
+    __syncthreads();
+    *b = s_block;
+}
+
 #include "../engine/prims_compose.h"
 
 #endif

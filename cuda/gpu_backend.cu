@@ -81,6 +81,15 @@ static struct {
     uint32_t comm_used[GPU_MAX_COMMS];
     uint64_t pending;
     uint64_t launches;
+    /* each request id's table of blocks (v-collectives), host-mapped and kept for the
+     * id's next table; a grown one's old buffer waits in `retired` until no daemon runs
+     * (freeing pinned memory under a running kernel may wait for it) */
+    struct {
+        eng_block_t *h, *d;
+        size_t cap;
+    } tab[GPU_MAX_REQS];
+    eng_block_t *retired[64];
+    int nretired;
 } G;
 static pthread_mutex_t G_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -252,8 +261,41 @@ extern "C" void eng_gpu_release(int id)
     pthread_mutex_unlock(&G_lock);
 }
 
-/* Publish one entry (lock held); waits for ring space and a request id. */
-static int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const eng_coll_args_t *a)
+/* The daemon's copy of a collective's table, in request id's buffer (lock held): its
+ * device address, or NULL when pinned memory ran out. */
+static const eng_block_t *tab_copy_locked(int id, const eng_block_t *b, size_t n)
+{
+    if (G.nretired && !G.launched) {
+        for (int i = 0; i < G.nretired; i++)
+            cudaFreeHost(G.retired[i]);
+        G.nretired = 0;
+    }
+    if (G.tab[id].cap < n) {
+        size_t cap = 64;
+        while (cap < n)
+            cap *= 2;
+        eng_block_t *d = NULL, *h = mapped_alloc<eng_block_t>(cap, &d);
+        if (!h) {
+            cudaGetLastError();
+            return NULL;
+        }
+        if (G.tab[id].h) {
+            if (G.nretired == (int)(sizeof(G.retired) / sizeof(G.retired[0]))) {
+                cudaFreeHost(h);
+                return NULL; /* freed once the daemon is idle; rare: 64 grown tables */
+            }
+            G.retired[G.nretired++] = G.tab[id].h;
+        }
+        G.tab[id] = {h, d, cap};
+    }
+    memcpy(G.tab[id].h, b, n * sizeof(*b));
+    return G.tab[id].d;
+}
+
+/* Publish one entry (lock held); waits for ring space and a request id. A table of
+ * blocks in *a goes to the daemon as its mapped copy; -1: no pinned memory for it. */
+static int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const eng_coll_args_t *a,
+                         size_t nblocks)
 {
     for (;;) {
         if (G.nfree > 0 && G.tail - __atomic_load_n(G.fetched, __ATOMIC_ACQUIRE) < GPU_RING)
@@ -265,6 +307,11 @@ static int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, 
         pthread_mutex_lock(&G_lock);
     }
     int id = G.free_ids[--G.nfree];
+    const eng_block_t *tab = NULL;
+    if (a && a->blocks && !(tab = tab_copy_locked(id, a->blocks, nblocks))) {
+        G.free_ids[G.nfree++] = id;
+        return -1;
+    }
     G.done[id] = 0;
     G.result[id] = dfcclSuccess; /* the daemon writes it only on failure: one PCIe write less */
     union {
@@ -278,8 +325,10 @@ static int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, 
     u.e.comm = gc->dev;
     u.e.req_id = (uint32_t)id;
     u.e.seq = seq;
-    if (a)
+    if (a) {
         u.e.args = *a;
+        u.e.args.blocks = tab;
+    }
     /* every 8-byte word carries its own flag: no ordering among the stores is needed */
     gpu_sq_slot_t *sl = &G.ring[G.tail & (GPU_RING - 1)];
     const uint64_t flag = (uint64_t)(uint32_t)(G.tail + 1) << 32;
@@ -292,12 +341,17 @@ static int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, 
     return id;
 }
 
-extern "C" dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, uint32_t **done_p,
-                                        int32_t **result_p, int *id_p)
+extern "C" dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks,
+                                        uint32_t **done_p, int32_t **result_p, int *id_p)
 {
     pthread_mutex_lock(&G_lock);
-    int id = submit_locked(GPU_SQ_COLL, gc, gc->next_seq++, a);
+    int id = submit_locked(GPU_SQ_COLL, gc, gc->next_seq, a, nblocks);
+    if (id >= 0)
+        gc->next_seq++;
     pthread_mutex_unlock(&G_lock);
+    if (id < 0)
+        return eng_set_error(dfcclNoMemory, "gpu", "no pinned host memory for a %zu-rank block table",
+                             nblocks);
     *done_p = &G.done[id];
     *result_p = &G.result[id];
     *id_p = id;
@@ -753,7 +807,7 @@ extern "C" void eng_gpu_comm_destroy(eng_gpu_comm_t *gc)
     if (gc->id < GPU_MAX_COMMS) {
         /* every block drops the communicator's tasks, in submission order */
         pthread_mutex_lock(&G_lock);
-        int id = submit_locked(GPU_SQ_DESTROY, gc, 0, NULL);
+        int id = submit_locked(GPU_SQ_DESTROY, gc, 0, NULL, 0);
         pthread_mutex_unlock(&G_lock);
         while (!__atomic_load_n(&G.done[id], __ATOMIC_ACQUIRE)) {
             eng_gpu_progress();

@@ -9,6 +9,7 @@
 #include "algo_oneshot.h"
 #include "algo_pairwise.h"
 #include "algo_ring.h"
+#include "algo_scan.h"
 
 /* The choice depends only on arguments every rank passes identically (and on the
  * communicator), so all ranks pick the same algorithm. Allreduces up to ll_max bytes
@@ -17,7 +18,7 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
                                         uint64_t ll_max)
 {
     if (nranks == 1)
-        return ENG_ALGO_SELF;
+        return a->blocks ? ENG_ALGO_PAIRWISE : ENG_ALGO_SELF; /* a table's displacements */
     const int ll = ll_max > 0 && nranks <= ENG_LL_MAX_RANKS;
     switch (a->coll) {
     case ENG_COLL_ALLREDUCE: {
@@ -29,15 +30,25 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
     case ENG_COLL_BARRIER: return ll ? ENG_ALGO_LL : ENG_ALGO_ONESHOT;
     case ENG_COLL_REDUCE:
     case ENG_COLL_BCAST: return ENG_ALGO_CHAIN;
-    case ENG_COLL_ALLTOALL: return ENG_ALGO_PAIRWISE;
+    case ENG_COLL_ALLTOALL:
+    case ENG_COLL_GATHER:
+    case ENG_COLL_SCATTER:
+    case ENG_COLL_GATHERV:
+    case ENG_COLL_SCATTERV:
+    case ENG_COLL_ALLGATHERV:
+    case ENG_COLL_ALLTOALLV:
+    case ENG_COLL_ALLTOALLW: return ENG_ALGO_PAIRWISE;
+    case ENG_COLL_SCAN:
+    case ENG_COLL_EXSCAN: return ENG_ALGO_SCAN;
     default: return ENG_ALGO_RING;
     }
 }
 
-/* Bytes one rank's collective covers in its output (for the one-rank copy). */
+/* Bytes one rank's collective covers in its output (for the one-rank copy; an exscan's
+ * only rank gets nothing). */
 DFCCL_INLINE uint64_t eng_self_bytes(const eng_coll_args_t *a)
 {
-    return a->coll == ENG_COLL_BARRIER ? 0 : a->count * eng_type_size(a->dtype);
+    return a->coll == ENG_COLL_BARRIER || a->coll == ENG_COLL_EXSCAN ? 0 : a->count * eng_type_size(a->dtype);
 }
 
 /* A one-rank copy is split over the channels in pieces this big, one piece per channel
@@ -61,6 +72,7 @@ DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *
             *C = (int)pieces; /* channels 0 .. pieces-1, not every C/pieces-th one */
         return pieces;
     }
+    case ENG_ALGO_PAIRWISE: return a->blocks ? (uint64_t)*C : a->count; /* a table: every channel */
     default: return a->count;
     }
 }
@@ -73,6 +85,7 @@ DFCCL_INLINE void eng_ctx_init(const eng_coll_args_t *a, int nranks, int c, int 
     x->hi = c < C ? eng_div(span * (uint64_t)(c + 1), (uint64_t)C) : 0;
     x->off = x->lo;
     x->step = x->sub = x->sub2 = 0;
+    x->span = span;
     x->done = x->lo >= x->hi;
 }
 
@@ -94,6 +107,7 @@ DFCCL_DEV_INLINE eng_prog_t eng_algo_progress(const eng_coll_args_t *a, eng_chan
     case ENG_ALGO_LL: return algo_ll_progress(a, v, x);
     case ENG_ALGO_CHAIN: return algo_chain_progress(a, v, x);
     case ENG_ALGO_PAIRWISE: return algo_pairwise_progress(a, v, x);
+    case ENG_ALGO_SCAN: return algo_scan_progress(a, v, x);
     case ENG_ALGO_SELF:
     default: {
         /* this channel's pieces [lo, hi) of the copy */

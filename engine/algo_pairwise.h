@@ -1,47 +1,92 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Pairwise all-to-all: at step s (1..N-1) rank r sends its block for r+s and receives
- * the block of r-s, each in chunks; both directions progress independently, so the
- * pair never waits on itself. Step 0 is the local block. Context: (step, chunks sent,
- * chunks received). */
+/* Pairwise exchange, for every collective that moves blocks between pairs of ranks:
+ * all-to-all(v/w), gather(v), scatter(v), all-gather-v. At step s (1..N-1) rank r sends
+ * its block for r+s and receives the block of r-s, each in chunks; both directions
+ * progress independently, so the pair never waits on itself. Step 0 is the local block.
+ * A collective is a per-peer table of {send offset, bytes; receive offset, bytes}: the
+ * uniform ones compute it from count and root, the v- and w-ones read it (blocks).
+ * Steps where both of a rank's blocks are empty pass at once, so a gather's senders all
+ * post at step 0's pace and the root drains them in step order.
+ * Every peer's block is cut the same way over the collective's channels, from the
+ * block's size alone (the same at both ends), so a very uneven v-collective still moves
+ * its large blocks on every channel. Context: (step, chunks sent, chunks received). */
 #ifndef DFCCL_ALGO_PAIRWISE_H
 #define DFCCL_ALGO_PAIRWISE_H
 
 #include "eng_types.h"
 #include "prims.h"
 
+/* Rank r's block with peer p. */
+DFCCL_DEV_INLINE void pairwise_block(const eng_coll_args_t *a, int r, int p, eng_block_t *b)
+{
+    if (a->blocks) {
+        prim_load_block(b, &a->blocks[p]);
+        return;
+    }
+    const uint64_t B = a->count * eng_type_size(a->dtype);
+    switch (a->coll) {
+    case ENG_COLL_GATHER: /* everyone -> root: rank p's block at p * B */
+        *b = (eng_block_t){0, p == a->root ? B : 0, (uint64_t)p * B, r == a->root ? B : 0};
+        break;
+    case ENG_COLL_SCATTER: /* root -> everyone: block p from p * B */
+        *b = (eng_block_t){(uint64_t)p * B, r == a->root ? B : 0, 0, p == a->root ? B : 0};
+        break;
+    default: /* ENG_COLL_ALLTOALL */ *b = (eng_block_t){(uint64_t)p * B, B, (uint64_t)p * B, B}; break;
+    }
+}
+
+/* This channel's piece [*lo, *hi) of a block of `bytes`: the share [x->lo, x->hi) of
+ * [0, x->span) the channel owns, cut in elements for the uniform collectives (whose
+ * span is the element count), in 16-byte units (the GPU's vector copy) for tables. */
+DFCCL_DEV_INLINE void pairwise_piece(const eng_coll_args_t *a, const eng_ctx_t *x, uint64_t bytes,
+                                     uint64_t *lo, uint64_t *hi)
+{
+    const uint64_t U = a->blocks ? 16 : eng_type_size(a->dtype), units = DFCCL_DIV_UP(bytes, U);
+    const uint64_t l = units == x->span ? x->lo : eng_div(units * x->lo, x->span);
+    const uint64_t h = units == x->span ? x->hi : eng_div(units * x->hi, x->span);
+    *lo = DFCCL_MIN(l * U, bytes);
+    *hi = DFCCL_MIN(h * U, bytes);
+}
+
 DFCCL_DEV_INLINE eng_prog_t algo_pairwise_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
 {
     const int N = v->nranks, r = v->rank;
-    const size_t ts = eng_type_size(a->dtype);
-    const uint64_t span = x->hi - x->lo;
     const char *sbuf = (const char *)a->sendbuf;
     char *rbuf = (char *)a->recvbuf;
     eng_prog_t prog = ENG_WAIT;
+    eng_block_t bo, bi;
+    uint64_t slo, shi, rlo, rhi;
 
-    if (span == 0)
-        return ENG_DONE;
     if (x->step == 0) {
-        /* step 0: own block */
-        prim_copy(rbuf + ((uint64_t)r * a->count + x->lo) * ts, sbuf + ((uint64_t)r * a->count + x->lo) * ts,
-                  span * ts);
+        /* step 0: own block (a no-op in place) */
+        pairwise_block(a, r, r, &bo);
+        const uint64_t bytes = DFCCL_MIN(bo.sbytes, bo.rbytes);
+        pairwise_piece(a, x, bytes, &slo, &shi);
+        if (shi > slo)
+            prim_copy(rbuf + bo.roff + slo, sbuf + bo.soff + slo, shi - slo);
         x->step = 1;
         prog = ENG_PROGRESS;
     }
     while (x->step < (uint32_t)N) {
         const int to = (r + (int)x->step) % N, from = (r - (int)x->step + N) % N;
         eng_conn_t *out = &v->conns[to], *in = &v->conns[from];
+        pairwise_block(a, r, to, &bo);
+        pairwise_block(a, r, from, &bi);
+        pairwise_piece(a, x, bo.sbytes, &slo, &shi);
+        pairwise_piece(a, x, bi.rbytes, &rlo, &rhi);
         /* each direction steps by its own connection's size (the same at both ends) */
-        const uint64_t CO = eng_div(out->schunk, ts), CI = eng_div(in->rchunk, ts);
-        const uint32_t nout = (uint32_t)DFCCL_DIV_UP(span, CO), nin = (uint32_t)DFCCL_DIV_UP(span, CI);
+        const uint64_t CO = out->schunk, CI = in->rchunk;
+        const uint32_t nout = (uint32_t)DFCCL_DIV_UP(shi - slo, CO),
+                       nin = (uint32_t)DFCCL_DIV_UP(rhi - rlo, CI);
         while (x->sub < nout && prim_send_ready(out, v->depth)) {
-            const uint64_t off = x->lo + (uint64_t)x->sub * CO, n = DFCCL_MIN(CO, x->hi - off);
-            prim_send(out, v, sbuf + ((uint64_t)to * a->count + off) * ts, n * ts);
+            const uint64_t off = slo + (uint64_t)x->sub * CO, n = DFCCL_MIN(CO, shi - off);
+            prim_send(out, v, sbuf + bo.soff + off, n);
             x->sub++;
             prog = ENG_PROGRESS;
         }
         while (x->sub2 < nin && prim_recv_ready(in)) {
-            const uint64_t off = x->lo + (uint64_t)x->sub2 * CI, n = DFCCL_MIN(CI, x->hi - off);
-            prim_recv_copy(in, v, rbuf + ((uint64_t)from * a->count + off) * ts, n * ts);
+            const uint64_t off = rlo + (uint64_t)x->sub2 * CI, n = DFCCL_MIN(CI, rhi - off);
+            prim_recv_copy(in, v, rbuf + bi.roff + off, n);
             x->sub2++;
             prog = ENG_PROGRESS;
         }
@@ -49,6 +94,7 @@ DFCCL_DEV_INLINE eng_prog_t algo_pairwise_progress(const eng_coll_args_t *a, eng
             return prog;
         x->step++;
         x->sub = x->sub2 = 0;
+        prog = ENG_PROGRESS;
     }
     return ENG_DONE;
 }

@@ -28,13 +28,60 @@ static int overlaps(const void *a, size_t alen, const void *b, size_t blen)
     return alen && blen && x < y + blen && y < x + alen;
 }
 
+/* Hand a checked collective to the daemon its memory kind picks. blocks: the table of a
+ * v-collective (malloc'd, owned from here on). */
+static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a, eng_block_t *blocks,
+                            int on_gpu, dfcclRequest_t *request_p)
+{
+    const int N = comm->nranks;
+    struct dfccl_request *req = malloc(sizeof(*req));
+    if (!req) {
+        free(blocks);
+        return eng_set_error(dfcclNoMemory, fn, "no memory for a request");
+    }
+    req->done = 0;
+    req->result = dfcclInProgress;
+    req->done_p = &req->done;
+    req->result_p = &req->result;
+    req->gpu_id = -1;
+    req->blocks = NULL;
+    a->blocks = blocks;
+    /* a one-shot contribution must fit the FIFO depth of the smallest step of the daemon
+     * that runs it (one chunk per step), an LL one one step twice over (its lines carry
+     * flags); the net transport's proxy copies steps without 8-byte atomicity, so
+     * communicators with net peers never use LL */
+    const uint64_t min_step =
+        on_gpu ? eng_gpu_small_chunk(eng_config.oneshot_max, eng_config.ll_max, eng_config.fifo_depth,
+                                     eng_gpu_chunk(comm->net != NULL))
+               : eng_config.chunk_size;
+    const uint64_t oneshot_max = DFCCL_MIN(eng_config.oneshot_max, min_step * eng_config.fifo_depth);
+    const uint64_t ll_max = comm->net ? 0 : DFCCL_MIN(eng_config.ll_max, min_step / 2);
+    a->algo = (uint8_t)eng_algo_select(a, N, oneshot_max, ll_max);
+    if (on_gpu) {
+        /* the GPU daemon reads a mapped copy of the table, made here */
+        dfcclResult_t r = eng_gpu_submit(comm->gpu, a, (size_t)N, &req->done_p, &req->result_p, &req->gpu_id);
+        free(blocks);
+        if (r != dfcclSuccess) {
+            free(req);
+            return r;
+        }
+        comm->stats.submitted++;
+    } else {
+        req->blocks = blocks;
+        eng_daemon_submit(ENG_SQ_COLL, comm, a, req);
+    }
+    *request_p = req;
+    return dfcclSuccess;
+}
+
 static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
                             dfcclDataType_t datatype, dfcclRedOp_t op, int root, dfcclComm_t comm,
                             dfcclRequest_t *request_p)
 {
-    const int reduces =
-        coll == ENG_COLL_ALLREDUCE || coll == ENG_COLL_REDUCE || coll == ENG_COLL_REDUCE_SCATTER;
-    const int rooted = coll == ENG_COLL_REDUCE || coll == ENG_COLL_BCAST;
+    const int reduces = coll == ENG_COLL_ALLREDUCE || coll == ENG_COLL_REDUCE ||
+                        coll == ENG_COLL_REDUCE_SCATTER || coll == ENG_COLL_SCAN || coll == ENG_COLL_EXSCAN;
+    const int rooted = coll == ENG_COLL_REDUCE || coll == ENG_COLL_BCAST || coll == ENG_COLL_GATHER ||
+                       coll == ENG_COLL_SCATTER;
 
     if (!request_p)
         return eng_set_error(dfcclInvalidArgument, fn, "request_p is NULL");
@@ -59,10 +106,12 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
     const size_t bytes = count * ts;
     if (bytes) {
         int need_send = 1, need_recv = 1;
-        if (coll == ENG_COLL_REDUCE)
+        if (coll == ENG_COLL_REDUCE || coll == ENG_COLL_GATHER)
             need_recv = me == root;
-        if (coll == ENG_COLL_BCAST)
+        if (coll == ENG_COLL_BCAST || coll == ENG_COLL_SCATTER)
             need_send = me == root;
+        if (coll == ENG_COLL_EXSCAN)
+            need_recv = me != 0;
         if (need_send && !sendbuf)
             return eng_set_error(dfcclInvalidArgument, fn, "sendbuf is NULL with count %zu", count);
         if (need_recv && !recvbuf)
@@ -78,10 +127,21 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
             overlaps(sendbuf, bytes * (size_t)N, recvbuf, bytes))
             return eng_set_error(dfcclInvalidArgument, fn,
                                  "recvbuf overlaps sendbuf but is not sendbuf + rank * recvcount");
-        /* allreduce, reduce (at the root), bcast (at the root): in place means equal
-         * buffers; a partial overlap would read data the collective already overwrote */
-        if ((coll == ENG_COLL_ALLREDUCE || (rooted && me == root)) && sendbuf != recvbuf &&
-            overlaps(sendbuf, bytes, recvbuf, bytes))
+        if (coll == ENG_COLL_GATHER && me == root && sendbuf != (char *)recvbuf + (size_t)root * bytes &&
+            overlaps(sendbuf, bytes, recvbuf, bytes * (size_t)N))
+            return eng_set_error(dfcclInvalidArgument, fn,
+                                 "sendbuf overlaps recvbuf but is not recvbuf + root * sendcount");
+        if (coll == ENG_COLL_SCATTER && me == root &&
+            recvbuf != (const char *)sendbuf + (size_t)root * bytes &&
+            overlaps(recvbuf, bytes, sendbuf, bytes * (size_t)N))
+            return eng_set_error(dfcclInvalidArgument, fn,
+                                 "recvbuf overlaps sendbuf but is not sendbuf + root * recvcount");
+        /* allreduce, scan, reduce and bcast (at the root): in place means equal buffers;
+         * a partial overlap would read data the collective already overwrote */
+        const int same_size = coll == ENG_COLL_ALLREDUCE || coll == ENG_COLL_SCAN ||
+                              coll == ENG_COLL_EXSCAN ||
+                              ((coll == ENG_COLL_REDUCE || coll == ENG_COLL_BCAST) && me == root);
+        if (same_size && sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
             return eng_set_error(dfcclInvalidArgument, fn,
                                  "sendbuf and recvbuf overlap partially (in place means sendbuf == recvbuf)");
     }
@@ -93,8 +153,10 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
     const int dev_send = bytes && sendbuf && eng_gpu_is_device_ptr(sendbuf);
     const int dev_recv = bytes && recvbuf && eng_gpu_is_device_ptr(recvbuf);
     const int on_gpu = dev_send || dev_recv;
-    if (on_gpu && sendbuf && recvbuf && dev_send != dev_recv && !(coll == ENG_COLL_REDUCE && me != root) &&
-        !(coll == ENG_COLL_BCAST && me != root))
+    /* the side a rank does not use (MPI leaves it undefined there) */
+    const int send_unused = (coll == ENG_COLL_BCAST || coll == ENG_COLL_SCATTER) && me != root;
+    const int recv_unused = (coll == ENG_COLL_REDUCE || coll == ENG_COLL_GATHER) && me != root;
+    if (on_gpu && sendbuf && recvbuf && dev_send != dev_recv && !recv_unused && !send_unused)
         return eng_set_error(dfcclInvalidArgument, fn,
                              "sendbuf and recvbuf must both be host memory or both device memory");
     if (on_gpu && !comm->gpu)
@@ -102,14 +164,6 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
                              "device buffers on a communicator without a GPU part (no GPU backend, "
                              "DFCCL_GPU=0, or a rank without a usable GPU)");
 
-    struct dfccl_request *req = malloc(sizeof(*req));
-    if (!req)
-        return eng_set_error(dfcclNoMemory, fn, "no memory for a request");
-    req->done = 0;
-    req->result = dfcclInProgress;
-    req->done_p = &req->done;
-    req->result_p = &req->result;
-    req->gpu_id = -1;
     eng_coll_args_t a = {.coll = (uint8_t)coll,
                          .dtype = (uint8_t)(coll == ENG_COLL_BARRIER ? 0 : datatype),
                          .op = (uint8_t)(reduces ? op : 0),
@@ -117,29 +171,7 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
                          .count = coll == ENG_COLL_BARRIER ? 0 : count,
                          .sendbuf = sendbuf,
                          .recvbuf = recvbuf};
-    /* a one-shot contribution must fit the FIFO depth of the smallest step of the daemon
-     * that runs it (one chunk per step), an LL one one step twice over (its lines carry
-     * flags); the net transport's proxy copies steps without 8-byte atomicity, so
-     * communicators with net peers never use LL */
-    const uint64_t min_step =
-        on_gpu ? eng_gpu_small_chunk(eng_config.oneshot_max, eng_config.ll_max, eng_config.fifo_depth,
-                                     eng_gpu_chunk(comm->net != NULL))
-               : eng_config.chunk_size;
-    const uint64_t oneshot_max = DFCCL_MIN(eng_config.oneshot_max, min_step * eng_config.fifo_depth);
-    const uint64_t ll_max = comm->net ? 0 : DFCCL_MIN(eng_config.ll_max, min_step / 2);
-    a.algo = (uint8_t)eng_algo_select(&a, N, oneshot_max, ll_max);
-    if (on_gpu) {
-        dfcclResult_t r = eng_gpu_submit(comm->gpu, &a, &req->done_p, &req->result_p, &req->gpu_id);
-        if (r != dfcclSuccess) {
-            free(req);
-            return r;
-        }
-        comm->stats.submitted++;
-    } else {
-        eng_daemon_submit(ENG_SQ_COLL, comm, &a, req);
-    }
-    *request_p = req;
-    return dfcclSuccess;
+    return launch(fn, comm, &a, NULL, on_gpu, request_p);
 }
 
 dfcclResult_t dfcclAllReduce(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
@@ -188,12 +220,315 @@ dfcclResult_t dfcclBarrier(dfcclComm_t comm, dfcclRequest_t *request_p)
     return submit(__func__, ENG_COLL_BARRIER, NULL, NULL, 0, dfcclInt8, dfcclSum, 0, comm, request_p);
 }
 
+/* ---- collectives moved block by block from a per-peer table ------------------------- */
+
+/* What a v- or w-collective's caller passed: counts and displacements in elements of
+ * the datatype (w: per-peer types, displacements in bytes). NULL arrays are the side a
+ * rank does not use. */
+typedef struct {
+    const void *sendbuf;
+    void *recvbuf;
+    size_t sendcount, recvcount; /* gatherv / allgatherv: sendcount; scatterv: recvcount */
+    const size_t *scounts, *sdispls, *rcounts, *rdispls;
+    const dfcclDataType_t *stypes, *rtypes; /* alltoallw */
+    dfcclDataType_t datatype;
+    int root;
+} eng_vargs_t;
+
+static int type_ok(dfcclDataType_t t)
+{
+    return (int)t >= 0 && t < dfcclNumTypes;
+}
+
+/* elements * type size, or 0 with *ovf set when it does not fit */
+static uint64_t mul_bytes(size_t n, size_t ts, int *ovf)
+{
+    if (ts && n > (SIZE_MAX >> 1) / ts)
+        *ovf = 1;
+    return (uint64_t)n * ts;
+}
+
+/* Build rank me's table for a v- or w-collective, checking every array it reads. */
+static dfcclResult_t build_blocks(const char *fn, eng_coll_t coll, const eng_vargs_t *v, int N, int me,
+                                  eng_block_t *b)
+{
+    const size_t ts = coll == ENG_COLL_ALLTOALLW ? 1 : eng_type_size((int)v->datatype);
+    const int root_side = me == v->root;
+    int ovf = 0;
+    for (int p = 0; p < N; p++) {
+        eng_block_t *e = &b[p];
+        *e = (eng_block_t){0, 0, 0, 0};
+        switch (coll) {
+        case ENG_COLL_GATHERV:
+            if (p == v->root)
+                e->sbytes = mul_bytes(v->sendcount, ts, &ovf);
+            if (root_side) {
+                e->rbytes = mul_bytes(v->rcounts[p], ts, &ovf);
+                e->roff = mul_bytes(v->rdispls[p], ts, &ovf);
+            }
+            break;
+        case ENG_COLL_SCATTERV:
+            if (p == v->root)
+                e->rbytes = mul_bytes(v->recvcount, ts, &ovf);
+            if (root_side) {
+                e->sbytes = mul_bytes(v->scounts[p], ts, &ovf);
+                e->soff = mul_bytes(v->sdispls[p], ts, &ovf);
+            }
+            break;
+        case ENG_COLL_ALLGATHERV:
+            e->sbytes = mul_bytes(v->sendcount, ts, &ovf);
+            e->rbytes = mul_bytes(v->rcounts[p], ts, &ovf);
+            e->roff = mul_bytes(v->rdispls[p], ts, &ovf);
+            break;
+        case ENG_COLL_ALLTOALLV:
+            e->sbytes = mul_bytes(v->scounts[p], ts, &ovf);
+            e->soff = mul_bytes(v->sdispls[p], ts, &ovf);
+            e->rbytes = mul_bytes(v->rcounts[p], ts, &ovf);
+            e->roff = mul_bytes(v->rdispls[p], ts, &ovf);
+            break;
+        default: /* ENG_COLL_ALLTOALLW: displacements in bytes, a type per peer */
+            if (!type_ok(v->stypes[p]))
+                return eng_set_error(dfcclInvalidArgument, fn, "sendtypes[%d] %d is not a dfcclDataType_t", p,
+                                     (int)v->stypes[p]);
+            if (!type_ok(v->rtypes[p]))
+                return eng_set_error(dfcclInvalidArgument, fn, "recvtypes[%d] %d is not a dfcclDataType_t", p,
+                                     (int)v->rtypes[p]);
+            e->sbytes = mul_bytes(v->scounts[p], eng_type_size((int)v->stypes[p]), &ovf);
+            e->soff = v->sdispls[p];
+            e->rbytes = mul_bytes(v->rcounts[p], eng_type_size((int)v->rtypes[p]), &ovf);
+            e->roff = v->rdispls[p];
+            break;
+        }
+        if (ovf || e->soff > (SIZE_MAX >> 1) - e->sbytes || e->roff > (SIZE_MAX >> 1) - e->rbytes)
+            return eng_set_error(dfcclInvalidArgument, fn,
+                                 "the counts or displacements for rank %d are too large", p);
+    }
+    return dfcclSuccess;
+}
+
+/* [lo, hi) bytes the table touches on one side; empty: lo == hi == 0 */
+static void table_span(const eng_block_t *b, int N, int recv, uint64_t *lo, uint64_t *hi)
+{
+    *lo = UINT64_MAX;
+    *hi = 0;
+    for (int p = 0; p < N; p++) {
+        const uint64_t off = recv ? b[p].roff : b[p].soff, n = recv ? b[p].rbytes : b[p].sbytes;
+        if (!n)
+            continue;
+        *lo = DFCCL_MIN(*lo, off);
+        *hi = off + n > *hi ? off + n : *hi;
+    }
+    if (*hi == 0)
+        *lo = 0;
+}
+
+static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t *v, dfcclComm_t comm,
+                              dfcclRequest_t *request_p)
+{
+    if (!request_p)
+        return eng_set_error(dfcclInvalidArgument, fn, "request_p is NULL");
+    *request_p = NULL;
+    if (!eng_comm_is_live(comm))
+        return eng_set_error(dfcclInvalidArgument, fn, "comm is not a live communicator (NULL or destroyed)");
+    const int N = comm->nranks, me = comm->rank;
+    const int rooted = coll == ENG_COLL_GATHERV || coll == ENG_COLL_SCATTERV;
+    if (coll != ENG_COLL_ALLTOALLW && !type_ok(v->datatype))
+        return eng_set_error(dfcclInvalidArgument, fn, "datatype %d is not a dfcclDataType_t",
+                             (int)v->datatype);
+    if (rooted && (v->root < 0 || v->root >= N))
+        return eng_set_error(dfcclInvalidArgument, fn, "root %d out of range [0, %d)", v->root, N);
+    /* the arrays this rank reads */
+    const int root_side = rooted && me == v->root;
+    const int a2a = coll == ENG_COLL_ALLTOALLV || coll == ENG_COLL_ALLTOALLW;
+    const struct {
+        const void *p;
+        int used;
+        const char *name;
+    } arrays[] = {
+        {v->rcounts, coll == ENG_COLL_ALLGATHERV || a2a || (coll == ENG_COLL_GATHERV && root_side),
+         "recvcounts"},
+        {v->rdispls, coll == ENG_COLL_ALLGATHERV || a2a || (coll == ENG_COLL_GATHERV && root_side), "displs"},
+        {v->scounts, a2a || (coll == ENG_COLL_SCATTERV && root_side), "sendcounts"},
+        {v->sdispls, a2a || (coll == ENG_COLL_SCATTERV && root_side), "sdispls"},
+        {v->stypes, coll == ENG_COLL_ALLTOALLW, "sendtypes"},
+        {v->rtypes, coll == ENG_COLL_ALLTOALLW, "recvtypes"},
+    };
+    for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
+        if (arrays[i].used && !arrays[i].p)
+            return eng_set_error(dfcclInvalidArgument, fn, "%s is NULL", arrays[i].name);
+    if (comm->aborted)
+        return eng_set_error(dfcclCommAborted, fn, "communicator %016llx was aborted (%s)",
+                             (unsigned long long)comm->uid, dfcclGetErrorString(comm->aborted));
+
+    eng_block_t *b = malloc(sizeof(*b) * (size_t)N);
+    if (!b)
+        return eng_set_error(dfcclNoMemory, fn, "no memory for the %d-rank block table", N);
+    dfcclResult_t r = build_blocks(fn, coll, v, N, me, b);
+    uint64_t slo, shi, rlo, rhi;
+    table_span(b, N, 0, &slo, &shi);
+    table_span(b, N, 1, &rlo, &rhi);
+    const void *sendbuf = v->sendbuf;
+    void *recvbuf = v->recvbuf;
+    const char *s0 = (const char *)sendbuf + slo, *r0 = (const char *)recvbuf + rlo;
+    if (r == dfcclSuccess && shi > slo && !sendbuf)
+        r = eng_set_error(dfcclInvalidArgument, fn, "sendbuf is NULL with %llu bytes to send",
+                          (unsigned long long)(shi - slo));
+    if (r == dfcclSuccess && rhi > rlo && !recvbuf)
+        r = eng_set_error(dfcclInvalidArgument, fn, "recvbuf is NULL with %llu bytes to receive",
+                          (unsigned long long)(rhi - rlo));
+    if (r == dfcclSuccess && shi > slo && rhi > rlo) {
+        /* in place: this rank's own block is where it is received, and nothing else the
+         * rank sends lies where it receives */
+        const eng_block_t *own = &b[me];
+        const int in_place = coll != ENG_COLL_ALLTOALLV && coll != ENG_COLL_ALLTOALLW && own->sbytes &&
+                             (const char *)sendbuf + own->soff == (const char *)recvbuf + own->roff;
+        int bad = 0;
+        for (int p = 0; p < N && !bad; p++) {
+            /* in place, the own block is sent from where it is received (all-gather-v
+             * sends it to every peer) */
+            if (in_place && b[p].soff == own->soff && b[p].sbytes == own->sbytes)
+                continue;
+            if (b[p].sbytes)
+                bad = overlaps((const char *)sendbuf + b[p].soff, b[p].sbytes, r0, rhi - rlo);
+        }
+        if (in_place && !bad) /* the own block may not overlap another peer's receive block */
+            for (int p = 0; p < N && !bad; p++)
+                bad = p != me && overlaps((const char *)recvbuf + b[p].roff, b[p].rbytes,
+                                          (const char *)recvbuf + own->roff, own->rbytes);
+        if (bad)
+            r = eng_set_error(
+                dfcclInvalidArgument, fn,
+                coll == ENG_COLL_ALLTOALLV || coll == ENG_COLL_ALLTOALLW
+                    ? "the send and receive regions overlap (in-place all-to-all is not supported)"
+                    : "sendbuf overlaps recvbuf but is not this rank's block of it");
+    }
+    /* the memory kind picks the daemon; every rank passes the same kind (usage rule) */
+    const int dev_send = shi > slo && eng_gpu_is_device_ptr(s0);
+    const int dev_recv = rhi > rlo && eng_gpu_is_device_ptr(r0);
+    const int on_gpu = dev_send || dev_recv;
+    if (r == dfcclSuccess && shi > slo && rhi > rlo && dev_send != dev_recv)
+        r = eng_set_error(dfcclInvalidArgument, fn,
+                          "sendbuf and recvbuf must both be host memory or both device memory");
+    if (r == dfcclSuccess && on_gpu && !comm->gpu)
+        r = eng_set_error(dfcclUnsupported, fn,
+                          "device buffers on a communicator without a GPU part (no GPU backend, "
+                          "DFCCL_GPU=0, or a rank without a usable GPU)");
+    if (r != dfcclSuccess) {
+        free(b);
+        return r;
+    }
+    eng_coll_args_t a = {.coll = (uint8_t)coll,
+                         .dtype = (uint8_t)(coll == ENG_COLL_ALLTOALLW ? dfcclUint8 : v->datatype),
+                         .root = rooted ? v->root : 0,
+                         .sendbuf = sendbuf,
+                         .recvbuf = recvbuf};
+    return launch(fn, comm, &a, b, on_gpu, request_p);
+}
+
+dfcclResult_t dfcclGather(const void *sendbuf, void *recvbuf, size_t sendcount, dfcclDataType_t datatype,
+                          int root, dfcclComm_t comm, dfcclRequest_t *request_p)
+{
+    return submit(__func__, ENG_COLL_GATHER, sendbuf, recvbuf, sendcount, datatype, dfcclSum, root, comm,
+                  request_p);
+}
+
+dfcclResult_t dfcclScatter(const void *sendbuf, void *recvbuf, size_t recvcount, dfcclDataType_t datatype,
+                           int root, dfcclComm_t comm, dfcclRequest_t *request_p)
+{
+    return submit(__func__, ENG_COLL_SCATTER, sendbuf, recvbuf, recvcount, datatype, dfcclSum, root, comm,
+                  request_p);
+}
+
+dfcclResult_t dfcclScan(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
+                        dfcclRedOp_t op, dfcclComm_t comm, dfcclRequest_t *request_p)
+{
+    return submit(__func__, ENG_COLL_SCAN, sendbuf, recvbuf, count, datatype, op, 0, comm, request_p);
+}
+
+dfcclResult_t dfcclExscan(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
+                          dfcclRedOp_t op, dfcclComm_t comm, dfcclRequest_t *request_p)
+{
+    return submit(__func__, ENG_COLL_EXSCAN, sendbuf, recvbuf, count, datatype, op, 0, comm, request_p);
+}
+
+dfcclResult_t dfcclGatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
+                           const size_t *displs, dfcclDataType_t datatype, int root, dfcclComm_t comm,
+                           dfcclRequest_t *request_p)
+{
+    const eng_vargs_t v = {.sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .sendcount = sendcount,
+                           .rcounts = recvcounts,
+                           .rdispls = displs,
+                           .datatype = datatype,
+                           .root = root};
+    return submit_v(__func__, ENG_COLL_GATHERV, &v, comm, request_p);
+}
+
+dfcclResult_t dfcclScatterv(const void *sendbuf, const size_t *sendcounts, const size_t *displs,
+                            void *recvbuf, size_t recvcount, dfcclDataType_t datatype, int root,
+                            dfcclComm_t comm, dfcclRequest_t *request_p)
+{
+    const eng_vargs_t v = {.sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .recvcount = recvcount,
+                           .scounts = sendcounts,
+                           .sdispls = displs,
+                           .datatype = datatype,
+                           .root = root};
+    return submit_v(__func__, ENG_COLL_SCATTERV, &v, comm, request_p);
+}
+
+dfcclResult_t dfcclAllGatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
+                              const size_t *displs, dfcclDataType_t datatype, dfcclComm_t comm,
+                              dfcclRequest_t *request_p)
+{
+    const eng_vargs_t v = {.sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .sendcount = sendcount,
+                           .rcounts = recvcounts,
+                           .rdispls = displs,
+                           .datatype = datatype};
+    return submit_v(__func__, ENG_COLL_ALLGATHERV, &v, comm, request_p);
+}
+
+dfcclResult_t dfcclAllToAllv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                             void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+                             dfcclDataType_t datatype, dfcclComm_t comm, dfcclRequest_t *request_p)
+{
+    const eng_vargs_t v = {.sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .scounts = sendcounts,
+                           .sdispls = sdispls,
+                           .rcounts = recvcounts,
+                           .rdispls = rdispls,
+                           .datatype = datatype};
+    return submit_v(__func__, ENG_COLL_ALLTOALLV, &v, comm, request_p);
+}
+
+dfcclResult_t dfcclAllToAllw(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                             const dfcclDataType_t *sendtypes, void *recvbuf, const size_t *recvcounts,
+                             const size_t *rdispls, const dfcclDataType_t *recvtypes, dfcclComm_t comm,
+                             dfcclRequest_t *request_p)
+{
+    const eng_vargs_t v = {.sendbuf = sendbuf,
+                           .recvbuf = recvbuf,
+                           .scounts = sendcounts,
+                           .sdispls = sdispls,
+                           .rcounts = recvcounts,
+                           .rdispls = rdispls,
+                           .stypes = sendtypes,
+                           .rtypes = recvtypes};
+    return submit_v(__func__, ENG_COLL_ALLTOALLW, &v, comm, request_p);
+}
+
 static dfcclResult_t request_reap(dfcclRequest_t *request_p)
 {
     struct dfccl_request *req = *request_p;
     dfcclResult_t res = (dfcclResult_t)DFCCL_READ_ONCE(*req->result_p);
     if (req->gpu_id >= 0)
         eng_gpu_release(req->gpu_id);
+    free(req->blocks);
     if (res < 0) /* the daemon logged the details; the caller's thread gets the reason too */
         eng_set_error(res, "dfcclWait", "the collective failed: %s", dfcclGetErrorString(res));
     free(*request_p);

@@ -86,8 +86,9 @@ static void stat_add(uint64_t *p, uint64_t v)
     __atomic_fetch_add(p, v, __ATOMIC_RELAXED); /* several workers count into one comm */
 }
 
-static const char *const coll_names[ENG_COLL_NUM] = {"allreduce",      "reduce",   "bcast",  "allgather",
-                                                     "reduce_scatter", "alltoall", "barrier"};
+static const char *const coll_names[ENG_COLL_NUM] = {
+    "allreduce", "reduce",  "bcast",    "allgather",  "reduce_scatter", "alltoall",  "barrier", "gather",
+    "scatter",   "gatherv", "scatterv", "allgatherv", "alltoallv",      "alltoallw", "scan",    "exscan"};
 
 /* ---- completions --------------------------------------------------------------------- */
 

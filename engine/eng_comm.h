@@ -31,6 +31,8 @@ struct dfccl_request {
     uint32_t *done_p; /* the word to poll: &done, or the GPU daemon's mapped word */
     int32_t *result_p;
     int gpu_id; /* GPU request id, -1 for the CPU backend */
+    eng_block_t *blocks; /* a v-collective's table, read by the CPU daemon (freed with the
+                            request; the GPU daemon reads a mapped copy) */
 };
 
 /* A task as one CPU daemon thread (worker) sees it: its place in that worker's list and

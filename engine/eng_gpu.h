@@ -33,8 +33,9 @@ dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, u
 void eng_gpu_comm_destroy(eng_gpu_comm_t *gc);
 
 /* Submit a collective; *done_p / *result_p are the request's completion and result
- * words (host-mapped, written by the daemon); *id_p is released by eng_gpu_release. */
-dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, uint32_t **done_p,
+ * words (host-mapped, written by the daemon); *id_p is released by eng_gpu_release.
+ * a->blocks (nblocks entries, or NULL) is copied into memory the daemon reads. */
+dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks, uint32_t **done_p,
                              int32_t **result_p, int *id_p);
 
 /* Host-side progress: relaunch the daemon when it quit with work pending. */

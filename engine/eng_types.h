@@ -20,6 +20,15 @@ typedef enum {
     ENG_COLL_REDUCE_SCATTER,
     ENG_COLL_ALLTOALL,
     ENG_COLL_BARRIER,
+    ENG_COLL_GATHER,
+    ENG_COLL_SCATTER,
+    ENG_COLL_GATHERV,
+    ENG_COLL_SCATTERV,
+    ENG_COLL_ALLGATHERV,
+    ENG_COLL_ALLTOALLV,
+    ENG_COLL_ALLTOALLW,
+    ENG_COLL_SCAN,
+    ENG_COLL_EXSCAN,
     ENG_COLL_NUM
 } eng_coll_t;
 
@@ -28,8 +37,9 @@ typedef enum {
     ENG_ALGO_RING,     /* allreduce, reduce_scatter, allgather */
     ENG_ALGO_ONESHOT,  /* small allreduce, barrier */
     ENG_ALGO_CHAIN,    /* bcast, reduce */
-    ENG_ALGO_PAIRWISE, /* alltoall */
+    ENG_ALGO_PAIRWISE, /* alltoall(v/w), gather(v), scatter(v), allgatherv */
     ENG_ALGO_LL,       /* smallest allreduces, barrier: one-shot in LL lines */
+    ENG_ALGO_SCAN,     /* scan, exscan: a chain from rank 0 up */
 } eng_algo_t;
 
 /* LL lines (NCCL's low-latency protocol): 16 bytes carry 8 bytes of payload as two
@@ -111,14 +121,25 @@ typedef struct {
     eng_conn_t *conns; /* [nranks] for this slot and channel */
 } eng_chan_view_t;
 
+/* What one rank sends to and receives from one peer in a collective moved block by
+ * block (the v- and w-collectives): byte offsets into sendbuf / recvbuf and byte
+ * counts. The block a rank sends to p and the one p receives from it have the same
+ * size (MPI's matching rule), so both ends cut it into the same steps. */
+typedef struct {
+    uint64_t soff, sbytes;
+    uint64_t roff, rbytes;
+} eng_block_t;
+
 /* The collective as the user described it. */
 typedef struct {
     uint8_t coll, dtype, op, algo;
     int32_t root;
-    size_t count; /* allreduce/reduce/bcast: total; allgather: per rank; reduce_scatter:
-                     per rank; alltoall: per peer */
+    size_t count; /* allreduce/reduce/bcast/scan: total; allgather/gather: per rank;
+                     reduce_scatter/scatter: per rank; alltoall: per peer; 0 with blocks */
     const void *sendbuf;
     void *recvbuf;
+    const eng_block_t *blocks; /* [nranks] for the v- and w-collectives, else NULL (the
+                                  GPU daemon reads its host-mapped copy) */
 } eng_coll_args_t;
 
 /* Saved context of one channel of one collective: everything needed to resume at the
@@ -130,6 +151,8 @@ typedef struct {
     uint32_t step;   /* algorithm step inside the current chunk */
     uint32_t sub;    /* sub-step: peers posted (one-shot), chunks sent (pairwise) */
     uint32_t sub2;   /* chunks received (pairwise) */
+    uint64_t span;   /* the range [lo, hi) is part of: [0, span) (pairwise cuts every
+                        peer's block in the same proportions) */
     uint8_t done;
 } eng_ctx_t;
 

@@ -30,10 +30,10 @@ void eng_gpu_comm_destroy(eng_gpu_comm_t *gc)
     (void)gc;
 }
 
-dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, uint32_t **done_p,
+dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks, uint32_t **done_p,
                              int32_t **result_p, int *id_p)
 {
-    (void)gc, (void)a, (void)done_p, (void)result_p, (void)id_p;
+    (void)gc, (void)a, (void)nblocks, (void)done_p, (void)result_p, (void)id_p;
     return eng_set_error(dfcclUnsupported, "dfccl",
                          "device buffers need the GPU backend (built without CUDA)");
 }

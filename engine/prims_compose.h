@@ -53,6 +53,21 @@ DFCCL_DEV_INLINE void prim_recv_reduce_copy_send(eng_conn_t *in, eng_conn_t *out
     prim_recv_done(in);
 }
 
+/* recv_reduce_send_copy: (peer FIFO op local) -> next peer's FIFO, and the peer's step
+ * as it came -> local output (exscan). dst may be src (in place): it is written only
+ * after every thread has read src. */
+DFCCL_DEV_INLINE void prim_recv_reduce_send_copy(eng_conn_t *in, eng_conn_t *out, const eng_chan_view_t *v,
+                                                 const void *src, void *dst, size_t n, int dtype, int op)
+{
+    size_t bytes = n * eng_type_size(dtype);
+    const char *rb = prim_recv_buf(in, v, NULL);
+    prim_reduce(prim_send_buf(out, v), rb, src, n, dtype, op);
+    prim_barrier();
+    prim_copy(dst, rb, bytes);
+    prim_send_post(out, v, bytes);
+    prim_recv_done(in);
+}
+
 /* recv_reduce_copy: (peer FIFO op local) -> local output */
 DFCCL_DEV_INLINE void prim_recv_reduce_copy(eng_conn_t *in, const eng_chan_view_t *v, const void *src,
                                             void *dst, size_t n, int dtype, int op)

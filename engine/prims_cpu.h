@@ -170,6 +170,12 @@ DFCCL_DEV_INLINE void prim_barrier(void)
     /* one thread: nothing to wait for */
 }
 
+/* One peer's block of a v-collective's table. */
+DFCCL_DEV_INLINE void prim_load_block(eng_block_t *b, const eng_block_t *src)
+{
+    *b = *src;
+}
+
 #include "prims_compose.h"
 
 #endif

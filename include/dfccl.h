@@ -203,9 +203,9 @@ dfcclResult_t dfcclScatter(const void *sendbuf, void *recvbuf, size_t recvcount,
  *         sendbuf + displs[i] go to rank i (whose @p recvcount must match). The arrays are
  *         read on the root only, during the call. In place at the root when
  *         recvbuf == sendbuf + displs[root]. */
-dfcclResult_t dfcclScatterv(const void *sendbuf, const size_t *sendcounts, const size_t *displs, void *recvbuf,
-                            size_t recvcount, dfcclDataType_t datatype, int root, dfcclComm_t comm,
-                            dfcclRequest_t *request_p);
+dfcclResult_t dfcclScatterv(const void *sendbuf, const size_t *sendcounts, const size_t *displs,
+                            void *recvbuf, size_t recvcount, dfcclDataType_t datatype, int root,
+                            dfcclComm_t comm, dfcclRequest_t *request_p);
 
 /** @brief Non-blocking all-gather with per-rank counts: rank i's @p sendcount elements
  *         land at every rank's recvbuf + displs[i]; recvcounts[i] must equal rank i's

@@ -5,7 +5,7 @@
 #
 # usage: run_suite.sh BUILD_BIN_DIR
 #   BUILD_BIN_DIR holds the compiled programs t_matrix, t_comms, t_chaos, t_random,
-#   t_badinput, t_killed, t_large, t_threads, t_mismatch (named like their .c files).
+#   t_badinput, t_killed, t_large, t_threads, t_mismatch, t_vcolls (named like their .c files).
 #
 # Every case runs under mpirun inside `timeout`, so a hang fails fast; processes of
 # the test binaries left behind by a killed job are killed by pid afterwards. One
@@ -44,7 +44,7 @@ npass=0
 nfail=0
 FAILED=()
 
-for p in t_matrix t_comms t_chaos t_random t_badinput t_killed t_large t_threads t_mismatch; do
+for p in t_matrix t_comms t_chaos t_random t_badinput t_killed t_large t_threads t_mismatch t_vcolls; do
     if [ ! -x "$BIN/$p" ]; then
         echo "FAIL: $p (missing program $BIN/$p)"
         nfail=$((nfail + 1))
@@ -103,7 +103,15 @@ for np in $NPS; do
     run_case t_chaos "$np" "$tm" -- t_chaos 20 --deadline 60
     run_case t_random "$np" "$tm" -- t_random --rounds 8 --deadline 60
     run_case t_badinput "$np" 60 -- t_badinput
+    run_case t_vcolls "$np" "$tm" -- t_vcolls
 done
+run_case t_vcolls 1 60 -- t_vcolls
+run_case "t_vcolls[chaos]" 4 120 -- t_vcolls --chaos 10 --deadline 60
+run_case "t_vcolls[chaos]" 8 120 -- t_vcolls --chaos 4 --scale 40000 --deadline 60
+run_case "t_vcolls[threads=3,channels=4,chunk=4096]" 4 120 -x DFCCL_CPU_THREADS=3 -x DFCCL_CHANNELS=4 \
+    -x DFCCL_CHUNK_SIZE=4096 -- t_vcolls --quick
+run_case "t_vcolls[slots=1,channels=3,chaos]" 3 120 -x DFCCL_SLOTS=1 -x DFCCL_CHANNELS=3 -- t_vcolls --chaos 5 \
+    --deadline 60
 
 for np in 2 4; do
     run_case t_threads "$np" 60 -- t_threads --threads 2 --iters 40
@@ -134,16 +142,19 @@ run_case t_large 2 400 -- t_large
 # ------------------------------------------------------------------ hang proof
 # With preemption off, ranks that submit the chaos collectives in different orders
 # must deadlock: the program reports HANG and exits 3 (or the watchdog kills it).
+# HANG_PROG / HANG_ARGS: the chaos program and its arguments (t_chaos 20).
 hang_proof() {
     local np=4 i tag=${1:-}
     shift || true
-    local id="t_chaos[${tag:+$tag,}DFCCL_PREEMPT=0 must hang] np=$np"
+    local prog=${HANG_PROG:-t_chaos} pargs
+    read -r -a pargs <<< "${HANG_ARGS:-20}"
+    local id="$prog[${tag:+$tag,}DFCCL_PREEMPT=0 must hang] np=$np"
     selected "$id" || return 0
     local ok=1 why="" vb va f
     for i in $(seq 1 "$HANG_RUNS"); do
-        local log="$LOGDIR/t_chaos_nopreempt${tag:+_$tag}_np${np}_$i.log"
+        local log="$LOGDIR/${prog}_nopreempt${tag:+_$tag}_np${np}_$i.log"
         vb=$(vader_list)
-        run_mpi "$log" 60 "$np" "$@" -x DFCCL_PREEMPT=0 -- t_chaos 20 --deadline 10
+        run_mpi "$log" 60 "$np" "$@" -x DFCCL_PREEMPT=0 -- "$prog" "${pargs[@]}" --deadline 10
         # ranks that _exit without MPI_Finalize leave Open MPI's vader segments
         # behind; the job is gone (kill_orphans), so remove the ones it created
         va=$(vader_list)
@@ -171,6 +182,8 @@ hang_proof() {
 }
 hang_proof
 hang_proof "threads=2,channels=4" -x DFCCL_CPU_THREADS=2 -x DFCCL_CHANNELS=4
+# the v-collectives, gather/scatter and all-to-all-w in the chaos order
+HANG_PROG=t_vcolls HANG_ARGS="--chaos 10" hang_proof
 
 # With preemption off and DFCCL_TIMEOUT set, the same deadlock ends in dfcclTimeout.
 run_case "t_chaos[DFCCL_PREEMPT=0,DFCCL_TIMEOUT=2000 must time out]" 4 120 \
