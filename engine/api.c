@@ -57,6 +57,7 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
     const uint64_t oneshot_max = DFCCL_MIN(eng_config.oneshot_max, min_step * eng_config.fifo_depth);
     const uint64_t ll_max = comm->net ? 0 : DFCCL_MIN(eng_config.ll_max, min_step / 2);
     a->algo = (uint8_t)eng_algo_select(a, N, oneshot_max, ll_max);
+    comm->last_on_gpu = on_gpu;
     if (on_gpu) {
         /* the GPU daemon reads a mapped copy of the table, made here */
         dfcclResult_t r = eng_gpu_submit(comm->gpu, a, (size_t)N, &req->done_p, &req->result_p, &req->gpu_id);
@@ -402,10 +403,20 @@ static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t
                     ? "the send and receive regions overlap (in-place all-to-all is not supported)"
                     : "sendbuf overlaps recvbuf but is not this rank's block of it");
     }
-    /* the memory kind picks the daemon; every rank passes the same kind (usage rule) */
+    /* the memory kind picks the daemon; every rank passes the same kind (usage rule). A
+     * rank that moves nothing goes by the buffers it passed anyway, else with the
+     * communicator's latest collective. */
     const int dev_send = shi > slo && eng_gpu_is_device_ptr(s0);
     const int dev_recv = rhi > rlo && eng_gpu_is_device_ptr(r0);
-    const int on_gpu = dev_send || dev_recv;
+    int on_gpu = dev_send || dev_recv;
+    if (shi == slo && rhi == rlo) {
+        if (sendbuf || recvbuf)
+            on_gpu =
+                (sendbuf && eng_gpu_is_device_ptr(sendbuf)) || (recvbuf && eng_gpu_is_device_ptr(recvbuf));
+        else
+            on_gpu = comm->last_on_gpu;
+        on_gpu = on_gpu && comm->gpu; /* nothing to move: never an error */
+    }
     if (r == dfcclSuccess && shi > slo && rhi > rlo && dev_send != dev_recv)
         r = eng_set_error(dfcclInvalidArgument, fn,
                           "sendbuf and recvbuf must both be host memory or both device memory");

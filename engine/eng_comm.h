@@ -82,6 +82,8 @@ struct dfccl_comm {
     struct dfccl_request *dmark_req;
     struct dfccl_comm *live_next;
     struct eng_gpu_comm *gpu; /* device FIFOs; NULL when some rank has no GPU */
+    int last_on_gpu;          /* the daemon of the latest collective submitted: a rank
+                                 that moves nothing in a v-collective follows it */
     struct eng_net_comm *net; /* net peers' shadows and endpoints; NULL without net peers */
 };
 

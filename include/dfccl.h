@@ -14,7 +14,10 @@
  *    order with matching counts, datatypes, ops and roots;
  *  - across communicators any order is allowed;
  *  - buffers are host memory (CPU daemon) or device memory (GPU daemon, which runs on
- *    its own stream): device data must be complete when the collective is submitted.
+ *    its own stream), the same kind on every rank: the kind picks the daemon. A rank
+ *    that moves nothing in a v-collective should still pass a buffer of that kind; with
+ *    NULL buffers it runs on the daemon of its previous collective on the communicator.
+ *    Device data must be complete when the collective is submitted.
  *    Synchronize the stream that produced it first (note that a cudaMemcpy from
  *    pageable host memory may return before its copy has landed); results are
  *    complete when dfcclTest/dfcclWait report completion.

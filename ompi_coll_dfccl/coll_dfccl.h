@@ -127,7 +127,8 @@ typedef enum {
  * table all come from this one list. */
 #define MCA_COLL_DFCCL_COLLS(X)                                                                              \
     X(allreduce)                                                                                             \
-    X(iallreduce) X(reduce) X(ireduce) X(bcast) X(ibcast) X(allgather) X(iallgather) X(reduce_scatter_block) \
+    X(iallreduce)                                                                                            \
+    X(reduce) X(ireduce) X(bcast) X(ibcast) X(allgather) X(iallgather) X(reduce_scatter_block)               \
         X(ireduce_scatter_block) X(reduce_scatter) X(ireduce_scatter) X(alltoall) X(ialltoall) X(gather)     \
             X(igather) X(gatherv) X(igatherv) X(scatter) X(iscatter) X(scatterv) X(iscatterv) X(allgatherv)  \
                 X(iallgatherv) X(alltoallv) X(ialltoallv) X(alltoallw) X(ialltoallw) X(scan) X(iscan)        \
@@ -158,6 +159,8 @@ typedef struct mca_coll_dfccl_module_t {
     struct mca_coll_dfccl_req_t *queue_head, *queue_tail;
     bool waiting; /**< on the component's list of modules to advance */
     struct mca_coll_dfccl_module_t *wait_next;
+    int last_kind; /**< memory kind of the latest call with data (a v-call that moves
+                        nothing on this rank, with NULL buffers, follows it) */
 
     MCA_COLL_DFCCL_COLLS(MCA_COLL_DFCCL_PREV)
 } mca_coll_dfccl_module_t;
@@ -236,6 +239,8 @@ typedef struct {
 } mca_coll_dfccl_stage_t;
 
 /** @brief Everything one collective call holds until it completes. */
+typedef struct mca_coll_dfccl_pack_t mca_coll_dfccl_pack_t;
+
 typedef struct mca_coll_dfccl_op_t {
     mca_coll_dfccl_stage_t stage[3]; /**< staged user buffers */
     int nstage;
@@ -243,11 +248,12 @@ typedef struct mca_coll_dfccl_op_t {
     void *move_dst; /**< host-side copy done at completion, before staging out */
     const void *move_src;
     size_t move_len;
-    dfcclRequest_t ereq;   /**< engine request (engine path) */
-    ompi_request_t *inner; /**< previous module's request (non-blocking staged path) */
-    int rc;                /**< result of a blocking previous call (staged path) */
-    bool device_direct;    /**< engine path on a communicator with a GPU part */
-    bool device_synced;    /**< the legacy stream was synchronized for this op */
+    dfcclRequest_t ereq;                 /**< engine request (engine path) */
+    ompi_request_t *inner;               /**< previous module's request (non-blocking staged path) */
+    int rc;                              /**< result of a blocking previous call (staged path) */
+    bool device_direct;                  /**< engine path on a communicator with a GPU part */
+    bool device_synced;                  /**< the legacy stream was synchronized for this op */
+    struct mca_coll_dfccl_pack_t *packs; /**< packed sides (coll_dfccl_pack.c) */
 } mca_coll_dfccl_op_t;
 
 /**

@@ -1,33 +1,67 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * MPI_Allgatherv, MPI_Iallgatherv. The engine does not run it yet: device buffers are
- * staged through host memory for the previous module (the receive side as the span its
- * blocks cover), host buffers go to it untouched. MPI_IN_PLACE: each rank's block is
- * already in the receive buffer.
+ * MPI_Allgatherv, MPI_Iallgatherv. Contiguous blocks run on the engine as bytes
+ * (dfcclAllGatherv); other datatypes are staged through host memory for the previous
+ * module (the receive side as the span its blocks cover). MPI_IN_PLACE: each rank's
+ * block is already in the receive buffer.
  */
 #include "coll_dfccl_common.h"
 
+/* The engine runs every datatype (a rank packs what is not contiguous), so the path
+ * depends on the memory kind alone. */
 static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_check_t *rec,
-                    bool unused)
+                    mca_coll_dfccl_plan_t *p, bool unused)
 {
     (void)unused;
+    (void)p;
+    const bool in_place = a->sbuf == MPI_IN_PLACE;
     uint64_t hash = 1469598103934665603ull, total = 0; /* FNV-1a of the counts */
     for (int i = 0; i < m->size; i++) {
         hash = (hash ^ (uint64_t)(uint32_t)a->rcounts[i]) * 1099511628211ull;
         total += (uint64_t)(a->rcounts[i] > 0 ? a->rcounts[i] : 0);
     }
-    rec->loose = 1;
     rec->counts_hash = hash;
     rec->bytes = mca_coll_dfccl_bytes(a->rdtype, total);
     rec->types = mca_coll_dfccl_types(a->rdtype);
-    rec->kind = mca_coll_dfccl_kind2(a->sbuf, a->rbuf);
-    return false;
+    const int64_t sbytes = in_place ? 0 : mca_coll_dfccl_bytes(a->sdtype, (size_t)a->scount);
+    rec->kind = mca_coll_dfccl_kind_v(m, a->sbuf, sbytes > 0, a->rbuf, rec->bytes > 0);
+    return true;
 }
 
-static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_op_t *o,
-                 ompi_request_t **inner_p, bool unused)
+static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                        const mca_coll_dfccl_plan_t *p, mca_coll_dfccl_op_t *o)
+{
+    const bool in_place = a->sbuf == MPI_IN_PLACE;
+    const int n = m->size;
+    size_t *tab = mca_coll_dfccl_vtab(n), sb = 0, so = 0;
+    void *hs = NULL, *hr = NULL;
+    if (!tab)
+        return MPI_ERR_NO_MEM;
+    mca_coll_dfccl_op_engine(o, p->ecomm);
+    int rc = mca_coll_dfccl_engine_side(o, true, in_place, a->rbuf, n, a->rcounts, 0, a->rdispls, a->rdtype,
+                                        NULL, tab, tab + n, &hr);
+    if (rc == OMPI_SUCCESS && in_place) {
+        sb = tab[m->rank];
+        hs = (char *)hr + tab[n + m->rank];
+    } else if (rc == OMPI_SUCCESS) {
+        rc = mca_coll_dfccl_engine_side(o, false, false, (void *)a->sbuf, 1, NULL, a->scount, NULL, a->sdtype,
+                                        NULL, &sb, &so, &hs);
+        hs = (char *)hs + so;
+    }
+    if (rc == OMPI_SUCCESS) {
+        dfcclResult_t res = dfcclAllGatherv(hs, sb, hr, tab, tab + n, dfcclUint8, p->ecomm, &o->ereq);
+        rc = res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Allgatherv", res);
+    }
+    free(tab);
+    return rc;
+}
+
+static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, const mca_coll_dfccl_plan_t *p,
+                 mca_coll_dfccl_op_t *o, ompi_request_t **inner_p, bool unused)
 {
     (void)unused;
+    if (p->path == MCA_COLL_DFCCL_PATH_ENGINE)
+        return engine_start(m, a, p, o);
     void *hs = (void *)a->sbuf, *hr = a->rbuf;
     int rc = mca_coll_dfccl_stage_blocks(o, (void *)a->sbuf, 1, (size_t)a->scount, NULL, NULL, false,
                                          a->sdtype, NULL, true, false, &hs);

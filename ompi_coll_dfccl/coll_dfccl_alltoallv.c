@@ -1,27 +1,63 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * MPI_Alltoallv, MPI_Alltoallw and their MPI_I* forms. The engine does not run them
- * yet: device buffers are staged through host memory for the previous module (each side
- * as the span its blocks cover: counts and displacements in the datatype's extent for
- * v, per-peer datatypes and byte displacements for w), host buffers go to it untouched.
- * MPI_IN_PLACE: the data to send is in the receive buffer.
+ * MPI_Alltoallv, MPI_Alltoallw and their MPI_I* forms. Contiguous blocks run on the
+ * engine as bytes (dfcclAllToAllv; for w, a type per peer and byte displacements).
+ * Other datatypes, and MPI_IN_PLACE (the data to send is in the receive buffer, which
+ * the engine's pairwise exchange would overwrite before sending it), are staged through
+ * host memory for the previous module (each side as the span its blocks cover).
  */
 #include "coll_dfccl_common.h"
 
-/* w: MPI_Alltoallw */
+/* w: MPI_Alltoallw. The engine runs every datatype (a rank packs what is not
+ * contiguous), so the path depends on the memory kind alone; MPI_IN_PLACE (every rank
+ * passes it) is staged. */
 static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_check_t *rec,
-                    bool w)
+                    mca_coll_dfccl_plan_t *p, bool w)
 {
-    (void)m;
-    (void)w;
-    rec->loose = 1; /* every rank's counts differ: nothing else to compare */
-    rec->kind = mca_coll_dfccl_kind2(a->sbuf, a->rbuf);
-    return false;
+    (void)p;
+    const bool in_place = a->sbuf == MPI_IN_PLACE;
+    int64_t sbytes = 0, rbytes = 0;
+    /* every rank's counts differ: nothing but the path and kind to compare */
+    rec->types = w ? 0 : mca_coll_dfccl_types(in_place ? a->rdtype : a->sdtype);
+    for (int i = 0; i < m->size; i++) {
+        if (!in_place && a->scounts[i] > 0)
+            sbytes += mca_coll_dfccl_bytes(w ? a->sdtypes[i] : a->sdtype, (size_t)a->scounts[i]);
+        if (a->rcounts[i] > 0)
+            rbytes += mca_coll_dfccl_bytes(w ? a->rdtypes[i] : a->rdtype, (size_t)a->rcounts[i]);
+    }
+    rec->kind = mca_coll_dfccl_kind_v(m, a->sbuf, sbytes > 0, a->rbuf, rbytes > 0);
+    return !in_place;
 }
 
-static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_op_t *o,
-                 ompi_request_t **inner_p, bool w)
+static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                        const mca_coll_dfccl_plan_t *p, mca_coll_dfccl_op_t *o, bool w)
 {
+    const int n = m->size;
+    size_t *tab = mca_coll_dfccl_vtab(n);
+    void *hs = NULL, *hr = NULL;
+    if (!tab)
+        return MPI_ERR_NO_MEM;
+    mca_coll_dfccl_op_engine(o, p->ecomm);
+    int rc = mca_coll_dfccl_engine_side(o, true, false, a->rbuf, n, a->rcounts, 0, a->rdispls, a->rdtype,
+                                        w ? a->rdtypes : NULL, tab + 2 * n, tab + 3 * n, &hr);
+    if (rc == OMPI_SUCCESS)
+        rc = mca_coll_dfccl_engine_side(o, false, false, (void *)a->sbuf, n, a->scounts, 0, a->sdispls,
+                                        a->sdtype, w ? a->sdtypes : NULL, tab, tab + n, &hs);
+    if (rc == OMPI_SUCCESS) {
+        dfcclResult_t res =
+            dfcclAllToAllv(hs, tab, tab + n, hr, tab + 2 * n, tab + 3 * n, dfcclUint8, p->ecomm, &o->ereq);
+        rc = res == dfcclSuccess ? OMPI_SUCCESS
+                                 : mca_coll_dfccl_engine_error(w ? "MPI_Alltoallw" : "MPI_Alltoallv", res);
+    }
+    free(tab);
+    return rc;
+}
+
+static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, const mca_coll_dfccl_plan_t *p,
+                 mca_coll_dfccl_op_t *o, ompi_request_t **inner_p, bool w)
+{
+    if (p->path == MCA_COLL_DFCCL_PATH_ENGINE)
+        return engine_start(m, a, p, o, w);
     void *hs = (void *)a->sbuf, *hr = a->rbuf;
     int rc = mca_coll_dfccl_stage_blocks(o, (void *)a->sbuf, m->size, 0, a->scounts, a->sdispls, w, a->sdtype,
                                          a->sdtypes, true, false, &hs);

@@ -193,6 +193,7 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
     rec.nonblocking = !blocking;
 
     const bool engine_ok = desc->prepare(m, a, &rec, &plan);
+    m->last_kind = rec.kind;
     plan.path = mca_coll_dfccl_choose(m, (mca_coll_dfccl_mem_t)rec.kind, engine_ok);
     if (!engine_ok && rec.bytes && cm->verbose >= 5)
         DFCCL_VERBOSE(5, "MPI_%s on %s: not for the engine (%s)", mca_coll_dfccl_coll_names[rec.coll],

@@ -152,6 +152,82 @@ static inline bool mca_coll_dfccl_blocks_prepare(mca_coll_dfccl_module_t *m, con
     return ok && p->bytes > 0;
 }
 
+/**
+ * @brief The blocks of one side of a v- or w-call as the engine takes them: byte counts
+ *        (@p bcount) and byte offsets from the buffer (@p boff) of @p n blocks of
+ *        counts[i] elements (of dt, or of dts[i] for w, whose displacements are bytes);
+ *        *@p lo_p / *@p len_p: the bytes they span. False when a block is not one
+ *        contiguous run from its displacement, or a count or offset is negative: the
+ *        call is then staged for the previous module. bcount/boff may be NULL.
+ */
+static inline bool mca_coll_dfccl_vblocks(int n, const int *counts, const int *displs,
+                                          struct ompi_datatype_t *dt, struct ompi_datatype_t *const *dts,
+                                          size_t *bcount, size_t *boff, ptrdiff_t *lo_p, size_t *len_p)
+{
+    ptrdiff_t lo = PTRDIFF_MAX, hi = 0;
+    for (int i = 0; i < n; i++) {
+        struct ompi_datatype_t *t = dts ? dts[i] : dt;
+        ptrdiff_t off, lb, extent;
+        size_t bytes;
+        if (counts[i] < 0 || !mca_coll_dfccl_contiguous(t, (size_t)counts[i], &off, &bytes) || off != 0)
+            return false;
+        ompi_datatype_get_extent(t, &lb, &extent);
+        const ptrdiff_t at = dts ? (ptrdiff_t)displs[i] : (ptrdiff_t)displs[i] * extent;
+        if (at < 0)
+            return false;
+        if (bcount)
+            bcount[i] = bytes;
+        if (boff)
+            boff[i] = (size_t)at;
+        if (bytes) {
+            lo = at < lo ? at : lo;
+            hi = at + (ptrdiff_t)bytes > hi ? at + (ptrdiff_t)bytes : hi;
+        }
+    }
+    *lo_p = hi > 0 ? lo : 0;
+    *len_p = hi > 0 ? (size_t)(hi - lo) : 0;
+    return true;
+}
+
+/**
+ * @brief Memory kind of a call whose sides may move nothing on this rank (v-calls, a
+ *        root's unused side): the buffers with data decide, else any buffer passed, else
+ *        the communicator's latest call (so every rank takes the same path).
+ */
+static inline mca_coll_dfccl_mem_t mca_coll_dfccl_kind_v(mca_coll_dfccl_module_t *m, const void *s,
+                                                         bool s_used, const void *r, bool r_used)
+{
+    if (s == MPI_IN_PLACE)
+        s = NULL;
+    if (s_used || r_used)
+        return mca_coll_dfccl_kind2(s_used ? s : NULL, r_used ? r : NULL);
+    if (s || r)
+        return mca_coll_dfccl_kind2(s, r);
+    return (mca_coll_dfccl_mem_t)m->last_kind;
+}
+
+/**
+ * @brief One side of an engine data-movement call: @p n blocks of counts[i] (or, with
+ *        counts NULL, @p uniform) elements of dt (or dts[i]) at displs[i] (in extents,
+ *        or bytes with dts; with counts NULL at i * uniform). Contiguous blocks are
+ *        viewed where they are; others are packed (coll_dfccl_pack.c). Out: the engine's
+ *        buffer *@p ebuf_p and each block's bytes and offset in it. @p keep: a receive
+ *        side whose current contents matter (in place). Arrays must outlive the call.
+ */
+int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, bool recv, bool keep, void *user, int n,
+                               const int *counts, int uniform, const int *displs, struct ompi_datatype_t *dt,
+                               struct ompi_datatype_t *const *dts, size_t *bcount, size_t *boff,
+                               void **ebuf_p);
+/** @brief At the end of a call: unpack its packed receive sides (when @p rc is success),
+ *         free its packed buffers. Returns @p rc or the first failure. */
+int mca_coll_dfccl_packs_finish(mca_coll_dfccl_op_t *o, int rc);
+
+/** @brief Byte arrays for an engine v-call: 4 arrays of n, freed with free(). */
+static inline size_t *mca_coll_dfccl_vtab(int n)
+{
+    return calloc(4 * (size_t)(n > 0 ? n : 1), sizeof(size_t));
+}
+
 /*
  * Drivers around a start call. A start call stages buffers, then submits to the
  * engine (engine path) or calls the previous module on the host copies (staged
@@ -198,15 +274,13 @@ static inline bool mca_coll_dfccl_blocks_prepare(mca_coll_dfccl_module_t *m, con
     static bool _name##_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,                  \
                                 mca_coll_dfccl_check_t *rec, mca_coll_dfccl_plan_t *p)                       \
     {                                                                                                        \
-        (void)p;                                                                                             \
-        return prepare(m, a, rec, _variant);                                                                 \
+        return prepare(m, a, rec, p, _variant);                                                              \
     }                                                                                                        \
     static int _name##_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,                     \
                              const mca_coll_dfccl_plan_t *p, mca_coll_dfccl_op_t *o,                         \
                              ompi_request_t **inner_p)                                                       \
     {                                                                                                        \
-        (void)p;                                                                                             \
-        return start(m, a, o, inner_p, _variant);                                                            \
+        return start(m, a, p, o, inner_p, _variant);                                                         \
     }                                                                                                        \
     static int _name##_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,                  \
                                 ompi_request_t **request)                                                    \

@@ -45,6 +45,10 @@ static struct {
     dfccl_cu_result_t (*get_error_string)(dfccl_cu_result_t res, const char **str_p);
     dfccl_cu_result_t (*stream_synchronize)(void *stream);
     dfccl_cu_result_t (*pointer_set_attribute)(const void *value, int attr, dfccl_cu_deviceptr_t ptr);
+    dfccl_cu_result_t (*mem_alloc)(dfccl_cu_deviceptr_t *ptr_p, size_t len);
+    dfccl_cu_result_t (*mem_free)(dfccl_cu_deviceptr_t ptr);
+    dfccl_cu_result_t (*mem_alloc_async)(dfccl_cu_deviceptr_t *ptr_p, size_t len, void *stream);
+    dfccl_cu_result_t (*mem_free_async)(dfccl_cu_deviceptr_t ptr, void *stream);
 } cu = {.once = PTHREAD_ONCE_INIT};
 
 static void cu_load(void)
@@ -64,6 +68,10 @@ static void cu_load(void)
     *(void **)&cu.get_error_string = dlsym(h, "cuGetErrorString");
     *(void **)&cu.stream_synchronize = dlsym(h, "cuStreamSynchronize");
     *(void **)&cu.pointer_set_attribute = dlsym(h, "cuPointerSetAttribute");
+    *(void **)&cu.mem_alloc = dlsym(h, "cuMemAlloc_v2");
+    *(void **)&cu.mem_free = dlsym(h, "cuMemFree_v2");
+    *(void **)&cu.mem_alloc_async = dlsym(h, "cuMemAllocAsync");
+    *(void **)&cu.mem_free_async = dlsym(h, "cuMemFreeAsync");
     if (!cu.pointer_get_attributes || !cu.memcpy || !cu.ctx_get_current || !cu.ctx_set_current ||
         !cu.ctx_push_current || !cu.ctx_pop_current || !cu.stream_synchronize || !cu.pointer_set_attribute) {
         DFCCL_VERBOSE(1, "CUDA driver too old (a symbol is missing): every buffer is host memory");
@@ -167,6 +175,56 @@ int mca_coll_dfccl_copy(void *dst, const void *src, size_t len)
         return OMPI_ERROR;
     }
     return OMPI_SUCCESS;
+}
+
+/* Make the context owning `like` current when the thread has none; 1 when pushed. */
+static int cu_push_for(const void *like)
+{
+    dfccl_cu_context_t cur = NULL, ctx;
+    if (cu.ctx_get_current(&cur) == 0 && cur)
+        return 0;
+    ctx = cu_pointer_context(like);
+    return ctx && cu.ctx_push_current(ctx) == 0;
+}
+
+void *mca_coll_dfccl_device_alloc(size_t len, const void *like)
+{
+    pthread_once(&cu.once, cu_load);
+    if (!cu.handle || !cu.mem_alloc || !cu.mem_free)
+        return NULL;
+    const int pushed = cu_push_for(like);
+    dfccl_cu_deviceptr_t d = 0;
+    /* stream-ordered on the legacy stream when the driver has it: the free then never
+     * waits for the GPU daemon's kernel, which runs on a non-blocking stream */
+    dfccl_cu_result_t res = cu.mem_alloc_async && cu.mem_free_async
+                                ? cu.mem_alloc_async(&d, len ? len : 1, NULL)
+                                : cu.mem_alloc(&d, len ? len : 1);
+    if (res == 0 && cu.mem_alloc_async && cu.mem_free_async)
+        res = cu.stream_synchronize(NULL); /* allocated before the daemon touches it */
+    if (pushed) {
+        dfccl_cu_context_t ctx;
+        cu.ctx_pop_current(&ctx);
+    }
+    if (res != 0) {
+        DFCCL_ERROR("cuMemAlloc of %zu bytes failed: %s (%d)", len, cu_error_string(res), res);
+        return NULL;
+    }
+    return (void *)(uintptr_t)d;
+}
+
+void mca_coll_dfccl_device_free(void *ptr)
+{
+    if (!ptr || !cu.handle)
+        return;
+    const int pushed = cu_push_for(ptr);
+    if (cu.mem_alloc_async && cu.mem_free_async)
+        cu.mem_free_async((dfccl_cu_deviceptr_t)(uintptr_t)ptr, NULL);
+    else
+        cu.mem_free((dfccl_cu_deviceptr_t)(uintptr_t)ptr);
+    if (pushed) {
+        dfccl_cu_context_t ctx;
+        cu.ctx_pop_current(&ctx);
+    }
 }
 
 int mca_coll_dfccl_device_ready(void)

@@ -38,6 +38,11 @@ void mca_coll_dfccl_cuda_use_context(void *ctx);
 void *mca_coll_dfccl_host_alloc(size_t len);
 void mca_coll_dfccl_host_free(void *ptr);
 
+/** @brief Device memory in the context of the device pointer @p like (a scratch buffer
+ *         for packed data the GPU daemon moves); NULL without a driver or memory. */
+void *mca_coll_dfccl_device_alloc(size_t len, const void *like);
+void mca_coll_dfccl_device_free(void *ptr);
+
 /** @brief Drop the driver handle (component close). */
 void mca_coll_dfccl_cuda_fini(void);
 

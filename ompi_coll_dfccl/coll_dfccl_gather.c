@@ -1,31 +1,75 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * MPI_Gather, MPI_Gatherv and their MPI_I* forms. The engine does not run them yet:
- * device buffers are staged through host memory for the previous module, so no device
- * pointer reaches a host-only algorithm; host buffers go to it untouched. The receive
- * buffer counts at the root only; MPI_IN_PLACE at the root leaves its block in place.
+ * MPI_Gather, MPI_Gatherv and their MPI_I* forms. Contiguous blocks run on the engine as
+ * bytes (dfcclGather / dfcclGatherv); other datatypes are staged through host memory
+ * for the previous module, so no device pointer reaches a host-only algorithm. The
+ * receive buffer counts at the root only; MPI_IN_PLACE at the root leaves its block in
+ * place.
  */
 #include "coll_dfccl_common.h"
 
-/* v: MPI_Gatherv (its recvcounts count at the root only, and may be NULL elsewhere) */
+/* v: MPI_Gatherv (its recvcounts count at the root only, and may be NULL elsewhere).
+ * The engine runs every datatype (a rank packs what is not contiguous), so the path
+ * depends on the memory kind alone, which every rank agrees on. */
 static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_check_t *rec,
-                    bool v)
+                    mca_coll_dfccl_plan_t *p, bool v)
 {
-    const bool root = m->rank == a->root, in_place = a->sbuf == MPI_IN_PLACE;
+    (void)p;
+    const bool root = m->rank == a->root, in_place = root && a->sbuf == MPI_IN_PLACE;
+    size_t rbytes = 0;
     rec->root = a->root;
-    rec->loose = 1;
     /* what each rank contributes: the same everywhere for MPI_Gather */
     if (!v)
         rec->bytes = in_place ? mca_coll_dfccl_bytes(a->rdtype, (size_t)a->rcount)
                               : mca_coll_dfccl_bytes(a->sdtype, (size_t)a->scount);
     rec->types = mca_coll_dfccl_types(in_place ? a->rdtype : a->sdtype);
-    rec->kind = mca_coll_dfccl_kind2(a->sbuf, root ? a->rbuf : NULL);
-    return false;
+    const int64_t sbytes = in_place ? 0 : mca_coll_dfccl_bytes(a->sdtype, (size_t)a->scount);
+    if (root)
+        for (int i = 0; i < m->size; i++)
+            rbytes += (size_t)mca_coll_dfccl_bytes(
+                a->rdtype, (size_t)(v ? (a->rcounts[i] > 0 ? a->rcounts[i] : 0) : a->rcount));
+    rec->kind = mca_coll_dfccl_kind_v(m, a->sbuf, sbytes > 0, root ? a->rbuf : NULL, rbytes > 0);
+    return true;
 }
 
-static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_op_t *o,
-                 ompi_request_t **inner_p, bool v)
+static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                        const mca_coll_dfccl_plan_t *p, mca_coll_dfccl_op_t *o, bool v)
 {
+    const bool root = m->rank == a->root, in_place = root && a->sbuf == MPI_IN_PLACE;
+    const int n = m->size;
+    size_t *tab = mca_coll_dfccl_vtab(n), sb = 0, so = 0;
+    void *hs = NULL, *hr = NULL;
+    int rc = OMPI_SUCCESS;
+    if (!tab)
+        return MPI_ERR_NO_MEM;
+    mca_coll_dfccl_op_engine(o, p->ecomm);
+    if (root)
+        rc = mca_coll_dfccl_engine_side(o, true, in_place, a->rbuf, n, v ? a->rcounts : NULL, a->rcount,
+                                        v ? a->rdispls : NULL, a->rdtype, NULL, tab, tab + n, &hr);
+    if (rc == OMPI_SUCCESS && in_place) {
+        sb = tab[a->root];
+        hs = (char *)hr + tab[n + a->root];
+    } else if (rc == OMPI_SUCCESS) {
+        rc = mca_coll_dfccl_engine_side(o, false, false, (void *)a->sbuf, 1, NULL, a->scount, NULL, a->sdtype,
+                                        NULL, &sb, &so, &hs);
+        hs = (char *)hs + so;
+    }
+    if (rc == OMPI_SUCCESS) {
+        /* as bytes: MPI_Gather's blocks are equal, so the root's table is the same */
+        dfcclResult_t res = dfcclGatherv(hs, sb, hr, root ? tab : NULL, root ? tab + n : NULL, dfcclUint8,
+                                         a->root, p->ecomm, &o->ereq);
+        rc = res == dfcclSuccess ? OMPI_SUCCESS
+                                 : mca_coll_dfccl_engine_error(v ? "MPI_Gatherv" : "MPI_Gather", res);
+    }
+    free(tab);
+    return rc;
+}
+
+static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, const mca_coll_dfccl_plan_t *p,
+                 mca_coll_dfccl_op_t *o, ompi_request_t **inner_p, bool v)
+{
+    if (p->path == MCA_COLL_DFCCL_PATH_ENGINE)
+        return engine_start(m, a, p, o, v);
     const bool root = m->rank == a->root;
     void *hs = (void *)a->sbuf, *hr = a->rbuf;
     int rc = mca_coll_dfccl_stage_blocks(o, (void *)a->sbuf, 1, (size_t)a->scount, NULL, NULL, false,

@@ -1,32 +1,49 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * MPI_Scan, MPI_Exscan and their MPI_I* forms. The engine does not run them yet: device
- * buffers are staged through host memory for the previous module (any op, user-defined
- * ones included), host buffers go to it untouched. MPI_IN_PLACE: the input is in the
- * receive buffer.
+ * MPI_Scan, MPI_Exscan and their MPI_I* forms. Predefined ops on engine types run on the
+ * engine (dfcclScan / dfcclExscan, folded in rank order); anything else (user-defined
+ * ops, MAXLOC, non-contiguous datatypes) is staged through host memory for the
+ * previous module. MPI_IN_PLACE: the input is in the receive buffer.
  */
 #include "coll_dfccl_common.h"
 
 /* ex: MPI_Exscan */
 static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_check_t *rec,
-                    bool ex)
+                    mca_coll_dfccl_plan_t *p, bool ex)
 {
     (void)m;
     (void)ex;
-    rec->loose = 1;
     rec->op = mca_coll_dfccl_op_index(a->op);
     rec->bytes = mca_coll_dfccl_bytes(a->sdtype, (size_t)a->scount);
     rec->types = mca_coll_dfccl_types(a->sdtype);
-    rec->kind = mca_coll_dfccl_kind2(a->sbuf, a->rbuf);
-    return false;
+    rec->kind = rec->bytes ? mca_coll_dfccl_kind2(a->sbuf, a->rbuf) : MCA_COLL_DFCCL_MEM_HOST;
+    return rec->bytes > 0 && mca_coll_dfccl_reduction_map(a->sdtype, a->op, &p->etype, &p->eop);
 }
 
-static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_op_t *o,
-                 ompi_request_t **inner_p, bool ex)
+static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, const mca_coll_dfccl_plan_t *p,
+                 mca_coll_dfccl_op_t *o, ompi_request_t **inner_p, bool ex)
 {
+    const bool in_place = a->sbuf == MPI_IN_PLACE;
     void *hs = (void *)a->sbuf, *hr = a->rbuf;
-    int rc = mca_coll_dfccl_stage_blocks(o, (void *)a->sbuf, 1, (size_t)a->scount, NULL, NULL, false,
-                                         a->sdtype, NULL, true, false, &hs);
+    int rc;
+    if (p->path == MCA_COLL_DFCCL_PATH_ENGINE) {
+        mca_coll_dfccl_op_engine(o, p->ecomm);
+        const size_t bytes = (size_t)a->scount * dfcclTypeSize(p->etype);
+        /* exscan leaves rank 0's output as it was: a host copy of it is read in */
+        const bool keep = in_place || (ex && m->rank == 0);
+        if ((rc = mca_coll_dfccl_view(o, a->rbuf, 0, bytes, keep, 0, bytes, &hr)) != OMPI_SUCCESS)
+            return rc;
+        if (in_place)
+            hs = hr;
+        else if ((rc = mca_coll_dfccl_view(o, a->sbuf, 0, bytes, true, 0, 0, &hs)) != OMPI_SUCCESS)
+            return rc;
+        dfcclResult_t res = ex ? dfcclExscan(hs, hr, (size_t)a->scount, p->etype, p->eop, p->ecomm, &o->ereq)
+                               : dfcclScan(hs, hr, (size_t)a->scount, p->etype, p->eop, p->ecomm, &o->ereq);
+        return res == dfcclSuccess ? OMPI_SUCCESS
+                                   : mca_coll_dfccl_engine_error(ex ? "MPI_Exscan" : "MPI_Scan", res);
+    }
+    rc = mca_coll_dfccl_stage_blocks(o, (void *)a->sbuf, 1, (size_t)a->scount, NULL, NULL, false, a->sdtype,
+                                     NULL, true, false, &hs);
     if (rc == OMPI_SUCCESS)
         rc = mca_coll_dfccl_stage_blocks(o, a->rbuf, 1, (size_t)a->scount, NULL, NULL, false, a->sdtype, NULL,
                                          true, true, &hr);

@@ -1,31 +1,76 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * MPI_Scatter, MPI_Scatterv and their MPI_I* forms. The engine does not run them yet:
- * device buffers are staged through host memory for the previous module, so no device
- * pointer reaches a host-only algorithm; host buffers go to it untouched. The send
- * buffer counts at the root only; MPI_IN_PLACE at the root leaves its block in place.
+ * MPI_Scatter, MPI_Scatterv and their MPI_I* forms. Contiguous blocks run on the engine
+ * as bytes (dfcclScatter / dfcclScatterv); other datatypes are staged through host
+ * memory for the previous module, so no device pointer reaches a host-only algorithm.
+ * The send buffer counts at the root only; MPI_IN_PLACE at the root leaves its block
+ * in place.
  */
 #include "coll_dfccl_common.h"
 
-/* v: MPI_Scatterv (its sendcounts count at the root only, and may be NULL elsewhere) */
+/* v: MPI_Scatterv (its sendcounts count at the root only, and may be NULL elsewhere).
+ * The engine runs every datatype (a rank packs what is not contiguous), so the path
+ * depends on the memory kind alone. */
 static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_check_t *rec,
-                    bool v)
+                    mca_coll_dfccl_plan_t *p, bool v)
 {
-    const bool root = m->rank == a->root, in_place = a->rbuf == MPI_IN_PLACE;
+    (void)p;
+    const bool root = m->rank == a->root, in_place = root && a->rbuf == MPI_IN_PLACE;
+    size_t sbytes = 0;
     rec->root = a->root;
-    rec->loose = 1;
     /* what each rank receives: the same everywhere for MPI_Scatter */
     if (!v)
         rec->bytes = in_place ? mca_coll_dfccl_bytes(a->sdtype, (size_t)a->scount)
                               : mca_coll_dfccl_bytes(a->rdtype, (size_t)a->rcount);
     rec->types = mca_coll_dfccl_types(in_place ? a->sdtype : a->rdtype);
-    rec->kind = mca_coll_dfccl_kind2(root ? a->sbuf : NULL, a->rbuf);
-    return false;
+    const int64_t rbytes = in_place ? 0 : mca_coll_dfccl_bytes(a->rdtype, (size_t)a->rcount);
+    if (root)
+        for (int i = 0; i < m->size; i++)
+            sbytes += (size_t)mca_coll_dfccl_bytes(
+                a->sdtype, (size_t)(v ? (a->scounts[i] > 0 ? a->scounts[i] : 0) : a->scount));
+    rec->kind =
+        mca_coll_dfccl_kind_v(m, root ? a->sbuf : NULL, sbytes > 0, in_place ? NULL : a->rbuf, rbytes > 0);
+    return true;
 }
 
-static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_op_t *o,
-                 ompi_request_t **inner_p, bool v)
+static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
+                        const mca_coll_dfccl_plan_t *p, mca_coll_dfccl_op_t *o, bool v)
 {
+    const bool root = m->rank == a->root, in_place = root && a->rbuf == MPI_IN_PLACE;
+    const int n = m->size;
+    size_t *tab = mca_coll_dfccl_vtab(n), rb = 0, ro = 0;
+    void *hs = NULL, *hr = NULL;
+    int rc = OMPI_SUCCESS;
+    if (!tab)
+        return MPI_ERR_NO_MEM;
+    mca_coll_dfccl_op_engine(o, p->ecomm);
+    if (root)
+        rc = mca_coll_dfccl_engine_side(o, false, false, (void *)a->sbuf, n, v ? a->scounts : NULL, a->scount,
+                                        v ? a->sdispls : NULL, a->sdtype, NULL, tab, tab + n, &hs);
+    if (rc == OMPI_SUCCESS && in_place) {
+        /* the root's block stays where it is in sendbuf */
+        rb = tab[a->root];
+        hr = (char *)hs + tab[n + a->root];
+    } else if (rc == OMPI_SUCCESS) {
+        rc = mca_coll_dfccl_engine_side(o, true, false, a->rbuf, 1, NULL, a->rcount, NULL, a->rdtype, NULL,
+                                        &rb, &ro, &hr);
+        hr = (char *)hr + ro;
+    }
+    if (rc == OMPI_SUCCESS) {
+        dfcclResult_t res = dfcclScatterv(hs, root ? tab : NULL, root ? tab + n : NULL, hr, rb, dfcclUint8,
+                                          a->root, p->ecomm, &o->ereq);
+        rc = res == dfcclSuccess ? OMPI_SUCCESS
+                                 : mca_coll_dfccl_engine_error(v ? "MPI_Scatterv" : "MPI_Scatter", res);
+    }
+    free(tab);
+    return rc;
+}
+
+static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, const mca_coll_dfccl_plan_t *p,
+                 mca_coll_dfccl_op_t *o, ompi_request_t **inner_p, bool v)
+{
+    if (p->path == MCA_COLL_DFCCL_PATH_ENGINE)
+        return engine_start(m, a, p, o, v);
     const bool root = m->rank == a->root;
     void *hs = (void *)a->sbuf, *hr = a->rbuf;
     int rc = OMPI_SUCCESS;

@@ -240,15 +240,17 @@ for np in 2 4; do
     check_ok "fallback staged through host (device buffers, emulated) np=$np" $?
 done
 
-# ---------------------------------------------------------------- the collectives dfccl stages
+# ---------------------------------------------------------------- gather(v), scatter(v), ...
 # gather(v), scatter(v), allgatherv, alltoallv/w, scan, exscan on device buffers (emulated):
-# staged through host memory for the previous module, checked element by element
+# on the engine (strided datatypes packed), in-place alltoallv/w and user ops staged
+# through host memory for the previous module; checked element by element
 for np in 1 2 3 4 8; do
     run 120 $np "${FAKE[@]}" --mca coll_dfccl_verbose 3 -- t_allcolls
     rc=$?
     if [ $rc = 0 ] && grep -q 'OK t_allcolls' "$WORK/out" &&
-        grep -q -- 'MPI_Ialltoallw on .*-> previous module (staged through host)' "$WORK/out"; then
-        pass "staged collectives on device buffers (emulated): every one, blocking and non-blocking np=$np"
+        grep -q -- 'MPI_Ialltoallw on .*-> previous module (staged through host)' "$WORK/out" &&
+        grep -q -- 'MPI_Igatherv on .*-> engine' "$WORK/out" && grep -q -- 'MPI_Exscan on .*-> engine' "$WORK/out"; then
+        pass "gather(v), scatter(v), allgatherv, alltoallv/w, scan, exscan on device buffers (emulated): every one, blocking and non-blocking np=$np"
         grep -o 'OK t_allcolls.*' "$WORK/out" | sed 's/^/    /'
     else
         fail "staged collectives on device buffers (emulated) np=$np" "rc $rc"
@@ -257,7 +259,11 @@ done
 run 120 4 "${FAKE[@]}" --mca coll_dfccl_check 1 -- t_allcolls
 check_ok "staged collectives with coll_dfccl_check=1 (no false alarm) np=4" $?
 run 120 3 -- t_allcolls
-check_ok "staged collectives on host buffers: the previous module, untouched np=3" $?
+check_ok "gather(v), scatter(v), ... on host buffers: the previous module, untouched np=3" $?
+for np in 2 5; do
+    run 120 $np --mca coll_dfccl_host_buffers 1 -- t_allcolls
+    check_ok "gather(v), scatter(v), ... on host buffers, on the engine (coll_dfccl_host_buffers=1) np=$np" $?
+done
 
 # ---------------------------------------------------------------- non-blocking
 for np in 2 3 4 8; do

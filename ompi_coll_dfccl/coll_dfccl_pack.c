@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One side of a data-movement collective (gather, scatter, allgatherv, alltoallv/w) as
+ * the engine takes it. Contiguous blocks go as they are; any other datatype is packed
+ * with Open MPI's convertor into a contiguous buffer (and received blocks unpacked from
+ * one when the call completes). Every rank thus takes the engine path whatever datatype
+ * it passes: whether a rank packs is its own business, and the others can't know it
+ * (MPI_Gather into a strided column at the root, a vector type on one sender).
+ *
+ * Device memory: the convertor runs on host memory, so the blocks' span is staged
+ * through a host copy; when the GPU daemon runs the call, the packed data lives in a
+ * device scratch buffer the engine reads or writes.
+ */
+#include "coll_dfccl_common.h"
+
+/* What a packed side still needs when its call ends: for a receive side, unpack into
+ * the host view (before the staged span is copied back); then free. */
+struct mca_coll_dfccl_pack_t {
+    struct mca_coll_dfccl_pack_t *next;
+    bool recv;
+    char *packed; /* host, contiguous */
+    void *dev;    /* device scratch the engine used, or NULL */
+    size_t total;
+    char *view;        /* host view of the user buffer (displacements from it) */
+    int n, uniform;    /* uniform: every block's count when counts is NULL */
+    const int *counts; /* the caller's arrays stay valid until completion (MPI) */
+    struct ompi_datatype_t **dts;
+    ptrdiff_t *at; /* [n] byte offsets of the blocks in the user buffer */
+    size_t *poff;  /* [n] byte offsets of the blocks in the packed buffer */
+};
+
+static int copy_blocks(mca_coll_dfccl_pack_t *k, bool pack)
+{
+    for (int i = 0; i < k->n; i++) {
+        const int c = k->counts ? k->counts[i] : k->uniform;
+        size_t size;
+        ompi_datatype_type_size(k->dts[i], &size);
+        const size_t bytes = size * (size_t)c;
+        if (!bytes)
+            continue;
+        if (bytes > INT_MAX)
+            return MPI_ERR_COUNT; /* the convertor's count is an int */
+        int rc = pack ? ompi_datatype_sndrcv(k->view + k->at[i], c, k->dts[i], k->packed + k->poff[i],
+                                             (int)bytes, MPI_PACKED)
+                      : ompi_datatype_sndrcv(k->packed + k->poff[i], (int)bytes, MPI_PACKED,
+                                             k->view + k->at[i], c, k->dts[i]);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, bool recv, bool keep, void *user, int n,
+                               const int *counts, int uniform, const int *displs, struct ompi_datatype_t *dt,
+                               struct ompi_datatype_t *const *dts, size_t *bcount, size_t *boff,
+                               void **ebuf_p)
+{
+    int *ucounts = NULL, *udispls = NULL;
+    int rc = OMPI_SUCCESS;
+    if (!counts) {
+        /* uniform blocks: block i of `uniform` elements at i * uniform * extent */
+        ucounts = malloc(sizeof(int) * (size_t)n);
+        udispls = malloc(sizeof(int) * (size_t)n);
+        if (!ucounts || !udispls) {
+            free(ucounts);
+            free(udispls);
+            return MPI_ERR_NO_MEM;
+        }
+        for (int i = 0; i < n; i++) {
+            ucounts[i] = uniform;
+            udispls[i] = i * uniform;
+        }
+        counts = ucounts;
+        displs = udispls;
+    }
+    ptrdiff_t lo;
+    size_t len;
+    if (mca_coll_dfccl_vblocks(n, counts, displs, dt, dts, bcount, boff, &lo, &len)) {
+        /* a host copy of a receive span is read in when it has gaps between blocks,
+         * which its copy back must leave as they were */
+        rc = mca_coll_dfccl_view(o, user, lo, len, !recv || keep || n > 1, 0, recv ? len : 0, ebuf_p);
+        goto out;
+    }
+
+    /* packed: blocks one after the other, in rank order */
+    mca_coll_dfccl_pack_t *k = calloc(
+        1, sizeof(*k) + (size_t)n * (sizeof(struct ompi_datatype_t *) + sizeof(ptrdiff_t) + sizeof(size_t)));
+    if (!k) {
+        rc = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    k->recv = recv;
+    k->n = n;
+    k->uniform = uniform;
+    k->counts = ucounts ? NULL : counts;
+    k->dts = (struct ompi_datatype_t **)(k + 1);
+    k->at = (ptrdiff_t *)(k->dts + n);
+    k->poff = (size_t *)(k->at + n);
+    k->next = o->packs;
+    o->packs = k; /* freed by mca_coll_dfccl_op_finish from here on */
+    ptrdiff_t span_lo = PTRDIFF_MAX, span_hi = PTRDIFF_MIN;
+    for (int i = 0; i < n; i++) {
+        struct ompi_datatype_t *t = dts ? dts[i] : dt;
+        ptrdiff_t lb, extent, blo;
+        size_t size, blen;
+        ompi_datatype_get_extent(t, &lb, &extent);
+        ompi_datatype_type_size(t, &size);
+        k->dts[i] = t;
+        k->at[i] = dts ? (ptrdiff_t)displs[i] : (ptrdiff_t)displs[i] * extent;
+        k->poff[i] = k->total;
+        bcount[i] = counts[i] > 0 ? size * (size_t)counts[i] : 0;
+        boff[i] = k->total;
+        k->total += bcount[i];
+        mca_coll_dfccl_span(t, (size_t)(counts[i] > 0 ? counts[i] : 0), &blo, &blen);
+        if (blen) {
+            span_lo = k->at[i] + blo < span_lo ? k->at[i] + blo : span_lo;
+            span_hi = k->at[i] + blo + (ptrdiff_t)blen > span_hi ? k->at[i] + blo + (ptrdiff_t)blen : span_hi;
+        }
+    }
+    /* the host view of the blocks' span: a host copy of device memory, read in (its
+     * gaps survive the copy back), copied back for a receive side */
+    k->view = user;
+    if (span_hi > span_lo && mca_coll_dfccl_mem_kind((char *)user + span_lo) == MCA_COLL_DFCCL_MEM_DEVICE) {
+        void *v;
+        const size_t slen = (size_t)(span_hi - span_lo);
+        if ((rc = mca_coll_dfccl_stage_in(o, user, span_lo, slen, true, 0, recv ? slen : 0, &v)) !=
+            OMPI_SUCCESS)
+            goto out;
+        k->view = v;
+    }
+    if (!(k->packed = malloc(k->total ? k->total : 1))) {
+        rc = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    /* a send side, and a receive side whose own block is sent in place */
+    if ((!recv || keep) && (rc = copy_blocks(k, true)) != OMPI_SUCCESS)
+        goto out;
+    *ebuf_p = k->packed;
+    if (o->device_direct && span_hi > span_lo &&
+        mca_coll_dfccl_mem_kind((char *)user + span_lo) == MCA_COLL_DFCCL_MEM_DEVICE) {
+        /* the GPU daemon runs the call: the packed blocks go to device memory */
+        if (!(k->dev = mca_coll_dfccl_device_alloc(k->total, (char *)user + span_lo))) {
+            rc = MPI_ERR_NO_MEM;
+            goto out;
+        }
+        if ((!recv || keep) && (rc = mca_coll_dfccl_copy(k->dev, k->packed, k->total)) != OMPI_SUCCESS)
+            goto out;
+        *ebuf_p = k->dev;
+    }
+out:
+    free(ucounts);
+    free(udispls);
+    return rc;
+}
+
+int mca_coll_dfccl_packs_finish(mca_coll_dfccl_op_t *o, int rc)
+{
+    while (o->packs) {
+        mca_coll_dfccl_pack_t *k = o->packs;
+        o->packs = k->next;
+        if (rc == OMPI_SUCCESS && k->recv) {
+            if (k->dev)
+                rc = mca_coll_dfccl_copy(k->packed, k->dev, k->total);
+            if (rc == OMPI_SUCCESS)
+                rc = copy_blocks(k, false);
+        }
+        mca_coll_dfccl_device_free(k->dev);
+        free(k->packed);
+        free(k);
+    }
+    return rc;
+}
