@@ -57,6 +57,7 @@ typedef struct mca_coll_dfccl_component_t {
     int verbose;
     bool enable;
     bool host_buffers;
+    bool device_staged; /**< device buffers staged for the previous module (a baseline) */
     bool check;
     bool fake_device; /**< testing: every buffer counts as device memory */
     bool eager;       /**< engine communicator at communicator creation, not first use */

@@ -55,7 +55,8 @@ static inline mca_coll_dfccl_path_t mca_coll_dfccl_choose(mca_coll_dfccl_module_
     if (kind == MCA_COLL_DFCCL_MEM_HOST)
         return engine_ok && mca_coll_dfccl_component.host_buffers ? MCA_COLL_DFCCL_PATH_ENGINE
                                                                   : MCA_COLL_DFCCL_PATH_PREVIOUS;
-    return engine_ok ? MCA_COLL_DFCCL_PATH_ENGINE : MCA_COLL_DFCCL_PATH_STAGED;
+    return engine_ok && !mca_coll_dfccl_component.device_staged ? MCA_COLL_DFCCL_PATH_ENGINE
+                                                                 : MCA_COLL_DFCCL_PATH_STAGED;
 }
 
 /** @brief The stronger of two memory kinds (device if either is). */

@@ -43,6 +43,7 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
     .verbose = 0,
     .enable = true,
     .host_buffers = false,
+    .device_staged = false,
     .check = false,
     .fake_device = false,
     .eager = false,
@@ -170,6 +171,11 @@ static int dfccl_register(void)
          "1: run collectives on host buffers on the engine's CPU backend too; 0: host buffers go to the "
          "previous coll module untouched. Default 0 (0 or 1)",
          OPAL_INFO_LVL_3, &cm->host_buffers},
+        {"device_staged",
+         "1: device buffers are copied to host memory and the previous coll module runs the collective "
+         "(what a non-CUDA-aware MPI user does by hand), instead of the engine: a baseline for "
+         "measurements. Default 0 (0 or 1)",
+         OPAL_INFO_LVL_5, &cm->device_staged},
         {"check",
          "1: before every collective, compare what each rank passed (collective, byte count, the "
          "datatype's basic types, memory kind, recvcounts, root, op) in one private exchange per call "

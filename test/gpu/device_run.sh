@@ -1,7 +1,7 @@
 #!/bin/bash
 # What one device-tool call runs on the GPU machine: build the release tarball carried
 # in .dist/, run the GPU suite, then the GPU benchmark (MODE: test, ompi, bench, all,
-# multigpu, net, build). Logs go to $OUT.
+# multigpu, net, osu, build). Logs go to $OUT.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
@@ -43,4 +43,9 @@ if [ "$MODE" = net ]; then
 fi
 if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
     bash bench/gpu_bench.sh "$PWD" 2>&1 | tee "$OUT/gpu_bench.log"
+fi
+if [ "$MODE" = osu ]; then
+    # OSU 7.4 (its tarball and build script carried in .dist/osu/) through the component
+    OSU=$(sh "$OLDPWD/.dist/osu/build.sh" /tmp/osu --cuda | tail -1)
+    bash bench/osu_run.sh "$PWD" "$OSU" 2>&1 | tee "$OUT/osu.log"
 fi

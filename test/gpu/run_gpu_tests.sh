@@ -23,23 +23,25 @@ LOGDIR=${OUT:-/tmp}/gpu_case_logs; mkdir -p "$LOGDIR"
 mps_start() { mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"; nvidia-cuda-mps-control -d && echo "mps: started"; }
 mps_stop() { echo quit | nvidia-cuda-mps-control; for i in $(seq 50); do pgrep -f nvidia-cuda-mps-server >/dev/null || break; sleep 0.2; done; }
 # a hung job is killed with its kernels still spinning: give the GPU a fresh MPS server
-mps_restart() { pkill -9 -f "$B/test/gpu/t_gpu" 2>/dev/null; sleep 1; mps_stop; sleep 1; mps_start; }
+mps_restart() { pkill -9 -f "$B/test/gpu/t_" 2>/dev/null; sleep 1; mps_stop; sleep 1; mps_start; }
 mps_start
-trap 'mps_stop; pkill -9 -f test/gpu/t_gpu 2>/dev/null' EXIT
+trap 'mps_stop; pkill -9 -f test/gpu/t_ 2>/dev/null' EXIT
 
 # run NAME TIMEOUT EXPECT(ok|hang) NP ARGS... ; hang: exit 3 or a timeout proves it
 run() {
     local name=$1 to=$2 expect=$3 np=$4; shift 4
     local out rc
+    # GPU_FILTER: only the cases whose name matches this extended regex
+    if [ -n "${GPU_FILTER:-}" ] && ! [[ "$name" =~ $GPU_FILTER ]]; then return 0; fi
     out=$(timeout -s KILL "$to" $MPIRUN -np "$np" "$@" 2>&1); rc=$?
     if [ $rc -eq 77 ]; then
         # a rank saw no device: MPS was still settling after the previous job; once more
         sleep 2
         out=$(timeout -s KILL "$to" $MPIRUN -np "$np" "$@" 2>&1); rc=$?
     fi
-    pkill -9 -f "$B/test/gpu/t_gpu" 2>/dev/null
+    pkill -9 -f "$B/test/gpu/t_" 2>/dev/null
     echo "$out" > "$LOGDIR/$(echo "$name-np$np" | tr ' =/' '___').log"
-    echo "$out" | grep -E "^t_gpu|HANG|FAIL|elements differ|error" | head -n 20
+    echo "$out" | grep -E "^t_gpu|^t_vcolls|HANG|FAIL|elements differ|error" | head -n 20
     if [ "$expect" = ok ]; then
         [ $rc -eq 0 ] && ok "$name np=$np" || ko "$name np=$np (rc=$rc)"
     else
@@ -70,6 +72,12 @@ fi
 for np in ${COMMS_NPS-2 8}; do
     run "100 communicators" 180 ok $np $T comms --comms 100
 done
+# gather(v), scatter(v), allgatherv, alltoallv/w, scan, exscan on device buffers
+V=$B/test/gpu/t_vcolls_dev
+for np in ${VCOLLS_NPS-1 2 4 8}; do
+    run "vcolls" 300 ok $np $V
+done
+[ -z "$NET_ONLY" ] && run "vcolls chaos" 180 ok 4 $V --chaos 6 --scale 400000 --deadline 120
 # the net transport with the GPU daemon (a build with UCX): every peer forced onto UCX
 # over loopback, so device buffers travel through host-staged FIFOs and the proxy; and
 # mixed locality (ranks of equal parity on "one host": CUDA IPC, the others UCX)
@@ -98,6 +106,8 @@ if [ -z "$NET_ONLY" ]; then
     run "chaos preempt=0" 90 hang 4 -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
     mps_restart
     run "sync preempt=0" 60 hang 2 -x DFCCL_PREEMPT=0 $T sync --deadline 15
+    mps_restart
+    run "vcolls chaos preempt=0" 90 hang 4 -x DFCCL_PREEMPT=0 $V --chaos 6 --scale 400000 --deadline 20
     mps_restart
 fi
 if [ -n "$NET" ]; then

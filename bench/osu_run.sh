@@ -1,0 +1,79 @@
+#!/bin/bash
+# OSU Micro-Benchmarks 7.4 through the dfccl coll component, several modes side by side
+# in one call, for bench/RESULTS.md.
+#   osu_run.sh BUILD_DIR OSU_COLLECTIVE_DIR
+# OSU_COLLECTIVE_DIR: what ../shared/osu/build.sh printed (holds blocking/).
+# Environment (defaults):
+#   OSU_BENCH    "osu_gather osu_scatter osu_allgatherv osu_alltoallv"
+#   OSU_NPS      "8"          ranks (one GPU: under MPS, started here when the GPU has none)
+#   OSU_SIZES    "8 65536 1048576 67108864"   bytes, each its own OSU run (-m S:S)
+#   OSU_MODES    "engine staged"   engine: the defaults; staged: coll_dfccl_device_staged=1
+#                (device buffers copied to host for Open MPI's own algorithms); off: coll ^dfccl
+#   OSU_REPEATS  3            runs per (mode, size), modes interleaved; the median is reported
+#   OSU_ARGS     "-d cuda -c -T mpi_float"   (validation on)
+# Output: one line per (benchmark, ranks, size): each mode's median µs and its ratio to
+# the first mode's; a failed validation or run is reported as FAIL.
+set -u
+B=$(cd "${1:?usage: osu_run.sh BUILD_DIR OSU_COLLECTIVE_DIR}" && pwd)
+O=$(cd "${2:?usage: osu_run.sh BUILD_DIR OSU_COLLECTIVE_DIR}" && pwd)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+if command -v nvidia-cuda-mps-control >/dev/null && [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ]; then
+    export CUDA_MPS_PIPE_DIRECTORY=/tmp/dfccl-mps/pipe CUDA_MPS_LOG_DIRECTORY=/tmp/dfccl-mps/log
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    nvidia-cuda-mps-control -d
+    trap 'echo quit | nvidia-cuda-mps-control' EXIT
+fi
+SYS=$(ompi_info --path pkglibdir 2>/dev/null | sed -e 's/.*: *//')
+read -r -a BASE <<< "mpirun --oversubscribe --mca btl self,vader --bind-to none -x LD_LIBRARY_PATH=$B/.libs
+    -x CUDA_MPS_PIPE_DIRECTORY --mca mca_base_component_path $B/ompi_coll_dfccl/.libs:$SYS"
+read -r -a ARGS <<< "${OSU_ARGS:--d cuda -c -T mpi_float}"
+read -r -a MODES <<< "${OSU_MODES:-engine staged}"
+
+mode_args() {
+    case $1 in
+    engine) ;;
+    staged) echo "--mca coll_dfccl_device_staged 1" ;;
+    off) echo "--mca coll ^dfccl" ;;
+    *) echo "unknown mode $1" >&2; exit 2 ;;
+    esac
+}
+
+# iterations: enough for a stable average, few for the largest sizes
+iters() { if [ "$1" -le 65536 ]; then echo "-i 1000 -x 100"; elif [ "$1" -le 1048576 ]; then echo "-i 200 -x 20"; else echo "-i 20 -x 3"; fi; }
+
+median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "FAIL"; else print v[int((NR+1)/2)]}'; }
+
+echo "# OSU $(basename "$O"), $(date -u +%F), ${OSU_ARGS:--d cuda -c -T mpi_float}, median of ${OSU_REPEATS:-3} runs, µs"
+for bench in ${OSU_BENCH:-osu_gather osu_scatter osu_allgatherv osu_alltoallv}; do
+    for np in ${OSU_NPS:-8}; do
+        for size in ${OSU_SIZES:-8 65536 1048576 67108864}; do
+            declare -A got=()
+            for _ in $(seq 1 "${OSU_REPEATS:-3}"); do
+                for mode in "${MODES[@]}"; do
+                    # shellcheck disable=SC2046 # word splitting wanted
+                    out=$(timeout -s KILL 300 "${BASE[@]}" -np "$np" $(mode_args "$mode") "$O/blocking/$bench" \
+                        "${ARGS[@]}" -m "$size:$size" $(iters "$size") 2>&1)
+                    v=$(echo "$out" | awk -v s="$size" '$1 == s && $2 ~ /^[0-9.]+$/ {print $2}' | head -1)
+                    if [ -z "$v" ] || echo "$out" | grep -qi "fail"; then
+                        echo "$out" | tail -5 >&2
+                        v=
+                    fi
+                    got[$mode]+="${v:-} "
+                done
+            done
+            line="$bench np=$np size=$size"
+            first=
+            for mode in "${MODES[@]}"; do
+                m=$(tr ' ' '\n' <<< "${got[$mode]}" | grep . | median)
+                [ -z "$first" ] && first=$m
+                if [ "$m" = FAIL ] || [ "$first" = FAIL ]; then
+                    line+="  $mode=$m"
+                else
+                    line+="  $mode=$m ($(awk -v a="$m" -v b="$first" 'BEGIN {printf "%.2fx", a / b}'))"
+                fi
+            done
+            echo "$line"
+            unset got
+        done
+    done
+done
