@@ -1,7 +1,7 @@
 #!/bin/bash
 # What one device-tool call runs on the GPU machine: build the release tarball carried
-# in .dist/, run the GPU suite, then the GPU benchmark (MODE: test, ompi, bench, all,
-# multigpu, net, osu, build). Logs go to $OUT.
+# in .dist/, run the GPU suite, then the GPU benchmark (MODES, several allowed: test,
+# ompi, bench, all, multigpu, net, osu, build). Logs go to $OUT.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
@@ -22,29 +22,31 @@ tar xzf .dist/dfccl-*.tar.gz -C $W && cd $W/dfccl-* || exit 1
 ( ./configure --enable-werror $UCX_CONF && make -j16 ${MAKE_TARGETS:-} && { [ -n "${MAKE_TARGETS:-}" ] || make -j16 check TESTS=; } ) > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 echo "build ok"
 export LD_LIBRARY_PATH=$PWD/.libs
-MODE=${1:-all}
-if [ "$MODE" = all ] || [ "$MODE" = test ]; then
+MODES=" ${*:-all} "
+# want MODE: MODE is among the arguments (or all is)
+want() { [[ "$MODES" == *" $1 "* ]] || { [[ "$MODES" == *" all "* ]] && [ "${2:-}" != explicit ]; }; }
+if want test; then
     bash test/gpu/run_gpu_tests.sh "$PWD" ${QUICK:-} 2>&1 | tee "$OUT/gpu_tests.log"
 fi
-if [ "$MODE" = all ] || [ "$MODE" = ompi ]; then
+if want ompi; then
     # the component suite; its device-buffer part runs here, N ranks under MPS
     export CUDA_MPS_PIPE_DIRECTORY=/tmp/dfccl-mps/pipe CUDA_MPS_LOG_DIRECTORY=/tmp/dfccl-mps/log
     mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY; nvidia-cuda-mps-control -d
     bash test/ompi/run_ompi_suite.sh "$PWD" ${OMPI_QUICK:-} 2>&1 | tee "$OUT/ompi_tests.log"
     echo quit | nvidia-cuda-mps-control; sleep 1
 fi
-if [ "$MODE" = multigpu ]; then
+if want multigpu explicit; then
     # one rank per GPU against NCCL (a machine kind with several GPUs)
     bash test/gpu/run_multigpu.sh "$PWD" 2>&1 | tee "$OUT/multigpu.log"
 fi
-if [ "$MODE" = net ]; then
+if want net explicit; then
     # the net transport over loopback UCX with the CPU daemon (this machine's cores)
     bash bench/net_bench.sh "$PWD" ${NET_NP:-2} 2>&1 | tee "$OUT/net_bench.log"
 fi
-if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
+if want bench; then
     bash bench/gpu_bench.sh "$PWD" 2>&1 | tee "$OUT/gpu_bench.log"
 fi
-if [ "$MODE" = osu ]; then
+if want osu explicit; then
     # OSU 7.4 (its tarball and build script carried in .dist/osu/) through the component
     OSU=$(sh "$OLDPWD/.dist/osu/build.sh" /tmp/osu --cuda | tail -1)
     bash bench/osu_run.sh "$PWD" "$OSU" 2>&1 | tee "$OUT/osu.log"
