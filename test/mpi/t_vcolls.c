@@ -59,7 +59,10 @@ static tbuf_t tb_new(size_t bytes)
 static void tb_push(tbuf_t *b)
 {
 #ifdef TV_DEVICE
-    if (b->bytes && cudaMemcpy(b->d, b->h, b->bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+    /* from pageable memory the copy may return before its DMA lands: the data must be
+     * in place before the collective is submitted (dfccl.h) */
+    if (b->bytes && (cudaMemcpy(b->d, b->h, b->bytes, cudaMemcpyHostToDevice) != cudaSuccess ||
+                     cudaStreamSynchronize(0) != cudaSuccess))
         TC_FAIL("cudaMemcpy to the device failed");
 #else
     (void)b;
