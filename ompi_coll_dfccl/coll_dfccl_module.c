@@ -96,9 +96,9 @@ static void inter_alone(struct ompi_communicator_t *comm)
     if (said || opal_list_get_size(&ompi_coll_base_framework.framework_components) > 1)
         return;
     said = true;
-    DFCCL_ERROR("dfccl is the only coll component, and it does not serve intercommunicators (%s, cid %u): "
+    DFCCL_ERROR("dfccl is the only coll component, and it does not serve intercommunicators (%s%scid %u): "
                 "name the components that do too (--mca coll dfccl,inter,basic,libnbc,self)",
-                comm->c_name, comm->c_contextid);
+                comm->c_name, comm->c_name[0] ? ", " : "", comm->c_contextid);
 }
 
 mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *comm, int *priority)
