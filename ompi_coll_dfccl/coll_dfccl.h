@@ -128,8 +128,7 @@ typedef enum {
  * table all come from this one list. */
 #define MCA_COLL_DFCCL_COLLS(X)                                                                              \
     X(allreduce)                                                                                             \
-    X(iallreduce)                                                                                            \
-    X(reduce) X(ireduce) X(bcast) X(ibcast) X(allgather) X(iallgather) X(reduce_scatter_block)               \
+    X(iallreduce) X(reduce) X(ireduce) X(bcast) X(ibcast) X(allgather) X(iallgather) X(reduce_scatter_block) \
         X(ireduce_scatter_block) X(reduce_scatter) X(ireduce_scatter) X(alltoall) X(ialltoall) X(gather)     \
             X(igather) X(gatherv) X(igatherv) X(scatter) X(iscatter) X(scatterv) X(iscatterv) X(allgatherv)  \
                 X(iallgatherv) X(alltoallv) X(ialltoallv) X(alltoallw) X(ialltoallw) X(scan) X(iscan)        \
