@@ -86,6 +86,7 @@ OMPI_MODULE_DECLSPEC extern mca_coll_dfccl_component_t mca_coll_dfccl_component;
  * (-10 ... -26): no other collective or user message can match them. */
 #define MCA_COLL_DFCCL_TAG_BOOT  -7 /**< the engine communicator's set-up */
 #define MCA_COLL_DFCCL_TAG_CHECK -8 /**< coll_dfccl_check records */
+#define MCA_COLL_DFCCL_TAG_SCHED -9 /**< non-blocking fallbacks (coll_dfccl_nbsched.c) */
 
 /**
  * @brief A non-blocking all-gather of a few bytes per rank over point-to-point
@@ -300,7 +301,9 @@ typedef struct mca_coll_dfccl_req_t {
     mca_coll_dfccl_args_t args;
     mca_coll_dfccl_plan_t plan;
     mca_coll_dfccl_check_t rec;
-    mca_coll_dfccl_xchg_t *check; /**< its check exchange in flight */
+    mca_coll_dfccl_xchg_t *check;         /**< its check exchange in flight */
+    struct mca_coll_dfccl_sched_t *sched; /**< a non-blocking fallback's messages (nbsched.c) */
+    int pcoll;                            /**< persistent request: its collective (persist.c) */
 } mca_coll_dfccl_req_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_dfccl_req_t);
@@ -441,6 +444,42 @@ MCA_COLL_DFCCL_DECLARE(scan, const void *sbuf, void *rbuf, int count, struct omp
                        struct ompi_op_t *op);
 MCA_COLL_DFCCL_DECLARE(exscan, const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                        struct ompi_op_t *op);
+
+/* ---------------------------------------------------------------- dfccl alone */
+
+/*
+ * Where the communicator has no previous module for a collective (dfccl the only coll
+ * component, --mca coll dfccl), the component's own fallbacks take its place: the
+ * previous_<coll> fields point at mca_coll_dfccl_fb_<coll> with the dfccl module itself
+ * as the module, so every path above (staging included) runs unchanged.
+ *   blocking      Open MPI's base algorithms (coll_dfccl_fallback.c); gatherv, scatterv
+ *                 and alltoallw, which libmpi has none of, run their non-blocking
+ *                 schedule and wait for it
+ *   non-blocking  linear schedules of point-to-point messages on MCA_COLL_DFCCL_TAG_SCHED
+ *                 (coll_dfccl_nbsched.c), advanced by the progress callback
+ *   persistent    requests whose start runs the component's MPI_I* entry point
+ *                 (coll_dfccl_persist.c)
+ */
+#define MCA_COLL_DFCCL_FB_DECLARE(_api)                                                                      \
+    extern const mca_coll_base_module_##_api##_fn_t mca_coll_dfccl_fb_##_api;
+MCA_COLL_DFCCL_COLLS(MCA_COLL_DFCCL_FB_DECLARE)
+MCA_COLL_DFCCL_FB_DECLARE(barrier)
+MCA_COLL_DFCCL_FB_DECLARE(ibarrier)
+MCA_COLL_DFCCL_FB_DECLARE(reduce_local)
+
+/** @brief At module enable: fill every slot the communicator has no module for (barrier,
+ *         ibarrier, reduce_local, the persistent *_init) with the component's own. Returns
+ *         how many were filled. */
+int mca_coll_dfccl_fallback_slots(mca_coll_dfccl_module_t *m, struct ompi_communicator_t *comm);
+/** @brief The same for the persistent *_init slots (coll_dfccl_persist.c). */
+int mca_coll_dfccl_persist_slots(mca_coll_dfccl_module_t *m, struct ompi_communicator_t *comm);
+/** @brief Open MPI's base algorithms keep their state in the module's base_data. */
+int mca_coll_dfccl_fallback_base_data(mca_coll_dfccl_module_t *m);
+
+/** @brief Non-blocking fallback: all messages done (under the component's lock: reads flags only). */
+bool mca_coll_dfccl_sched_test(struct mca_coll_dfccl_sched_t *s);
+/** @brief Finish a completed schedule (the fold of a reduction), free it; an MPI error code. */
+int mca_coll_dfccl_sched_finish(struct mca_coll_dfccl_sched_t *s, int rc);
 
 END_C_DECLS
 

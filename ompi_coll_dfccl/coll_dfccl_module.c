@@ -16,6 +16,7 @@
 
 #include "ompi/attribute/attribute.h"
 #include "ompi/constants.h"
+#include "ompi/mca/coll/base/base.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
 
@@ -37,7 +38,8 @@ static void engine_destroy(mca_coll_dfccl_module_t *m);
 
 #define DFCCL_RELEASE_PREV(_m, _api)                                                                         \
     do {                                                                                                     \
-        if ((_m)->previous_##_api##_module)                                                                  \
+        /* the module itself stands for dfccl's own fallbacks: never retained */                             \
+        if ((_m)->previous_##_api##_module && (_m)->previous_##_api##_module != &(_m)->super)                \
             OBJ_RELEASE((_m)->previous_##_api##_module);                                                     \
         (_m)->previous_##_api##_module = NULL;                                                               \
         (_m)->previous_##_api = NULL;                                                                        \
@@ -85,6 +87,20 @@ int mca_coll_dfccl_init_query(bool enable_progress_threads, bool enable_mpi_thre
     return OMPI_SUCCESS;
 }
 
+/* dfccl has no algorithms for intercommunicators: when it is the only coll component,
+ * Open MPI's own message ("none of them said that they could be used") would not say
+ * what to do. Said once per process. */
+static void inter_alone(struct ompi_communicator_t *comm)
+{
+    static bool said;
+    if (said || opal_list_get_size(&ompi_coll_base_framework.framework_components) > 1)
+        return;
+    said = true;
+    DFCCL_ERROR("dfccl is the only coll component, and it does not serve intercommunicators (%s%scid %u): "
+                "name the components that do too (--mca coll dfccl,inter,basic,libnbc,self)",
+                comm->c_name, comm->c_name[0] ? ", " : "", comm->c_contextid);
+}
+
 mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *comm, int *priority)
 {
     mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
@@ -92,8 +108,12 @@ mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *co
     *priority = 0;
     /* size-1 communicators too: coll/self would memcpy a device buffer on the host (Open
      * MPI here is not CUDA-aware); the engine runs them as a one-rank copy */
-    if (!cm->enable || OMPI_COMM_IS_INTER(comm))
+    if (!cm->enable)
         return NULL;
+    if (OMPI_COMM_IS_INTER(comm)) {
+        inter_alone(comm);
+        return NULL;
+    }
 
     mca_coll_dfccl_module_t *m = OBJ_NEW(mca_coll_dfccl_module_t);
     if (!m)
@@ -110,34 +130,17 @@ mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *co
     return &m->super;
 }
 
-/* No other component serves `api` on comm: dfccl stays out of it. Said once per process
- * whatever the verbosity, since Open MPI's own message ("none of them said that they
- * could be used ...") does not say why: dfccl alone (--mca coll dfccl) has nothing to
- * hand the calls it does not run to yet. */
-static void no_previous(struct ompi_communicator_t *comm, const char *api)
-{
-    static bool said;
-    if (!said) {
-        said = true;
-        DFCCL_ERROR(
-            "no other coll component provides %s on %s (cid %u): dfccl stays out of this communicator. "
-            "dfccl hands what it does not run (and non-blocking calls it can't run) to another "
-            "component, so it can't be the only one yet: keep the default list, or name others "
-            "too (--mca coll dfccl,tuned,libnbc,basic,self)",
-            api, comm->c_name, comm->c_contextid);
-    } else {
-        DFCCL_VERBOSE(1, "no previous module for %s on %s (cid %u): dfccl stays out of this communicator",
-                      api, comm->c_name, comm->c_contextid);
-    }
-}
-
 /* Modules are enabled in increasing priority: every slot already holds the module
- * that will serve what dfccl passes on. */
+ * that will serve what dfccl passes on, or none, when dfccl is the only coll component
+ * (then dfccl's own fallbacks take its place: coll_dfccl_fallback.c). */
 #define DFCCL_SAVE_PREV(_m, _comm, _api)                                                                     \
     do {                                                                                                     \
         if (!(_comm)->c_coll->coll_##_api || !(_comm)->c_coll->coll_##_api##_module) {                       \
-            no_previous(_comm, #_api);                                                                       \
-            return OMPI_ERROR; /* the destructor releases what was saved so far */                           \
+            /* none (dfccl alone): its own fallback plays the previous module */                             \
+            (_m)->previous_##_api = mca_coll_dfccl_fb_##_api;                                                \
+            (_m)->previous_##_api##_module = &(_m)->super;                                                   \
+            fallbacks++;                                                                                     \
+            break;                                                                                           \
         }                                                                                                    \
         (_m)->previous_##_api = (_comm)->c_coll->coll_##_api;                                                \
         (_m)->previous_##_api##_module = (_comm)->c_coll->coll_##_api##_module;                              \
@@ -147,10 +150,20 @@ static void no_previous(struct ompi_communicator_t *comm, const char *api)
 static int mca_coll_dfccl_module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    int fallbacks = 0;
 
 #define DFCCL_SAVE_ONE(_api) DFCCL_SAVE_PREV(m, comm, _api);
     MCA_COLL_DFCCL_COLLS(DFCCL_SAVE_ONE)
 #undef DFCCL_SAVE_ONE
+    /* barrier, reduce_local and the persistent forms dfccl takes only where nobody else does */
+    fallbacks += mca_coll_dfccl_fallback_slots(m, comm);
+    if (fallbacks) {
+        if (mca_coll_dfccl_fallback_base_data(m) != OMPI_SUCCESS)
+            return OMPI_ERR_OUT_OF_RESOURCE; /* the destructor releases what was saved */
+        DFCCL_VERBOSE(2,
+                      "%s (cid %u): %d collectives have no other component: dfccl's own fallbacks serve them",
+                      comm->c_name, comm->c_contextid, fallbacks);
+    }
     DFCCL_VERBOSE(2, "enabled on %s (cid %u, rank %d of %d)", comm->c_name, comm->c_contextid, m->rank,
                   m->size);
     /* coll_dfccl_eager: the set-up starts now instead of at the first engine call (it
@@ -218,6 +231,8 @@ mca_coll_dfccl_req_t *mca_coll_dfccl_req_get(mca_coll_dfccl_module_t *m)
     req->checked = true;
     req->desc = NULL;
     req->check = NULL;
+    req->sched = NULL;
+    req->pcoll = 0;
     return req;
 }
 
@@ -248,6 +263,10 @@ static void req_complete(mca_coll_dfccl_req_t *req, int rc)
     struct ompi_communicator_t *comm = m->comm;
     bool destroy = false;
 
+    if (req->sched) { /* a non-blocking fallback: its fold, then its memory */
+        rc = mca_coll_dfccl_sched_finish(req->sched, rc);
+        req->sched = NULL;
+    }
     rc = mca_coll_dfccl_op_finish(&req->op, rc);
     OPAL_THREAD_LOCK(&cm->lock);
     destroy = --m->outstanding == 0 && m->destroy_pending;
@@ -351,6 +370,8 @@ int mca_coll_dfccl_progress(void)
                             dfcclGetErrorString(res));
                 rc = mca_coll_dfccl_result_to_mpi(res);
             }
+        } else if (req->sched) {
+            finished = mca_coll_dfccl_sched_test(req->sched); /* flags only: finished outside the lock */
         } else if (req->op.inner) {
             /* read the flag, not ompi_request_test: that would re-enter opal_progress */
             finished = REQUEST_COMPLETE(req->op.inner);
