@@ -4,8 +4,14 @@
 # ompi, bench, all, multigpu, net, osu, build). Logs go to $OUT.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+REPO=$PWD
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-W=/tmp/dfccl-build; rm -rf $W; mkdir -p $W
+W=/tmp/dfccl-build
+# REUSE=1: a warm machine's previous build of the same tarball is used as it is
+if [ "${REUSE:-}" = 1 ] && [ -f $W/built ]; then
+    cd $W/dfccl-* && export LD_LIBRARY_PATH=$PWD/.libs PATH=$W/ucx/bin:$PATH && echo "build reused"
+else
+rm -rf $W; mkdir -p $W
 # UCX: the machine has the runtime only; Debian's headers (and ucx_perftest) carried in
 # .dist/ are unpacked into a prefix whose libraries are links to the system's
 UCX_CONF=
@@ -20,8 +26,9 @@ if ls .dist/libucx-dev_*.deb >/dev/null 2>&1; then
 fi
 tar xzf .dist/dfccl-*.tar.gz -C $W && cd $W/dfccl-* || exit 1
 ( ./configure --enable-werror $UCX_CONF && make -j16 ${MAKE_TARGETS:-} && { [ -n "${MAKE_TARGETS:-}" ] || make -j16 check TESTS=; } ) > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
-echo "build ok"
+echo "build ok"; touch $W/built
 export LD_LIBRARY_PATH=$PWD/.libs
+fi
 MODES=" ${*:-all} "
 # want MODE: MODE is among the arguments (or all is)
 want() { [[ "$MODES" == *" $1 "* ]] || { [[ "$MODES" == *" all "* ]] && [ "${2:-}" != explicit ]; }; }
@@ -48,6 +55,7 @@ if want bench; then
 fi
 if want osu explicit; then
     # OSU 7.4 (its tarball and build script carried in .dist/osu/) through the component
-    OSU=$(sh "$OLDPWD/.dist/osu/build.sh" /tmp/osu --cuda | tail -1)
+    OSU=/tmp/osu/osu-micro-benchmarks-7.4/c/mpi/collective
+    [ -x $OSU/blocking/osu_gather ] || OSU=$(sh "$REPO/.dist/osu/build.sh" /tmp/osu --cuda | tail -1)
     bash bench/osu_run.sh "$PWD" "$OSU" 2>&1 | tee "$OUT/osu.log"
 fi
