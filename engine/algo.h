@@ -72,7 +72,15 @@ DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *
             *C = (int)pieces; /* channels 0 .. pieces-1, not every C/pieces-th one */
         return pieces;
     }
-    case ENG_ALGO_PAIRWISE: return a->blocks ? (uint64_t)*C : a->count; /* a table: every channel */
+    case ENG_ALGO_PAIRWISE: {
+        if (!a->blocks)
+            return a->count;
+        /* a table: the channels this rank's largest block is cut over (count holds its
+         * bytes); every channel a peer's block with this rank uses is among them */
+        const uint64_t k = eng_pair_chans(a->count, (uint64_t)*C);
+        *C = (int)k;
+        return k;
+    }
     default: return a->count;
     }
 }
@@ -80,6 +88,7 @@ DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *
 /* Channel c of C owns elements [lo, hi) of the range the algorithm splits. */
 DFCCL_INLINE void eng_ctx_init(const eng_coll_args_t *a, int nranks, int c, int C, eng_ctx_t *x)
 {
+    x->chans = (uint32_t)C;
     const uint64_t span = eng_split_span(a, nranks, &C);
     x->lo = c < C ? eng_div(span * (uint64_t)c, (uint64_t)C) : 0;
     x->hi = c < C ? eng_div(span * (uint64_t)(c + 1), (uint64_t)C) : 0;

@@ -16,6 +16,17 @@
 #include "eng_types.h"
 #include "prims.h"
 
+/* Channels a table's block of `bytes` is cut over, of the communicator's C: one per
+ * ENG_PAIR_PIECE, so a small block stays on channel 0 (a v-collective of small blocks
+ * completes on a few blocks of the GPU daemon, not on all of them) and a large one
+ * moves on every channel. The same at both ends of a block. */
+#define ENG_PAIR_PIECE 65536u
+DFCCL_INLINE uint64_t eng_pair_chans(uint64_t bytes, uint64_t C)
+{
+    const uint64_t k = (bytes + ENG_PAIR_PIECE - 1) / ENG_PAIR_PIECE;
+    return k == 0 ? 1 : k < C ? k : C;
+}
+
 /* Rank r's block with peer p. */
 DFCCL_DEV_INLINE void pairwise_block(const eng_coll_args_t *a, int r, int p, eng_block_t *b)
 {
@@ -35,15 +46,25 @@ DFCCL_DEV_INLINE void pairwise_block(const eng_coll_args_t *a, int r, int p, eng
     }
 }
 
-/* This channel's piece [*lo, *hi) of a block of `bytes`: the share [x->lo, x->hi) of
- * [0, x->span) the channel owns, cut in elements for the uniform collectives (whose
- * span is the element count), in 16-byte units (the GPU's vector copy) for tables. */
+/* This channel's piece [*lo, *hi) of a block of `bytes`. Uniform collectives: the share
+ * [x->lo, x->hi) of [0, x->span) the channel owns, in elements (span is the element
+ * count). Tables: channel x->lo of the eng_pair_chans(bytes) channels the block is cut
+ * over, in 16-byte units (the GPU's vector copy); x->chans is the communicator's. */
 DFCCL_DEV_INLINE void pairwise_piece(const eng_coll_args_t *a, const eng_ctx_t *x, uint64_t bytes,
                                      uint64_t *lo, uint64_t *hi)
 {
-    const uint64_t U = a->blocks ? 16 : eng_type_size(a->dtype), units = DFCCL_DIV_UP(bytes, U);
-    const uint64_t l = units == x->span ? x->lo : eng_div(units * x->lo, x->span);
-    const uint64_t h = units == x->span ? x->hi : eng_div(units * x->hi, x->span);
+    uint64_t l, h, U;
+    if (a->blocks) {
+        const uint64_t k = eng_pair_chans(bytes, x->chans), units = DFCCL_DIV_UP(bytes, 16);
+        U = 16;
+        l = x->lo < k ? eng_div(units * x->lo, k) : units;
+        h = x->lo < k ? eng_div(units * (x->lo + 1), k) : units;
+    } else {
+        const uint64_t units = DFCCL_DIV_UP(bytes, eng_type_size(a->dtype));
+        U = eng_type_size(a->dtype);
+        l = units == x->span ? x->lo : eng_div(units * x->lo, x->span);
+        h = units == x->span ? x->hi : eng_div(units * x->hi, x->span);
+    }
     *lo = DFCCL_MIN(l * U, bytes);
     *hi = DFCCL_MIN(h * U, bytes);
 }

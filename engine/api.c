@@ -428,8 +428,12 @@ static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t
         free(b);
         return r;
     }
+    uint64_t largest = 0; /* picks the channels this rank takes part on (eng_pair_chans) */
+    for (int p = 0; p < N; p++)
+        largest = DFCCL_MAX(largest, DFCCL_MAX(b[p].sbytes, b[p].rbytes));
     eng_coll_args_t a = {.coll = (uint8_t)coll,
                          .dtype = (uint8_t)(coll == ENG_COLL_ALLTOALLW ? dfcclUint8 : v->datatype),
+                         .count = largest,
                          .root = rooted ? v->root : 0,
                          .sendbuf = sendbuf,
                          .recvbuf = recvbuf};

@@ -153,6 +153,7 @@ typedef struct {
     uint32_t sub2;   /* chunks received (pairwise) */
     uint64_t span;   /* the range [lo, hi) is part of: [0, span) (pairwise cuts every
                         peer's block in the same proportions) */
+    uint32_t chans;  /* the communicator's channels */
     uint8_t done;
 } eng_ctx_t;
 
