@@ -24,6 +24,7 @@ if command -v nvidia-cuda-mps-control >/dev/null && [ -z "${CUDA_MPS_PIPE_DIRECT
     trap 'echo quit | nvidia-cuda-mps-control' EXIT
 fi
 SYS=$(ompi_info --path pkglibdir 2>/dev/null | sed -e 's/.*: *//')
+# shellcheck disable=SC2054 # "self,vader" is one argument
 BASE=(mpirun --oversubscribe --mca btl self,vader --bind-to none -x "LD_LIBRARY_PATH=$B/.libs"
     -x CUDA_MPS_PIPE_DIRECTORY --mca mca_base_component_path "$B/ompi_coll_dfccl/.libs:$SYS")
 read -r -a ARGS <<< "${OSU_ARGS:--d cuda -c -T mpi_float}"

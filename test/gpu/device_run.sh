@@ -57,5 +57,5 @@ if want osu explicit; then
     # OSU 7.4 (its tarball and build script carried in .dist/osu/) through the component
     OSU=/tmp/osu/osu-micro-benchmarks-7.4/c/mpi/collective
     [ -x $OSU/blocking/osu_gather ] || OSU=$(sh "$REPO/.dist/osu/build.sh" /tmp/osu --cuda | tail -1)
-    bash bench/osu_run.sh "$PWD" "$OSU" 2>&1 | tee "$OUT/osu.log"
+    bash "$REPO/bench/osu_run.sh" "$PWD" "$OSU" 2>&1 | tee "$OUT/osu.log"
 fi
