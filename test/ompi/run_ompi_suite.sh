@@ -348,6 +348,14 @@ for np in 2 4 8; do
     check_ok "chaos order from the first call: 8 dups, Iallreduce in per-rank permutations np=$np" $?
 done
 hang_proof "chaos order, dups" -- t_chaos
+# gatherv, alltoallv, allgatherv, scatterv and scan in the chaos order, on the engine
+for np in 2 4 8; do
+    run 120 $np "${HB[@]}" -- t_chaos --mix --deadline 60
+    check_ok "chaos order from the first call: Igatherv, Ialltoallv, Iallgatherv, Iscatterv, Iscan on 8 dups np=$np" $?
+done
+run 120 4 "${FAKE[@]}" -- t_chaos --mix --kind split --deadline 60
+check_ok "chaos order, the new collectives on split communicators, device buffers (emulated) np=4" $?
+hang_proof "chaos order, gatherv/alltoallv/allgatherv/scatterv/scan" -- t_chaos --mix
 for kind in split group; do
     fn=MPI_Comm_split
     [ $kind = group ] && fn=MPI_Comm_create_group
@@ -558,8 +566,9 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
         run 300 $np --mca coll_dfccl_verbose 3 -- t_allcolls_dev
         rc=$?
         if [ $rc = 0 ] && grep -q 'OK t_allcolls' "$WORK/out" &&
+            grep -q -- 'MPI_Igatherv on .*-> engine (device memory' "$WORK/out" &&
             grep -q -- '-> previous module (staged through host) (device memory' "$WORK/out"; then
-            pass "device buffers: gather(v), scatter(v), allgatherv, alltoallv/w, scan, exscan staged np=$np"
+            pass "device buffers: gather(v), scatter(v), allgatherv, alltoallv/w, scan, exscan on the GPU daemon (user ops, in-place alltoallv/w staged) np=$np"
             grep -o 'OK t_allcolls.*' "$WORK/out" | sed 's/^/    /'
         else
             fail "device buffers: staged collectives np=$np" "rc $rc"
@@ -570,6 +579,10 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
     for np in 2 4 8; do
         run 300 $np -- t_chaos_dev --deadline 120
         check_ok "device buffers: chaos order from the first call, 8 dups np=$np" $?
+    done
+    for np in 2 4 8; do
+        run 300 $np -- t_chaos_dev --mix --deadline 120
+        check_ok "device buffers: chaos order, Igatherv/Ialltoallv/Iallgatherv/Iscatterv/Iscan on 8 dups np=$np" $?
     done
     for np in 2 4 8; do
         run 300 $np -- t_chaos_dev --kind split --deadline 120
@@ -608,6 +621,9 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
     # the hang proofs last (each leaves kernels spinning: MPS restarted after it)
     run 60 4 --mca coll_dfccl_preempt 0 -- t_chaos_dev --deadline 15 --iters 4
     check_hang "device buffers: chaos order with coll_dfccl_preempt 0, np=4," $?
+    mps_restart
+    run 60 4 --mca coll_dfccl_preempt 0 -- t_chaos_dev --mix --deadline 15 --iters 4
+    check_hang "device buffers: chaos order of the new collectives with coll_dfccl_preempt 0, np=4," $?
     mps_restart
     if "$PYDEV" -c 'import mpi4py, cupy' 2>/dev/null; then
         run 90 4 --mca coll_dfccl_preempt 0 -- "$(command -v "$PYDEV")" "$SRC/t_mpi4py.py" --cupy --deadline 15 --iters 4

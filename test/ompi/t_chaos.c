@@ -21,6 +21,10 @@
  *   --blocking     every other iteration a blocking MPI_Allreduce per communicator
  *                  instead, in one order on every rank (with several threads the
  *                  threads' calls interleave differently on every rank)
+ *   --mix          communicator c carries another collective instead of MPI_Iallreduce:
+ *                  MPI_Igatherv, MPI_Ialltoallv, MPI_Iallgatherv, MPI_Iscatterv, MPI_Iscan
+ *                  in turn (uneven counts with gaps, a root that moves with c and the
+ *                  iteration), so the hang proof bites on them alone
  *
  * Built with -DOT_DEVICE (t_chaos_dev, GPU machines) the buffers are device memory.
  *
@@ -34,9 +38,10 @@
 #include "ompi_test.h"
 
 #define MAXCOUNT 70000
+#define MAXBUF   (2 * MAXCOUNT) /* --mix: a v-collective's receive side */
 static const int counts[] = {1, 100, 4096, MAXCOUNT};
 
-static int ncomms, iters, nthreads, kind_split, kind_group, blocking_too;
+static int ncomms, iters, nthreads, kind_split, kind_group, blocking_too, mix;
 static double deadline;
 static MPI_Comm *comms;
 static int *nmember;  /* ranks in communicator c */
@@ -100,6 +105,153 @@ static void make_comms(void)
     MPI_Group_free(&world);
 }
 
+/* ---- --mix: the collective communicator c carries, its data and its check ------------ */
+enum { MIX_ALLREDUCE, MIX_GATHERV, MIX_ALLTOALLV, MIX_ALLGATHERV, MIX_SCATTERV, MIX_SCAN, MIX_N };
+
+/* the collective communicator c carries: every one but the allreduce, in turn */
+static int mix_kind(int c)
+{
+    return 1 + c % (MIX_N - 1);
+}
+
+/* elements rank a sends to rank b (uneven, never more than MAXBUF / 8 in all) */
+static int mix_count(int count, int a, int b)
+{
+    const int base = count / 9 + 1;
+    return base * (1 + (a + 2 * b) % 3) / 3 + (a % 2);
+}
+
+/* value element i of what rank a sends to rank b carries (small integers: exact) */
+static float mix_val(int a, int b, int i, int c, int it)
+{
+    return (float)((a + 1) * 1000 + b * 10 + i % 97 + c + it % 5);
+}
+
+typedef struct {
+    int sc[64], sd[64], rc[64], rd[64];
+    int root, me, n, stotal, rtotal;
+} mix_t;
+
+/* Fill in[] with what this rank sends and the layout; returns the elements to send. */
+static void mix_prepare(int c, int it, int count, MPI_Comm comm, float *in, mix_t *x)
+{
+    MPI_Comm_rank(comm, &x->me);
+    MPI_Comm_size(comm, &x->n);
+    const int me = x->me, n = x->n, kind = mix_kind(c);
+    x->root = (c + it) % n;
+    x->stotal = x->rtotal = 0;
+    for (int p = 0; p < n; p++) {
+        int s = 0, r = 0;
+        switch (kind) {
+        case MIX_GATHERV:
+            s = p == x->root ? mix_count(count, me, 0) : 0;
+            r = me == x->root ? mix_count(count, p, 0) : 0;
+            break;
+        case MIX_ALLGATHERV:
+            s = mix_count(count, me, 0);
+            r = mix_count(count, p, 0);
+            break;
+        case MIX_SCATTERV:
+            s = me == x->root ? mix_count(count, p, 1) : 0;
+            r = p == x->root ? mix_count(count, me, 1) : 0;
+            break;
+        case MIX_ALLTOALLV:
+            s = mix_count(count, me, p);
+            r = mix_count(count, p, me);
+            break;
+        default: break;
+        }
+        x->sc[p] = s;
+        x->rc[p] = r;
+    }
+    /* receive blocks in reverse rank order with a gap of 3 after each */
+    for (int p = n - 1, off = 0; p >= 0; p--) {
+        x->rd[p] = off;
+        off += x->rc[p] + 3;
+        x->rtotal = off;
+    }
+    if (kind == MIX_SCATTERV) /* one block, at the start of recvbuf */
+        for (int p = 0; p < n; p++)
+            x->rd[p] = 0;
+    for (int p = 0, off = 0; p < n; p++) {
+        x->sd[p] = off;
+        for (int i = 0; i < x->sc[p]; i++)
+            in[off + i] = mix_val(me, kind == MIX_ALLGATHERV || kind == MIX_GATHERV ? 0 : p, i, c, it);
+        off += x->sc[p];
+        x->stotal = off;
+    }
+    if (kind == MIX_SCAN || kind == MIX_ALLREDUCE) {
+        for (int i = 0; i < count; i++)
+            in[i] = (float)((ot_rank + 1) * (c + 1) + i % 7);
+        x->stotal = x->rtotal = count;
+    }
+}
+
+static void mix_post(int c, int count, MPI_Comm comm, void *sb, void *rb, const mix_t *x, MPI_Request *q)
+{
+    switch (mix_kind(c)) {
+    case MIX_ALLREDUCE: OT_MPI(MPI_Iallreduce(sb, rb, count, MPI_FLOAT, MPI_SUM, comm, q)); break;
+    case MIX_GATHERV:
+        OT_MPI(MPI_Igatherv(sb, x->sc[x->root], MPI_FLOAT, rb, x->rc, x->rd, MPI_FLOAT, x->root, comm, q));
+        break;
+    case MIX_ALLTOALLV:
+        OT_MPI(MPI_Ialltoallv(sb, x->sc, x->sd, MPI_FLOAT, rb, x->rc, x->rd, MPI_FLOAT, comm, q));
+        break;
+    case MIX_ALLGATHERV:
+        OT_MPI(MPI_Iallgatherv(sb, x->sc[0], MPI_FLOAT, rb, x->rc, x->rd, MPI_FLOAT, comm, q));
+        break;
+    case MIX_SCATTERV:
+        OT_MPI(MPI_Iscatterv(sb, x->sc, x->sd, MPI_FLOAT, rb, x->rc[x->root], MPI_FLOAT, x->root, comm, q));
+        break;
+    default: OT_MPI(MPI_Iscan(sb, rb, count, MPI_FLOAT, MPI_SUM, comm, q)); break;
+    }
+}
+
+/* out[] starts at 0: every element not received stays 0 */
+static void mix_check(int c, int it, int count, const float *out, const mix_t *x)
+{
+    const int kind = mix_kind(c);
+    if (kind == MIX_SCAN) {
+        /* ranks of comm in comm order: their world ranks are not needed, only the sum
+         * of (world rank + 1) over comm ranks 0..me, exchanged here */
+        long mine = ot_rank + 1, pre = 0;
+        OT_MPI(MPI_Scan(&mine, &pre, 1, MPI_LONG, MPI_SUM, comms[c]));
+        for (int i = 0; i < count; i++) {
+            const float want = (float)((c + 1) * pre + (x->me + 1) * (i % 7));
+            if (out[i] != want)
+                OT_FAIL("iter %d comm %d scan element %d: got %g want %g", it, c, i, out[i], want);
+        }
+        return;
+    }
+    if (kind == MIX_ALLREDUCE) {
+        for (int i = 0; i < count; i++) {
+            const float want = (float)((c + 1) * sum_wr1[c] + nmember[c] * (i % 7));
+            if (out[i] != want)
+                OT_FAIL("iter %d comm %d element %d: got %g want %g", it, c, i, out[i], want);
+        }
+        return;
+    }
+    for (int p = 0; p < x->n; p++) {
+        if (kind == MIX_SCATTERV && p != x->root)
+            continue;
+        const int gap_end = x->rd[p] + x->rc[p] + 3;
+        for (int i = 0; i < x->rc[p]; i++) {
+            const float want =
+                mix_val(p, kind == MIX_ALLGATHERV || kind == MIX_GATHERV ? 0 : x->me, i, c, it);
+            if (out[x->rd[p] + i] != want)
+                OT_FAIL("iter %d comm %d (%s) block of rank %d element %d: got %g want %g", it, c,
+                        kind == MIX_GATHERV     ? "gatherv"
+                        : kind == MIX_ALLTOALLV ? "alltoallv"
+                        : kind == MIX_SCATTERV  ? "scatterv"
+                                                : "allgatherv",
+                        p, i, out[x->rd[p] + i], want);
+        }
+        for (int i = x->rd[p] + x->rc[p]; i < gap_end && i < MAXBUF; i++)
+            if (out[i] != 0)
+                OT_FAIL("iter %d comm %d: gap element %d written (%g)", it, c, i, out[i]);
+    }
+}
+
 typedef struct {
     int t;
     float *in[64], *out[64]; /* per communicator, host copies the test fills and checks */
@@ -140,32 +292,44 @@ static void *worker(void *arg)
                     break;
                 }
         }
+        mix_t mx[64];
         for (int k = 0; k < n; k++) {
             const int c = order[k];
-            for (int i = 0; i < count; i++)
-                w->in[c][i] = (float)((ot_rank + 1) * (c + 1) + i % 7);
+            if (mix)
+                mix_prepare(c, it, count, comms[c], w->in[c], &mx[c]);
+            else
+                for (int i = 0; i < count; i++)
+                    w->in[c][i] = (float)((ot_rank + 1) * (c + 1) + i % 7);
             void *sb = w->in[c], *rb = w->out[c];
 #ifdef OT_DEVICE
-            CU(cudaMemcpy(w->din[c], w->in[c], sizeof(float) * (size_t)count, cudaMemcpyHostToDevice));
-            CU(cudaMemset(w->dout[c], 0, sizeof(float) * MAXCOUNT));
+            CU(cudaMemcpy(w->din[c], w->in[c], sizeof(float) * (size_t)(mix ? mx[c].stotal : count),
+                          cudaMemcpyHostToDevice));
+            CU(cudaMemset(w->dout[c], 0, sizeof(float) * MAXBUF));
+            CU(cudaStreamSynchronize(0)); /* landed before the collective reads it */
             sb = w->din[c];
             rb = w->dout[c];
 #else
-            memset(w->out[c], 0, sizeof(float) * MAXCOUNT);
+            memset(w->out[c], 0, sizeof(float) * MAXBUF);
 #endif
             q[k] = MPI_REQUEST_NULL;
-            if (blocking)
+            if (mix)
+                mix_post(c, count, comms[c], sb, rb, &mx[c], &q[k]);
+            else if (blocking)
                 OT_MPI(MPI_Allreduce(sb, rb, count, MPI_FLOAT, MPI_SUM, comms[c]));
             else
                 OT_MPI(MPI_Iallreduce(sb, rb, count, MPI_FLOAT, MPI_SUM, comms[c], &q[k]));
         }
-        if (!blocking)
+        if (!blocking || mix)
             ot_waitall_deadline(n, q, deadline);
         for (int k = 0; k < n; k++) {
             const int c = mine[k];
 #ifdef OT_DEVICE
-            CU(cudaMemcpy(w->out[c], w->dout[c], sizeof(float) * (size_t)count, cudaMemcpyDeviceToHost));
+            CU(cudaMemcpy(w->out[c], w->dout[c], sizeof(float) * MAXBUF, cudaMemcpyDeviceToHost));
 #endif
+            if (mix) {
+                mix_check(c, it, count, w->out[c], &mx[c]);
+                continue;
+            }
             for (int i = 0; i < count; i++) {
                 float want = (float)((c + 1) * sum_wr1[c] + nmember[c] * (i % 7));
                 if (w->out[c][i] != want)
@@ -202,6 +366,9 @@ int main(int argc, char **argv)
     kind_split = !strcmp(kind, "split");
     kind_group = !strcmp(kind, "group");
     blocking_too = ot_flag(argc, argv, "--blocking");
+    mix = ot_flag(argc, argv, "--mix");
+    if (mix && (blocking_too || nthreads > 1))
+        OT_FAIL("--mix goes without --blocking and --threads");
     if (ncomms < 1 || ncomms > 64 || nthreads < 1 || nthreads > ncomms)
         OT_FAIL("--ncomms 1..64 and --threads 1..ncomms");
     if (nthreads > 1 && strcmp(level, "multiple"))
@@ -217,11 +384,11 @@ int main(int argc, char **argv)
     for (int t = 0; t < nthreads; t++) {
         w[t].t = t;
         for (int c = t; c < ncomms; c += nthreads) {
-            w[t].in[c] = malloc(sizeof(float) * MAXCOUNT);
-            w[t].out[c] = ot_alloc(sizeof(float) * MAXCOUNT);
+            w[t].in[c] = malloc(sizeof(float) * MAXBUF);
+            w[t].out[c] = ot_alloc(sizeof(float) * MAXBUF);
 #ifdef OT_DEVICE
-            CU(cudaMalloc(&w[t].din[c], sizeof(float) * MAXCOUNT));
-            CU(cudaMalloc(&w[t].dout[c], sizeof(float) * MAXCOUNT));
+            CU(cudaMalloc(&w[t].din[c], sizeof(float) * MAXBUF));
+            CU(cudaMalloc(&w[t].dout[c], sizeof(float) * MAXBUF));
 #endif
         }
     }
@@ -236,7 +403,7 @@ int main(int argc, char **argv)
     }
     for (int t = 0; t < nthreads; t++)
         for (int c = t; c < ncomms; c += nthreads) {
-            ot_check_guard("chaos", w[t].out[c], sizeof(float) * MAXCOUNT);
+            ot_check_guard("chaos", w[t].out[c], sizeof(float) * MAXBUF);
             free(w[t].in[c]);
             free(w[t].out[c]);
 #ifdef OT_DEVICE
@@ -250,9 +417,9 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     if (ot_rank == 0)
         printf("OK t_chaos: %d iterations x %d %s communicators on %d ranks, %d thread(s)%s%s, every rank in "
-               "its "
-               "own order from the first call\n",
-               iters, ncomms, kind, ot_size, nthreads, *level ? " at level " : "", level);
+               "its own order from the first call%s\n",
+               iters, ncomms, kind, ot_size, nthreads, *level ? " at level " : "", level,
+               mix ? " (gatherv, alltoallv, allgatherv, scatterv, scan)" : "");
     free(w), free(th), free(comms), free(nmember), free(sum_wr1);
     MPI_Finalize();
     return 0;
