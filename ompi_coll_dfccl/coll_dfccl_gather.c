@@ -55,9 +55,11 @@ static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
         hs = (char *)hs + so;
     }
     if (rc == OMPI_SUCCESS) {
-        /* as bytes: MPI_Gather's blocks are equal, so the root's table is the same */
-        dfcclResult_t res = dfcclGatherv(hs, sb, hr, root ? tab : NULL, root ? tab + n : NULL, dfcclUint8,
-                                         a->root, p->ecomm, &o->ereq);
+        /* as bytes; MPI_Gather's blocks are equal and back to back (engine_side packs
+         * them otherwise): no table for the daemon to read */
+        dfcclResult_t res = v ? dfcclGatherv(hs, sb, hr, root ? tab : NULL, root ? tab + n : NULL, dfcclUint8,
+                                             a->root, p->ecomm, &o->ereq)
+                              : dfcclGather(hs, hr, sb, dfcclUint8, a->root, p->ecomm, &o->ereq);
         rc = res == dfcclSuccess ? OMPI_SUCCESS
                                  : mca_coll_dfccl_engine_error(v ? "MPI_Gatherv" : "MPI_Gather", res);
     }

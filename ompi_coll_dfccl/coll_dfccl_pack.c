@@ -75,7 +75,17 @@ int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, bool recv, bool keep, voi
     }
     ptrdiff_t lo;
     size_t len;
-    if (mca_coll_dfccl_vblocks(n, counts, displs, dt, dts, bcount, boff, &lo, &len)) {
+    /* uniform blocks go to the engine back to back (MPI_Gather's and MPI_Scatter's
+     * dfcclGather / dfcclScatter): a type whose extent is not its size is packed */
+    bool dense = true;
+    if (ucounts && n > 1 && uniform > 0) {
+        ptrdiff_t lb, extent;
+        size_t size;
+        ompi_datatype_get_extent(dt, &lb, &extent);
+        ompi_datatype_type_size(dt, &size);
+        dense = (size_t)extent * (size_t)uniform == size * (size_t)uniform;
+    }
+    if (dense && mca_coll_dfccl_vblocks(n, counts, displs, dt, dts, bcount, boff, &lo, &len)) {
         /* a host copy of a receive span is read in when it has gaps between blocks,
          * which its copy back must leave as they were */
         rc = mca_coll_dfccl_view(o, user, lo, len, !recv || keep || n > 1, 0, recv ? len : 0, ebuf_p);

@@ -57,8 +57,10 @@ static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
         hr = (char *)hr + ro;
     }
     if (rc == OMPI_SUCCESS) {
-        dfcclResult_t res = dfcclScatterv(hs, root ? tab : NULL, root ? tab + n : NULL, hr, rb, dfcclUint8,
-                                          a->root, p->ecomm, &o->ereq);
+        /* MPI_Scatter's blocks are equal and back to back: no table (see gather) */
+        dfcclResult_t res = v ? dfcclScatterv(hs, root ? tab : NULL, root ? tab + n : NULL, hr, rb,
+                                              dfcclUint8, a->root, p->ecomm, &o->ereq)
+                              : dfcclScatter(hs, hr, rb, dfcclUint8, a->root, p->ecomm, &o->ereq);
         rc = res == dfcclSuccess ? OMPI_SUCCESS
                                  : mca_coll_dfccl_engine_error(v ? "MPI_Scatterv" : "MPI_Scatter", res);
     }
