@@ -454,6 +454,65 @@ START_TEST(algo_select_rules)
 }
 END_TEST
 
+START_TEST(pairwise_pieces_partition_blocks)
+{
+    /* every block is cut into pieces that tile it exactly, once, over the channels a rank
+     * takes part on; a table's pieces depend on the block alone (both ends agree), and a
+     * rank's channels cover every block of its table */
+    static const uint64_t bytes[] = {0, 1, 15, 16, 17, 65535, 65536, 65537, 1000003, 3u << 20};
+    eng_block_t tab[2];
+    for (size_t bi = 0; bi < sizeof bytes / sizeof bytes[0]; bi++)
+        for (int C = 1; C <= 64; C = C * 2 + 1) {
+            /* a table: this rank's largest block in count, as dfcclAllToAllv gives it */
+            tab[0] = (eng_block_t){0, bytes[bi], 0, 7};
+            tab[1] = (eng_block_t){0, 3, 0, bytes[bi]};
+            eng_coll_args_t a = {.coll = ENG_COLL_ALLTOALLV,
+                                 .dtype = dfcclUint8,
+                                 .algo = ENG_ALGO_PAIRWISE,
+                                 .count = DFCCL_MAX(bytes[bi], 7),
+                                 .blocks = tab};
+            const int k = eng_active_channels(&a, 2, C);
+            ck_assert_int_eq(k, (int)eng_pair_chans(a.count, (uint64_t)C));
+            for (int blk = 0; blk < 2; blk++) {
+                const uint64_t B = blk ? 3 : bytes[bi];
+                uint64_t covered = 0, next = 0;
+                for (int c = 0; c < C; c++) {
+                    eng_ctx_t x;
+                    eng_ctx_init(&a, 2, c, C, &x);
+                    ck_assert_int_eq(!x.done, c < k);
+                    if (x.done)
+                        continue;
+                    uint64_t lo, hi;
+                    pairwise_piece(&a, &x, B, &lo, &hi);
+                    if (hi > lo) {
+                        ck_assert_uint_eq(lo, next); /* in channel order, no gap, no overlap */
+                        ck_assert_uint_eq(lo % 16, 0);
+                        next = hi;
+                        covered += hi - lo;
+                    }
+                }
+                ck_assert_uint_eq(covered, B);
+            }
+            /* uniform: an alltoall of `count` floats per peer */
+            eng_coll_args_t u = {.coll = ENG_COLL_ALLTOALL,
+                                 .dtype = dfcclFloat32,
+                                 .algo = ENG_ALGO_PAIRWISE,
+                                 .count = bytes[bi] / 4};
+            uint64_t covered = 0;
+            for (int c = 0; c < C; c++) {
+                eng_ctx_t x;
+                eng_ctx_init(&u, 3, c, C, &x);
+                if (x.done)
+                    continue;
+                uint64_t lo, hi;
+                pairwise_piece(&u, &x, u.count * 4, &lo, &hi);
+                covered += hi - lo;
+            }
+            ck_assert_uint_eq(covered, u.count * 4);
+        }
+}
+END_TEST
+
 START_TEST(active_channels_match_ranges)
 {
     /* the closed form must count exactly the channels eng_ctx_init gives work */
@@ -830,6 +889,7 @@ int main(void)
     tcase_add_test(t, ll_stale_simple_data_never_passes);
     tcase_add_test(t, ll_steps_reuse_and_wait);
     tcase_add_test(t, active_channels_match_ranges);
+    tcase_add_test(t, pairwise_pieces_partition_blocks);
     tcase_add_test(t, self_copy_pieces_cover_output);
     tcase_add_test(t, gpu_fifo_layout);
     suite_add_tcase(s, t);
