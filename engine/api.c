@@ -76,9 +76,10 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
 }
 
 static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
-                            dfcclDataType_t datatype, dfcclRedOp_t op, int root, dfcclComm_t comm,
+                            dfcclDataType_t datatype, dfcclRedOp_t op, int root, dfcclComm_t handle,
                             dfcclRequest_t *request_p)
 {
+    struct dfccl_comm *comm = eng_comm_get(handle);
     const int reduces = coll == ENG_COLL_ALLREDUCE || coll == ENG_COLL_REDUCE ||
                         coll == ENG_COLL_REDUCE_SCATTER || coll == ENG_COLL_SCAN || coll == ENG_COLL_EXSCAN;
     const int rooted = coll == ENG_COLL_REDUCE || coll == ENG_COLL_BCAST || coll == ENG_COLL_GATHER ||
@@ -87,7 +88,7 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
     if (!request_p)
         return eng_set_error(dfcclInvalidArgument, fn, "request_p is NULL");
     *request_p = NULL;
-    if (!eng_comm_is_live(comm))
+    if (!comm)
         return eng_set_error(dfcclInvalidArgument, fn, "comm is not a live communicator (NULL or destroyed)");
     if (coll != ENG_COLL_BARRIER && ((int)datatype < 0 || datatype >= dfcclNumTypes))
         return eng_set_error(dfcclInvalidArgument, fn, "datatype %d is not a dfcclDataType_t", (int)datatype);
@@ -323,13 +324,14 @@ static void table_span(const eng_block_t *b, int N, int recv, uint64_t *lo, uint
         *lo = 0;
 }
 
-static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t *v, dfcclComm_t comm,
+static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t *v, dfcclComm_t handle,
                               dfcclRequest_t *request_p)
 {
+    struct dfccl_comm *comm = eng_comm_get(handle);
     if (!request_p)
         return eng_set_error(dfcclInvalidArgument, fn, "request_p is NULL");
     *request_p = NULL;
-    if (!eng_comm_is_live(comm))
+    if (!comm)
         return eng_set_error(dfcclInvalidArgument, fn, "comm is not a live communicator (NULL or destroyed)");
     const int N = comm->nranks, me = comm->rank;
     const int rooted = coll == ENG_COLL_GATHERV || coll == ENG_COLL_SCATTERV;

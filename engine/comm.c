@@ -17,19 +17,34 @@
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct dfccl_comm *live_head;
 
-int eng_comm_is_live(struct dfccl_comm *c)
+#define HANDLE_GEN_SHIFT 48
+
+/* the next generation (never 0, so a tagged handle never equals a bare address) */
+static uint64_t next_gen(void)
 {
-    int live = 0;
-    if (!c)
-        return 0;
+    static uint32_t gen;
+    uint32_t g;
+    do
+        g = __atomic_add_fetch(&gen, 1, __ATOMIC_RELAXED) & 0xffffu;
+    while (g == 0);
+    return g;
+}
+
+struct dfccl_comm *eng_comm_get(dfcclComm_t handle)
+{
+    const uintptr_t h = (uintptr_t)handle, addr = h & (((uintptr_t)1 << HANDLE_GEN_SHIFT) - 1);
+    struct dfccl_comm *c = NULL;
+    if (!h)
+        return NULL;
     pthread_mutex_lock(&live_lock);
     for (struct dfccl_comm *p = live_head; p; p = p->live_next)
-        if (p == c) {
-            live = c->magic == ENG_COMM_MAGIC;
+        if ((uintptr_t)p == addr) {
+            if (p->handle == h && p->magic == ENG_COMM_MAGIC)
+                c = p;
             break;
         }
     pthread_mutex_unlock(&live_lock);
-    return live;
+    return c;
 }
 
 static void live_add(struct dfccl_comm *c)
@@ -267,12 +282,16 @@ dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllg
     free(is_net);
     free(all);
     c->magic = ENG_COMM_MAGIC;
+    /* user-space addresses fit 48 bits here; where one would not, the bare address is
+     * the handle (a reused address then goes undetected) */
+    c->handle =
+        (uintptr_t)c >> HANDLE_GEN_SHIFT ? (uintptr_t)c : (uintptr_t)c | next_gen() << HANDLE_GEN_SHIFT;
     live_add(c);
     dfccl_info("communicator %016llx: rank %d of %d, %u slots x %u channels, %llu B chunks x %u, %zu B "
                "shared memory",
                (unsigned long long)c->uid, rank, nranks, c->slots, c->channels, (unsigned long long)c->chunk,
                c->depth, c->seg_size);
-    *comm_p = c;
+    *comm_p = (dfcclComm_t)c->handle;
     return dfcclSuccess;
 
 err_daemon:
@@ -287,8 +306,9 @@ err_free:
     return res;
 }
 
-dfcclResult_t dfcclCommDestroy(dfcclComm_t comm)
+dfcclResult_t dfcclCommDestroy(dfcclComm_t handle)
 {
+    struct dfccl_comm *comm = eng_comm_get(handle);
     if (!comm || !live_remove(comm))
         return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or already destroyed)");
     /* the daemon fails whatever is still pending on comm, in submission order */
@@ -305,9 +325,10 @@ dfcclResult_t dfcclCommDestroy(dfcclComm_t comm)
     return dfcclSuccess;
 }
 
-dfcclResult_t dfcclCommRank(dfcclComm_t comm, int *rank_p)
+dfcclResult_t dfcclCommRank(dfcclComm_t handle, int *rank_p)
 {
-    if (!eng_comm_is_live(comm))
+    struct dfccl_comm *comm = eng_comm_get(handle);
+    if (!comm)
         return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or destroyed)");
     if (!rank_p)
         return DFCCL_ARG_ERROR("rank_p is NULL");
@@ -315,9 +336,10 @@ dfcclResult_t dfcclCommRank(dfcclComm_t comm, int *rank_p)
     return dfcclSuccess;
 }
 
-dfcclResult_t dfcclCommSize(dfcclComm_t comm, int *size_p)
+dfcclResult_t dfcclCommSize(dfcclComm_t handle, int *size_p)
 {
-    if (!eng_comm_is_live(comm))
+    struct dfccl_comm *comm = eng_comm_get(handle);
+    if (!comm)
         return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or destroyed)");
     if (!size_p)
         return DFCCL_ARG_ERROR("size_p is NULL");
@@ -325,9 +347,10 @@ dfcclResult_t dfcclCommSize(dfcclComm_t comm, int *size_p)
     return dfcclSuccess;
 }
 
-dfcclResult_t dfcclCommDeviceBuffers(dfcclComm_t comm, int *supported_p)
+dfcclResult_t dfcclCommDeviceBuffers(dfcclComm_t handle, int *supported_p)
 {
-    if (!eng_comm_is_live(comm))
+    struct dfccl_comm *comm = eng_comm_get(handle);
+    if (!comm)
         return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or destroyed)");
     if (!supported_p)
         return DFCCL_ARG_ERROR("supported_p is NULL");
@@ -335,9 +358,10 @@ dfcclResult_t dfcclCommDeviceBuffers(dfcclComm_t comm, int *supported_p)
     return dfcclSuccess;
 }
 
-dfcclResult_t dfcclCommGetStats(dfcclComm_t comm, dfcclStats_t *stats_p)
+dfcclResult_t dfcclCommGetStats(dfcclComm_t handle, dfcclStats_t *stats_p)
 {
-    if (!eng_comm_is_live(comm))
+    struct dfccl_comm *comm = eng_comm_get(handle);
+    if (!comm)
         return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or destroyed)");
     if (!stats_p)
         return DFCCL_ARG_ERROR("stats_p is NULL");

@@ -30,7 +30,7 @@ struct dfccl_request {
     int32_t result;
     uint32_t *done_p; /* the word to poll: &done, or the GPU daemon's mapped word */
     int32_t *result_p;
-    int gpu_id; /* GPU request id, -1 for the CPU backend */
+    int gpu_id;          /* GPU request id, -1 for the CPU backend */
     eng_block_t *blocks; /* a v-collective's table, read by the CPU daemon (freed with the
                             request; the GPU daemon reads a mapped copy) */
 };
@@ -62,6 +62,8 @@ typedef struct eng_task {
 
 struct dfccl_comm {
     uint64_t magic;
+    uint64_t handle; /* what dfcclCommInit gave the caller: this address tagged with a
+                        generation (eng_comm_get) */
     int rank, nranks;
     uint64_t uid;
     uint32_t slots, channels, depth;
@@ -120,8 +122,11 @@ dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
 /* Wait for a completion word, sleeping when it takes long. */
 void eng_daemon_wait(struct dfccl_request *req);
 
-/* comm.c: registry of live communicators (a destroyed handle is detected). */
-int eng_comm_is_live(struct dfccl_comm *c);
+/* comm.c: registry of live communicators. A handle is the communicator's address with a
+ * 16-bit generation in its top bits (never dereferenced as it is), so a destroyed
+ * handle is rejected even when a new communicator got the same address. The live
+ * communicator a handle names, or NULL. */
+struct dfccl_comm *eng_comm_get(dfcclComm_t handle);
 
 uint64_t eng_now_ns(void);
 

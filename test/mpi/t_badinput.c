@@ -121,6 +121,24 @@ int main(int argc, char **argv)
     BAD_STALE(dfcclCommGetStats(C, &stats));
     BAD_STALE(dfcclCommDestroy(C));
     good_on(A, "stale handle tests");
+    /* a new communicator, most likely at the destroyed one's address (malloc reuses it):
+     * the old handle still names nothing, the new one works */
+    dfcclComm_t D;
+    CHECK(dfcclCommInitMPI(&D, MPI_COMM_WORLD));
+    const int reused = (((uintptr_t)C ^ (uintptr_t)D) & ((1ull << 48) - 1)) == 0;
+    BAD_STALE(dfcclAllReduce(sb, rb, n, F, dfcclSum, C, &req));
+    BAD_STALE(dfcclCommRank(C, &st_rank));
+    BAD_STALE(dfcclCommDestroy(C));
+    /* D's own address under another generation: what C's handle would be, had D reused
+     * C's address (deterministic, whatever malloc did) */
+    const dfcclComm_t other_gen = (dfcclComm_t)((uintptr_t)D ^ (1ull << 48));
+    BAD_STALE(dfcclAllReduce(sb, rb, n, F, dfcclSum, other_gen, &req));
+    BAD_STALE(dfcclCommSize(other_gen, &st_size));
+    good_on(D, "a new communicator after a stale handle");
+    CHECK(dfcclCommDestroy(D));
+    if (tc_rank == 0)
+        printf("stale handle: the new communicator %s the destroyed one's address\n",
+               reused ? "reused" : "did not reuse");
 
     /* ---- NULL communicator ---- */
     BAD("comm", dfcclAllReduce(sb, rb, n, F, dfcclSum, NULL, &req));
