@@ -17,6 +17,90 @@ eng_config_t eng_config;
 static pthread_once_t eng_config_once = PTHREAD_ONCE_INIT;
 static int eng_config_status;
 
+/* Every variable dfccl reads. Names under DFCCL_DEMO_ and DFCCL_BENCH_ belong to the
+ * example and benchmark programs; any other DFCCL_ name is a typo or a habit from
+ * another library (DFCCL_DEBUG for NCCL_DEBUG), said once at the first dfcclCommInit:
+ * a warning, since a misspelled knob must not stop a job. */
+static const char *const known_vars[] = {"DFCCL_PREEMPT",
+                                         "DFCCL_THRESHOLD_BASE_NS",
+                                         "DFCCL_THRESHOLD_MAX_NS",
+                                         "DFCCL_THRESHOLD_GROWTH",
+                                         "DFCCL_HEAD_FACTOR",
+                                         "DFCCL_SLOTS",
+                                         "DFCCL_CHANNELS",
+                                         "DFCCL_CHUNK_SIZE",
+                                         "DFCCL_FIFO_DEPTH",
+                                         "DFCCL_ONESHOT_MAX",
+                                         "DFCCL_STALL_REPORT",
+                                         "DFCCL_TIMEOUT",
+                                         "DFCCL_IDLE_US",
+                                         "DFCCL_GPU_CHANNELS",
+                                         "DFCCL_GPU_THREADS",
+                                         "DFCCL_GPU_IDLE_QUIT",
+                                         "DFCCL_GPU_STALL_QUIT",
+                                         "DFCCL_GPU",
+                                         "DFCCL_GPU_CHUNK_SIZE",
+                                         "DFCCL_GPU_SYS_SCOPE",
+                                         "DFCCL_LL_MAX",
+                                         "DFCCL_GPU_TRACE",
+                                         "DFCCL_CPU_THREADS",
+                                         "DFCCL_NET_THREADS",
+                                         "DFCCL_NET_PIECE",
+                                         "DFCCL_GPU_NET_CHUNK_SIZE",
+                                         "DFCCL_LOG_LEVEL",
+                                         "DFCCL_NET",
+                                         "DFCCL_HOST"};
+
+/* edit distance of two short names (capped at 9) */
+static int name_distance(const char *a, size_t la, const char *b)
+{
+    size_t lb = strlen(b);
+    int prev[64], cur[64];
+    if (la > 63 || lb > 63)
+        return 9;
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            const int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            const int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, sizeof(int) * (lb + 1));
+    }
+    return prev[lb];
+}
+
+static void warn_unknown_vars(void)
+{
+    extern char **environ;
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (strncmp(*e, "DFCCL_", 6) || !eq || !strncmp(*e, "DFCCL_DEMO_", 11) ||
+            !strncmp(*e, "DFCCL_BENCH_", 12))
+            continue;
+        const size_t len = (size_t)(eq - *e);
+        const char *best = NULL;
+        int best_d = 4; /* suggest only close names */
+        int known = 0;
+        for (size_t i = 0; i < sizeof(known_vars) / sizeof(known_vars[0]) && !known; i++) {
+            known = strlen(known_vars[i]) == len && !strncmp(*e, known_vars[i], len);
+            const int d = name_distance(*e, len, known_vars[i]);
+            if (d < best_d) {
+                best_d = d;
+                best = known_vars[i];
+            }
+        }
+        if (known)
+            continue;
+        if (len == 11 && !strncmp(*e, "DFCCL_DEBUG", 11))
+            best = "DFCCL_LOG_LEVEL";
+        dfccl_warn("%.*s is not a dfccl variable and is ignored%s%s%s", (int)len, *e,
+                   best ? " (did you mean " : "", best ? best : "", best ? "?)" : "");
+    }
+}
+
 static int env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
 {
     const char *s = getenv(name);
@@ -151,6 +235,7 @@ static void eng_config_parse(void)
     eng_config.gpu_sys_scope = (int)v[19];
     eng_config.ll_max = v[20];
     eng_config.gpu_trace = (int)v[21];
+    warn_unknown_vars();
     eng_config_status = rc ? -1 : 0;
 }
 

@@ -312,6 +312,24 @@ bad_config_case() {
 bad_config_case DFCCL_LOG_LEVEL verbose
 bad_config_case DFCCL_SLOTS two
 
+# A DFCCL_ name dfccl does not read is a warning naming it and the closest real one (the
+# job runs); DFCCL_DEMO_ / DFCCL_BENCH_ names belong to the example and benchmark programs.
+unknown_var_case() {
+    local id="unknown_var[DFCCL_CHANELS,DFCCL_DEBUG] np=2"
+    selected "$id" || return 0
+    local log="$LOGDIR/unknown_var.log"
+    run_mpi "$log" 60 2 -x DFCCL_CHANELS=2 -x DFCCL_DEBUG=INFO -x DFCCL_DEMO_ANYTHING=1 -- t_matrix --quick
+    if [ "$RC" -eq 0 ] && grep -qx OK "$log" &&
+        grep -q 'DFCCL_CHANELS is not a dfccl variable and is ignored (did you mean DFCCL_CHANNELS?)' "$log" &&
+        grep -q 'DFCCL_DEBUG is not a dfccl variable and is ignored (did you mean DFCCL_LOG_LEVEL?)' "$log" &&
+        ! grep -q 'DFCCL_DEMO_ANYTHING' "$log"; then
+        pass "$id (warned, with the names meant; DFCCL_DEMO_ left alone)"
+    else
+        fail "$id" "exit $RC, or the warnings are missing; log $log" "$log"
+    fi
+}
+unknown_var_case
+
 # ------------------------------------------------------------------ summary
 kill_orphans
 echo "$npass passed, $nfail failed"
