@@ -147,7 +147,9 @@ typedef struct mca_coll_dfccl_module_t {
     mca_coll_base_module_t super;
     struct ompi_communicator_t *comm;
     int rank;
-    int size;
+    int size;  /**< blocks of a v-call: the group's size, the remote group's on an intercommunicator */
+    int lsize; /**< the local group's size (reduce_scatter's blocks) */
+    bool inter; /**< an intercommunicator: device buffers staged for the other components */
 
     dfcclComm_t ecomm;
     mca_coll_dfccl_engine_state_t engine;

@@ -22,7 +22,7 @@ static int bcast_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *
     void *buf = a->rbuf;
     const int count = a->scount, root = a->root;
     struct ompi_datatype_t *dtype = a->sdtype;
-    const bool is_root = m->rank == root;
+    const bool is_root = mca_coll_dfccl_is_root(m, root);
     void *hb;
     int rc;
 

@@ -192,7 +192,8 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
     rec.coll = desc->coll;
     rec.nonblocking = !blocking;
 
-    const bool engine_ok = desc->prepare(m, a, &rec, &plan);
+    /* intercommunicators: never the engine; device buffers staged for the others */
+    const bool engine_ok = desc->prepare(m, a, &rec, &plan) && !m->inter;
     m->last_kind = rec.kind;
     plan.path = mca_coll_dfccl_choose(m, (mca_coll_dfccl_mem_t)rec.kind, engine_ok);
     if (!engine_ok && rec.bytes && cm->verbose >= 5)
@@ -212,7 +213,7 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
         if (state == MCA_COLL_DFCCL_ENGINE_FAILED && !queue_busy(m))
             plan.path = fallback_path(&rec);
     }
-    const bool wait = cm->check || (plan.path == MCA_COLL_DFCCL_PATH_ENGINE &&
+    const bool wait = (cm->check && !m->inter) || (plan.path == MCA_COLL_DFCCL_PATH_ENGINE &&
                                     (state != MCA_COLL_DFCCL_ENGINE_LIVE || queue_busy(m)));
 
     if (!wait) {
@@ -237,7 +238,7 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
     req->plan = plan;
     req->rec = rec;
     req->blocking = blocking;
-    req->checked = !cm->check;
+    req->checked = !cm->check || m->inter;
     req->stage = MCA_COLL_DFCCL_REQ_QUEUED;
     if (plan.path != MCA_COLL_DFCCL_PATH_ENGINE) {
         /* previous path with coll_dfccl_check: only the check waits */

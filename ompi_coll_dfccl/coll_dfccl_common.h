@@ -59,6 +59,13 @@ static inline mca_coll_dfccl_path_t mca_coll_dfccl_choose(mca_coll_dfccl_module_
                                                                  : MCA_COLL_DFCCL_PATH_STAGED;
 }
 
+/** @brief This rank is the root of a rooted call (an intercommunicator's root passes
+ *         MPI_ROOT; its group's other ranks MPI_PROC_NULL, the remote group the root's rank). */
+static inline bool mca_coll_dfccl_is_root(const mca_coll_dfccl_module_t *m, int root)
+{
+    return m->inter ? root == MPI_ROOT : m->rank == root;
+}
+
 /** @brief The stronger of two memory kinds (device if either is). */
 static inline mca_coll_dfccl_mem_t mca_coll_dfccl_kind2(const void *a, const void *b)
 {

@@ -15,7 +15,7 @@ static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, 
                     mca_coll_dfccl_plan_t *p, bool v)
 {
     (void)p;
-    const bool root = m->rank == a->root, in_place = root && a->sbuf == MPI_IN_PLACE;
+    const bool root = mca_coll_dfccl_is_root(m, a->root), in_place = root && a->sbuf == MPI_IN_PLACE;
     size_t rbytes = 0;
     rec->root = a->root;
     /* what each rank contributes: the same everywhere for MPI_Gather */
@@ -35,7 +35,7 @@ static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, 
 static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
                         const mca_coll_dfccl_plan_t *p, mca_coll_dfccl_op_t *o, bool v)
 {
-    const bool root = m->rank == a->root, in_place = root && a->sbuf == MPI_IN_PLACE;
+    const bool root = mca_coll_dfccl_is_root(m, a->root), in_place = root && a->sbuf == MPI_IN_PLACE;
     const int n = m->size;
     size_t *tab = mca_coll_dfccl_vtab(n), sb = 0, so = 0;
     void *hs = NULL, *hr = NULL;
@@ -72,7 +72,7 @@ static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, con
 {
     if (p->path == MCA_COLL_DFCCL_PATH_ENGINE)
         return engine_start(m, a, p, o, v);
-    const bool root = m->rank == a->root;
+    const bool root = mca_coll_dfccl_is_root(m, a->root);
     void *hs = (void *)a->sbuf, *hr = a->rbuf;
     int rc = mca_coll_dfccl_stage_blocks(o, (void *)a->sbuf, 1, (size_t)a->scount, NULL, NULL, false,
                                          a->sdtype, NULL, true, false, &hs);

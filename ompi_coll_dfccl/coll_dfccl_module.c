@@ -110,7 +110,8 @@ mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *co
      * MPI here is not CUDA-aware); the engine runs them as a one-rank copy */
     if (!cm->enable)
         return NULL;
-    if (OMPI_COMM_IS_INTER(comm)) {
+    const bool inter = OMPI_COMM_IS_INTER(comm);
+    if (inter && opal_list_get_size(&ompi_coll_base_framework.framework_components) == 1) {
         inter_alone(comm);
         return NULL;
     }
@@ -120,12 +121,21 @@ mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *co
         return NULL;
     m->comm = comm;
     m->rank = ompi_comm_rank(comm);
-    m->size = ompi_comm_size(comm);
+    /* an intercommunicator's v-arrays and blocks count the remote group */
+    m->size = inter ? ompi_comm_remote_size(comm) : ompi_comm_size(comm);
+    m->lsize = ompi_comm_size(comm);
+    m->inter = inter;
     m->super.coll_module_enable = mca_coll_dfccl_module_enable;
     m->super.coll_module_disable = mca_coll_dfccl_module_disable;
 #define DFCCL_TAKE(_api) m->super.coll_##_api = mca_coll_dfccl_##_api;
     MCA_COLL_DFCCL_COLLS(DFCCL_TAKE)
 #undef DFCCL_TAKE
+    if (inter) { /* not defined on intercommunicators */
+        m->super.coll_scan = NULL;
+        m->super.coll_iscan = NULL;
+        m->super.coll_exscan = NULL;
+        m->super.coll_iexscan = NULL;
+    }
     *priority = cm->priority;
     return &m->super;
 }
@@ -135,6 +145,11 @@ mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *co
  * (then dfccl's own fallbacks take its place: coll_dfccl_fallback.c). */
 #define DFCCL_SAVE_PREV(_m, _comm, _api)                                                                     \
     do {                                                                                                     \
+        if ((_m)->inter && (!(_comm)->c_coll->coll_##_api || !(_comm)->c_coll->coll_##_api##_module)) {      \
+            /* an intercommunicator: dfccl only stages for others; none here, nor dfccl */                  \
+            (_m)->super.coll_##_api = NULL;                                                                  \
+            break;                                                                                           \
+        }                                                                                                    \
         if (!(_comm)->c_coll->coll_##_api || !(_comm)->c_coll->coll_##_api##_module) {                       \
             /* none (dfccl alone): its own fallback plays the previous module */                             \
             (_m)->previous_##_api = mca_coll_dfccl_fb_##_api;                                                \
@@ -156,7 +171,8 @@ static int mca_coll_dfccl_module_enable(mca_coll_base_module_t *module, struct o
     MCA_COLL_DFCCL_COLLS(DFCCL_SAVE_ONE)
 #undef DFCCL_SAVE_ONE
     /* barrier, reduce_local and the persistent forms dfccl takes only where nobody else does */
-    fallbacks += mca_coll_dfccl_fallback_slots(m, comm);
+    if (!m->inter)
+        fallbacks += mca_coll_dfccl_fallback_slots(m, comm);
     if (fallbacks) {
         if (mca_coll_dfccl_fallback_base_data(m) != OMPI_SUCCESS)
             return OMPI_ERR_OUT_OF_RESOURCE; /* the destructor releases what was saved */
@@ -168,7 +184,7 @@ static int mca_coll_dfccl_module_enable(mca_coll_base_module_t *module, struct o
                   m->size);
     /* coll_dfccl_eager: the set-up starts now instead of at the first engine call (it
      * does not block: the communicator is usable at once) */
-    if (mca_coll_dfccl_component.eager)
+    if (mca_coll_dfccl_component.eager && !m->inter)
         mca_coll_dfccl_engine_begin(m);
     return OMPI_SUCCESS;
 }

@@ -12,7 +12,7 @@ static bool reduce_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args
     rec->types = mca_coll_dfccl_types(a->sdtype);
     if (rec->bytes)
         rec->kind =
-            m->rank == a->root ? mca_coll_dfccl_kind2(a->sbuf, a->rbuf) : mca_coll_dfccl_mem_kind(a->sbuf);
+            mca_coll_dfccl_is_root(m, a->root) ? mca_coll_dfccl_kind2(a->sbuf, a->rbuf) : mca_coll_dfccl_mem_kind(a->sbuf);
     return rec->bytes > 0 && mca_coll_dfccl_reduction_map(a->sdtype, a->op, &p->etype, &p->eop);
 }
 
@@ -24,7 +24,7 @@ static int reduce_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
     const int count = a->scount, root = a->root;
     struct ompi_datatype_t *dtype = a->sdtype;
     struct ompi_op_t *op = a->op;
-    const bool is_root = m->rank == root;
+    const bool is_root = mca_coll_dfccl_is_root(m, root);
     const bool in_place = sbuf == MPI_IN_PLACE; /* root only */
     void *hs = (void *)sbuf, *hr = rbuf;
     int rc;

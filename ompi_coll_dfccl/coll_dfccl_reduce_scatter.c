@@ -14,7 +14,7 @@ static bool rs_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *
     p->total = 0;
     p->disp = 0;
     p->equal = true;
-    for (int i = 0; i < m->size; i++) {
+    for (int i = 0; i < m->lsize; i++) {
         if (i == m->rank)
             p->disp = p->total;
         p->total += (size_t)a->rcounts[i];

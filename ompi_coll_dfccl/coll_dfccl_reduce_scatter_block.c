@@ -13,7 +13,7 @@ int mca_coll_dfccl_rsb_engine_start(mca_coll_dfccl_module_t *m, dfcclComm_t ecom
                                     void *rbuf, size_t rcount, dfcclDataType_t etype, dfcclRedOp_t eop,
                                     mca_coll_dfccl_op_t *o)
 {
-    const size_t bytes = rcount * dfcclTypeSize(etype), all = bytes * (size_t)m->size;
+    const size_t bytes = rcount * dfcclTypeSize(etype), all = bytes * (size_t)m->lsize;
     void *hs, *hr;
     int rc;
 
@@ -63,7 +63,7 @@ static int rsb_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
     if (p->path == MCA_COLL_DFCCL_PATH_ENGINE)
         return mca_coll_dfccl_rsb_engine_start(m, p->ecomm, sbuf, rbuf, (size_t)rcount, p->etype, p->eop, o);
 
-    const size_t all = (size_t)rcount * (size_t)m->size;
+    const size_t all = (size_t)rcount * (size_t)m->lsize;
     void *hs = (void *)sbuf, *hr = rbuf;
     ptrdiff_t lo;
     size_t len;

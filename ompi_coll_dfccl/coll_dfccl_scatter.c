@@ -15,7 +15,7 @@ static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, 
                     mca_coll_dfccl_plan_t *p, bool v)
 {
     (void)p;
-    const bool root = m->rank == a->root, in_place = root && a->rbuf == MPI_IN_PLACE;
+    const bool root = mca_coll_dfccl_is_root(m, a->root), in_place = root && a->rbuf == MPI_IN_PLACE;
     size_t sbytes = 0;
     rec->root = a->root;
     /* what each rank receives: the same everywhere for MPI_Scatter */
@@ -36,7 +36,7 @@ static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, 
 static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
                         const mca_coll_dfccl_plan_t *p, mca_coll_dfccl_op_t *o, bool v)
 {
-    const bool root = m->rank == a->root, in_place = root && a->rbuf == MPI_IN_PLACE;
+    const bool root = mca_coll_dfccl_is_root(m, a->root), in_place = root && a->rbuf == MPI_IN_PLACE;
     const int n = m->size;
     size_t *tab = mca_coll_dfccl_vtab(n), rb = 0, ro = 0;
     void *hs = NULL, *hr = NULL;
@@ -73,7 +73,7 @@ static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, con
 {
     if (p->path == MCA_COLL_DFCCL_PATH_ENGINE)
         return engine_start(m, a, p, o, v);
-    const bool root = m->rank == a->root;
+    const bool root = mca_coll_dfccl_is_root(m, a->root);
     void *hs = (void *)a->sbuf, *hr = a->rbuf;
     int rc = OMPI_SUCCESS;
     if (root)

@@ -54,7 +54,7 @@ fail() {
 }
 
 # ---------------------------------------------------------------- build the programs
-PROGS="t_colls t_fallback t_nb t_chaos t_commfree t_check t_allcolls t_teardown t_alone"
+PROGS="t_colls t_fallback t_nb t_chaos t_commfree t_check t_allcolls t_teardown t_alone t_inter"
 mkdir -p "$BIN"
 for p in $PROGS; do
     if [ ! -x "$BIN/$p" ] || [ "$SRC/$p.c" -nt "$BIN/$p" ] || [ "$SRC/ompi_test.h" -nt "$BIN/$p" ]; then
@@ -320,6 +320,21 @@ run 120 4 "${FAKE[@]}" --mca coll_dfccl_check 1 -- t_allcolls
 check_ok "staged collectives with coll_dfccl_check=1 (no false alarm) np=4" $?
 run 120 3 -- t_allcolls
 check_ok "gather(v), scatter(v), ... on host buffers: the previous module, untouched np=3" $?
+# intercommunicators: dfccl stages device buffers (emulated) for the other components
+for np in 2 3 5; do
+    run 120 $np "${FAKE[@]}" --mca coll_dfccl_verbose 3 -- t_inter
+    rc=$?
+    if [ $rc = 0 ] && grep -q 'OK t_inter' "$WORK/out" &&
+        grep -q -- 'MPI_Ialltoallv on .*-> previous module (staged through host)' "$WORK/out"; then
+        pass "intercommunicator collectives on device buffers (emulated): staged for the other components, blocking and non-blocking np=$np"
+    else
+        fail "intercommunicator collectives on device buffers (emulated) np=$np" "rc $rc"
+    fi
+done
+run 120 4 "${FAKE[@]}" --mca coll_dfccl_check 1 -- t_inter
+check_ok "intercommunicator collectives, staged, with coll_dfccl_check=1 (not compared there) np=4" $?
+run 120 4 -- t_inter
+check_ok "intercommunicator collectives on host buffers: the other components, untouched np=4" $?
 for np in 2 5; do
     run 120 $np --mca coll_dfccl_host_buffers 1 -- t_allcolls
     check_ok "gather(v), scatter(v), ... on host buffers, on the engine (coll_dfccl_host_buffers=1) np=$np" $?

@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Collectives on an intercommunicator (the even and the odd ranks of MPI_COMM_WORLD),
+ * blocking and non-blocking, checked element by element against values computed here:
+ * allreduce, bcast, reduce, allgather, allgatherv, alltoall, alltoallv, gather, gatherv,
+ * scatter, scatterv, barrier. dfccl runs none of them itself; with
+ * device buffers (coll_dfccl_fake_device=1 in CI: host buffers taken for device memory)
+ * it must stage each one through host memory for the other components, so no device
+ * pointer reaches their host-only algorithms. Every receive buffer starts as a sentinel,
+ * so a block staged back from the wrong place shows.
+ *
+ *   t_inter [--count 29]
+ */
+#include "ompi_test.h"
+
+#define SENT (-7)
+
+static int lrank, lsize, rsize, group; /* group: 0 even ranks, 1 odd ranks */
+static long checks;
+
+/* what local rank r of group g sends to remote rank d, element i */
+static int v(int g, int r, int d, int i)
+{
+    return g * 100000 + r * 1000 + d * 37 + i;
+}
+
+static void expect(const char *what, int got, int want, int i)
+{
+    if (got != want)
+        OT_FAIL("%s: element %d: got %d want %d (group %d, rank %d of %d, remote %d)", what, i, got, want,
+                group, lrank, lsize, rsize);
+    checks++;
+}
+
+static void finish(MPI_Request *q, bool nb)
+{
+    if (nb)
+        OT_MPI(MPI_Wait(q, MPI_STATUS_IGNORE));
+}
+
+static int *ints(long n, int fill)
+{
+    const size_t m = n > 0 ? (size_t)n : 1;
+    int *p = malloc(sizeof(int) * m);
+    if (!p)
+        OT_FAIL("no memory for %zu ints", m);
+    for (size_t i = 0; i < m; i++)
+        p[i] = fill;
+    return p;
+}
+
+static void run(MPI_Comm ic, int cnt, bool nb)
+{
+    const int og = 1 - group;
+    MPI_Request q = MPI_REQUEST_NULL;
+    /* allreduce: the sum over the remote group */
+    {
+        int *s = ints((long)cnt, 0), *r = ints((long)cnt, SENT);
+        for (int i = 0; i < cnt; i++)
+            s[i] = v(group, lrank, 0, i);
+        if (nb)
+            OT_MPI(MPI_Iallreduce(s, r, cnt, MPI_INT, MPI_SUM, ic, &q));
+        else
+            OT_MPI(MPI_Allreduce(s, r, cnt, MPI_INT, MPI_SUM, ic));
+        finish(&q, nb);
+        for (int i = 0; i < cnt; i++) {
+            int want = 0;
+            for (int p = 0; p < rsize; p++)
+                want += v(og, p, 0, i);
+            expect("allreduce", r[i], want, i);
+        }
+        free(s), free(r);
+    }
+    /* rooted: group 0's rank 0 is the root; group 1 passes 0 */
+    const int root = group == 0 ? (lrank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+    {
+        int *b = ints((long)cnt, SENT);
+        if (root == MPI_ROOT)
+            for (int i = 0; i < cnt; i++)
+                b[i] = v(0, 0, 1, i);
+        if (nb)
+            OT_MPI(MPI_Ibcast(b, cnt, MPI_INT, root, ic, &q));
+        else
+            OT_MPI(MPI_Bcast(b, cnt, MPI_INT, root, ic));
+        finish(&q, nb);
+        for (int i = 0; i < cnt; i++)
+            expect("bcast", b[i], root == MPI_PROC_NULL ? SENT : v(0, 0, 1, i), i);
+        free(b);
+    }
+    {
+        int *s = ints((long)cnt, 0), *r = ints((long)cnt, SENT);
+        for (int i = 0; i < cnt; i++)
+            s[i] = v(group, lrank, 2, i);
+        if (nb)
+            OT_MPI(MPI_Ireduce(s, r, cnt, MPI_INT, MPI_MAX, root, ic, &q));
+        else
+            OT_MPI(MPI_Reduce(s, r, cnt, MPI_INT, MPI_MAX, root, ic));
+        finish(&q, nb);
+        for (int i = 0; i < cnt; i++)
+            expect("reduce", r[i], root == MPI_ROOT ? v(1, rsize - 1, 2, i) : SENT, i);
+        free(s), free(r);
+    }
+    /* allgather / allgatherv: the remote group's blocks in its rank order */
+    {
+        int *s = ints((long)cnt, 0), *r = ints((long)cnt * rsize, SENT);
+        for (int i = 0; i < cnt; i++)
+            s[i] = v(group, lrank, 3, i);
+        if (nb)
+            OT_MPI(MPI_Iallgather(s, cnt, MPI_INT, r, cnt, MPI_INT, ic, &q));
+        else
+            OT_MPI(MPI_Allgather(s, cnt, MPI_INT, r, cnt, MPI_INT, ic));
+        finish(&q, nb);
+        for (int p = 0; p < rsize; p++)
+            for (int i = 0; i < cnt; i++)
+                expect("allgather", r[p * cnt + i], v(og, p, 3, i), p * cnt + i);
+        free(s), free(r);
+    }
+    {
+        /* remote rank p contributes cnt + p elements; blocks in reverse order, gaps of 2 */
+        int *rc = ints((long)rsize, 0), *rd = ints((long)rsize, 0), total = 0;
+        for (int p = rsize - 1; p >= 0; p--) {
+            rc[p] = cnt + p;
+            rd[p] = total;
+            total += rc[p] + 2;
+        }
+        const int mine = cnt + lrank;
+        int *s = ints((long)mine, 0), *r = ints((long)total, SENT);
+        for (int i = 0; i < mine; i++)
+            s[i] = v(group, lrank, 4, i);
+        if (nb)
+            OT_MPI(MPI_Iallgatherv(s, mine, MPI_INT, r, rc, rd, MPI_INT, ic, &q));
+        else
+            OT_MPI(MPI_Allgatherv(s, mine, MPI_INT, r, rc, rd, MPI_INT, ic));
+        finish(&q, nb);
+        for (int p = 0; p < rsize; p++) {
+            for (int i = 0; i < rc[p]; i++)
+                expect("allgatherv", r[rd[p] + i], v(og, p, 4, i), rd[p] + i);
+            expect("allgatherv gap", r[rd[p] + rc[p]], SENT, rd[p] + rc[p]);
+        }
+        free(s), free(r), free(rc), free(rd);
+    }
+    /* alltoall / alltoallv: block d of my send buffer to remote rank d */
+    {
+        int *s = ints((long)cnt * rsize, 0), *r = ints((long)cnt * rsize, SENT);
+        for (int d = 0; d < rsize; d++)
+            for (int i = 0; i < cnt; i++)
+                s[d * cnt + i] = v(group, lrank, d, i);
+        if (nb)
+            OT_MPI(MPI_Ialltoall(s, cnt, MPI_INT, r, cnt, MPI_INT, ic, &q));
+        else
+            OT_MPI(MPI_Alltoall(s, cnt, MPI_INT, r, cnt, MPI_INT, ic));
+        finish(&q, nb);
+        for (int p = 0; p < rsize; p++)
+            for (int i = 0; i < cnt; i++)
+                expect("alltoall", r[p * cnt + i], v(og, p, lrank, i), p * cnt + i);
+        free(s), free(r);
+    }
+    {
+        /* local rank a sends a + d + 1 elements to remote rank d */
+        int *sc = ints((long)rsize, 0), *sd = ints((long)rsize, 0), *rc = ints((long)rsize, 0),
+            *rd = ints((long)rsize, 0), st = 0, rt = 0;
+        for (int d = 0; d < rsize; d++) {
+            sc[d] = lrank + d + 1;
+            sd[d] = st;
+            st += sc[d];
+        }
+        for (int p = rsize - 1; p >= 0; p--) {
+            rc[p] = p + lrank + 1;
+            rd[p] = rt;
+            rt += rc[p] + 1;
+        }
+        int *s = ints((long)st, 0), *r = ints((long)rt, SENT);
+        for (int d = 0; d < rsize; d++)
+            for (int i = 0; i < sc[d]; i++)
+                s[sd[d] + i] = v(group, lrank, d, i);
+        if (nb)
+            OT_MPI(MPI_Ialltoallv(s, sc, sd, MPI_INT, r, rc, rd, MPI_INT, ic, &q));
+        else
+            OT_MPI(MPI_Alltoallv(s, sc, sd, MPI_INT, r, rc, rd, MPI_INT, ic));
+        finish(&q, nb);
+        for (int p = 0; p < rsize; p++) {
+            for (int i = 0; i < rc[p]; i++)
+                expect("alltoallv", r[rd[p] + i], v(og, p, lrank, i), rd[p] + i);
+            expect("alltoallv gap", r[rd[p] + rc[p]], SENT, rd[p] + rc[p]);
+        }
+        free(s), free(r), free(sc), free(sd), free(rc), free(rd);
+    }
+    /* gather / gatherv at group 0's rank 0, scatter / scatterv from it */
+    {
+        int *s = ints((long)cnt, 0), *r = ints((long)cnt * rsize, SENT);
+        for (int i = 0; i < cnt; i++)
+            s[i] = v(group, lrank, 5, i);
+        if (nb)
+            OT_MPI(MPI_Igather(s, cnt, MPI_INT, r, cnt, MPI_INT, root, ic, &q));
+        else
+            OT_MPI(MPI_Gather(s, cnt, MPI_INT, r, cnt, MPI_INT, root, ic));
+        finish(&q, nb);
+        for (int p = 0; p < rsize; p++)
+            for (int i = 0; i < cnt; i++)
+                expect("gather", r[p * cnt + i], root == MPI_ROOT ? v(1, p, 5, i) : SENT, p * cnt + i);
+        free(s), free(r);
+    }
+    {
+        int *rc = ints((long)rsize, 0), *rd = ints((long)rsize, 0), total = 0;
+        for (int p = rsize - 1; p >= 0; p--) {
+            rc[p] = cnt + 2 * p;
+            rd[p] = total;
+            total += rc[p] + 1;
+        }
+        const int mine = cnt + 2 * lrank;
+        int *s = ints((long)mine, 0), *r = ints((long)total, SENT);
+        for (int i = 0; i < mine; i++)
+            s[i] = v(group, lrank, 6, i);
+        if (nb)
+            OT_MPI(MPI_Igatherv(s, mine, MPI_INT, r, rc, rd, MPI_INT, root, ic, &q));
+        else
+            OT_MPI(MPI_Gatherv(s, mine, MPI_INT, r, rc, rd, MPI_INT, root, ic));
+        finish(&q, nb);
+        for (int p = 0; p < rsize && root == MPI_ROOT; p++) {
+            for (int i = 0; i < rc[p]; i++)
+                expect("gatherv", r[rd[p] + i], v(1, p, 6, i), rd[p] + i);
+            expect("gatherv gap", r[rd[p] + rc[p]], SENT, rd[p] + rc[p]);
+        }
+        free(s), free(r), free(rc), free(rd);
+    }
+    {
+        int *s = ints((long)cnt * rsize, 0), *r = ints((long)cnt, SENT);
+        for (int d = 0; d < rsize; d++)
+            for (int i = 0; i < cnt; i++)
+                s[d * cnt + i] = v(group, lrank, d, i);
+        if (nb)
+            OT_MPI(MPI_Iscatter(s, cnt, MPI_INT, r, cnt, MPI_INT, root, ic, &q));
+        else
+            OT_MPI(MPI_Scatter(s, cnt, MPI_INT, r, cnt, MPI_INT, root, ic));
+        finish(&q, nb);
+        for (int i = 0; i < cnt; i++)
+            expect("scatter", r[i], group == 1 ? v(0, 0, lrank, i) : SENT, i);
+        free(s), free(r);
+    }
+    {
+        int *sc = ints((long)rsize, 0), *sd = ints((long)rsize, 0), total = 0;
+        for (int d = rsize - 1; d >= 0; d--) {
+            sc[d] = cnt + d;
+            sd[d] = total;
+            total += sc[d] + 3;
+        }
+        int *s = ints((long)total, 0), *r = ints((long)cnt + lrank + 1, SENT);
+        for (int d = 0; d < rsize; d++)
+            for (int i = 0; i < sc[d]; i++)
+                s[sd[d] + i] = v(group, lrank, d, i);
+        const int mine = group == 1 ? cnt + lrank : 0;
+        if (nb)
+            OT_MPI(MPI_Iscatterv(s, sc, sd, MPI_INT, r, mine, MPI_INT, root, ic, &q));
+        else
+            OT_MPI(MPI_Scatterv(s, sc, sd, MPI_INT, r, mine, MPI_INT, root, ic));
+        finish(&q, nb);
+        for (int i = 0; i < mine; i++)
+            expect("scatterv", r[i], v(0, 0, lrank, i), i);
+        expect("scatterv end", r[mine], SENT, mine);
+        free(s), free(r), free(sc), free(sd);
+    }
+    if (nb)
+        OT_MPI(MPI_Ibarrier(ic, &q));
+    else
+        OT_MPI(MPI_Barrier(ic));
+    finish(&q, nb);
+}
+
+int main(int argc, char **argv)
+{
+    ot_init(&argc, &argv);
+    const int cnt = atoi(ot_opt(argc, argv, "--count", "29"));
+    if (ot_size < 2) {
+        if (ot_rank == 0)
+            printf("SKIP t_inter: needs 2 ranks\n");
+        MPI_Finalize();
+        return 0;
+    }
+    group = ot_rank % 2;
+    MPI_Comm local, ic;
+    OT_MPI(MPI_Comm_split(MPI_COMM_WORLD, group, ot_rank, &local));
+    /* the other group's leader: world rank 1 for group 0, world rank 0 for group 1 */
+    OT_MPI(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, 1 - group, 77, &ic));
+    MPI_Comm_rank(ic, &lrank);
+    MPI_Comm_size(ic, &lsize);
+    MPI_Comm_remote_size(ic, &rsize);
+    for (int nb = 0; nb < 2; nb++) {
+        run(ic, cnt, nb);
+        run(ic, 1, nb);
+    }
+    OT_MPI(MPI_Comm_free(&ic));
+    OT_MPI(MPI_Comm_free(&local));
+    long all = 0;
+    MPI_Reduce(&checks, &all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (ot_rank == 0)
+        printf(
+            "OK t_inter: %ld checks on %d ranks (intercommunicator of the even and the odd ranks; blocking "
+            "and non-blocking)\n",
+            all, ot_size);
+    MPI_Finalize();
+    return 0;
+}
