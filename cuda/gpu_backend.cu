@@ -243,6 +243,12 @@ static void kick_locked(int from_progress)
     G.last_launch_ns = now_ns();
 }
 
+extern "C" void eng_gpu_comm_abort(eng_gpu_comm_t *gc, dfcclResult_t code)
+{
+    if (gc && gc->abort_code)
+        __atomic_store_n(gc->abort_code, (int32_t)code, __ATOMIC_RELEASE);
+}
+
 extern "C" void eng_gpu_progress(void)
 {
     if (G.state <= 0)

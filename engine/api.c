@@ -45,6 +45,8 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
     req->result_p = &req->result;
     req->gpu_id = -1;
     req->blocks = NULL;
+    req->comm = (dfcclComm_t)comm->handle;
+    req->since_ns = eng_now_ns();
     a->blocks = blocks;
     /* a one-shot contribution must fit the FIFO depth of the smallest step of the daemon
      * that runs it (one chunk per step), an LL one one step twice over (its lines carry
@@ -539,6 +541,26 @@ dfcclResult_t dfcclAllToAllw(const void *sendbuf, const size_t *sendcounts, cons
     return submit_v(__func__, ENG_COLL_ALLTOALLW, &v, comm, request_p);
 }
 
+/* A GPU collective waited on for a while: is a shared-memory peer dead? The GPU daemon
+ * spins on its flags and cannot tell; the CPU daemon looks by itself (check_stall). */
+static void gpu_watch_peers(struct dfccl_request *req)
+{
+    const uint64_t now = eng_now_ns();
+    if (now - req->since_ns < ENG_PEER_CHECK_NS)
+        return;
+    struct dfccl_comm *c = eng_comm_get(req->comm);
+    int dead;
+    if (!c || c->aborted || !eng_peer_check_due(c, now) || (dead = eng_shm_dead_peer(c)) < 0)
+        return;
+    dfccl_error(
+        "communicator %016llx (rank %d): peer rank %d (pid %d) died; its pending collectives on the GPU "
+        "and every later one fail",
+        (unsigned long long)c->uid, c->rank, dead, c->peer_pid[dead]);
+    c->aborted = dfcclCommAborted;
+    eng_gpu_comm_abort(c->gpu, dfcclCommAborted);
+    eng_gpu_progress(); /* a daemon that quit on the stalled work comes back to fail it */
+}
+
 static dfcclResult_t request_reap(dfcclRequest_t *request_p)
 {
     struct dfccl_request *req = *request_p;
@@ -565,8 +587,10 @@ dfcclResult_t dfcclTest(dfcclRequest_t *request_p, int *done_p)
     }
     /* acquire: pairs with the daemon's release of the completion word */
     if (!dfccl_load_acquire32((*request_p)->done_p)) {
-        if ((*request_p)->gpu_id >= 0)
+        if ((*request_p)->gpu_id >= 0) {
             eng_gpu_progress(); /* relaunch a daemon that quit on stalled work */
+            gpu_watch_peers(*request_p);
+        }
         *done_p = 0;
         return dfcclSuccess;
     }
@@ -585,8 +609,10 @@ dfcclResult_t dfcclWait(dfcclRequest_t *request_p)
         eng_daemon_wait(req);
     } else {
         for (unsigned i = 0; !dfccl_load_acquire32(req->done_p); i++) {
-            if (i % 64 == 63)
+            if (i % 64 == 63) {
                 eng_gpu_progress();
+                gpu_watch_peers(req);
+            }
             if (i < 4096)
                 dfccl_cpu_relax();
             else

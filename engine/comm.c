@@ -315,6 +315,9 @@ dfcclResult_t dfcclCommDestroy(dfcclComm_t handle)
     struct dfccl_request req = {0};
     eng_daemon_submit(ENG_SQ_DESTROY, comm, NULL, &req);
     eng_daemon_wait(&req);
+    /* peers that still wait on this communicator must not take this exit for a death */
+    if (comm->segs && comm->segs[comm->rank])
+        dfccl_store_release64(&eng_seg_hdr(comm, comm->rank)->closed, 1);
     comm->magic = 0;
     eng_gpu_comm_destroy(comm->gpu);
     eng_net_teardown(comm->net);

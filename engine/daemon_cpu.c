@@ -341,16 +341,29 @@ static void report_stall(eng_task_t *t, uint64_t waited_ns)
                missing);
 }
 
-/* Stall report and timeout. Returns 1 when this worker's part was failed. */
+/* Stall report, dead peer and timeout. Returns 1 when this worker's part was failed. */
 static int check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now)
 {
     eng_task_t *t = n->task;
     uint64_t waited = now - n->progress_ns;
+    struct dfccl_comm *c = t->comm;
+    int dead;
+    if (waited > ENG_PEER_CHECK_NS && eng_peer_check_due(c, now) && (dead = eng_shm_dead_peer(c)) >= 0) {
+        /* a peer died without leaving: nothing more can run on the communicator */
+        if (!__atomic_exchange_n(&t->reported, 1, __ATOMIC_RELAXED) || !c->aborted)
+            dfccl_error("communicator %016llx (rank %d): peer rank %d (pid %d) died; %s seq %llu and every "
+                        "later collective on it fail",
+                        (unsigned long long)c->uid, c->rank, dead, c->peer_pid[dead],
+                        coll_names[t->args.coll], (unsigned long long)t->seq);
+        task_fail(t, dfcclCommAborted);
+        __atomic_store_n(&c->aborted, dfcclCommAborted, __ATOMIC_RELEASE);
+        part_finish(W, n, dfcclCommAborted);
+        return 1;
+    }
     if (eng_config.stall_report_ms && waited > eng_config.stall_report_ms * 1000000ull &&
         !__atomic_exchange_n(&t->reported, 1, __ATOMIC_RELAXED))
         report_stall(t, waited);
     if (eng_config.timeout_ms && waited > eng_config.timeout_ms * 1000000ull) {
-        struct dfccl_comm *c = t->comm;
         dfccl_error("%s seq %llu on communicator %016llx timed out after %llu ms (DFCCL_TIMEOUT); the "
                     "communicator is aborted",
                     coll_names[t->args.coll], (unsigned long long)t->seq, (unsigned long long)c->uid,

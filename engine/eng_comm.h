@@ -33,6 +33,8 @@ struct dfccl_request {
     int gpu_id;          /* GPU request id, -1 for the CPU backend */
     eng_block_t *blocks; /* a v-collective's table, read by the CPU daemon (freed with the
                             request; the GPU daemon reads a mapped copy) */
+    dfcclComm_t comm;    /* its communicator's handle (GPU: whoever waits watches the peers) */
+    uint64_t since_ns;   /* submitted at */
 };
 
 /* A task as one CPU daemon thread (worker) sees it: its place in that worker's list and
@@ -72,6 +74,12 @@ struct dfccl_comm {
     size_t seg_size;
     char **segs;       /* [nranks] */
     eng_conn_t *conns; /* [slots][channels][nranks] */
+    /* shared-memory peers' processes (from their segments' names), so that one that dies
+     * without leaving is found while a collective waits on it: pid 0 for peers on the
+     * net and in another pid namespace; start time 0 when unknown */
+    int *peer_pid;                  /* [nranks] */
+    unsigned long long *peer_start; /* [nranks] */
+    uint64_t peer_check_ns;         /* the latest look (atomic: the waiters share it) */
     /* host side, under the daemon's submission lock */
     uint64_t next_seq;
     /* daemon side */
@@ -121,6 +129,14 @@ dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
                                 struct dfccl_request *req);
 /* Wait for a completion word, sleeping when it takes long. */
 void eng_daemon_wait(struct dfccl_request *req);
+
+/* shm.c: a shared-memory peer whose process is gone (or its pid now another process's)
+ * without having destroyed the communicator: its rank, else -1. Cheap (a kill(0) and a
+ * /proc read per peer); callers look at most every ENG_PEER_CHECK_NS while waiting. */
+int eng_shm_dead_peer(const struct dfccl_comm *c);
+#define ENG_PEER_CHECK_NS 200000000ull
+/* The first waiter of a communicator past the last look takes the next one (1). */
+int eng_peer_check_due(struct dfccl_comm *c, uint64_t now);
 
 /* comm.c: registry of live communicators. A handle is the communicator's address with a
  * 16-bit generation in its top bits (never dereferenced as it is), so a destroyed

@@ -38,6 +38,10 @@ void eng_gpu_comm_destroy(eng_gpu_comm_t *gc);
 dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks, uint32_t **done_p,
                              int32_t **result_p, int *id_p);
 
+/* Fail what is pending on the communicator, and every later collective, with code (a
+ * peer died): the daemon reads the word while it waits. */
+void eng_gpu_comm_abort(eng_gpu_comm_t *gc, dfcclResult_t code);
+
 /* Host-side progress: relaunch the daemon when it quit with work pending. */
 void eng_gpu_progress(void);
 

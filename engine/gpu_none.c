@@ -38,6 +38,11 @@ dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_
                          "device buffers need the GPU backend (built without CUDA)");
 }
 
+void eng_gpu_comm_abort(eng_gpu_comm_t *gc, dfcclResult_t code)
+{
+    (void)gc, (void)code;
+}
+
 void eng_gpu_progress(void)
 {
 }

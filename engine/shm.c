@@ -254,6 +254,21 @@ dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAl
             c->segs[p] = NULL;
         }
     }
+    /* the peers' processes, named by their segments (same pid namespace only) */
+    c->peer_pid = calloc((size_t)N, sizeof(int));
+    c->peer_start = calloc((size_t)N, sizeof(unsigned long long));
+    if (res == dfcclSuccess && (!c->peer_pid || !c->peer_start))
+        res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for %d peers", N);
+    for (int p = 0; p < N && res == dfcclSuccess; p++) {
+        int pid;
+        unsigned long long start, ns;
+        if (p != c->rank && c->segs[p] &&
+            sscanf(cards[p].name, "/dfccl-%d-%llu-%llu-", &pid, &start, &ns) == 3 && pid > 0 && ns &&
+            ns == pid_ns()) {
+            c->peer_pid[p] = pid;
+            c->peer_start[p] = start;
+        }
+    }
     /* everyone mapped every segment: the names can go */
     free(cards);
     cards = NULL;
@@ -287,8 +302,37 @@ err_unmap:
     return all < 0 ? all : res;
 }
 
+int eng_shm_dead_peer(const struct dfccl_comm *c)
+{
+    if (!c->peer_pid)
+        return -1;
+    for (int p = 0; p < c->nranks; p++) {
+        const int pid = c->peer_pid[p];
+        if (!pid || !c->segs[p])
+            continue;
+        /* a peer that destroyed the communicator said so in its segment: it owes nothing */
+        if (dfccl_load_acquire64(&eng_seg_hdr(c, p)->closed))
+            continue;
+        const int gone = kill(pid, 0) == -1 && errno == ESRCH;
+        if (gone || (c->peer_start[p] && proc_start(pid) != c->peer_start[p]))
+            return p;
+    }
+    return -1;
+}
+
+int eng_peer_check_due(struct dfccl_comm *c, uint64_t now)
+{
+    uint64_t last = __atomic_load_n(&c->peer_check_ns, __ATOMIC_RELAXED);
+    return now - last > ENG_PEER_CHECK_NS &&
+           __atomic_compare_exchange_n(&c->peer_check_ns, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
 void eng_shm_teardown(struct dfccl_comm *c)
 {
+    free(c->peer_pid);
+    free(c->peer_start);
+    c->peer_pid = NULL;
+    c->peer_start = NULL;
     if (c->segs) {
         for (int p = 0; p < c->nranks; p++)
             if (c->segs[p])

@@ -122,10 +122,10 @@ check_transports() {
         echo "only $n 'peer R: transport' lines at DFCCL_LOG_LEVEL=info, expected at least $((np * (np - 1)))"
         return
     fi
-    if [ "$mode" = ucx ]; then
-        local other
-        other=$(awk '$3 != "ucx"' <<< "$lines" | head -n 3 | tr '\n' ';')
-        [ -n "$other" ] && echo "DFCCL_NET=ucx but some peers are not on ucx (pid peer transport): $other"
+    if [ "$mode" = ucx ] || [ "$mode" = shm ]; then
+        local other want=$mode
+        other=$(awk -v w="$want" '$3 != w' <<< "$lines" | head -n 3 | tr '\n' ';')
+        [ -n "$other" ] && echo "every peer should be on $want, some are not (pid peer transport): $other"
         return
     fi
     # mixed
@@ -144,7 +144,8 @@ check_transports() {
 }
 
 # run_case NAME NP TIMEOUT MODE [mpirun args...] -- PROGRAM [args...]
-# MODE: ucx (DFCCL_NET=ucx) or mixed (DFCCL_HOST by rank parity through the wrapper).
+# MODE: ucx (DFCCL_NET=ucx), shm (DFCCL_NET=auto on one host: every peer on shared
+# memory) or mixed (DFCCL_HOST by rank parity through the wrapper).
 # PASS when the job exits 0 with an "OK" line, no dfccl segment of a dead process is
 # left in /dev/shm and the transport lines fit MODE.
 run_case() {
@@ -167,6 +168,9 @@ run_case() {
     if [ "$mode" = mixed ]; then
         margs+=(-x DFCCL_NET=auto)
         cmd=("$WRAP" "$prog" "$@")
+    elif [ "$mode" = shm ]; then
+        margs+=(-x DFCCL_NET=auto)
+        cmd=("$prog" "$@")
     else
         margs+=(-x DFCCL_NET=ucx)
         cmd=("$prog" "$@")
@@ -218,7 +222,9 @@ CASES+=("t_chaos[net=ucx] np=4" "t_chaos[net=ucx,DFCCL_PREEMPT=0 must hang] np=4
     "t_chaos[net=ucx,2 proxies,2 daemon threads,4 channels] np=4"
     "t_chaos[net=ucx,2 proxies,2 daemon threads,4 channels,DFCCL_PREEMPT=0 must hang] np=4"
     "t_netkill[teardown race, 2 proxies] np=4" "t_netkill[mid ring allreduce, 2 proxies] np=4"
-    "t_matrix[net=ucx,whole-step messages] np=3" "t_matrix[net=ucx,1000-byte pieces] np=2")
+    "t_matrix[net=ucx,whole-step messages] np=3" "t_matrix[net=ucx,1000-byte pieces] np=2"
+    "t_netkill[shared memory, victim waits] np=2" "t_netkill[shared memory, mid ring allreduce] np=4"
+    "t_netkill[shared memory, survivors' communicator] np=3" "t_netkill[teardown race, shared memory] np=4")
 
 skip_all() {
     local c
@@ -347,7 +353,7 @@ killed_case() {
     [ -n "${KILL_WRAP:-}" ] && pre=("$WRAP") # DFCCL_HOST by rank parity
     local -a km=()
     [ -n "${KILL_MARGS:-}" ] && read -r -a km <<< "$KILL_MARGS" # extra mpirun arguments
-    run_mpi "$log" "$tmo" "$np" --enable-recovery -x DFCCL_NET=ucx "${km[@]}" -- \
+    run_mpi "$log" "$tmo" "$np" --enable-recovery -x DFCCL_NET="${KILL_NET:-ucx}" "${km[@]}" -- \
         "${pre[@]}" "$NETBIN/t_netkill" --deadline "$KILL_DEADLINE" "$@"
     vader_cleanup_since "$vb"
     after=$(shm_list)
@@ -395,6 +401,15 @@ killed_case "t_netkill[survivors' communicator]" 3 --survivor-comm
 KILL_WRAP=1 killed_case "t_netkill[other-host and same-host peers]" 4 --mid --count 4194304
 KILL_MARGS="-x DFCCL_NET_THREADS=2 -x DFCCL_CHANNELS=2" killed_case "t_netkill[mid ring allreduce, 2 proxies]" 4 \
     --mid --count 4194304
+
+# the same over shared memory (DFCCL_NET=auto, one host): no UCX to report the death; the
+# waiting daemon finds the peer's process gone (its pid, and start time, from its
+# segment's name) within ENG_PEER_CHECK_NS, without DFCCL_TIMEOUT; a peer that destroyed
+# the communicator first (the teardown race) is never taken for dead
+KILL_NET=auto killed_case "t_netkill[shared memory, victim waits]" 2
+KILL_NET=auto killed_case "t_netkill[shared memory, mid ring allreduce]" 4 --mid --count 4194304
+KILL_NET=auto killed_case "t_netkill[shared memory, survivors' communicator]" 3 --survivor-comm
+run_case "t_netkill[teardown race, shared memory]" 4 120 shm -- "$NETBIN/t_netkill" --teardown 50
 
 # ------------------------------------------------------------------ network namespaces
 # test/net/netns.sh: ranks in two network namespaces joined by a veth pair (root only;
