@@ -69,7 +69,7 @@ CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 # device-buffer variants (GPU machines): t_device, and with -DOT_DEVICE the collective
 # matrix (every buffer a device copy), the chaos order and the communicator churn
 if [ -f "$CUDA_HOME/include/cuda_runtime.h" ]; then
-    for spec in t_device:t_device t_colls_dev:t_colls t_chaos_dev:t_chaos t_commfree_dev:t_commfree t_allcolls_dev:t_allcolls; do
+    for spec in t_device:t_device t_colls_dev:t_colls t_chaos_dev:t_chaos t_commfree_dev:t_commfree t_allcolls_dev:t_allcolls t_inter_dev:t_inter; do
         exe=${spec%%:*} src=${spec#*:}
         def=-DOT_DEVICE
         [ "$exe" = t_device ] && def=
@@ -587,6 +587,17 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
             grep -o 'OK t_allcolls.*' "$WORK/out" | sed 's/^/    /'
         else
             fail "device buffers: staged collectives np=$np" "rc $rc"
+        fi
+    done
+    # intercommunicators: device buffers staged for the other components
+    for np in 2 5; do
+        run 300 $np --mca coll_dfccl_verbose 3 -- t_inter_dev
+        rc=$?
+        if [ $rc = 0 ] && grep -q 'OK t_inter' "$WORK/out" &&
+            grep -q -- '-> previous module (staged through host) (device memory' "$WORK/out"; then
+            pass "device buffers: intercommunicator collectives staged for the other components np=$np"
+        else
+            fail "device buffers: intercommunicator collectives np=$np" "rc $rc"
         fi
     done
     # deadlock freedom from the very first call on device buffers: default settings,

@@ -9,8 +9,14 @@
  * pointer reaches their host-only algorithms. Every receive buffer starts as a sentinel,
  * so a block staged back from the wrong place shows.
  *
+ * Built with -DOT_DEVICE (t_inter_dev, GPU machines) every buffer the MPI call sees is a
+ * device copy (cudaMalloc) of the host array the test fills and checks.
+ *
  *   t_inter [--count 29]
  */
+#ifdef OT_DEVICE
+#include <cuda_runtime.h>
+#endif
 #include "ompi_test.h"
 
 #define SENT (-7)
@@ -32,10 +38,50 @@ static void expect(const char *what, int got, int want, int i)
     checks++;
 }
 
+/* The buffer an MPI call sees: the host array itself, or (OT_DEVICE) a device copy made
+ * here and copied back by pull() once the call has completed. */
+#ifdef OT_DEVICE
+static struct {
+    int *h;
+    void *d;
+    size_t n;
+} tw[8];
+static int ntw;
+
+static void *D(int *h, long n)
+{
+    const size_t bytes = sizeof(int) * (size_t)(n > 0 ? n : 1);
+    void *d = NULL;
+    if (ntw == 8)
+        OT_FAIL("more than 8 device twins");
+    CU(cudaMalloc(&d, bytes));
+    CU(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    CU(cudaStreamSynchronize(0)); /* landed before the collective reads it */
+    tw[ntw].h = h, tw[ntw].d = d, tw[ntw].n = bytes;
+    ntw++;
+    return d;
+}
+
+static void pull(void)
+{
+    for (int i = 0; i < ntw; i++) {
+        CU(cudaMemcpy(tw[i].h, tw[i].d, tw[i].n, cudaMemcpyDeviceToHost));
+        CU(cudaFree(tw[i].d));
+    }
+    ntw = 0;
+}
+#else
+#define D(h, n) ((void)(n), (void *)(h))
+static void pull(void)
+{
+}
+#endif
+
 static void finish(MPI_Request *q, bool nb)
 {
     if (nb)
         OT_MPI(MPI_Wait(q, MPI_STATUS_IGNORE));
+    pull();
 }
 
 static int *ints(long n, int fill)
@@ -58,10 +104,11 @@ static void run(MPI_Comm ic, int cnt, bool nb)
         int *s = ints((long)cnt, 0), *r = ints((long)cnt, SENT);
         for (int i = 0; i < cnt; i++)
             s[i] = v(group, lrank, 0, i);
+        void *ds = D(s, cnt), *dr = D(r, cnt);
         if (nb)
-            OT_MPI(MPI_Iallreduce(s, r, cnt, MPI_INT, MPI_SUM, ic, &q));
+            OT_MPI(MPI_Iallreduce(ds, dr, cnt, MPI_INT, MPI_SUM, ic, &q));
         else
-            OT_MPI(MPI_Allreduce(s, r, cnt, MPI_INT, MPI_SUM, ic));
+            OT_MPI(MPI_Allreduce(ds, dr, cnt, MPI_INT, MPI_SUM, ic));
         finish(&q, nb);
         for (int i = 0; i < cnt; i++) {
             int want = 0;
@@ -78,10 +125,11 @@ static void run(MPI_Comm ic, int cnt, bool nb)
         if (root == MPI_ROOT)
             for (int i = 0; i < cnt; i++)
                 b[i] = v(0, 0, 1, i);
+        void *db = D(b, cnt);
         if (nb)
-            OT_MPI(MPI_Ibcast(b, cnt, MPI_INT, root, ic, &q));
+            OT_MPI(MPI_Ibcast(db, cnt, MPI_INT, root, ic, &q));
         else
-            OT_MPI(MPI_Bcast(b, cnt, MPI_INT, root, ic));
+            OT_MPI(MPI_Bcast(db, cnt, MPI_INT, root, ic));
         finish(&q, nb);
         for (int i = 0; i < cnt; i++)
             expect("bcast", b[i], root == MPI_PROC_NULL ? SENT : v(0, 0, 1, i), i);
@@ -91,10 +139,11 @@ static void run(MPI_Comm ic, int cnt, bool nb)
         int *s = ints((long)cnt, 0), *r = ints((long)cnt, SENT);
         for (int i = 0; i < cnt; i++)
             s[i] = v(group, lrank, 2, i);
+        void *ds = D(s, cnt), *dr = D(r, cnt);
         if (nb)
-            OT_MPI(MPI_Ireduce(s, r, cnt, MPI_INT, MPI_MAX, root, ic, &q));
+            OT_MPI(MPI_Ireduce(ds, dr, cnt, MPI_INT, MPI_MAX, root, ic, &q));
         else
-            OT_MPI(MPI_Reduce(s, r, cnt, MPI_INT, MPI_MAX, root, ic));
+            OT_MPI(MPI_Reduce(ds, dr, cnt, MPI_INT, MPI_MAX, root, ic));
         finish(&q, nb);
         for (int i = 0; i < cnt; i++)
             expect("reduce", r[i], root == MPI_ROOT ? v(1, rsize - 1, 2, i) : SENT, i);
@@ -105,10 +154,11 @@ static void run(MPI_Comm ic, int cnt, bool nb)
         int *s = ints((long)cnt, 0), *r = ints((long)cnt * rsize, SENT);
         for (int i = 0; i < cnt; i++)
             s[i] = v(group, lrank, 3, i);
+        void *ds = D(s, cnt), *dr = D(r, (long)cnt * rsize);
         if (nb)
-            OT_MPI(MPI_Iallgather(s, cnt, MPI_INT, r, cnt, MPI_INT, ic, &q));
+            OT_MPI(MPI_Iallgather(ds, cnt, MPI_INT, dr, cnt, MPI_INT, ic, &q));
         else
-            OT_MPI(MPI_Allgather(s, cnt, MPI_INT, r, cnt, MPI_INT, ic));
+            OT_MPI(MPI_Allgather(ds, cnt, MPI_INT, dr, cnt, MPI_INT, ic));
         finish(&q, nb);
         for (int p = 0; p < rsize; p++)
             for (int i = 0; i < cnt; i++)
@@ -127,10 +177,11 @@ static void run(MPI_Comm ic, int cnt, bool nb)
         int *s = ints((long)mine, 0), *r = ints((long)total, SENT);
         for (int i = 0; i < mine; i++)
             s[i] = v(group, lrank, 4, i);
+        void *ds = D(s, mine), *dr = D(r, total);
         if (nb)
-            OT_MPI(MPI_Iallgatherv(s, mine, MPI_INT, r, rc, rd, MPI_INT, ic, &q));
+            OT_MPI(MPI_Iallgatherv(ds, mine, MPI_INT, dr, rc, rd, MPI_INT, ic, &q));
         else
-            OT_MPI(MPI_Allgatherv(s, mine, MPI_INT, r, rc, rd, MPI_INT, ic));
+            OT_MPI(MPI_Allgatherv(ds, mine, MPI_INT, dr, rc, rd, MPI_INT, ic));
         finish(&q, nb);
         for (int p = 0; p < rsize; p++) {
             for (int i = 0; i < rc[p]; i++)
@@ -145,10 +196,11 @@ static void run(MPI_Comm ic, int cnt, bool nb)
         for (int d = 0; d < rsize; d++)
             for (int i = 0; i < cnt; i++)
                 s[d * cnt + i] = v(group, lrank, d, i);
+        void *ds = D(s, (long)cnt * rsize), *dr = D(r, (long)cnt * rsize);
         if (nb)
-            OT_MPI(MPI_Ialltoall(s, cnt, MPI_INT, r, cnt, MPI_INT, ic, &q));
+            OT_MPI(MPI_Ialltoall(ds, cnt, MPI_INT, dr, cnt, MPI_INT, ic, &q));
         else
-            OT_MPI(MPI_Alltoall(s, cnt, MPI_INT, r, cnt, MPI_INT, ic));
+            OT_MPI(MPI_Alltoall(ds, cnt, MPI_INT, dr, cnt, MPI_INT, ic));
         finish(&q, nb);
         for (int p = 0; p < rsize; p++)
             for (int i = 0; i < cnt; i++)
@@ -173,10 +225,11 @@ static void run(MPI_Comm ic, int cnt, bool nb)
         for (int d = 0; d < rsize; d++)
             for (int i = 0; i < sc[d]; i++)
                 s[sd[d] + i] = v(group, lrank, d, i);
+        void *ds = D(s, st), *dr = D(r, rt);
         if (nb)
-            OT_MPI(MPI_Ialltoallv(s, sc, sd, MPI_INT, r, rc, rd, MPI_INT, ic, &q));
+            OT_MPI(MPI_Ialltoallv(ds, sc, sd, MPI_INT, dr, rc, rd, MPI_INT, ic, &q));
         else
-            OT_MPI(MPI_Alltoallv(s, sc, sd, MPI_INT, r, rc, rd, MPI_INT, ic));
+            OT_MPI(MPI_Alltoallv(ds, sc, sd, MPI_INT, dr, rc, rd, MPI_INT, ic));
         finish(&q, nb);
         for (int p = 0; p < rsize; p++) {
             for (int i = 0; i < rc[p]; i++)
@@ -190,10 +243,11 @@ static void run(MPI_Comm ic, int cnt, bool nb)
         int *s = ints((long)cnt, 0), *r = ints((long)cnt * rsize, SENT);
         for (int i = 0; i < cnt; i++)
             s[i] = v(group, lrank, 5, i);
+        void *ds = D(s, cnt), *dr = D(r, (long)cnt * rsize);
         if (nb)
-            OT_MPI(MPI_Igather(s, cnt, MPI_INT, r, cnt, MPI_INT, root, ic, &q));
+            OT_MPI(MPI_Igather(ds, cnt, MPI_INT, dr, cnt, MPI_INT, root, ic, &q));
         else
-            OT_MPI(MPI_Gather(s, cnt, MPI_INT, r, cnt, MPI_INT, root, ic));
+            OT_MPI(MPI_Gather(ds, cnt, MPI_INT, dr, cnt, MPI_INT, root, ic));
         finish(&q, nb);
         for (int p = 0; p < rsize; p++)
             for (int i = 0; i < cnt; i++)
@@ -211,10 +265,11 @@ static void run(MPI_Comm ic, int cnt, bool nb)
         int *s = ints((long)mine, 0), *r = ints((long)total, SENT);
         for (int i = 0; i < mine; i++)
             s[i] = v(group, lrank, 6, i);
+        void *ds = D(s, mine), *dr = D(r, total);
         if (nb)
-            OT_MPI(MPI_Igatherv(s, mine, MPI_INT, r, rc, rd, MPI_INT, root, ic, &q));
+            OT_MPI(MPI_Igatherv(ds, mine, MPI_INT, dr, rc, rd, MPI_INT, root, ic, &q));
         else
-            OT_MPI(MPI_Gatherv(s, mine, MPI_INT, r, rc, rd, MPI_INT, root, ic));
+            OT_MPI(MPI_Gatherv(ds, mine, MPI_INT, dr, rc, rd, MPI_INT, root, ic));
         finish(&q, nb);
         for (int p = 0; p < rsize && root == MPI_ROOT; p++) {
             for (int i = 0; i < rc[p]; i++)
@@ -228,10 +283,11 @@ static void run(MPI_Comm ic, int cnt, bool nb)
         for (int d = 0; d < rsize; d++)
             for (int i = 0; i < cnt; i++)
                 s[d * cnt + i] = v(group, lrank, d, i);
+        void *ds = D(s, (long)cnt * rsize), *dr = D(r, cnt);
         if (nb)
-            OT_MPI(MPI_Iscatter(s, cnt, MPI_INT, r, cnt, MPI_INT, root, ic, &q));
+            OT_MPI(MPI_Iscatter(ds, cnt, MPI_INT, dr, cnt, MPI_INT, root, ic, &q));
         else
-            OT_MPI(MPI_Scatter(s, cnt, MPI_INT, r, cnt, MPI_INT, root, ic));
+            OT_MPI(MPI_Scatter(ds, cnt, MPI_INT, dr, cnt, MPI_INT, root, ic));
         finish(&q, nb);
         for (int i = 0; i < cnt; i++)
             expect("scatter", r[i], group == 1 ? v(0, 0, lrank, i) : SENT, i);
@@ -249,10 +305,11 @@ static void run(MPI_Comm ic, int cnt, bool nb)
             for (int i = 0; i < sc[d]; i++)
                 s[sd[d] + i] = v(group, lrank, d, i);
         const int mine = group == 1 ? cnt + lrank : 0;
+        void *ds = D(s, total), *dr = D(r, (long)cnt + lrank + 1);
         if (nb)
-            OT_MPI(MPI_Iscatterv(s, sc, sd, MPI_INT, r, mine, MPI_INT, root, ic, &q));
+            OT_MPI(MPI_Iscatterv(ds, sc, sd, MPI_INT, dr, mine, MPI_INT, root, ic, &q));
         else
-            OT_MPI(MPI_Scatterv(s, sc, sd, MPI_INT, r, mine, MPI_INT, root, ic));
+            OT_MPI(MPI_Scatterv(ds, sc, sd, MPI_INT, dr, mine, MPI_INT, root, ic));
         finish(&q, nb);
         for (int i = 0; i < mine; i++)
             expect("scatterv", r[i], v(0, 0, lrank, i), i);
