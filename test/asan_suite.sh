@@ -23,7 +23,7 @@ if [ ! -f "$B/Makefile" ]; then
         CFLAGS="-O1 -g -fsanitize=address -fno-omit-frame-pointer" LDFLAGS="-fsanitize=address") \
         > "$LOGDIR/configure.log" 2>&1 || { echo "FAIL: asan build (configure; $LOGDIR/configure.log)"; echo "0 passed, 1 failed"; exit 1; }
 fi
-if ! make -C "$B" -j"$jobs" libdfccl.la test/mpi/t_matrix test/mpi/t_chaos test/mpi/t_comms test/mpi/t_random \
+if ! make -C "$B" -j"$jobs" libdfccl.la test/mpi/t_matrix test/mpi/t_chaos test/mpi/t_comms test/mpi/t_random test/mpi/t_vcolls \
     > "$LOGDIR/make.log" 2>&1; then
     tail -20 "$LOGDIR/make.log"
     echo "FAIL: asan build (make; $LOGDIR/make.log)"
@@ -73,6 +73,11 @@ case_run "asan t_chaos[threads=4,channels=4]" 3 120 $(T 4 4) -- t_chaos 10 --dea
 case_run "asan t_comms[threads=2,channels=3]" 3 120 $(T 2 3) -- t_comms
 # shellcheck disable=SC2046
 case_run "asan t_random[threads=2,channels=4]" 3 120 $(T 2 4) -- t_random --rounds 4 --deadline 60
+# the v-collectives' tables, read by several workers and freed with their requests
+# shellcheck disable=SC2046
+case_run "asan t_vcolls[threads=2,channels=4,chunk=4096]" 3 180 $(T 2 4) -x DFCCL_CHUNK_SIZE=4096 -- t_vcolls --quick
+# shellcheck disable=SC2046
+case_run "asan t_vcolls[chaos,threads=2,channels=2]" 4 120 $(T 2 2) -- t_vcolls --chaos 3 --scale 20000 --deadline 60
 # the net transport's proxies: every peer over UCX, 2 proxies
 if grep -q "^HAVE_UCX_TRUE=''" "$B/config.log" 2>/dev/null; then
     # shellcheck disable=SC2046
