@@ -31,7 +31,7 @@ static int overlaps(const void *a, size_t alen, const void *b, size_t blen)
 /* Hand a checked collective to the daemon its memory kind picks. blocks: the table of a
  * v-collective (malloc'd, owned from here on). */
 static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a, eng_block_t *blocks,
-                            int on_gpu, dfcclRequest_t *request_p)
+                            int on_gpu, int has_data, dfcclRequest_t *request_p)
 {
     const int N = comm->nranks;
     struct dfccl_request *req = malloc(sizeof(*req));
@@ -59,7 +59,6 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
     const uint64_t oneshot_max = DFCCL_MIN(eng_config.oneshot_max, min_step * eng_config.fifo_depth);
     const uint64_t ll_max = comm->net ? 0 : DFCCL_MIN(eng_config.ll_max, min_step / 2);
     a->algo = (uint8_t)eng_algo_select(a, N, oneshot_max, ll_max);
-    comm->last_on_gpu = on_gpu;
     if (on_gpu) {
         /* the GPU daemon reads a mapped copy of the table, made here */
         dfcclResult_t r = eng_gpu_submit(comm->gpu, a, (size_t)N, &req->done_p, &req->result_p, &req->gpu_id);
@@ -73,6 +72,10 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
         req->blocks = blocks;
         eng_daemon_submit(ENG_SQ_COLL, comm, a, req);
     }
+    /* what a later v-collective of this rank without data or buffers follows: only a
+     * call whose own buffers decided the daemon (not a barrier, not a zero count) */
+    if (has_data)
+        comm->last_on_gpu = on_gpu;
     *request_p = req;
     return dfcclSuccess;
 }
@@ -175,7 +178,7 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
                          .count = coll == ENG_COLL_BARRIER ? 0 : count,
                          .sendbuf = sendbuf,
                          .recvbuf = recvbuf};
-    return launch(fn, comm, &a, NULL, on_gpu, request_p);
+    return launch(fn, comm, &a, NULL, on_gpu, bytes > 0, request_p);
 }
 
 dfcclResult_t dfcclAllReduce(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
@@ -441,7 +444,7 @@ static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t
                          .root = rooted ? v->root : 0,
                          .sendbuf = sendbuf,
                          .recvbuf = recvbuf};
-    return launch(fn, comm, &a, b, on_gpu, request_p);
+    return launch(fn, comm, &a, b, on_gpu, shi > slo || rhi > rlo, request_p);
 }
 
 dfcclResult_t dfcclGather(const void *sendbuf, void *recvbuf, size_t sendcount, dfcclDataType_t datatype,
@@ -546,19 +549,8 @@ dfcclResult_t dfcclAllToAllw(const void *sendbuf, const size_t *sendcounts, cons
 static void gpu_watch_peers(struct dfccl_request *req)
 {
     const uint64_t now = eng_now_ns();
-    if (now - req->since_ns < ENG_PEER_CHECK_NS)
-        return;
-    struct dfccl_comm *c = eng_comm_get(req->comm);
-    int dead;
-    if (!c || c->aborted || !eng_peer_check_due(c, now) || (dead = eng_shm_dead_peer(c)) < 0)
-        return;
-    dfccl_error(
-        "communicator %016llx (rank %d): peer rank %d (pid %d) died; its pending collectives on the GPU "
-        "and every later one fail",
-        (unsigned long long)c->uid, c->rank, dead, c->peer_pid[dead]);
-    c->aborted = dfcclCommAborted;
-    eng_gpu_comm_abort(c->gpu, dfcclCommAborted);
-    eng_gpu_progress(); /* a daemon that quit on the stalled work comes back to fail it */
+    if (now - req->since_ns >= ENG_PEER_CHECK_NS && eng_comm_watch_peers(req->comm, now) >= 0)
+        eng_gpu_progress(); /* a daemon that quit on the stalled work comes back to fail it */
 }
 
 static dfcclResult_t request_reap(dfcclRequest_t *request_p)

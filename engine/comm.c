@@ -30,25 +30,65 @@ static uint64_t next_gen(void)
     return g;
 }
 
-struct dfccl_comm *eng_comm_get(dfcclComm_t handle)
+static struct dfccl_comm *lookup_locked(dfcclComm_t handle)
 {
     const uintptr_t h = (uintptr_t)handle, addr = h & (((uintptr_t)1 << HANDLE_GEN_SHIFT) - 1);
-    struct dfccl_comm *c = NULL;
     if (!h)
         return NULL;
-    pthread_mutex_lock(&live_lock);
     for (struct dfccl_comm *p = live_head; p; p = p->live_next)
-        if ((uintptr_t)p == addr) {
-            if (p->handle == h && p->magic == ENG_COMM_MAGIC)
-                c = p;
-            break;
-        }
+        if ((uintptr_t)p == addr)
+            return p->handle == h && p->magic == ENG_COMM_MAGIC ? p : NULL;
+    return NULL;
+}
+
+struct dfccl_comm *eng_comm_get(dfcclComm_t handle)
+{
+    pthread_mutex_lock(&live_lock);
+    struct dfccl_comm *c = lookup_locked(handle);
     pthread_mutex_unlock(&live_lock);
     return c;
 }
 
+int eng_comm_watch_peers(dfcclComm_t handle, uint64_t now)
+{
+    int dead = -1;
+    /* under the registry's lock: a dfcclCommDestroy on another thread takes the
+     * communicator out of it before tearing it down, so it can't vanish under the look */
+    pthread_mutex_lock(&live_lock);
+    struct dfccl_comm *c = lookup_locked(handle);
+    if (c && !c->aborted && eng_peer_check_due(c, now) && (dead = eng_shm_dead_peer(c)) >= 0) {
+        dfccl_error("communicator %016llx (rank %d): peer rank %d (pid %d) died; its pending collectives on "
+                    "the GPU and every later one fail",
+                    (unsigned long long)c->uid, c->rank, dead, c->peer_pid[dead]);
+        __atomic_store_n(&c->aborted, dfcclCommAborted, __ATOMIC_RELEASE);
+        eng_gpu_comm_abort(c->gpu, dfcclCommAborted);
+    }
+    pthread_mutex_unlock(&live_lock);
+    return dead;
+}
+
+/* A process that exits without destroying its communicators has left them: it marks its
+ * segments closed, so that peers still waiting do not take the exit for a death (a kill
+ * runs no handler and is found). Run at exit, or when the library is unloaded. */
+static void mark_closed_at_exit(void)
+{
+    if (pthread_mutex_trylock(&live_lock) != 0)
+        return; /* another thread is in the registry as the process exits: leave it */
+    for (struct dfccl_comm *p = live_head; p; p = p->live_next)
+        if (p->segs && p->segs[p->rank])
+            dfccl_store_release64(&eng_seg_hdr(p, p->rank)->closed, 1);
+    pthread_mutex_unlock(&live_lock);
+}
+
+static void register_exit_mark(void)
+{
+    atexit(mark_closed_at_exit);
+}
+
 static void live_add(struct dfccl_comm *c)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_exit_mark);
     pthread_mutex_lock(&live_lock);
     c->live_next = live_head;
     live_head = c;

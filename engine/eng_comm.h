@@ -143,6 +143,10 @@ int eng_peer_check_due(struct dfccl_comm *c, uint64_t now);
  * handle is rejected even when a new communicator got the same address. The live
  * communicator a handle names, or NULL. */
 struct dfccl_comm *eng_comm_get(dfcclComm_t handle);
+/* For a waiter of a GPU collective (the GPU daemon can't tell a dead peer): look, at most
+ * every ENG_PEER_CHECK_NS, whether a shared-memory peer of the communicator died, and if
+ * so abort it (logged). The dead rank, else -1. */
+int eng_comm_watch_peers(dfcclComm_t handle, uint64_t now);
 
 uint64_t eng_now_ns(void);
 

@@ -31,11 +31,14 @@
 
 #define SEG_NAME_MAX 112
 
-/* This process's start time (clock ticks after boot, /proc/<pid>/stat field 22), 0 if
- * unknown: with the pid it names a process for good (pids are reused). */
-static unsigned long long proc_start(int pid)
+/* A process's start time (clock ticks after boot, /proc/<pid>/stat field 22), 0 if
+ * unknown: with the pid it names a process for good (pids are reused). *state_p (if not
+ * NULL): its state letter (field 3), 0 if unknown; 'Z' for one that died unreaped. */
+static unsigned long long proc_stat(int pid, char *state_p)
 {
     char path[64], buf[1024];
+    if (state_p)
+        *state_p = 0;
     snprintf(path, sizeof(path), "/proc/%d/stat", pid);
     FILE *f = fopen(path, "r");
     if (!f)
@@ -45,13 +48,20 @@ static unsigned long long proc_start(int pid)
     buf[n] = 0;
     const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
     unsigned long long start = 0;
+    char state = 0;
     /* after ") ": state(3) ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
      * utime stime cutime cstime priority nice threads itrealvalue starttime(22) */
-    if (!p ||
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-               &start) != 1)
+    if (!p || sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                     &state, &start) != 2)
         return 0;
+    if (state_p)
+        *state_p = state;
     return start;
+}
+
+static unsigned long long proc_start(int pid)
+{
+    return proc_stat(pid, NULL);
 }
 
 /* The inode of this process's pid namespace: processes in other namespaces (containers
@@ -313,8 +323,12 @@ int eng_shm_dead_peer(const struct dfccl_comm *c)
         /* a peer that destroyed the communicator said so in its segment: it owes nothing */
         if (dfccl_load_acquire64(&eng_seg_hdr(c, p)->closed))
             continue;
-        const int gone = kill(pid, 0) == -1 && errno == ESRCH;
-        if (gone || (c->peer_start[p] && proc_start(pid) != c->peer_start[p]))
+        if (kill(pid, 0) == -1 && errno == ESRCH)
+            return p;
+        /* a zombie (dead, not reaped yet), or the pid now another process's */
+        char state;
+        const unsigned long long start = proc_stat(pid, &state);
+        if (state == 'Z' || state == 'X' || (c->peer_start[p] && start && start != c->peer_start[p]))
             return p;
     }
     return -1;

@@ -194,7 +194,8 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
 
     /* intercommunicators: never the engine; device buffers staged for the others */
     const bool engine_ok = desc->prepare(m, a, &rec, &plan) && !m->inter;
-    m->last_kind = rec.kind;
+    if (rec.bytes > 0) /* a call with data (v-calls record theirs in mca_coll_dfccl_kind_v) */
+        m->last_kind = rec.kind;
     plan.path = mca_coll_dfccl_choose(m, (mca_coll_dfccl_mem_t)rec.kind, engine_ok);
     if (!engine_ok && rec.bytes && cm->verbose >= 5)
         DFCCL_VERBOSE(5, "MPI_%s on %s: not for the engine (%s)", mca_coll_dfccl_coll_names[rec.coll],
@@ -214,7 +215,7 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
             plan.path = fallback_path(&rec);
     }
     const bool wait = (cm->check && !m->inter) || (plan.path == MCA_COLL_DFCCL_PATH_ENGINE &&
-                                    (state != MCA_COLL_DFCCL_ENGINE_LIVE || queue_busy(m)));
+                                                   (state != MCA_COLL_DFCCL_ENGINE_LIVE || queue_busy(m)));
 
     if (!wait) {
         if (cm->verbose >= 3)

@@ -56,7 +56,7 @@ static inline mca_coll_dfccl_path_t mca_coll_dfccl_choose(mca_coll_dfccl_module_
         return engine_ok && mca_coll_dfccl_component.host_buffers ? MCA_COLL_DFCCL_PATH_ENGINE
                                                                   : MCA_COLL_DFCCL_PATH_PREVIOUS;
     return engine_ok && !mca_coll_dfccl_component.device_staged ? MCA_COLL_DFCCL_PATH_ENGINE
-                                                                 : MCA_COLL_DFCCL_PATH_STAGED;
+                                                                : MCA_COLL_DFCCL_PATH_STAGED;
 }
 
 /** @brief This rank is the root of a rooted call (an intercommunicator's root passes
@@ -167,10 +167,11 @@ static inline bool mca_coll_dfccl_blocks_prepare(mca_coll_dfccl_module_t *m, con
  *        *@p lo_p / *@p len_p: the bytes they span. False when a block is not one
  *        contiguous run from its displacement, or a count or offset is negative: the
  *        call is then staged for the previous module. bcount/boff may be NULL.
+ *        _at: with displs NULL, block i at i * uniform elements.
  */
-static inline bool mca_coll_dfccl_vblocks(int n, const int *counts, const int *displs,
-                                          struct ompi_datatype_t *dt, struct ompi_datatype_t *const *dts,
-                                          size_t *bcount, size_t *boff, ptrdiff_t *lo_p, size_t *len_p)
+static inline bool mca_coll_dfccl_vblocks_at(int n, const int *counts, const int *displs, int uniform,
+                                             struct ompi_datatype_t *dt, struct ompi_datatype_t *const *dts,
+                                             size_t *bcount, size_t *boff, ptrdiff_t *lo_p, size_t *len_p)
 {
     ptrdiff_t lo = PTRDIFF_MAX, hi = 0;
     for (int i = 0; i < n; i++) {
@@ -180,7 +181,10 @@ static inline bool mca_coll_dfccl_vblocks(int n, const int *counts, const int *d
         if (counts[i] < 0 || !mca_coll_dfccl_contiguous(t, (size_t)counts[i], &off, &bytes) || off != 0)
             return false;
         ompi_datatype_get_extent(t, &lb, &extent);
-        const ptrdiff_t at = dts ? (ptrdiff_t)displs[i] : (ptrdiff_t)displs[i] * extent;
+        /* displs NULL: uniform blocks back to back (no int to overflow past 2^31 elements) */
+        const ptrdiff_t at = !displs ? (ptrdiff_t)i * uniform * extent
+                             : dts   ? (ptrdiff_t)displs[i]
+                                     : (ptrdiff_t)displs[i] * extent;
         if (at < 0)
             return false;
         if (bcount)
@@ -197,6 +201,13 @@ static inline bool mca_coll_dfccl_vblocks(int n, const int *counts, const int *d
     return true;
 }
 
+static inline bool mca_coll_dfccl_vblocks(int n, const int *counts, const int *displs,
+                                          struct ompi_datatype_t *dt, struct ompi_datatype_t *const *dts,
+                                          size_t *bcount, size_t *boff, ptrdiff_t *lo_p, size_t *len_p)
+{
+    return mca_coll_dfccl_vblocks_at(n, counts, displs, 0, dt, dts, bcount, boff, lo_p, len_p);
+}
+
 /**
  * @brief Memory kind of a call whose sides may move nothing on this rank (v-calls, a
  *        root's unused side): the buffers with data decide, else any buffer passed, else
@@ -207,8 +218,11 @@ static inline mca_coll_dfccl_mem_t mca_coll_dfccl_kind_v(mca_coll_dfccl_module_t
 {
     if (s == MPI_IN_PLACE)
         s = NULL;
-    if (s_used || r_used)
-        return mca_coll_dfccl_kind2(s_used ? s : NULL, r_used ? r : NULL);
+    if (s_used || r_used) {
+        const mca_coll_dfccl_mem_t k = mca_coll_dfccl_kind2(s_used ? s : NULL, r_used ? r : NULL);
+        m->last_kind = k;
+        return k;
+    }
     if (s || r)
         return mca_coll_dfccl_kind2(s, r);
     return (mca_coll_dfccl_mem_t)m->last_kind;

@@ -55,23 +55,17 @@ int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, bool recv, bool keep, voi
                                struct ompi_datatype_t *const *dts, size_t *bcount, size_t *boff,
                                void **ebuf_p)
 {
-    int *ucounts = NULL, *udispls = NULL;
+    int *ucounts = NULL;
     int rc = OMPI_SUCCESS;
     if (!counts) {
-        /* uniform blocks: block i of `uniform` elements at i * uniform * extent */
-        ucounts = malloc(sizeof(int) * (size_t)n);
-        udispls = malloc(sizeof(int) * (size_t)n);
-        if (!ucounts || !udispls) {
-            free(ucounts);
-            free(udispls);
+        /* uniform blocks: block i of `uniform` elements at i * uniform * extent (displs
+         * stays NULL: the offsets are computed wide) */
+        if (!(ucounts = malloc(sizeof(int) * (size_t)n)))
             return MPI_ERR_NO_MEM;
-        }
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n; i++)
             ucounts[i] = uniform;
-            udispls[i] = i * uniform;
-        }
         counts = ucounts;
-        displs = udispls;
+        displs = NULL;
     }
     ptrdiff_t lo;
     size_t len;
@@ -85,7 +79,7 @@ int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, bool recv, bool keep, voi
         ompi_datatype_type_size(dt, &size);
         dense = (size_t)extent * (size_t)uniform == size * (size_t)uniform;
     }
-    if (dense && mca_coll_dfccl_vblocks(n, counts, displs, dt, dts, bcount, boff, &lo, &len)) {
+    if (dense && mca_coll_dfccl_vblocks_at(n, counts, displs, uniform, dt, dts, bcount, boff, &lo, &len)) {
         /* a host copy of a receive span is read in when it has gaps between blocks,
          * which its copy back must leave as they were */
         rc = mca_coll_dfccl_view(o, user, lo, len, !recv || keep || n > 1, 0, recv ? len : 0, ebuf_p);
@@ -116,7 +110,9 @@ int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, bool recv, bool keep, voi
         ompi_datatype_get_extent(t, &lb, &extent);
         ompi_datatype_type_size(t, &size);
         k->dts[i] = t;
-        k->at[i] = dts ? (ptrdiff_t)displs[i] : (ptrdiff_t)displs[i] * extent;
+        k->at[i] = !displs ? (ptrdiff_t)i * uniform * extent
+                   : dts   ? (ptrdiff_t)displs[i]
+                           : (ptrdiff_t)displs[i] * extent;
         k->poff[i] = k->total;
         bcount[i] = counts[i] > 0 ? size * (size_t)counts[i] : 0;
         boff[i] = k->total;
@@ -159,7 +155,6 @@ int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, bool recv, bool keep, voi
     }
 out:
     free(ucounts);
-    free(udispls);
     return rc;
 }
 

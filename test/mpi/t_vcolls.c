@@ -450,6 +450,51 @@ static void bad_input(void)
 #undef RQ
 }
 
+/* A rank that moves nothing and passes NULL follows the daemon of its latest collective
+ * with data (device buffers: the GPU daemon), not of a barrier in between: its peers run
+ * the gatherv there, and a rank on the other daemon would put every later collective of
+ * both daemons one slot out of step. */
+static void null_rank_after_barrier(uint64_t salt)
+{
+    const int idle = P - 1, root = 0;
+    const size_t np = P > 0 ? (size_t)P : 1;
+    size_t *cnt = calloc(np, sizeof(size_t)), *dsp = calloc(np, sizeof(size_t)), total = 0;
+    if (!cnt || !dsp)
+        TC_FAIL("no memory");
+    for (int p = 0; p < P; p++) {
+        cnt[p] = p == idle && P > 1 ? 0 : (size_t)(3 + p);
+        dsp[p] = total;
+        total += cnt[p] + 1;
+    }
+    dfcclRequest_t rq;
+    CHECK(dfcclBarrier(comm, &rq));
+    CHECK(dfcclWait(&rq));
+    for (int round = 0; round < 3; round++) { /* and the collectives after it still line up */
+        tbuf_t s = tb_new(cnt[me] * 4), r = tb_new(total * 4);
+        unsigned char *exp = tc_malloc(total * 4);
+        memset(exp, SENT, total * 4);
+        gen(s.h, me, 0, salt + (uint64_t)round, cnt[me] * 4);
+        for (int p = 0; p < P; p++)
+            gen(exp + dsp[p] * 4, p, 0, salt + (uint64_t)round, cnt[p] * 4);
+        tb_push(&s);
+        tb_push(&r);
+        CHECK(dfcclGatherv(cnt[me] ? s.d : NULL, cnt[me], me == root ? r.d : NULL, cnt, dsp, dfcclInt32, root,
+                           comm, &rq));
+        CHECK(dfcclWait(&rq));
+        if (me == root) {
+            tb_pull(&r);
+            compare_bytes("gatherv with a NULL rank after a barrier", 4, 3, r.h, exp, total * 4);
+        }
+        CHECK(dfcclBarrier(comm, &rq));
+        CHECK(dfcclWait(&rq));
+        tb_free(&s);
+        tb_free(&r);
+        free(exp);
+    }
+    free(cnt);
+    free(dsp);
+}
+
 /* ---- the chaos order ------------------------------------------------------------------ */
 static double deadline_s;
 
@@ -609,6 +654,8 @@ int main(int argc, char **argv)
         }
         run_round(cs, 4, R % 2);
     }
+    null_rank_after_barrier(salt);
+    salt += 3;
     /* scan and exscan: every type x valid op */
     static const size_t scounts[] = {1, 7, 1000, 70001};
     for (int ti = 0; ti < TC_NTYPES; ti++)

@@ -373,6 +373,53 @@ static void test_scan(int cnt, bool nb, bool in_place, bool ex, MPI_Op op)
     buf_free(&r);
 }
 
+/* A rank that moves nothing and passes NULL (a common idiom) right after calls that
+ * move nothing at all: it must take the path of the others (the memory kind of the
+ * communicator's latest call with data), not the one of the empty calls. */
+static void test_gatherv_null_rank(bool nb)
+{
+    const int n = ot_size, me = ot_rank, root = 0, salt = 11, idle = n - 1;
+    int *counts = malloc(sizeof(int) * (size_t)n), *displs = malloc(sizeof(int) * (size_t)n), total = 0;
+    for (int p = 0; p < n; p++) {
+        counts[p] = p == idle && n > 1 ? 0 : 5 + p;
+        displs[p] = total;
+        total += counts[p] + 1;
+    }
+    /* calls that move nothing first (those Open MPI does not answer itself reach dfccl) */
+    OT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    buf_t z = buf_new(1, 0);
+    void *zp = buf_in(&z);
+    OT_MPI(MPI_Alltoall(zp, 0, MPI_INT, zp, 0, MPI_INT, MPI_COMM_WORLD));
+    OT_MPI(MPI_Gather(zp, 0, MPI_INT, zp, 0, MPI_INT, root, MPI_COMM_WORLD));
+    buf_t s = buf_new((size_t)counts[me], 0), r = buf_new((size_t)total, SENTINEL);
+    for (int i = 0; i < counts[me]; i++)
+        s.host[i] = val(me, i, salt);
+    const void *sp = counts[me] ? buf_in(&s) : NULL;
+    void *rp = me == root ? buf_in(&r) : NULL;
+    MPI_Request q = MPI_REQUEST_NULL;
+    const int *rc = me == root ? counts : NULL, *rd = me == root ? displs : NULL;
+    if (nb)
+        OT_MPI(MPI_Igatherv(sp, counts[me], MPI_INT, rp, rc, rd, MPI_INT, root, MPI_COMM_WORLD, &q));
+    else
+        OT_MPI(MPI_Gatherv(sp, counts[me], MPI_INT, rp, rc, rd, MPI_INT, root, MPI_COMM_WORLD));
+    finish(&q);
+    if (me == root) {
+        buf_out(&r);
+        for (int p = 0; p < n; p++) {
+            for (int i = 0; i < counts[p]; i++)
+                expect("gatherv, a rank with NULL", r.host[displs[p] + i], val(p, i, salt),
+                       (size_t)(displs[p] + i));
+            expect("gatherv, a rank with NULL: gap", r.host[displs[p] + counts[p]], SENTINEL,
+                   (size_t)(displs[p] + counts[p]));
+        }
+    }
+    free(counts);
+    free(displs);
+    buf_free(&z);
+    buf_free(&s);
+    buf_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     ot_init(&argc, &argv);
@@ -390,6 +437,7 @@ int main(int argc, char **argv)
             }
             test_gather_strided(cnt, root, nb);
         }
+        test_gatherv_null_rank(nb);
         for (int ip = 0; ip < 2; ip++) {
             test_allgatherv(cnt, nb, ip);
             test_alltoallv(cnt, nb, ip, false);
