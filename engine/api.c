@@ -80,22 +80,59 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
     return dfcclSuccess;
 }
 
+/* The start of every collective's checks: a place for the request, a live communicator. */
+static dfcclResult_t open_call(const char *fn, dfcclComm_t handle, dfcclRequest_t *request_p,
+                               struct dfccl_comm **comm_p)
+{
+    *comm_p = eng_comm_get(handle);
+    if (!request_p)
+        return eng_set_error(dfcclInvalidArgument, fn, "request_p is NULL");
+    *request_p = NULL;
+    if (!*comm_p)
+        return eng_set_error(dfcclInvalidArgument, fn, "comm is not a live communicator (NULL or destroyed)");
+    return dfcclSuccess;
+}
+
+static dfcclResult_t aborted_error(const char *fn, const struct dfccl_comm *comm)
+{
+    if (!comm->aborted)
+        return dfcclSuccess;
+    return eng_set_error(dfcclCommAborted, fn, "communicator %016llx was aborted (%s)",
+                         (unsigned long long)comm->uid, dfcclGetErrorString(comm->aborted));
+}
+
+/* The daemon the memory kind picks must exist, and both sides be of one kind (mixed:
+ * sendbuf and recvbuf, both used, of different kinds). */
+static dfcclResult_t kind_error(const char *fn, const struct dfccl_comm *comm, int on_gpu, int mixed)
+{
+    if (mixed)
+        return eng_set_error(dfcclInvalidArgument, fn,
+                             "sendbuf and recvbuf must both be host memory or both device memory");
+    if (on_gpu && !comm->gpu)
+        return eng_set_error(dfcclUnsupported, fn,
+                             "device buffers on a communicator without a GPU part (no GPU backend, "
+                             "DFCCL_GPU=0, or a rank without a usable GPU)");
+    return dfcclSuccess;
+}
+
+static int type_ok(dfcclDataType_t t)
+{
+    return (int)t >= 0 && t < dfcclNumTypes;
+}
+
 static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
                             dfcclDataType_t datatype, dfcclRedOp_t op, int root, dfcclComm_t handle,
                             dfcclRequest_t *request_p)
 {
-    struct dfccl_comm *comm = eng_comm_get(handle);
     const int reduces = coll == ENG_COLL_ALLREDUCE || coll == ENG_COLL_REDUCE ||
                         coll == ENG_COLL_REDUCE_SCATTER || coll == ENG_COLL_SCAN || coll == ENG_COLL_EXSCAN;
     const int rooted = coll == ENG_COLL_REDUCE || coll == ENG_COLL_BCAST || coll == ENG_COLL_GATHER ||
                        coll == ENG_COLL_SCATTER;
-
-    if (!request_p)
-        return eng_set_error(dfcclInvalidArgument, fn, "request_p is NULL");
-    *request_p = NULL;
-    if (!comm)
-        return eng_set_error(dfcclInvalidArgument, fn, "comm is not a live communicator (NULL or destroyed)");
-    if (coll != ENG_COLL_BARRIER && ((int)datatype < 0 || datatype >= dfcclNumTypes))
+    struct dfccl_comm *comm;
+    dfcclResult_t r = open_call(fn, handle, request_p, &comm);
+    if (r != dfcclSuccess)
+        return r;
+    if (coll != ENG_COLL_BARRIER && !type_ok(datatype))
         return eng_set_error(dfcclInvalidArgument, fn, "datatype %d is not a dfcclDataType_t", (int)datatype);
     if (reduces && ((int)op < 0 || op >= dfcclNumOps))
         return eng_set_error(dfcclInvalidArgument, fn, "op %d is not a dfcclRedOp_t", (int)op);
@@ -152,9 +189,8 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
             return eng_set_error(dfcclInvalidArgument, fn,
                                  "sendbuf and recvbuf overlap partially (in place means sendbuf == recvbuf)");
     }
-    if (comm->aborted)
-        return eng_set_error(dfcclCommAborted, fn, "communicator %016llx was aborted (%s)",
-                             (unsigned long long)comm->uid, dfcclGetErrorString(comm->aborted));
+    if ((r = aborted_error(fn, comm)) != dfcclSuccess)
+        return r;
 
     /* the memory kind picks the daemon; every rank passes the same kind (usage rule) */
     const int dev_send = bytes && sendbuf && eng_gpu_is_device_ptr(sendbuf);
@@ -163,13 +199,10 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
     /* the side a rank does not use (MPI leaves it undefined there) */
     const int send_unused = (coll == ENG_COLL_BCAST || coll == ENG_COLL_SCATTER) && me != root;
     const int recv_unused = (coll == ENG_COLL_REDUCE || coll == ENG_COLL_GATHER) && me != root;
-    if (on_gpu && sendbuf && recvbuf && dev_send != dev_recv && !recv_unused && !send_unused)
-        return eng_set_error(dfcclInvalidArgument, fn,
-                             "sendbuf and recvbuf must both be host memory or both device memory");
-    if (on_gpu && !comm->gpu)
-        return eng_set_error(dfcclUnsupported, fn,
-                             "device buffers on a communicator without a GPU part (no GPU backend, "
-                             "DFCCL_GPU=0, or a rank without a usable GPU)");
+    if ((r = kind_error(fn, comm, on_gpu,
+                        on_gpu && sendbuf && recvbuf && dev_send != dev_recv && !recv_unused &&
+                            !send_unused)) != dfcclSuccess)
+        return r;
 
     eng_coll_args_t a = {.coll = (uint8_t)coll,
                          .dtype = (uint8_t)(coll == ENG_COLL_BARRIER ? 0 : datatype),
@@ -241,11 +274,6 @@ typedef struct {
     dfcclDataType_t datatype;
     int root;
 } eng_vargs_t;
-
-static int type_ok(dfcclDataType_t t)
-{
-    return (int)t >= 0 && t < dfcclNumTypes;
-}
 
 /* elements * type size, or 0 with *ovf set when it does not fit */
 static uint64_t mul_bytes(size_t n, size_t ts, int *ovf)
@@ -332,12 +360,10 @@ static void table_span(const eng_block_t *b, int N, int recv, uint64_t *lo, uint
 static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t *v, dfcclComm_t handle,
                               dfcclRequest_t *request_p)
 {
-    struct dfccl_comm *comm = eng_comm_get(handle);
-    if (!request_p)
-        return eng_set_error(dfcclInvalidArgument, fn, "request_p is NULL");
-    *request_p = NULL;
-    if (!comm)
-        return eng_set_error(dfcclInvalidArgument, fn, "comm is not a live communicator (NULL or destroyed)");
+    struct dfccl_comm *comm;
+    dfcclResult_t r = open_call(fn, handle, request_p, &comm);
+    if (r != dfcclSuccess)
+        return r;
     const int N = comm->nranks, me = comm->rank;
     const int rooted = coll == ENG_COLL_GATHERV || coll == ENG_COLL_SCATTERV;
     if (coll != ENG_COLL_ALLTOALLW && !type_ok(v->datatype))
@@ -364,14 +390,13 @@ static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t
     for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
         if (arrays[i].used && !arrays[i].p)
             return eng_set_error(dfcclInvalidArgument, fn, "%s is NULL", arrays[i].name);
-    if (comm->aborted)
-        return eng_set_error(dfcclCommAborted, fn, "communicator %016llx was aborted (%s)",
-                             (unsigned long long)comm->uid, dfcclGetErrorString(comm->aborted));
+    if ((r = aborted_error(fn, comm)) != dfcclSuccess)
+        return r;
 
     eng_block_t *b = malloc(sizeof(*b) * (size_t)N);
     if (!b)
         return eng_set_error(dfcclNoMemory, fn, "no memory for the %d-rank block table", N);
-    dfcclResult_t r = build_blocks(fn, coll, v, N, me, b);
+    r = build_blocks(fn, coll, v, N, me, b);
     uint64_t slo, shi, rlo, rhi;
     table_span(b, N, 0, &slo, &shi);
     table_span(b, N, 1, &rlo, &rhi);
@@ -424,13 +449,8 @@ static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t
             on_gpu = comm->last_on_gpu;
         on_gpu = on_gpu && comm->gpu; /* nothing to move: never an error */
     }
-    if (r == dfcclSuccess && shi > slo && rhi > rlo && dev_send != dev_recv)
-        r = eng_set_error(dfcclInvalidArgument, fn,
-                          "sendbuf and recvbuf must both be host memory or both device memory");
-    if (r == dfcclSuccess && on_gpu && !comm->gpu)
-        r = eng_set_error(dfcclUnsupported, fn,
-                          "device buffers on a communicator without a GPU part (no GPU backend, "
-                          "DFCCL_GPU=0, or a rank without a usable GPU)");
+    if (r == dfcclSuccess)
+        r = kind_error(fn, comm, on_gpu, shi > slo && rhi > rlo && dev_send != dev_recv);
     if (r != dfcclSuccess) {
         free(b);
         return r;
