@@ -161,54 +161,6 @@ static inline bool mca_coll_dfccl_blocks_prepare(mca_coll_dfccl_module_t *m, con
 }
 
 /**
- * @brief The blocks of one side of a v- or w-call as the engine takes them: byte counts
- *        (@p bcount) and byte offsets from the buffer (@p boff) of @p n blocks of
- *        counts[i] elements (of dt, or of dts[i] for w, whose displacements are bytes);
- *        *@p lo_p / *@p len_p: the bytes they span. False when a block is not one
- *        contiguous run from its displacement, or a count or offset is negative: the
- *        call is then staged for the previous module. bcount/boff may be NULL.
- *        _at: with displs NULL, block i at i * uniform elements.
- */
-static inline bool mca_coll_dfccl_vblocks_at(int n, const int *counts, const int *displs, int uniform,
-                                             struct ompi_datatype_t *dt, struct ompi_datatype_t *const *dts,
-                                             size_t *bcount, size_t *boff, ptrdiff_t *lo_p, size_t *len_p)
-{
-    ptrdiff_t lo = PTRDIFF_MAX, hi = 0;
-    for (int i = 0; i < n; i++) {
-        struct ompi_datatype_t *t = dts ? dts[i] : dt;
-        ptrdiff_t off, lb, extent;
-        size_t bytes;
-        if (counts[i] < 0 || !mca_coll_dfccl_contiguous(t, (size_t)counts[i], &off, &bytes) || off != 0)
-            return false;
-        ompi_datatype_get_extent(t, &lb, &extent);
-        /* displs NULL: uniform blocks back to back (no int to overflow past 2^31 elements) */
-        const ptrdiff_t at = !displs ? (ptrdiff_t)i * uniform * extent
-                             : dts   ? (ptrdiff_t)displs[i]
-                                     : (ptrdiff_t)displs[i] * extent;
-        if (at < 0)
-            return false;
-        if (bcount)
-            bcount[i] = bytes;
-        if (boff)
-            boff[i] = (size_t)at;
-        if (bytes) {
-            lo = at < lo ? at : lo;
-            hi = at + (ptrdiff_t)bytes > hi ? at + (ptrdiff_t)bytes : hi;
-        }
-    }
-    *lo_p = hi > 0 ? lo : 0;
-    *len_p = hi > 0 ? (size_t)(hi - lo) : 0;
-    return true;
-}
-
-static inline bool mca_coll_dfccl_vblocks(int n, const int *counts, const int *displs,
-                                          struct ompi_datatype_t *dt, struct ompi_datatype_t *const *dts,
-                                          size_t *bcount, size_t *boff, ptrdiff_t *lo_p, size_t *len_p)
-{
-    return mca_coll_dfccl_vblocks_at(n, counts, displs, 0, dt, dts, bcount, boff, lo_p, len_p);
-}
-
-/**
  * @brief Memory kind of a call whose sides may move nothing on this rank (v-calls, a
  *        root's unused side): the buffers with data decide, else any buffer passed, else
  *        the communicator's latest call (so every rank takes the same path).

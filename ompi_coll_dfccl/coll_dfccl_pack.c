@@ -50,6 +50,46 @@ static int copy_blocks(mca_coll_dfccl_pack_t *k, bool pack)
     return OMPI_SUCCESS;
 }
 
+/* The blocks of one side of a v- or w-call as the engine takes them: byte counts
+ * (@p bcount) and byte offsets from the buffer (@p boff) of @p n blocks of
+ * counts[i] elements (of dt, or of dts[i] for w, whose displacements are bytes);
+ * *@p lo_p / *@p len_p: the bytes they span. False when a block is not one
+ * contiguous run from its displacement, or a count or offset is negative: the
+ * side is then packed.
+ * With displs NULL, block i is at i * uniform elements.
+ */
+static bool vblocks(int n, const int *counts, const int *displs, int uniform, struct ompi_datatype_t *dt,
+                    struct ompi_datatype_t *const *dts, size_t *bcount, size_t *boff, ptrdiff_t *lo_p,
+                    size_t *len_p)
+{
+    ptrdiff_t lo = PTRDIFF_MAX, hi = 0;
+    for (int i = 0; i < n; i++) {
+        struct ompi_datatype_t *t = dts ? dts[i] : dt;
+        ptrdiff_t off, lb, extent;
+        size_t bytes;
+        if (counts[i] < 0 || !mca_coll_dfccl_contiguous(t, (size_t)counts[i], &off, &bytes) || off != 0)
+            return false;
+        ompi_datatype_get_extent(t, &lb, &extent);
+        /* displs NULL: uniform blocks back to back (no int to overflow past 2^31 elements) */
+        const ptrdiff_t at = !displs ? (ptrdiff_t)i * uniform * extent
+                             : dts   ? (ptrdiff_t)displs[i]
+                                     : (ptrdiff_t)displs[i] * extent;
+        if (at < 0)
+            return false;
+        if (bcount)
+            bcount[i] = bytes;
+        if (boff)
+            boff[i] = (size_t)at;
+        if (bytes) {
+            lo = at < lo ? at : lo;
+            hi = at + (ptrdiff_t)bytes > hi ? at + (ptrdiff_t)bytes : hi;
+        }
+    }
+    *lo_p = hi > 0 ? lo : 0;
+    *len_p = hi > 0 ? (size_t)(hi - lo) : 0;
+    return true;
+}
+
 int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, bool recv, bool keep, void *user, int n,
                                const int *counts, int uniform, const int *displs, struct ompi_datatype_t *dt,
                                struct ompi_datatype_t *const *dts, size_t *bcount, size_t *boff,
@@ -79,7 +119,7 @@ int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, bool recv, bool keep, voi
         ompi_datatype_type_size(dt, &size);
         dense = (size_t)extent * (size_t)uniform == size * (size_t)uniform;
     }
-    if (dense && mca_coll_dfccl_vblocks_at(n, counts, displs, uniform, dt, dts, bcount, boff, &lo, &len)) {
+    if (dense && vblocks(n, counts, displs, uniform, dt, dts, bcount, boff, &lo, &len)) {
         /* a host copy of a receive span is read in when it has gaps between blocks,
          * which its copy back must leave as they were */
         rc = mca_coll_dfccl_view(o, user, lo, len, !recv || keep || n > 1, 0, recv ? len : 0, ebuf_p);
