@@ -142,6 +142,33 @@ static dfccl_cu_context_t cu_pointer_context(const void *ptr)
     return ctx;
 }
 
+/* For a thread with no current context (a progress or set-up thread): make the one
+ * owning device pointer a (else b) current. 1 when pushed: cu_pop() after. */
+static int cu_push_for(const void *a, const void *b)
+{
+    dfccl_cu_context_t cur = NULL, ctx;
+    if (cu.ctx_get_current(&cur) == 0 && cur)
+        return 0;
+    ctx = cu_pointer_context(a);
+    if (!ctx && b)
+        ctx = cu_pointer_context(b);
+    return ctx && cu.ctx_push_current(ctx) == 0;
+}
+
+static void cu_pop(int pushed)
+{
+    dfccl_cu_context_t ctx;
+    if (pushed)
+        cu.ctx_pop_current(&ctx);
+}
+
+/* Scratch memory stream-ordered on the legacy stream when the driver has it: the free
+ * then never waits for the GPU daemon's kernel, which runs on a non-blocking stream. */
+static bool cu_async_alloc(void)
+{
+    return cu.mem_alloc_async && cu.mem_free_async;
+}
+
 int mca_coll_dfccl_copy(void *dst, const void *src, size_t len)
 {
     if (!len || dst == src)
@@ -150,15 +177,7 @@ int mca_coll_dfccl_copy(void *dst, const void *src, size_t len)
         memmove(dst, src, len);
         return OMPI_SUCCESS;
     }
-    dfccl_cu_context_t cur = NULL, ctx = NULL;
-    int pushed = 0;
-    if (cu.ctx_get_current(&cur) != 0 || !cur) {
-        ctx = cu_pointer_context(dst);
-        if (!ctx)
-            ctx = cu_pointer_context(src);
-        if (ctx && cu.ctx_push_current(ctx) == 0)
-            pushed = 1;
-    }
+    const int pushed = cu_push_for(dst, src);
     /* unified addressing: the driver infers the direction from the pointers; the
      * copy is synchronous with respect to the host for pageable memory */
     dfccl_cu_result_t res =
@@ -168,8 +187,7 @@ int mca_coll_dfccl_copy(void *dst, const void *src, size_t len)
      * for work the application then puts on a non-blocking stream */
     if (res == 0 && mca_coll_dfccl_mem_kind(dst) == MCA_COLL_DFCCL_MEM_DEVICE)
         res = cu.stream_synchronize(NULL);
-    if (pushed)
-        cu.ctx_pop_current(&ctx);
+    cu_pop(pushed);
     if (res != 0) {
         DFCCL_ERROR("cuMemcpy(%p, %p, %zu) failed: %s (%d)", dst, src, len, cu_error_string(res), res);
         return OMPI_ERROR;
@@ -177,34 +195,18 @@ int mca_coll_dfccl_copy(void *dst, const void *src, size_t len)
     return OMPI_SUCCESS;
 }
 
-/* Make the context owning `like` current when the thread has none; 1 when pushed. */
-static int cu_push_for(const void *like)
-{
-    dfccl_cu_context_t cur = NULL, ctx;
-    if (cu.ctx_get_current(&cur) == 0 && cur)
-        return 0;
-    ctx = cu_pointer_context(like);
-    return ctx && cu.ctx_push_current(ctx) == 0;
-}
-
 void *mca_coll_dfccl_device_alloc(size_t len, const void *like)
 {
     pthread_once(&cu.once, cu_load);
     if (!cu.handle || !cu.mem_alloc || !cu.mem_free)
         return NULL;
-    const int pushed = cu_push_for(like);
+    const int pushed = cu_push_for(like, NULL);
     dfccl_cu_deviceptr_t d = 0;
-    /* stream-ordered on the legacy stream when the driver has it: the free then never
-     * waits for the GPU daemon's kernel, which runs on a non-blocking stream */
-    dfccl_cu_result_t res = cu.mem_alloc_async && cu.mem_free_async
-                                ? cu.mem_alloc_async(&d, len ? len : 1, NULL)
-                                : cu.mem_alloc(&d, len ? len : 1);
-    if (res == 0 && cu.mem_alloc_async && cu.mem_free_async)
+    dfccl_cu_result_t res =
+        cu_async_alloc() ? cu.mem_alloc_async(&d, len ? len : 1, NULL) : cu.mem_alloc(&d, len ? len : 1);
+    if (res == 0 && cu_async_alloc())
         res = cu.stream_synchronize(NULL); /* allocated before the daemon touches it */
-    if (pushed) {
-        dfccl_cu_context_t ctx;
-        cu.ctx_pop_current(&ctx);
-    }
+    cu_pop(pushed);
     if (res != 0) {
         DFCCL_ERROR("cuMemAlloc of %zu bytes failed: %s (%d)", len, cu_error_string(res), res);
         return NULL;
@@ -216,15 +218,12 @@ void mca_coll_dfccl_device_free(void *ptr)
 {
     if (!ptr || !cu.handle)
         return;
-    const int pushed = cu_push_for(ptr);
-    if (cu.mem_alloc_async && cu.mem_free_async)
+    const int pushed = cu_push_for(ptr, NULL);
+    if (cu_async_alloc())
         cu.mem_free_async((dfccl_cu_deviceptr_t)(uintptr_t)ptr, NULL);
     else
         cu.mem_free((dfccl_cu_deviceptr_t)(uintptr_t)ptr);
-    if (pushed) {
-        dfccl_cu_context_t ctx;
-        cu.ctx_pop_current(&ctx);
-    }
+    cu_pop(pushed);
 }
 
 int mca_coll_dfccl_device_ready(void)
