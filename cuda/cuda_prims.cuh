@@ -408,23 +408,47 @@ __device__ __forceinline__ void prim_barrier(void)
     __syncthreads();
 }
 
+/* The table entries a block read last: a step's two peers (send and receive), so a
+ * step that polls while it waits reads the bus once, not at every poll. Emptied at
+ * each task visit (prim_block_cache_reset): an id's table is rewritten for its next
+ * collective. */
+static __shared__ const eng_block_t *s_blk_src[2];
+static __shared__ eng_block_t s_blk[2];
+static __shared__ int s_blk_next;
+
+/* thread 0, before the barrier that publishes the visit's task */
+__device__ __forceinline__ void prim_block_cache_reset(void)
+{
+    s_blk_src[0] = s_blk_src[1] = NULL;
+    s_blk_next = 0;
+}
+
 /* One peer's block of a v-collective's table (host-mapped): thread 0 reads it over the
- * bus once and the block shares it, instead of every warp reading it. */
+ * bus once and the block shares it, instead of every warp reading it. Every thread makes
+ * the same calls, so all take the same branch; shared memory is written only between
+ * the two barriers of a miss. */
 DFCCL_DEV_INLINE void prim_load_block(eng_block_t *b, const eng_block_t *src)
 {
-    __shared__ eng_block_t s_block;
-    __syncthreads(); /* every thread has taken the previous one */
+    const int k = s_blk_src[0] == src ? 0 : s_blk_src[1] == src ? 1 : -1;
+    if (k >= 0) {
+        *b = s_blk[k];
+        return;
+    }
+    const int slot = s_blk_next;
+    __syncthreads(); /* every thread has looked */
     if (threadIdx.x == 0) {
         /* volatile: an id's table is rewritten for its next collective, and L1 is not
          * coherent with the host's writes */
         const volatile uint64_t *w = (const volatile uint64_t *)src;
-        s_block.soff = w[0];
-        s_block.sbytes = w[1];
-        s_block.roff = w[2];
-        s_block.rbytes = w[3];
+        s_blk[slot].soff = w[0];
+        s_blk[slot].sbytes = w[1];
+        s_blk[slot].roff = w[2];
+        s_blk[slot].rbytes = w[3];
+        s_blk_src[slot] = src;
+        s_blk_next = slot ^ 1;
     }
     __syncthreads();
-    *b = s_block;
+    *b = s_blk[slot];
 }
 
 #include "../engine/prims_compose.h"

@@ -386,6 +386,7 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                     blocked = s_key[j] == s_key[i];
                 if (!blocked && !(i == 0 && s_fresh))
                     s_task = *t;
+                prim_block_cache_reset();
                 s_fresh = 0;
                 s_dec = blocked;
             }

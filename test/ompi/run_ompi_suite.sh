@@ -589,6 +589,23 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
             fail "device buffers: staged collectives np=$np" "rc $rc"
         fi
     done
+    # --mca coll dfccl alone on device buffers: no previous module; what the engine cannot
+    # run (user ops, in-place alltoallv/w) is staged to dfccl's own fallbacks
+    for np in 2 4 8; do
+        run 300 $np --mca coll dfccl --mca coll_dfccl_verbose 3 -- t_allcolls_dev
+        rc=$?
+        if [ $rc = 0 ] && grep -q 'OK t_allcolls' "$WORK/out" &&
+            grep -q -- 'MPI_Igatherv on .*-> engine (device memory' "$WORK/out" &&
+            grep -q -- '-> previous module (staged through host) (device memory' "$WORK/out"; then
+            pass "dfccl alone (--mca coll dfccl), device buffers: gather(v) ... exscan, user ops staged to the fallbacks np=$np"
+        else
+            fail "dfccl alone, device buffers: t_allcolls_dev np=$np" "rc $rc"
+        fi
+    done
+    run 600 4 --mca coll dfccl -- t_colls_dev --quick
+    check_ok "dfccl alone (--mca coll dfccl), device buffers: the collective matrix np=4" $?
+    run 300 4 --mca coll dfccl -- t_chaos_dev --mix --deadline 120
+    check_ok "dfccl alone (--mca coll dfccl), device buffers: chaos order of the new collectives np=4" $?
     # intercommunicators: device buffers staged for the other components
     for np in 2 5; do
         run 300 $np --mca coll_dfccl_verbose 3 -- t_inter_dev
