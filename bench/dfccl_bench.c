@@ -69,7 +69,10 @@ struct opts {
     int warmup, iters;
     int check;
     int stats;
+    int sync; /* before each timed call: SYNC_MPI, SYNC_DFCCL or SYNC_NONE */
 };
+
+enum { SYNC_MPI, SYNC_DFCCL, SYNC_NONE };
 
 static int g_rank, g_nranks;
 
@@ -472,9 +475,13 @@ static void usage(FILE *f)
                "  -n ITERS     timed iterations per size (default 20; scaled down from 16 MiB)\n"
                "  -C [0|1]     check the result of every timed iteration (default 1)\n"
                "  -p           print dfccl statistics summed over ranks at the end\n"
+               "  -s SYNC      before each timed call: mpi (default: MPI_Barrier), dfccl\n"
+               "               (dfcclBarrier on the benchmark's communicator) or none (calls back to\n"
+               "               back): where MPI's barrier spins, it sets the time on busy cores\n"
                "  -h           this help\n"
                "Columns: time is the median over iterations of the per-iteration maximum over\n"
-               "ranks, min(us) the minimum; #wrong counts wrong elements over ranks and iterations.\n");
+               "ranks, min(us) the minimum, p99(us) and max(us) the 99th percentile and the\n"
+               "slowest; #wrong counts wrong elements over ranks and iterations.\n");
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -490,10 +497,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->iters = 20;
     o->check = 1;
     o->stats = 0;
+    o->sync = SYNC_MPI;
 
     int c, v;
     opterr = 0;
-    while ((c = getopt(argc, argv, ":b:e:f:c:d:o:r:w:n:C::ph")) != -1) {
+    while ((c = getopt(argc, argv, ":b:e:f:c:d:o:r:w:n:C::ps:h")) != -1) {
         switch (c) {
         case 'b':
             if (parse_size(optarg, &o->minbytes))
@@ -557,6 +565,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             }
             break;
         case 'p': o->stats = 1; break;
+        case 's':
+            if (!strcmp(optarg, "mpi"))
+                o->sync = SYNC_MPI;
+            else if (!strcmp(optarg, "dfccl"))
+                o->sync = SYNC_DFCCL;
+            else if (!strcmp(optarg, "none"))
+                o->sync = SYNC_NONE;
+            else
+                die("-s %s: expected mpi, dfccl or none", optarg);
+            break;
         case 'h':
             if (g_rank == 0)
                 usage(stdout);
@@ -641,14 +659,16 @@ static void print_header(const struct opts *o)
         if (!strncmp(*e, "DFCCL_", 6) && strncmp(*e, "DFCCL_PREEMPT=", 14) &&
             strncmp(*e, "DFCCL_CHUNK_SIZE=", 17) && strncmp(*e, "DFCCL_ONESHOT_MAX=", 18))
             printf("# env %s\n", *e);
-    printf("# time: median over iterations of the slowest rank (MPI_Barrier before each);"
-           " min(us): fastest iteration\n");
+    printf("# sync before each timed call: %s\n",
+           o->sync == SYNC_MPI ? "MPI_Barrier" : o->sync == SYNC_DFCCL ? "dfcclBarrier" : "none (back to back)");
+    printf("# time: median over iterations of the slowest rank;"
+           " min(us): fastest iteration; p99(us), max(us): the same order statistics\n");
     printf("# #wrong: wrong elements, summed over ranks and checked iterations\n");
     printf("#\n");
-    printf("# %10s %12s %8s %6s %6s %8s %8s %8s %7s %8s\n", "size", "count", "type", "redop", "root", "time",
-           "algbw", "busbw", "#wrong", "min");
-    printf("# %10s %12s %8s %6s %6s %8s %8s %8s %7s %8s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)",
-           "(GB/s)", "", "(us)");
+    printf("# %10s %12s %8s %6s %6s %8s %8s %8s %7s %8s %8s %8s\n", "size", "count", "type", "redop", "root",
+           "time", "algbw", "busbw", "#wrong", "min", "p99", "max");
+    printf("# %10s %12s %8s %6s %6s %8s %8s %8s %7s %8s %8s %8s\n", "(B)", "(elements)", "", "", "", "(us)",
+           "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)");
     fflush(stdout);
 }
 
@@ -718,7 +738,12 @@ int main(int argc, char **argv)
                 if (have_ref)
                     memset(recvbuf, 0xA5, g.recv_elems * tsize); /* poison */
                 dfcclRequest_t req = NULL;
-                MPI_Barrier(MPI_COMM_WORLD);
+                if (o.sync == SYNC_MPI) {
+                    MPI_Barrier(MPI_COMM_WORLD);
+                } else if (o.sync == SYNC_DFCCL) {
+                    if (dfcclBarrier(comm, &req) != dfcclSuccess || dfcclWait(&req) != dfcclSuccess)
+                        die("dfcclBarrier: %s", dfcclGetLastError());
+                }
                 double t0 = MPI_Wtime();
                 submit(&o, comm, sendbuf, recvbuf, g.count, &req);
                 wait_req(&o, &req, g.count);
@@ -735,22 +760,25 @@ int main(int argc, char **argv)
             for (int it = 1; it < iters; it++)
                 if (maxtimes[it] < tmin)
                     tmin = maxtimes[it];
-            double tmed = median(maxtimes, iters);
+            double tmed = median(maxtimes, iters); /* sorts maxtimes */
+            double tp99 = maxtimes[(iters * 99 + 99) / 100 - 1], tmax = maxtimes[iters - 1];
             double algbw = (double)g.size_bytes / 1e9 / tmed;
             double busbw = algbw * bus_factor(o.coll, g_nranks);
             bw_sum += busbw;
             bw_n++;
 
             if (g_rank == 0) {
-                char ts[32], ms[32], ws[32];
+                char ts[32], ms[32], ws[32], ps[32], xs[32];
                 fmt_time(ts, sizeof ts, tmed * 1e6);
                 fmt_time(ms, sizeof ms, tmin * 1e6);
+                fmt_time(ps, sizeof ps, tp99 * 1e6);
+                fmt_time(xs, sizeof xs, tmax * 1e6);
                 if (o.check)
                     snprintf(ws, sizeof ws, "%" PRIu64, wrong_all);
                 else
                     snprintf(ws, sizeof ws, "N/A");
-                printf("  %10zu %12zu %8s %6s %6d %s %8.2f %8.2f %7s %s\n", g.size_bytes, g.count,
-                       type_names[o.type], redop, root, ts, algbw, busbw, ws, ms);
+                printf("  %10zu %12zu %8s %6s %6d %s %8.2f %8.2f %7s %s %s %s\n", g.size_bytes, g.count,
+                       type_names[o.type], redop, root, ts, algbw, busbw, ws, ms, ps, xs);
                 fflush(stdout);
             }
         }

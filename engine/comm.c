@@ -162,6 +162,7 @@ static dfcclResult_t net_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcc
                 eng_conn_t *cn = &eng_comm_conns(c, s, ch)[p];
                 cn->send_ctrl = (eng_conn_ctrl_t *)(shadow + k->shadow_off);
                 cn->send_data = (char *)cn->send_ctrl + eng_conn_ctrl_bytes();
+                cn->bell = NULL; /* the proxy rings the peer's */
             }
     }
     free(d);

@@ -18,12 +18,23 @@
 #include <string.h>
 #include <time.h>
 
+#include "eng_bell.h"
 #include "eng_comm.h"
 #include "eng_log.h"
 #include "algo.h"
 
 #define ENG_RING_ENTRIES       1024u
 #define ENG_SPINS_BEFORE_YIELD 64u
+/* Waiting, on a machine whose cores may be taken (more busy threads than cores): a
+ * thread spins, then yields, and blocks (a doorbell or a condition variable) once a
+ * yield shows that another thread wanted the core, or after the spin time. A blocked
+ * thread is woken by the event it waits for and preempts a busy process at once; a
+ * yielding one waits out that process's time slice (milliseconds). */
+#define ENG_YIELD_TAKEN_NS 20000ull   /* a yield this long: another thread ran */
+#define ENG_SPIN_NS        2000000ull /* spin and yield at most this long, then block */
+/* longest doorbell sleep: what rings no bell (an abort, a dead peer, a task of another
+ * communicator than the one slept on) is seen this late at worst */
+#define ENG_BLOCK_NS 1000000ull
 
 typedef struct {
     uint32_t id;
@@ -31,8 +42,11 @@ typedef struct {
     /* inbox (workers > 0; worker 0 appends) and sleep, under lock */
     pthread_mutex_t lock;
     pthread_cond_t cv;
-    uint32_t sleeping; /* worker 0: read by submitters without the lock */
+    uint32_t sleeping;     /* worker 0: read by submitters without the lock */
+    eng_bell_t *bell_wait; /* the doorbell it blocks on (written under lock; worker 0's
+                              read by submitters without it) */
     eng_wnode_t *in_head, *in_tail;
+    int contended; /* a yield of its own found the core taken: block, don't spin */
     /* this worker's own */
     eng_wnode_t *head, *tail;
 } eng_worker_t;
@@ -67,10 +81,12 @@ uint64_t eng_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void sleep_ns(uint64_t ns)
+/* Yield; 1 if another thread had the core meanwhile (then spinning costs time slices). */
+static int yield_taken(void)
 {
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
-    nanosleep(&ts, NULL);
+    const uint64_t t0 = eng_now_ns();
+    sched_yield();
+    return eng_now_ns() - t0 >= ENG_YIELD_TAKEN_NS;
 }
 
 static void abs_deadline(struct timespec *ts, uint64_t ns)
@@ -111,11 +127,15 @@ void eng_daemon_wait(struct dfccl_request *req)
 {
     /* yield rather than spin: on a machine with fewer cores than ranks the daemon
      * thread we wait for may need this core; with a core to spare the yield returns
-     * at once */
-    for (unsigned i = 0; i < 2000; i++) {
+     * at once. Sleep once a yield finds the core taken, or after the spin time. */
+    const uint64_t until = eng_now_ns() + ENG_SPIN_NS;
+    for (unsigned i = 0;; i++) {
         if (dfccl_load_acquire32(&req->done))
             return;
-        sched_yield();
+        if (i < ENG_SPINS_BEFORE_YIELD)
+            dfccl_cpu_relax();
+        else if (yield_taken() || eng_now_ns() >= until)
+            break;
     }
     __atomic_fetch_add(&D.waiters, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&D.done_lock);
@@ -158,6 +178,7 @@ static void task_done(eng_task_t *t)
 {
     struct dfccl_comm *c = t->comm;
     dfccl_store_release64(&c->slot_next[t->slot], t->seq + c->slots);
+    eng_bell_ring(&eng_seg_hdr(c, c->rank)->bell); /* the slot's next task may wait on it */
     stat_add(&c->stats.completed, 1);
     post_completion(t->req, (dfcclResult_t)__atomic_load_n(&t->result, __ATOMIC_ACQUIRE));
     free(t);
@@ -212,6 +233,8 @@ static void inbox_push(eng_worker_t *W, eng_wnode_t *n)
     W->in_tail = n;
     if (W->sleeping)
         pthread_cond_signal(&W->cv);
+    if (W->bell_wait)
+        eng_bell_kick(W->bell_wait);
     pthread_mutex_unlock(&W->lock);
 }
 
@@ -231,11 +254,34 @@ static void inbox_drain(eng_worker_t *W)
     }
 }
 
-/* Wake W from idle_sleep (a no-op when it is awake: it re-checks before sleeping). */
+/* W is about to sleep on b: count it in, and publish b for submitters to kick (before
+ * W's last look at its input). Returns the value to block on. */
+static uint32_t bell_enter(eng_worker_t *W, eng_bell_t *b)
+{
+    const uint32_t seq = eng_bell_enter(b);
+    pthread_mutex_lock(&W->lock);
+    __atomic_store_n(&W->bell_wait, b, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&W->lock);
+    return seq;
+}
+
+static void bell_leave(eng_worker_t *W, eng_bell_t *b)
+{
+    pthread_mutex_lock(&W->lock);
+    __atomic_store_n(&W->bell_wait, NULL, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&W->lock);
+    eng_bell_leave(b);
+}
+
+/* Wake W from idle_sleep or worker_block (a no-op when it is awake: it re-checks
+ * before sleeping). Under W's lock, a doorbell it blocks on is still mapped: W leaves
+ * it before it takes any input, a destroy marker included. */
 static void worker_wake(eng_worker_t *W)
 {
     pthread_mutex_lock(&W->lock);
     pthread_cond_signal(&W->cv);
+    if (W->bell_wait)
+        eng_bell_kick(W->bell_wait);
     pthread_mutex_unlock(&W->lock);
 }
 
@@ -397,6 +443,8 @@ static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
     uint64_t wait_start = now;
     unsigned spins = 0;
     int progressed = 0;
+    eng_bell_t *bell = NULL; /* preemption off, core contended: asleep on it after a look */
+    uint32_t bell_seq = 0;
 
     for (;;) {
         int moved = 0;
@@ -415,6 +463,12 @@ static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
                 n->channels_left--;
             }
             moved |= r != ENG_WAIT;
+        }
+        if (bell) {
+            if (!moved && n->channels_left)
+                eng_bell_block(bell, bell_seq, ENG_BLOCK_NS);
+            bell_leave(W, bell);
+            bell = NULL;
         }
         if (n->channels_left == 0) {
             part_finish(W, n, dfcclSuccess);
@@ -447,10 +501,24 @@ static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
         }
         if (check_stall(W, n, now))
             return 1;
-        if (++spins < ENG_SPINS_BEFORE_YIELD)
+        if (++spins < ENG_SPINS_BEFORE_YIELD) {
             dfccl_cpu_relax();
-        else
-            sched_yield(); /* ranks may outnumber cores: let the peer we wait for run */
+        } else if (yield_taken()) { /* ranks may outnumber cores: let the peer we wait for run */
+            if (!D.sp.preempt) {
+                /* preemption off: stay with this task, asleep on its doorbell once the
+                 * next look finds nothing */
+                bell = &eng_seg_hdr(c, c->rank)->bell;
+                bell_seq = bell_enter(W, bell);
+                continue;
+            }
+            /* the core is contended: stop spinning here, so the worker can block on a
+             * doorbell until the peer rings it (a preemption like any other) */
+            W->contended = 1;
+            stat_add(&c->stats.preemptions, 1);
+            stat_add(&c->stats.stalls, !progressed);
+            stat_add(&c->stats.stall_ns, eng_now_ns() - wait_start);
+            return progressed;
+        }
     }
 }
 
@@ -475,7 +543,8 @@ static void idle_sleep(eng_worker_t *W)
     while (eng_now_ns() < until) {
         if (has_input(W) || DFCCL_READ_ONCE(D.stop))
             return;
-        sched_yield();
+        if (yield_taken())
+            break; /* the core is wanted: a submission wakes a sleeper sooner */
     }
     pthread_mutex_lock(&W->lock);
     __atomic_store_n(&W->sleeping, 1, __ATOMIC_SEQ_CST);
@@ -488,6 +557,25 @@ static void idle_sleep(eng_worker_t *W)
     }
     __atomic_store_n(&W->sleeping, 0, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&W->lock);
+}
+
+static int worker_pass(eng_worker_t *W);
+
+/* Every task of W waits on peers: block on the doorbell of the first one's
+ * communicator (this rank's segment there), which its peers and proxy ring when they
+ * post or credit, and which a submission kicks. Returns 1 if the last look moved a task. */
+static int worker_block(eng_worker_t *W)
+{
+    struct dfccl_comm *c = W->head->comm;
+    eng_bell_t *b = &eng_seg_hdr(c, c->rank)->bell;
+    const uint32_t seq = bell_enter(W, b);
+    /* the last look: a task that moves here raced the sleep. c outlives it, since only
+     * this worker's taking of input can complete c's destroy */
+    const int moved = has_input(W) || DFCCL_READ_ONCE(D.stop) || worker_pass(W);
+    if (!moved)
+        eng_bell_block(b, seq, ENG_BLOCK_NS);
+    bell_leave(W, b);
+    return moved;
 }
 
 /* One pass over W's list. Returns 1 if any task moved. */
@@ -527,15 +615,19 @@ static void *worker_main(void *arg)
             continue;
         }
         /* every task stalled: yield the core (peers may share it) for a while, and
-         * only after 2 ms without progress sleep between passes, so a long stall does
-         * not burn a core while a short one costs no wake-up latency */
+         * block on a doorbell once a yield finds the core taken or after the spin
+         * time, so a long stall does not burn a core while a short one costs no
+         * wake-up latency */
         uint64_t now = eng_now_ns();
-        if (worker_pass(W))
+        if (worker_pass(W)) {
             stalled_since = now;
-        else if (now - stalled_since < 2000000ull)
-            sched_yield();
-        else
-            sleep_ns(50000);
+        } else if (W->head && (W->contended || now - stalled_since >= ENG_SPIN_NS)) {
+            W->contended = 0;
+            if (worker_block(W))
+                stalled_since = eng_now_ns();
+        } else if (yield_taken()) {
+            W->contended = 1;
+        }
     }
     return NULL;
 }
@@ -637,8 +729,10 @@ dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
     }
     eng_ring_commit(&D.ring, e);
     pthread_mutex_unlock(&D.sq_lock);
-    dfccl_fence_seq_cst(); /* publish before reading `sleeping`: pairs with idle_sleep */
-    if (__atomic_load_n(&D.w[0].sleeping, __ATOMIC_SEQ_CST))
+    dfccl_fence_seq_cst(); /* publish before reading `sleeping`: pairs with idle_sleep and
+                              worker_block */
+    if (__atomic_load_n(&D.w[0].sleeping, __ATOMIC_SEQ_CST) ||
+        __atomic_load_n(&D.w[0].bell_wait, __ATOMIC_SEQ_CST))
         worker_wake(&D.w[0]);
     return dfcclSuccess;
 }

@@ -87,12 +87,21 @@ typedef struct {
     uint64_t bytes[ENG_MAX_FIFO_DEPTH]; /* size of each posted step */
 } eng_conn_ctrl_t;
 
+/* A rank's doorbell (CPU daemon; engine/eng_bell.h): a futex word its peers bump after
+ * they post a step to it or give it credit, while one of its daemon threads sleeps. */
+typedef struct {
+    uint32_t seq;      /* bumped by each ring that finds a sleeper */
+    uint32_t sleepers; /* daemon threads of the owner blocked on seq */
+} eng_bell_t;
+
 /* Header at the start of each rank's segment. */
 typedef struct {
     uint64_t magic;
     uint64_t arrived; /* collectives this rank has submitted on the communicator */
     uint64_t closed;  /* net transport: the peer left cleanly (written in my shadow of it) */
     char pad[DFCCL_CACHELINE - 3 * sizeof(uint64_t)];
+    eng_bell_t bell; /* its own line: rung by every peer */
+    char pad2[DFCCL_CACHELINE - sizeof(eng_bell_t)];
 } eng_seg_hdr_t;
 
 /* This rank's view of the two directions of a connection with one peer. */
@@ -111,6 +120,8 @@ typedef struct {
     uint32_t ll_salt; /* the communicator's LL flag salt (eng_ll_flag), the same at both ends */
     uint64_t credit;  /* GPU LL: the peer's `consumed` as last read here (a lower bound),
                         so the credit is reread only when the FIFO looks full */
+    eng_bell_t *bell; /* CPU, shared-memory peer: its doorbell, rung after each post and
+                         consume (NULL: net peers, whose proxy rings; the GPU) */
 } eng_conn_t;
 
 /* Everything an algorithm needs about the communicator and the buffers. */

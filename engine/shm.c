@@ -299,6 +299,7 @@ dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAl
                 cn->sent = cn->recvd = 0;
                 cn->rchunk = cn->schunk = c->chunk;
                 cn->ll_salt = eng_ll_salt(c->uid);
+                cn->bell = c->segs[p] ? &eng_seg_hdr(c, p)->bell : NULL;
             }
     c->stats.shm_bytes = c->seg_size;
     return dfcclSuccess;

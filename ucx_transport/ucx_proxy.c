@@ -33,6 +33,7 @@
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
+#include "eng_bell.h"
 #include "eng_comm.h"
 #include "eng_config.h"
 #include "eng_log.h"
@@ -113,6 +114,7 @@ struct eng_net_comm {
     net_am_hdr_t *bye; /* [nranks]: stable headers of the goodbye messages */
     uint64_t inflight; /* rendezvous receives not yet completed (atomic: every proxy's) */
     int closing;       /* this rank is tearing the communicator down */
+    eng_bell_t *bell;  /* my doorbell (my segment's header), rung after a step or credit lands */
     struct eng_net_comm *next;
 };
 
@@ -234,7 +236,10 @@ static net_conn_t *conn_of(const net_am_hdr_t *h, struct eng_net_comm **nc_p)
  * communicator fails. */
 static void step_landed(struct eng_net_comm *nc, net_conn_t *k, uint64_t step, uint64_t len, uint64_t total)
 {
-    if (net_land_piece(&k->in, k->got, k->local_ctrl, nc->depth, step, len, total) < 0) {
+    const int landed = net_land_piece(&k->in, k->got, k->local_ctrl, nc->depth, step, len, total);
+    if (landed > 0 && nc->bell)
+        eng_bell_ring(nc->bell); /* a daemon thread here may sleep on it */
+    if (landed < 0) {
         dfccl_error("communicator %016llx: step %llu from rank %d is outside its window (%llu published), "
                     "landed already or overfills its %llu bytes; communicator aborted",
                     (unsigned long long)nc->uid, (unsigned long long)step, k->peer,
@@ -315,8 +320,11 @@ static ucs_status_t am_credit(void *arg, const void *header, size_t header_lengt
     net_conn_t *k;
     if (header_length == sizeof(h)) {
         memcpy(&h, header, sizeof(h));
-        if ((k = conn_of(&h, &nc)) && h.step > dfccl_load_acquire64(&k->shadow_ctrl->consumed))
+        if ((k = conn_of(&h, &nc)) && h.step > dfccl_load_acquire64(&k->shadow_ctrl->consumed)) {
             dfccl_store_release64(&k->shadow_ctrl->consumed, h.step);
+            if (nc->bell)
+                eng_bell_ring(nc->bell);
+        }
     }
     return UCS_OK;
 }
@@ -815,6 +823,7 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     nc->rank = me;
     nc->nranks = N;
     nc->depth = L->depth;
+    nc->bell = L->seg ? &((eng_seg_hdr_t *)L->seg)->bell : NULL;
     nc->abort_words[0] = L->abort_words[0];
     nc->abort_words[1] = L->abort_words[1];
     /* a local failure is reported through the exchange below: every rank takes part

@@ -192,6 +192,33 @@ run_case "t_chaos[threads=2,channels=4,DFCCL_PREEMPT=0,DFCCL_TIMEOUT=2000 must t
     -x DFCCL_CPU_THREADS=2 -x DFCCL_CHANNELS=4 -x DFCCL_PREEMPT=0 -x DFCCL_TIMEOUT=2000 -- t_chaos 20 \
     --deadline 90 --expect-timeout
 
+# ------------------------------------------------------------------ busy machine
+# Two busy-loop processes beside the ranks, so runnable threads outnumber the cores:
+# waits block on doorbells instead of spinning out time slices. Results stay exact,
+# the chaos order still completes, and with preemption off it still hangs (a worker
+# that blocks on a contended core stays with its task).
+BUSY=()
+busy_start() {
+    for _ in 1 2; do
+        sh -c 'while :; do :; done' &
+        BUSY+=($!)
+    done
+}
+busy_stop() {
+    [ ${#BUSY[@]} -gt 0 ] || return 0
+    kill "${BUSY[@]}" 2>/dev/null
+    wait "${BUSY[@]}" 2>/dev/null
+    BUSY=()
+}
+trap busy_stop EXIT
+busy_start
+run_case "t_chaos[2 busy processes]" 4 120 -- t_chaos 20 --deadline 90
+run_case "t_vcolls[2 busy processes,chaos]" 3 120 -- t_vcolls --chaos 6 --deadline 90
+run_case "t_matrix[2 busy processes,threads=2,channels=4]" 2 180 -x DFCCL_CPU_THREADS=2 -x DFCCL_CHANNELS=4 \
+    -- t_matrix --quick
+hang_proof "2 busy processes"
+busy_stop
+
 # ------------------------------------------------------------------ killed ranks
 # Ranks raise SIGKILL with communicators alive: no segment of theirs may remain.
 killed_case() {
