@@ -20,6 +20,7 @@
 
 #include "eng_bell.h"
 #include "eng_comm.h"
+#include "eng_cpu_wait.h"
 #include "eng_log.h"
 #include "algo.h"
 
@@ -127,16 +128,18 @@ void eng_daemon_wait(struct dfccl_request *req)
 {
     /* yield rather than spin: on a machine with fewer cores than ranks the daemon
      * thread we wait for may need this core; with a core to spare the yield returns
-     * at once. Sleep once a yield finds the core taken, or after the spin time. */
+     * at once. Sleep once the cores are contended, or after the spin time. */
     const uint64_t until = eng_now_ns() + ENG_SPIN_NS;
     for (unsigned i = 0;; i++) {
         if (dfccl_load_acquire32(&req->done))
             return;
         if (i < ENG_SPINS_BEFORE_YIELD)
             dfccl_cpu_relax();
-        else if (yield_taken() || eng_now_ns() >= until)
+        else if (eng_cores_contended() || yield_taken() || eng_now_ns() >= until)
             break;
     }
+    /* a short slice while asleep: the completion's wake preempts a busy thread */
+    const uint64_t slice = eng_thread_slice_short();
     __atomic_fetch_add(&D.waiters, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&D.done_lock);
     while (!dfccl_load_acquire32(&req->done)) {
@@ -146,6 +149,7 @@ void eng_daemon_wait(struct dfccl_request *req)
     }
     pthread_mutex_unlock(&D.done_lock);
     __atomic_fetch_sub(&D.waiters, 1, __ATOMIC_SEQ_CST);
+    eng_thread_slice_restore(slice);
 }
 
 /* ---- task lists ------------------------------------------------------------------------ */
@@ -503,7 +507,8 @@ static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
             return 1;
         if (++spins < ENG_SPINS_BEFORE_YIELD) {
             dfccl_cpu_relax();
-        } else if (yield_taken()) { /* ranks may outnumber cores: let the peer we wait for run */
+        } else if (eng_cores_contended() || yield_taken()) {
+            /* ranks may outnumber cores: let the peer we wait for run */
             if (!D.sp.preempt) {
                 /* preemption off: stay with this task, asleep on its doorbell once the
                  * next look finds nothing */
@@ -543,7 +548,7 @@ static void idle_sleep(eng_worker_t *W)
     while (eng_now_ns() < until) {
         if (has_input(W) || DFCCL_READ_ONCE(D.stop))
             return;
-        if (yield_taken())
+        if (eng_cores_contended() || yield_taken())
             break; /* the core is wanted: a submission wakes a sleeper sooner */
     }
     pthread_mutex_lock(&W->lock);
@@ -605,6 +610,7 @@ static int worker_pass(eng_worker_t *W)
 static void *worker_main(void *arg)
 {
     eng_worker_t *W = arg;
+    (void)eng_thread_slice_short(); /* woken by a peer, run at once (cpu_wait.c) */
     uint64_t stalled_since = eng_now_ns();
     for (;;) {
         take_input(W);
@@ -621,7 +627,7 @@ static void *worker_main(void *arg)
         uint64_t now = eng_now_ns();
         if (worker_pass(W)) {
             stalled_since = now;
-        } else if (W->head && (W->contended || now - stalled_since >= ENG_SPIN_NS)) {
+        } else if (W->head && (W->contended || eng_cores_contended() || now - stalled_since >= ENG_SPIN_NS)) {
             W->contended = 0;
             if (worker_block(W))
                 stalled_since = eng_now_ns();
