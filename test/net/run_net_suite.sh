@@ -24,7 +24,10 @@
 #               once and destroyed while one stays open, so every one reuses the
 #               endpoints to the same peers: no file descriptor or thread may be
 #               gained, nor more than 8 MiB of resident memory; ranks run under
-#               ulimit -n 256; default UCX_TLS and UCX_TLS=tcp,self (fewer rounds)
+#               ulimit -n 256; default UCX_TLS and UCX_TLS=tcp,self (fewer rounds);
+#               and --keep-sub over tcp: the kept communicator leaves out the last
+#               rank, whose workers are new every round (the endpoints to its old
+#               ones must be closed)
 #   killed      t_netkill: a rank dies by SIGKILL during a collective; the others'
 #               pending collective must fail within a bounded time, not hang (peers
 #               on this host: the proxy's process watch; with DFCCL_HOST by parity,
@@ -225,6 +228,7 @@ CASES+=("t_chaos[net=ucx] np=4" "t_chaos[net=ucx,DFCCL_PREEMPT=0 must hang] np=4
     "t_netkill[1000 communicators, shared endpoints] np=2" "t_netkill[1000 communicators, shared endpoints] np=3"
     "t_netkill[400 communicators, shared endpoints, UCX_TLS=tcp,self] np=2"
     "t_netkill[400 communicators, shared endpoints, UCX_TLS=tcp,self] np=3"
+    "t_netkill[300 communicators, shared endpoints, a peer's workers renewed, UCX_TLS=tcp,self] np=3"
     "t_netkill[4 communicators on shared endpoints] np=3"
     "t_netkill[4 communicators on shared endpoints, other-host and same-host peers] np=4"
     "t_netkill[victim waits] np=2" "t_netkill[victim waits] np=4"
@@ -418,6 +422,8 @@ for np in 2 3; do
     run_case "t_netkill[400 communicators, shared endpoints, UCX_TLS=tcp,self]" "$np" 120 ucx -x UCX_TLS=tcp,self \
         -- "$FDLIM" "$NETBIN/t_netkill" --teardown 400 --keep
 done
+run_case "t_netkill[300 communicators, shared endpoints, a peer's workers renewed, UCX_TLS=tcp,self]" 3 120 ucx \
+    -x UCX_TLS=tcp,self -- "$FDLIM" "$NETBIN/t_netkill" --teardown 300 --keep-sub
 
 killed_case "t_netkill[victim waits]" 2
 killed_case "t_netkill[victim waits]" 4

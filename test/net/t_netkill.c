@@ -9,7 +9,7 @@
  * running after the victim dies (test/net/run_net_suite.sh does).
  *
  * usage: t_netkill [--probe] [--victim R] [--count N] [--mid] [--deadline SEC]
- *                  [--survivor-comm] [--comms K] [--teardown N [--keep]]
+ *                  [--survivor-comm] [--comms K] [--teardown N [--keep | --keep-sub]]
  *   --probe          no kill: create a communicator, run one checked allreduce,
  *                    destroy, finalize; rank 0 prints "OK". If dfcclCommInit says
  *                    dfcclUnsupported (library built without UCX), rank 0 prints
@@ -41,6 +41,9 @@
  *                    rounds (checked with an allreduce at the end), so the UCX
  *                    context and workers live on and every round's communicator
  *                    reuses the endpoints to the same peers; the limits above hold
+ *   --keep-sub       like --keep, but the kept communicator leaves out the last rank
+ *                    (3 ranks or more): its UCX workers go and come back every round,
+ *                    and the others must let go of the endpoints to its old ones
  *
  * Output of each survivor: "OK: peer failure reported on rank R after T s: result N
  * (name): last error" after its pending allreduce failed, a posted-after-failure
@@ -132,6 +135,9 @@ int main(int argc, char **argv)
 
     int teardown = tc_arg_value(argc, argv, "--teardown") ? atoi(tc_arg_value(argc, argv, "--teardown")) : 0;
     int keep = tc_arg_flag(argc, argv, "--keep");
+    int keep_sub = tc_arg_flag(argc, argv, "--keep-sub");
+    if (keep_sub && tc_size < 3)
+        TC_FAIL("--keep-sub needs at least 3 ranks, got %d", tc_size);
     int ncomms = tc_arg_value(argc, argv, "--comms") ? atoi(tc_arg_value(argc, argv, "--comms")) : 1;
     if (ncomms < 1 || ncomms > 64)
         TC_FAIL("--comms takes 1 to 64, got %d", ncomms);
@@ -155,6 +161,13 @@ int main(int argc, char **argv)
         dfcclComm_t kept = keep ? comm : NULL;
         if (!keep)
             CHECK(dfcclCommDestroy(comm));
+        MPI_Comm sub = MPI_COMM_NULL;
+        if (keep_sub) {
+            MPI_CHECK(
+                MPI_Comm_split(MPI_COMM_WORLD, tc_rank == tc_size - 1 ? MPI_UNDEFINED : 0, tc_rank, &sub));
+            if (sub != MPI_COMM_NULL)
+                CHECK(dfcclCommInitMPI(&kept, sub));
+        }
         int fds0 = -1, tasks0 = -1;
         long rss0 = -1;
         for (int round = 0; round < teardown; round++) {
@@ -189,9 +202,26 @@ int main(int argc, char **argv)
         const int fds1 = proc_entries("/proc/self/fd"), tasks1 = proc_entries("/proc/self/task");
         const long rss1 = proc_rss_kb();
         if (kept) {
-            tc_checked_allreduce(kept, "allreduce on the kept communicator");
+            tc_case_t k;
+            memset(&k, 0, sizeof k);
+            k.coll = TC_ALLREDUCE;
+            k.t = dfcclFloat32;
+            k.op = dfcclSum;
+            k.count = count;
+            k.seed = 77;
+            k.comm = kept;
+            k.P = sub != MPI_COMM_NULL ? tc_size - 1 : tc_size;
+            k.me = tc_rank;
+            tc_case_setup(&k);
+            tc_case_submit(&k);
+            CHECK(dfcclWait(&k.req));
+            if (tc_case_check(&k))
+                TC_FAIL("allreduce on the kept communicator gave wrong results");
+            tc_case_free(&k);
             CHECK(dfcclCommDestroy(kept));
         }
+        if (sub != MPI_COMM_NULL)
+            MPI_Comm_free(&sub);
         printf(
             "rank %d: after round 10: %d fds, %d threads, rss %ld kB; after %d: %d fds, %d threads, rss %ld "
             "kB\n",
