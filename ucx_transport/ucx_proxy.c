@@ -18,9 +18,17 @@
  * message for a communicator this rank has already destroyed is dropped by our handler
  * instead of landing in freed memory.
  *
- * A peer whose endpoint fails (killed process, lost link) aborts the communicator, so
- * its pending collectives fail instead of hanging. The proxy spins while there is traffic
- * and sleeps on the worker's event fd when idle. */
+ * Endpoints belong to the process, not to a communicator: one per (worker, peer worker
+ * address), found in the worker's cache and counted by the communicators that use it
+ * (messages name their communicator, so they share it freely). An endpoint with no user
+ * left stays cached until the worker goes (the process's last net communicator), the
+ * peer's process exits or shows a new worker: closing it earlier would race a peer that
+ * still uses (or has just reused) the pair, and leaves UCX state behind at the peer.
+ *
+ * A peer whose endpoint fails (killed process, lost link) aborts every communicator
+ * using that endpoint, so their pending collectives fail instead of hanging; the
+ * endpoint leaves the cache. The proxy spins while there is traffic and sleeps on the
+ * worker's event fd when idle. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -89,10 +97,21 @@ struct net_conn {
     unsigned ncred;
 };
 
-typedef struct {
-    struct eng_net_comm *nc;
-    int peer;
-} net_peer_ref_t;
+/* An endpoint to one worker of a peer process, shared by the communicators that reach
+ * that peer through this worker. Under its proxy's lock. */
+typedef struct net_ep {
+    ucp_ep_h ep;
+    uint32_t px;    /* the worker (proxy) it is on */
+    int peer_mode;  /* UCP_ERR_HANDLING_MODE_PEER (another host), else NONE (see ep_create) */
+    int32_t pid;    /* same host: the peer's process, watched by the proxy; else 0 */
+    uint32_t refs;  /* communicators using it */
+    int retired;    /* failed, or its peer has a new worker: out of the cache, closed when unused */
+    int failed;     /* endpoint error, or the peer's process exited */
+    char host[128]; /* the peer's where_am_i: with pid, which process it reaches */
+    struct net_ep *next;
+    size_t addr_len;
+    unsigned char addr[]; /* the peer worker's address: the cache key */
+} net_ep_t;
 
 struct eng_net_comm {
     uint32_t id;
@@ -102,10 +121,9 @@ struct eng_net_comm {
     int32_t *abort_words[2]; /* the communicator's abort words */
     uint32_t npx;            /* proxies it uses: the fewest any of its ranks runs */
     char **shadow;           /* [nranks]: my shadow of peer p's connections (net peers only) */
-    ucp_ep_h *ep;            /* [npx][nranks]: proxy i's endpoint to the peer's worker i */
+    net_ep_t **ep;           /* [npx][nranks]: proxy i's endpoint to the peer's worker i */
     uint32_t *peer_id;       /* [nranks]: the peer's id of this communicator */
-    int32_t *watch_pid;      /* [nranks]: same-host peer's process, checked by the proxy */
-    net_peer_ref_t *refs;    /* [nranks]: error-handler arguments */
+    int32_t *watch_pid;      /* [nranks]: same-host peer's process (its steps go eager) */
     size_t *peer_first;      /* [nranks]: the peer's first connection in conns */
     uint32_t *peer_count;    /* [nranks] */
     net_conn_t *conns;
@@ -124,6 +142,7 @@ typedef struct {
     ucp_worker_h worker;
     int efd;
     pthread_t thread;
+    net_ep_t *eps; /* the endpoints on this worker, retired ones until unused */
 } net_proxy_t;
 
 /* Locks: U.lock (set-up, teardown, refs), then px[0..n-1].lock. The list and the table
@@ -142,7 +161,7 @@ static struct {
 } U = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Proxy i's endpoint to peer p's worker i. */
-static ucp_ep_h *ep_of(const struct eng_net_comm *nc, uint32_t i, int p)
+static net_ep_t **ep_of(const struct eng_net_comm *nc, uint32_t i, int p)
 {
     return &nc->ep[(size_t)i * (size_t)nc->nranks + (size_t)p];
 }
@@ -206,11 +225,25 @@ static void peer_lost(struct eng_net_comm *nc, int p, const char *why)
     net_abort(nc);
 }
 
+/* Endpoint e failed or its peer's process exited: every live communicator using it loses
+ * that peer, and no later one gets it. Called with e's proxy lock held (the list of
+ * communicators changes only under every proxy lock); a communicator still in set-up
+ * checks its endpoints when it joins the list. The endpoint itself is closed outside
+ * UCX's progress, once unused (ep_reap). */
+static void ep_failed(net_ep_t *e, const char *why)
+{
+    e->retired = e->failed = 1;
+    for (struct eng_net_comm *nc = U.comms; nc; nc = nc->next)
+        if (e->px < nc->npx)
+            for (int p = 0; p < nc->nranks; p++)
+                if (*ep_of(nc, e->px, p) == e)
+                    peer_lost(nc, p, why);
+}
+
 static void peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     (void)ep;
-    net_peer_ref_t *ref = arg;
-    peer_lost(ref->nc, ref->peer, ucs_status_string(status));
+    ep_failed(arg, ucs_status_string(status));
 }
 
 /* ---- receiving: the active-message handlers (run by the proxy inside progress) ------- */
@@ -375,7 +408,7 @@ static int am_send(ucp_ep_h ep, int eager, unsigned id, const net_am_hdr_t *h, c
 static int proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
 {
     const int p = k->peer;
-    ucp_ep_h ep = *ep_of(nc, k->px, p);
+    ucp_ep_h ep = (*ep_of(nc, k->px, p))->ep;
     int moved = 0;
     if (DFCCL_READ_ONCE(nc->dead[p]))
         return 0;
@@ -424,13 +457,60 @@ static int proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
 }
 
 /* Same-host peers' endpoints carry no error handling (see ep_create): a peer whose
- * process is gone is found here. */
-static void watch_peers(struct eng_net_comm *nc)
+ * process is gone is found here. Called with P's lock held. */
+static void watch_peers(net_proxy_t *P)
 {
-    for (int p = 0; p < nc->nranks; p++)
-        if (nc->watch_pid[p] && !DFCCL_READ_ONCE(nc->dead[p]) && kill(nc->watch_pid[p], 0) != 0 &&
-            errno == ESRCH)
-            peer_lost(nc, p, "its process exited");
+    for (net_ep_t *e = P->eps; e; e = e->next)
+        if (e->pid && !e->failed && kill(e->pid, 0) != 0 && errno == ESRCH)
+            ep_failed(e, "its process exited");
+}
+
+/* Wait for an operation (flush, close) to finish, progressing the worker; gives up
+ * after `ns` (a peer that stopped answering). Returns 0 when it finished. */
+static int wait_request(ucp_worker_h worker, ucs_status_ptr_t r, uint64_t ns)
+{
+    if (!UCS_PTR_IS_PTR(r))
+        return 0;
+    const uint64_t t0 = eng_now_ns();
+    while (ucp_request_check_status(r) == UCS_INPROGRESS && eng_now_ns() - t0 < ns)
+        ucp_worker_progress(worker);
+    const int done = ucp_request_check_status(r) != UCS_INPROGRESS;
+    if (!done)
+        ucp_request_cancel(worker, r);
+    ucp_request_free(r);
+    return done ? 0 : -1;
+}
+
+/* Closes and frees an endpoint no communicator uses, taken off its list. FORCE is valid
+ * only where both ends handle errors (another host's peer: it takes our leaving for a
+ * failure of a communicator it has already said goodbye to); a same-host endpoint,
+ * created without error handling, is flushed and closed. Called with its proxy's lock
+ * held, not from within UCX's progress (it progresses the worker). */
+static void ep_close(net_proxy_t *P, net_ep_t *e)
+{
+    ucp_request_param_t prm;
+    memset(&prm, 0, sizeof(prm));
+    if (e->peer_mode) {
+        prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    }
+    wait_request(P->worker, ucp_ep_close_nbx(e->ep, &prm), 1000000000ull);
+    free(e);
+}
+
+/* Closes P's retired endpoints that no communicator uses any more; `all`: every unused
+ * one (the worker is going). Called with P's lock held, outside UCX's progress. */
+static void ep_reap(net_proxy_t *P, int all)
+{
+    for (net_ep_t **pp = &P->eps; *pp;) {
+        net_ep_t *e = *pp;
+        if (e->refs == 0 && (e->retired || all)) {
+            *pp = e->next;
+            ep_close(P, e);
+        } else {
+            pp = &e->next;
+        }
+    }
 }
 
 static void *proxy_main(void *arg)
@@ -445,14 +525,13 @@ static void *proxy_main(void *arg)
             break;
         }
         const uint64_t t = eng_now_ns();
-        const int watch = P->idx == 0 && t - last_watch > NET_WATCH_NS; /* one proxy watches */
-        if (watch)
+        if (t - last_watch > NET_WATCH_NS) {
             last_watch = t;
+            watch_peers(P);
+        }
         for (struct eng_net_comm *nc = U.comms; nc; nc = nc->next) {
             if (net_aborted(nc))
                 continue;
-            if (watch)
-                watch_peers(nc);
             for (size_t i = 0; i < nc->nconns; i++) {
                 if (nc->conns[i].px != P->idx)
                     continue;
@@ -468,6 +547,7 @@ static void *proxy_main(void *arg)
         }
         while (ucp_worker_progress(P->worker))
             moved = 1;
+        ep_reap(P, 0); /* endpoints that failed in there, if unused */
         pthread_mutex_unlock(&P->lock);
 
         uint64_t now = eng_now_ns();
@@ -497,8 +577,12 @@ static void proxies_stop(uint32_t n, uint32_t running)
     for (uint32_t i = 0; i < running; i++)
         pthread_join(U.px[i].thread, NULL);
     for (uint32_t i = 0; i < n; i++) {
-        if (U.px[i].worker)
+        if (U.px[i].worker) {
+            pthread_mutex_lock(&U.px[i].lock);
+            ep_reap(&U.px[i], 1); /* no communicator is left to use them */
+            pthread_mutex_unlock(&U.px[i].lock);
             ucp_worker_destroy(U.px[i].worker);
+        }
         U.px[i].worker = NULL;
         pthread_mutex_destroy(&U.px[i].lock);
     }
@@ -692,8 +776,7 @@ static void where_am_i(char *buf, size_t len)
  * PEER mode (rc, dc, ud and tcp all support it). Without error handling a transport
  * error is fatal to the process, and a rendezvous (cma) from a peer that just died is
  * one: steps to same-host peers travel eager, through shared-memory buffers only. */
-static ucs_status_t ep_create(ucp_worker_h worker, const void *addr, int peer_mode, net_peer_ref_t *ref,
-                              ucp_ep_h *ep_p)
+static ucs_status_t ep_create(ucp_worker_h worker, const void *addr, int peer_mode, net_ep_t *e)
 {
     ucp_ep_params_t ep;
     memset(&ep, 0, sizeof(ep));
@@ -703,12 +786,9 @@ static ucs_status_t ep_create(ucp_worker_h worker, const void *addr, int peer_mo
     if (peer_mode) {
         ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
         ep.err_handler.cb = peer_failed;
-        ep.err_handler.arg = ref;
+        ep.err_handler.arg = e;
     }
-    ucs_status_t st = ucp_ep_create(worker, &ep, ep_p);
-    if (st != UCS_OK)
-        *ep_p = NULL;
-    return st;
+    return ucp_ep_create(worker, &ep, &e->ep);
 }
 
 /* At DFCCL_LOG_LEVEL=debug: the UCX transports (lanes) and protocol ranges UCX chose for
@@ -733,20 +813,47 @@ static void ep_describe(ucp_ep_h ep, int peer, uint32_t worker)
     free(text);
 }
 
-/* Wait for an operation (flush, close) to finish, progressing the worker; gives up
- * after `ns` (a peer that stopped answering). Returns 0 when it finished. */
-static int wait_request(ucp_worker_h worker, ucs_status_ptr_t r, uint64_t ns)
+/* A reference to P's endpoint to the worker at `addr` of the process `pid` on `host`
+ * (pid 0: another host), made if the cache has none. An unretired endpoint to another
+ * worker of that process is retired: the process made a new worker, so the old one is
+ * gone. Called with P's lock held; NULL and *st_p on failure. */
+static net_ep_t *ep_get(net_proxy_t *P, const void *addr, size_t addr_len, const char *host, int32_t pid,
+                        int peer_mode, int peer, ucs_status_t *st_p)
 {
-    if (!UCS_PTR_IS_PTR(r))
-        return 0;
-    const uint64_t t0 = eng_now_ns();
-    while (ucp_request_check_status(r) == UCS_INPROGRESS && eng_now_ns() - t0 < ns)
-        ucp_worker_progress(worker);
-    const int done = ucp_request_check_status(r) != UCS_INPROGRESS;
-    if (!done)
-        ucp_request_cancel(worker, r);
-    ucp_request_free(r);
-    return done ? 0 : -1;
+    for (net_ep_t *e = P->eps; e; e = e->next) {
+        if (e->retired)
+            continue;
+        if (e->addr_len == addr_len && !memcmp(e->addr, addr, addr_len) && e->peer_mode == peer_mode) {
+            e->refs++;
+            return e;
+        }
+        if (pid && e->pid == pid && !strncmp(e->host, host, sizeof(e->host)))
+            e->retired = 1; /* closed by ep_reap once unused */
+    }
+    net_ep_t *e = calloc(1, sizeof(*e) + addr_len);
+    if (!e) {
+        *st_p = UCS_ERR_NO_MEMORY;
+        return NULL;
+    }
+    *e = (net_ep_t){.px = P->idx, .peer_mode = peer_mode, .pid = pid, .refs = 1, .addr_len = addr_len};
+    snprintf(e->host, sizeof(e->host), "%s", host);
+    memcpy(e->addr, addr, addr_len);
+    if ((*st_p = ep_create(P->worker, addr, peer_mode, e)) != UCS_OK) {
+        free(e);
+        return NULL;
+    }
+    ep_describe(e->ep, peer, P->idx);
+    e->next = P->eps;
+    P->eps = e;
+    return e;
+}
+
+/* A communicator lets go of endpoint e; a retired one is closed when unused. Called with
+ * e's proxy lock held, outside UCX's progress. */
+static void ep_put(net_ep_t *e)
+{
+    if (--e->refs == 0 && e->retired)
+        ep_reap(&U.px[e->px], 0);
 }
 
 /* Called with U.lock and every proxy lock held. */
@@ -756,16 +863,9 @@ static void net_free_locked(struct eng_net_comm *nc)
     if (U.by_id[nc->id % NET_MAX_COMMS] == nc)
         U.by_id[nc->id % NET_MAX_COMMS] = NULL;
     for (uint32_t i = 0; nc->ep && i < nc->npx; i++)
-        for (int p = 0; p < N; p++) {
-            ucp_ep_h ep = *ep_of(nc, i, p);
-            if (!ep)
-                continue;
-            ucp_request_param_t prm;
-            memset(&prm, 0, sizeof(prm));
-            prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-            prm.flags = UCP_EP_CLOSE_FLAG_FORCE; /* the peer may be gone */
-            wait_request(U.px[i].worker, ucp_ep_close_nbx(ep, &prm), 1000000000ull);
-        }
+        for (int p = 0; p < N; p++)
+            if (*ep_of(nc, i, p))
+                ep_put(*ep_of(nc, i, p)); /* shared: it stays for the peer's later communicators */
     for (int p = 0; nc->shadow && p < N; p++)
         free(nc->shadow[p]);
     for (size_t i = 0; nc->conns && i < nc->nconns; i++) {
@@ -777,7 +877,6 @@ static void net_free_locked(struct eng_net_comm *nc)
     free(nc->ep);
     free(nc->peer_id);
     free(nc->watch_pid);
-    free(nc->refs);
     free(nc->peer_first);
     free(nc->peer_count);
     free(nc->dead);
@@ -833,17 +932,16 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
         goto local_done;
     const uint32_t mypx = U.nproxies;
     nc->shadow = calloc((size_t)N, sizeof(char *));
-    nc->ep = calloc((size_t)N * mypx, sizeof(ucp_ep_h));
+    nc->ep = calloc((size_t)N * mypx, sizeof(net_ep_t *));
     nc->peer_id = calloc((size_t)N, sizeof(uint32_t));
     nc->watch_pid = calloc((size_t)N, sizeof(int32_t));
-    nc->refs = calloc((size_t)N, sizeof(net_peer_ref_t));
     nc->peer_first = calloc((size_t)N, sizeof(size_t));
     nc->peer_count = calloc((size_t)N, sizeof(uint32_t));
     nc->dead = calloc((size_t)N, 1);
     nc->bye = calloc((size_t)N, sizeof(net_am_hdr_t));
     nc->conns = calloc(L->nconns ? L->nconns : 1, sizeof(net_conn_t));
-    if (!nc->shadow || !nc->ep || !nc->peer_id || !nc->watch_pid || !nc->refs || !nc->peer_first ||
-        !nc->peer_count || !nc->dead || !nc->bye || !nc->conns) {
+    if (!nc->shadow || !nc->ep || !nc->peer_id || !nc->watch_pid || !nc->peer_first || !nc->peer_count ||
+        !nc->dead || !nc->bye || !nc->conns) {
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
         goto local_done;
     }
@@ -958,7 +1056,8 @@ local_done:;
     }
     for (size_t i = 0; i < nc->nconns && res == dfcclSuccess; i++)
         nc->conns[i].px = L->conns[i].lane % nc->npx;
-    /* an endpoint from each of my first npx workers to the peer's worker of the same index */
+    /* an endpoint from each of my first npx workers to the peer's worker of the same index,
+     * from the worker's cache when another communicator has one already */
     char myhost[128];
     where_am_i(myhost, sizeof(myhost));
     for (int p = 0; p < N && res == dfcclSuccess; p++) {
@@ -970,12 +1069,11 @@ local_done:;
         const int same_host = !strncmp(h.host, myhost, sizeof(h.host));
         nc->peer_id[p] = h.id;
         nc->watch_pid[p] = same_host ? h.pid : 0;
-        nc->refs[p] = (net_peer_ref_t){.nc = nc, .peer = p};
         for (uint32_t i = 0; i < nc->npx && res == dfcclSuccess; paddr += h.addr_len[i], i++) {
+            ucs_status_t st = UCS_OK;
             pthread_mutex_lock(&U.px[i].lock);
-            ucs_status_t st = ep_create(U.px[i].worker, paddr, !same_host, &nc->refs[p], ep_of(nc, i, p));
-            if (st == UCS_OK)
-                ep_describe(*ep_of(nc, i, p), p, i);
+            *ep_of(nc, i, p) =
+                ep_get(&U.px[i], paddr, h.addr_len[i], h.host, nc->watch_pid[p], !same_host, p, &st);
             pthread_mutex_unlock(&U.px[i].lock);
             if (st != UCS_OK)
                 res = eng_set_error(dfcclSystemError, "dfcclCommInit",
@@ -1015,6 +1113,11 @@ local_done:;
     lock_proxies();
     nc->next = U.comms;
     U.comms = nc;
+    /* an endpoint that failed since this rank took it had no way to tell us */
+    for (uint32_t i = 0; i < nc->npx; i++)
+        for (int p = 0; p < N; p++)
+            if (*ep_of(nc, i, p) && (*ep_of(nc, i, p))->failed && !nc->dead[p])
+                peer_lost(nc, p, "its endpoint failed during set-up");
     unlock_proxies();
     pthread_mutex_unlock(&U.lock);
     int watched = 0;
@@ -1061,11 +1164,9 @@ void eng_net_teardown(eng_net_t *nc)
         if (nc->dead[p])
             continue;
         nc->bye[p] = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank};
-        for (uint32_t i = 0; i < nc->npx; i++) {
-            ucp_ep_h ep = *ep_of(nc, i, p);
-            if (ep)
-                am_send(ep, 0, AM_BYE, &nc->bye[p], NULL, 0);
-        }
+        for (uint32_t i = 0; i < nc->npx; i++)
+            if (*ep_of(nc, i, p))
+                am_send((*ep_of(nc, i, p))->ep, 0, AM_BYE, &nc->bye[p], NULL, 0);
     }
     /* from here on, messages for this communicator are dropped by the handlers */
     nc->closing = 1;

@@ -19,10 +19,21 @@
 #   teardown    t_netkill --teardown: communicators created, used once and destroyed
 #               in a loop; a peer destroying first must not fail this rank's collective,
 #               and no file descriptor, thread or memory may leak per communicator
+#   shared endpoints
+#               t_netkill --teardown 1000 --keep: 1000 communicators created, used
+#               once and destroyed while one stays open, so every one reuses the
+#               endpoints to the same peers: no file descriptor or thread may be
+#               gained, nor more than 8 MiB of resident memory; ranks run under
+#               ulimit -n 256; default UCX_TLS and UCX_TLS=tcp,self (fewer rounds);
+#               and --keep-sub over tcp: the kept communicator leaves out the last
+#               rank, whose workers are new every round (the endpoints to its old
+#               ones must be closed)
 #   killed      t_netkill: a rank dies by SIGKILL during a collective; the others'
 #               pending collective must fail within a bounded time, not hang (peers
 #               on this host: the proxy's process watch; with DFCCL_HOST by parity,
-#               peers on "another host": UCX's error-reporting endpoints)
+#               peers on "another host": UCX's error-reporting endpoints); also
+#               with 4 communicators open on the same endpoints, each of which must
+#               fail
 #   netns       test/net/netns.sh with NET_BIN_DIR/t_netns: ranks in two network
 #               namespaces joined by a veth pair (root only, else SKIP)
 # Every run has DFCCL_LOG_LEVEL=info, and the suite checks the engine's per-peer
@@ -214,6 +225,12 @@ for np in $NPS; do CASES+=("t_matrix[net=ucx] np=$np"); done
 CASES+=("t_chaos[net=ucx] np=4" "t_chaos[net=ucx,DFCCL_PREEMPT=0 must hang] np=4"
     "t_random[net=ucx] np=4" "t_matrix[mixed] np=4" "t_chaos[mixed] np=4"
     "t_netkill[teardown race, 50 rounds] np=2" "t_netkill[teardown race, 50 rounds] np=4"
+    "t_netkill[1000 communicators, shared endpoints] np=2" "t_netkill[1000 communicators, shared endpoints] np=3"
+    "t_netkill[400 communicators, shared endpoints, UCX_TLS=tcp,self] np=2"
+    "t_netkill[400 communicators, shared endpoints, UCX_TLS=tcp,self] np=3"
+    "t_netkill[300 communicators, shared endpoints, a peer's workers renewed, UCX_TLS=tcp,self] np=3"
+    "t_netkill[4 communicators on shared endpoints] np=3"
+    "t_netkill[4 communicators on shared endpoints, other-host and same-host peers] np=4"
     "t_netkill[victim waits] np=2" "t_netkill[victim waits] np=4"
     "t_netkill[mid ring allreduce] np=4" "t_netkill[survivors' communicator] np=3"
     "t_netkill[other-host and same-host peers] np=4"
@@ -391,6 +408,23 @@ run_case "t_netkill[teardown race, 50 rounds]" 4 120 ucx -- "$NETBIN/t_netkill" 
 run_case "t_netkill[teardown race, 2 proxies]" 4 120 ucx -x DFCCL_NET_THREADS=2 -x DFCCL_CHANNELS=2 \
     -- "$NETBIN/t_netkill" --teardown 50
 
+# Endpoints are per peer process, shared by its communicators: churning communicators
+# while one stays open (the workers live on) reuses them, so descriptors stay put even
+# at ulimit -n 256 (one endpoint per communicator over tcp ran out after ~110)
+FDLIM="$LOGDIR/fdlimit.sh"
+printf '#!/bin/sh\nulimit -n 256 && exec "$@"\n' > "$FDLIM"
+chmod +x "$FDLIM"
+for np in 2 3; do
+    run_case "t_netkill[1000 communicators, shared endpoints]" "$np" 120 ucx \
+        -- "$FDLIM" "$NETBIN/t_netkill" --teardown 1000 --keep
+done
+for np in 2 3; do
+    run_case "t_netkill[400 communicators, shared endpoints, UCX_TLS=tcp,self]" "$np" 120 ucx -x UCX_TLS=tcp,self \
+        -- "$FDLIM" "$NETBIN/t_netkill" --teardown 400 --keep
+done
+run_case "t_netkill[300 communicators, shared endpoints, a peer's workers renewed, UCX_TLS=tcp,self]" 3 120 ucx \
+    -x UCX_TLS=tcp,self -- "$FDLIM" "$NETBIN/t_netkill" --teardown 300 --keep-sub
+
 killed_case "t_netkill[victim waits]" 2
 killed_case "t_netkill[victim waits]" 4
 killed_case "t_netkill[mid ring allreduce]" 4 --mid --count 4194304
@@ -399,6 +433,11 @@ killed_case "t_netkill[survivors' communicator]" 3 --survivor-comm
 # host to ranks 0 and 2 (error-reporting endpoints: UCX reports it) and the same host
 # to rank 3 (no error handling: the proxy's process watch finds it)
 KILL_WRAP=1 killed_case "t_netkill[other-host and same-host peers]" 4 --mid --count 4194304
+# a dead peer aborts every communicator on its endpoints, found by the process watch
+# (same host) and by UCX's error report (other host)
+killed_case "t_netkill[4 communicators on shared endpoints]" 3 --comms 4
+KILL_WRAP=1 killed_case "t_netkill[4 communicators on shared endpoints, other-host and same-host peers]" 4 \
+    --comms 4 --mid --count 1048576
 KILL_MARGS="-x DFCCL_NET_THREADS=2 -x DFCCL_CHANNELS=2" killed_case "t_netkill[mid ring allreduce, 2 proxies]" 4 \
     --mid --count 4194304
 

@@ -9,7 +9,7 @@
  * running after the victim dies (test/net/run_net_suite.sh does).
  *
  * usage: t_netkill [--probe] [--victim R] [--count N] [--mid] [--deadline SEC]
- *                  [--survivor-comm] [--teardown N]
+ *                  [--survivor-comm] [--comms K] [--teardown N [--keep | --keep-sub]]
  *   --probe          no kill: create a communicator, run one checked allreduce,
  *                    destroy, finalize; rank 0 prints "OK". If dfcclCommInit says
  *                    dfcclUnsupported (library built without UCX), rank 0 prints
@@ -25,6 +25,10 @@
  *   --survivor-comm  also keep a communicator of the survivors only, created before
  *                    the kill, and check that an allreduce on it still succeeds
  *                    after the failure was reported
+ *   --comms K        K communicators over every rank, all open at the kill (they
+ *                    share the net endpoints to each peer): every survivor posts an
+ *                    allreduce on each, and each one must fail, as must a barrier
+ *                    posted on each after the failure; all K are then destroyed
  *   --teardown N     no kill: N rounds of {create a communicator, one checked
  *                    allreduce of --count elements, destroy it, MPI_Barrier}; ranks
  *                    leave each collective and destroy at slightly different times,
@@ -33,6 +37,13 @@
  *                    may gain no file descriptor and no thread (the proxy exits with
  *                    the last net communicator), nor more than 8 MiB of resident
  *                    memory; rank 0 prints "OK"
+ *   --keep           with --teardown: the first communicator stays open through the
+ *                    rounds (checked with an allreduce at the end), so the UCX
+ *                    context and workers live on and every round's communicator
+ *                    reuses the endpoints to the same peers; the limits above hold
+ *   --keep-sub       like --keep, but the kept communicator leaves out the last rank
+ *                    (3 ranks or more): its UCX workers go and come back every round,
+ *                    and the others must let go of the endpoints to its old ones
  *
  * Output of each survivor: "OK: peer failure reported on rank R after T s: result N
  * (name): last error" after its pending allreduce failed, a posted-after-failure
@@ -123,6 +134,13 @@ int main(int argc, char **argv)
         count = 1;
 
     int teardown = tc_arg_value(argc, argv, "--teardown") ? atoi(tc_arg_value(argc, argv, "--teardown")) : 0;
+    int keep = tc_arg_flag(argc, argv, "--keep");
+    int keep_sub = tc_arg_flag(argc, argv, "--keep-sub");
+    if (keep_sub && tc_size < 3)
+        TC_FAIL("--keep-sub needs at least 3 ranks, got %d", tc_size);
+    int ncomms = tc_arg_value(argc, argv, "--comms") ? atoi(tc_arg_value(argc, argv, "--comms")) : 1;
+    if (ncomms < 1 || ncomms > 64)
+        TC_FAIL("--comms takes 1 to 64, got %d", ncomms);
 
     dfcclComm_t comm;
     dfcclResult_t r = dfcclCommInitMPI(&comm, MPI_COMM_WORLD);
@@ -140,7 +158,16 @@ int main(int argc, char **argv)
     tc_checked_allreduce(comm, "allreduce before the kill");
 
     if (teardown > 0) {
-        CHECK(dfcclCommDestroy(comm));
+        dfcclComm_t kept = keep ? comm : NULL;
+        if (!keep)
+            CHECK(dfcclCommDestroy(comm));
+        MPI_Comm sub = MPI_COMM_NULL;
+        if (keep_sub) {
+            MPI_CHECK(
+                MPI_Comm_split(MPI_COMM_WORLD, tc_rank == tc_size - 1 ? MPI_UNDEFINED : 0, tc_rank, &sub));
+            if (sub != MPI_COMM_NULL)
+                CHECK(dfcclCommInitMPI(&kept, sub));
+        }
         int fds0 = -1, tasks0 = -1;
         long rss0 = -1;
         for (int round = 0; round < teardown; round++) {
@@ -174,6 +201,27 @@ int main(int argc, char **argv)
         }
         const int fds1 = proc_entries("/proc/self/fd"), tasks1 = proc_entries("/proc/self/task");
         const long rss1 = proc_rss_kb();
+        if (kept) {
+            tc_case_t k;
+            memset(&k, 0, sizeof k);
+            k.coll = TC_ALLREDUCE;
+            k.t = dfcclFloat32;
+            k.op = dfcclSum;
+            k.count = count;
+            k.seed = 77;
+            k.comm = kept;
+            k.P = sub != MPI_COMM_NULL ? tc_size - 1 : tc_size;
+            k.me = tc_rank;
+            tc_case_setup(&k);
+            tc_case_submit(&k);
+            CHECK(dfcclWait(&k.req));
+            if (tc_case_check(&k))
+                TC_FAIL("allreduce on the kept communicator gave wrong results");
+            tc_case_free(&k);
+            CHECK(dfcclCommDestroy(kept));
+        }
+        if (sub != MPI_COMM_NULL)
+            MPI_Comm_free(&sub);
         printf(
             "rank %d: after round 10: %d fds, %d threads, rss %ld kB; after %d: %d fds, %d threads, rss %ld "
             "kB\n",
@@ -208,9 +256,15 @@ int main(int argc, char **argv)
             CHECK(dfcclCommInitMPI(&scomm, smc));
     }
 
-    float *send = tc_malloc(count * sizeof(float)), *recv = tc_malloc(count * sizeof(float));
+    /* comms[0] is the one of the messages; the others share its endpoints */
+    dfcclComm_t comms[64];
+    comms[0] = comm;
+    for (int i = 1; i < ncomms; i++)
+        CHECK(dfcclCommInitMPI(&comms[i], MPI_COMM_WORLD));
+
+    float *send = tc_malloc(count * sizeof(float)), *recv = tc_malloc((size_t)ncomms * count * sizeof(float));
     tc_fill(send, dfcclFloat32, dfcclSum, 7, tc_rank, 0, count);
-    tc_poison(recv, count * sizeof(float));
+    tc_poison(recv, (size_t)ncomms * count * sizeof(float));
     MPI_Barrier(MPI_COMM_WORLD);
 
     if (tc_rank == victim) {
@@ -227,35 +281,53 @@ int main(int argc, char **argv)
     }
 
     signal(SIGALRM, on_alarm);
-    dfcclRequest_t req = NULL;
-    CHECK(dfcclAllReduce(send, recv, count, dfcclFloat32, dfcclSum, comm, &req));
+    dfcclRequest_t reqs[64];
+    for (int i = 0; i < ncomms; i++)
+        CHECK(dfcclAllReduce(send, recv + (size_t)i * count, count, dfcclFloat32, dfcclSum, comms[i],
+                             &reqs[i]));
     double t0 = MPI_Wtime();
     /* the kill comes ~0.3 s after the barrier: allow for that on top of the deadline */
     arm(0, deadline + 1);
-    r = wait_polling(&req);
+    r = wait_polling(&reqs[0]);
     double dt = MPI_Wtime() - t0;
     alarm(0);
     if (r == dfcclSuccess)
         TC_FAIL("the allreduce completed successfully although rank %d was killed", victim);
     char first_err[300];
     snprintf(first_err, sizeof first_err, "%s", dfcclGetLastError());
+    for (int i = 1; i < ncomms; i++) {
+        arm(0, deadline);
+        dfcclResult_t ri = wait_polling(&reqs[i]);
+        alarm(0);
+        if (ri == dfcclSuccess)
+            TC_FAIL(
+                "the allreduce on communicator %d of %d completed successfully although rank %d was killed",
+                i + 1, ncomms, victim);
+    }
 
     /* a collective posted after the failure must not hang either */
-    arm(1, deadline);
-    dfcclRequest_t b = NULL;
-    dfcclResult_t rb = dfcclBarrier(comm, &b);
-    if (rb == dfcclSuccess)
-        rb = wait_polling(&b);
-    alarm(0);
-    if (rb == dfcclSuccess)
-        TC_FAIL("a barrier posted after the failure completed successfully although rank %d is dead", victim);
+    for (int i = 0; i < ncomms; i++) {
+        arm(1, deadline);
+        dfcclRequest_t b = NULL;
+        dfcclResult_t rb = dfcclBarrier(comms[i], &b);
+        if (rb == dfcclSuccess)
+            rb = wait_polling(&b);
+        alarm(0);
+        if (rb == dfcclSuccess)
+            TC_FAIL(
+                "a barrier posted after the failure on communicator %d of %d completed successfully although "
+                "rank %d is dead",
+                i + 1, ncomms, victim);
+    }
 
-    arm(2, deadline);
-    dfcclResult_t rd = dfcclCommDestroy(comm);
-    alarm(0);
-    if (rd != dfcclSuccess)
-        TC_FAIL("dfcclCommDestroy after the failure returned %d (%s): %s", (int)rd, dfcclGetErrorString(rd),
-                dfcclGetLastError());
+    for (int i = 0; i < ncomms; i++) {
+        arm(2, deadline);
+        dfcclResult_t rd = dfcclCommDestroy(comms[i]);
+        alarm(0);
+        if (rd != dfcclSuccess)
+            TC_FAIL("dfcclCommDestroy after the failure returned %d (%s): %s", (int)rd,
+                    dfcclGetErrorString(rd), dfcclGetLastError());
+    }
 
     printf("OK: peer failure reported on rank %d after %.2f s: result %d (%s)%s: %s\n", tc_rank, dt, (int)r,
            result_name(r), r == dfcclCommAborted ? "" : " [expected dfcclCommAborted]", first_err);
