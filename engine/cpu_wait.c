@@ -6,9 +6,15 @@
  * waiting on them block instead, on a doorbell or a condition variable that the event
  * they wait for signals, and they carry a short scheduler slice, so that the kernel
  * (EEVDF) lets a woken one preempt the busy thread at once rather than at its next
- * tick. Measured in bench/RESULTS.md. */
-#include <stdio.h>
-#include <stdlib.h>
+ * tick. Measured in bench/RESULTS.md.
+ *
+ * What tells contention is a yield that takes long: among threads that wait and yield
+ * (dfccl's own, more ranks than cores) a yield comes back within microseconds, and
+ * yielding is then the fastest hand-over, so those keep spinning; a thread that does
+ * not yield holds the core for its whole slice. Counting runnable threads instead
+ * (/proc/loadavg) took dfccl's own spinning threads for contention and made an idle
+ * machine's 8-byte allreduce 5x slower. */
+#include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,37 +24,27 @@
 
 uint64_t eng_now_ns(void);
 
-#define ENG_CONTENDED_REFRESH_NS 10000000ull /* 10 ms */
-#define ENG_SHORT_SLICE_NS       100000ull   /* the shortest slice Linux accepts */
+#define ENG_YIELD_TAKEN_NS 200000ull    /* a yield this long: a thread that does not yield ran */
+#define ENG_CONTENDED_NS   100000000ull /* how long one such yield marks the cores contended */
+#define ENG_SHORT_SLICE_NS 100000ull    /* the shortest slice Linux accepts */
 
-static uint64_t probe_at; /* when the machine was last looked at (atomic) */
-static int contended_now; /* what it showed (atomic) */
+static uint64_t taken_at; /* when a yield last found the core taken (atomic; 0: never) */
 
-/* Runnable threads on the machine now: the fourth field of /proc/loadavg, "R/T". */
-static long runnable_threads(void)
+int eng_yield(void)
 {
-    FILE *f = fopen("/proc/loadavg", "re");
-    if (!f)
-        return -1;
-    double l1, l5, l15;
-    long running = -1, total;
-    if (fscanf(f, "%lf %lf %lf %ld/%ld", &l1, &l5, &l15, &running, &total) != 5)
-        running = -1;
-    fclose(f);
-    return running;
+    const uint64_t t0 = eng_now_ns();
+    sched_yield();
+    const uint64_t t1 = eng_now_ns();
+    if (t1 - t0 < ENG_YIELD_TAKEN_NS)
+        return 0;
+    __atomic_store_n(&taken_at, t1, __ATOMIC_RELAXED);
+    return 1;
 }
 
 int eng_cores_contended(void)
 {
-    const uint64_t now = eng_now_ns();
-    uint64_t at = __atomic_load_n(&probe_at, __ATOMIC_RELAXED);
-    if (now - at >= ENG_CONTENDED_REFRESH_NS &&
-        __atomic_compare_exchange_n(&probe_at, &at, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-        /* one thread looks; the others use the last answer */
-        const long cores = sysconf(_SC_NPROCESSORS_ONLN), r = runnable_threads();
-        __atomic_store_n(&contended_now, r > 0 && cores > 0 && r > cores, __ATOMIC_RELAXED);
-    }
-    return __atomic_load_n(&contended_now, __ATOMIC_RELAXED);
+    const uint64_t at = __atomic_load_n(&taken_at, __ATOMIC_RELAXED);
+    return at && eng_now_ns() - at < ENG_CONTENDED_NS;
 }
 
 /* struct sched_attr of sched_setattr(2), declared here: the kernel's header clashes

@@ -31,8 +31,7 @@
  * yield shows that another thread wanted the core, or after the spin time. A blocked
  * thread is woken by the event it waits for and preempts a busy process at once; a
  * yielding one waits out that process's time slice (milliseconds). */
-#define ENG_YIELD_TAKEN_NS 20000ull   /* a yield this long: another thread ran */
-#define ENG_SPIN_NS        2000000ull /* spin and yield at most this long, then block */
+#define ENG_SPIN_NS 2000000ull /* spin and yield at most this long, then block */
 /* longest doorbell sleep: what rings no bell (an abort, a dead peer, a task of another
  * communicator than the one slept on) is seen this late at worst */
 #define ENG_BLOCK_NS 1000000ull
@@ -48,6 +47,7 @@ typedef struct {
                               read by submitters without it) */
     eng_wnode_t *in_head, *in_tail;
     int contended; /* a yield of its own found the core taken: block, don't spin */
+    int sliced;    /* it runs with a short scheduler slice (since it first blocked) */
     /* this worker's own */
     eng_wnode_t *head, *tail;
 } eng_worker_t;
@@ -80,14 +80,6 @@ uint64_t eng_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Yield; 1 if another thread had the core meanwhile (then spinning costs time slices). */
-static int yield_taken(void)
-{
-    const uint64_t t0 = eng_now_ns();
-    sched_yield();
-    return eng_now_ns() - t0 >= ENG_YIELD_TAKEN_NS;
 }
 
 static void abs_deadline(struct timespec *ts, uint64_t ns)
@@ -135,7 +127,7 @@ void eng_daemon_wait(struct dfccl_request *req)
             return;
         if (i < ENG_SPINS_BEFORE_YIELD)
             dfccl_cpu_relax();
-        else if (eng_cores_contended() || yield_taken() || eng_now_ns() >= until)
+        else if (eng_cores_contended() || eng_yield() || eng_now_ns() >= until)
             break;
     }
     /* a short slice while asleep: the completion's wake preempts a busy thread */
@@ -262,6 +254,12 @@ static void inbox_drain(eng_worker_t *W)
  * W's last look at its input). Returns the value to block on. */
 static uint32_t bell_enter(eng_worker_t *W, eng_bell_t *b)
 {
+    if (!W->sliced && eng_cores_contended()) {
+        /* from its first block on a contended core on, a woken worker preempts a busy
+         * thread at once (cpu_wait.c) */
+        W->sliced = 1;
+        (void)eng_thread_slice_short();
+    }
     const uint32_t seq = eng_bell_enter(b);
     pthread_mutex_lock(&W->lock);
     __atomic_store_n(&W->bell_wait, b, __ATOMIC_SEQ_CST);
@@ -507,7 +505,7 @@ static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
             return 1;
         if (++spins < ENG_SPINS_BEFORE_YIELD) {
             dfccl_cpu_relax();
-        } else if (eng_cores_contended() || yield_taken()) {
+        } else if (eng_cores_contended() || eng_yield()) {
             /* ranks may outnumber cores: let the peer we wait for run */
             if (!D.sp.preempt) {
                 /* preemption off: stay with this task, asleep on its doorbell once the
@@ -548,7 +546,7 @@ static void idle_sleep(eng_worker_t *W)
     while (eng_now_ns() < until) {
         if (has_input(W) || DFCCL_READ_ONCE(D.stop))
             return;
-        if (eng_cores_contended() || yield_taken())
+        if (eng_cores_contended() || eng_yield())
             break; /* the core is wanted: a submission wakes a sleeper sooner */
     }
     pthread_mutex_lock(&W->lock);
@@ -610,7 +608,6 @@ static int worker_pass(eng_worker_t *W)
 static void *worker_main(void *arg)
 {
     eng_worker_t *W = arg;
-    (void)eng_thread_slice_short(); /* woken by a peer, run at once (cpu_wait.c) */
     uint64_t stalled_since = eng_now_ns();
     for (;;) {
         take_input(W);
@@ -631,7 +628,7 @@ static void *worker_main(void *arg)
             W->contended = 0;
             if (worker_block(W))
                 stalled_since = eng_now_ns();
-        } else if (yield_taken()) {
+        } else if (eng_yield()) {
             W->contended = 1;
         }
     }

@@ -6,9 +6,12 @@
 
 #include <stdint.h>
 
-/* 1 when more threads are runnable on the machine than it has cores online (looked up
- * at most every ENG_CONTENDED_REFRESH_NS; any thread may ask). A waiting thread then
- * blocks at once: a spin or a yield would only lose the core to a busy process. */
+/* Yield the core; 1 if that took long enough that a thread which does not yield ran
+ * meanwhile (a busy process), which then marks the cores contended for a while. */
+int eng_yield(void);
+
+/* 1 while a recent eng_yield (of any thread) found the core taken: a waiting thread
+ * then blocks at once, since a spin or a yield would only lose the core for a slice. */
 int eng_cores_contended(void);
 
 /* Give the calling thread a short scheduler slice (Linux 6.12 and later take
