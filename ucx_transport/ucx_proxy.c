@@ -1141,10 +1141,10 @@ char *eng_net_shadow(eng_net_t *nc, int p)
     return nc && p >= 0 && p < nc->nranks ? nc->shadow[p] : NULL;
 }
 
-void eng_net_teardown(eng_net_t *nc)
+int eng_net_teardown(eng_net_t *nc)
 {
     if (!nc)
-        return;
+        return 0;
     pthread_mutex_lock(&U.lock);
     lock_proxies();
     /* steps the daemon posted before the last collective completed here may not have
@@ -1176,14 +1176,18 @@ void eng_net_teardown(eng_net_t *nc)
         wait_request(U.px[i].worker, ucp_worker_flush_nbx(U.px[i].worker, &prm),
                      2000000000ull); /* everything has landed */
     }
-    /* rendezvous receives still writing into the caller's segment finish first */
+    /* rendezvous receives still writing into the caller's segment finish first: UCX
+     * cannot cancel one (ucp_request_cancel acts on tag receives only), and a peer that
+     * failed completes it with an error (its endpoint handles errors: rendezvous runs
+     * to other hosts only) */
     const uint64_t t0 = eng_now_ns();
     while (__atomic_load_n(&nc->inflight, __ATOMIC_RELAXED) && eng_now_ns() - t0 < 2000000000ull)
         for (uint32_t i = 0; i < nc->npx; i++)
             ucp_worker_progress(U.px[i].worker);
     const uint64_t left = __atomic_load_n(&nc->inflight, __ATOMIC_RELAXED);
     if (left)
-        dfccl_warn("communicator %016llx: %llu receive(s) from the net still in flight at teardown",
+        dfccl_warn("communicator %016llx: %llu receive(s) from the net still in flight 2 s into teardown; "
+                   "the memory they land in stays mapped (leaked)",
                    (unsigned long long)nc->uid, (unsigned long long)left);
     for (struct eng_net_comm **pp = &U.comms; *pp; pp = &(*pp)->next)
         if (*pp == nc) {
@@ -1191,15 +1195,17 @@ void eng_net_teardown(eng_net_t *nc)
             break;
         }
     if (left) {
-        /* their completions still name nc: keep it (and the proxies) rather than free it */
+        /* their completions still name nc and write into the caller's segment: keep nc
+         * (and the proxies), and tell the caller to keep the segment mapped */
         if (U.by_id[nc->id % NET_MAX_COMMS] == nc)
             U.by_id[nc->id % NET_MAX_COMMS] = NULL;
         unlock_proxies();
         pthread_mutex_unlock(&U.lock);
-        return;
+        return 1;
     }
     net_free_locked(nc);
     unlock_proxies();
     proxy_release_locked();
     pthread_mutex_unlock(&U.lock);
+    return 0;
 }
