@@ -16,7 +16,10 @@
  * Active messages rather than puts: one message per step (no fence, no separate counter
  * put), the data copied once on arrival or fetched zero-copy (rendezvous) by UCX, and a
  * message for a communicator this rank has already destroyed is dropped by our handler
- * instead of landing in freed memory.
+ * instead of landing in freed memory. The handlers check what a correct peer never sends
+ * (comm_by_id: the communicator's random key; net_in_window: the sender's credits;
+ * net_credit: steps sent): a message without the key is dropped, a violation by a peer
+ * that has it aborts the communicator.
  *
  * Endpoints belong to the process, not to a communicator: one per (worker, peer worker
  * address), found in the worker's cache and counted by the communicators that use it
