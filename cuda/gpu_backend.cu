@@ -831,7 +831,8 @@ extern "C" void eng_gpu_comm_destroy(eng_gpu_comm_t *gc)
         for (int p = 0; p < gc->nranks; p++)
             if (gc->shadow_dev[p])
                 cudaHostUnregister(eng_net_shadow(gc->net, p));
-        eng_net_teardown(gc->net);
+        if (eng_net_teardown(gc->net))
+            gc->hseg = NULL; /* receives that never finished still land in it: leaked */
     }
     if (gc->hseg) {
         if (gc->hseg_dev)

@@ -169,6 +169,14 @@ static dfcclResult_t net_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcc
     return res;
 }
 
+/* Before the segments go: receives from the net that never finished still land in mine,
+ * which then stays mapped (leaked) rather than take their writes unmapped, or reused. */
+static void net_teardown(struct dfccl_comm *c)
+{
+    if (eng_net_teardown(c->net) && c->segs)
+        c->segs[c->rank] = NULL;
+}
+
 /* The knobs that shape a communicator's FIFOs and pick its algorithms: a rank whose value
  * differs would lay out or read its peers' memory differently, or run another algorithm
  * for the same call (corrupt results or a hang), so every rank must have the same. */
@@ -315,7 +323,7 @@ dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllg
     if (eng_config.gpu) {
         res = eng_gpu_comm_create(&c->gpu, rank, nranks, c->uid, any_net ? is_net : NULL, allgather, ctx);
         if (res < 0) {
-            eng_net_teardown(c->net);
+            net_teardown(c);
             eng_shm_teardown(c);
             goto err_daemon;
         }
@@ -361,7 +369,7 @@ dfcclResult_t dfcclCommDestroy(dfcclComm_t handle)
         dfccl_store_release64(&eng_seg_hdr(comm, comm->rank)->closed, 1);
     comm->magic = 0;
     eng_gpu_comm_destroy(comm->gpu);
-    eng_net_teardown(comm->net);
+    net_teardown(comm);
     eng_shm_teardown(comm);
     free(comm->slot_next);
     free(comm);

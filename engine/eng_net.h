@@ -58,8 +58,10 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
 char *eng_net_shadow(eng_net_t *net, int p);
 
 /* Local: pushes the steps still in the shadows, says goodbye, unregisters from the
- * proxy, releases endpoints and shadows. */
-void eng_net_teardown(eng_net_t *net);
+ * proxy, releases endpoints and shadows. Waits (a bounded time) for the receives still
+ * landing in the caller's segment (L->seg): returns nonzero when some never finished,
+ * and the caller must then leave the segment mapped (UCX cannot cancel them). */
+int eng_net_teardown(eng_net_t *net);
 
 #ifdef __cplusplus
 }

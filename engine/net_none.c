@@ -24,7 +24,8 @@ char *eng_net_shadow(eng_net_t *net, int p)
     return NULL;
 }
 
-void eng_net_teardown(eng_net_t *net)
+int eng_net_teardown(eng_net_t *net)
 {
     (void)net;
+    return 0;
 }

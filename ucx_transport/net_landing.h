@@ -17,10 +17,33 @@ typedef struct {
     uint64_t mask;   /* slots landed beyond them */
 } net_landing_t;
 
-/* Is `step` one the sender's credits allow now (published < step + 1 <= published + depth)? */
-DFCCL_INLINE int net_in_window(const net_landing_t *l, uint32_t depth, uint64_t step)
+/* Is `step` one the sender's credits allow now? Not published yet (published <= step), and
+ * its slot read by the daemon: the sender holds credit for a step below consumed + depth
+ * only, so a later one would overwrite a slot the daemon may still be reading. `consumed`
+ * is read with acquire: the daemon's reads of the slot come before the overwrite. */
+DFCCL_INLINE int net_in_window(const net_landing_t *l, const eng_conn_ctrl_t *ctrl, uint32_t depth,
+                               uint64_t step)
 {
-    return step >= l->posted && step - l->posted < depth;
+    const uint64_t consumed = dfccl_load_acquire64(&ctrl->consumed);
+    return step >= l->posted && step - consumed < depth;
+}
+
+/* A credit from the receiver: it has consumed `credit` steps of the `sent` this side sent,
+ * and the sender's credits stand at `consumed`. Returns 1 when it moves them, 0 for one
+ * no newer (nothing to do), -1 for steps never sent (a protocol error). */
+DFCCL_INLINE int net_credit(uint64_t consumed, uint64_t sent, uint64_t credit)
+{
+    if (credit > sent)
+        return -1;
+    return credit > consumed;
+}
+
+/* A message names its communicator by the receiver's table index `id`, which a stray or
+ * forged message could guess, and its random `key`, which it cannot: both must match
+ * (1), else the message is dropped. */
+DFCCL_INLINE int net_addressed(uint32_t id, uint64_t key, uint32_t msg_id, uint64_t msg_key)
+{
+    return id == msg_id && key == msg_key;
 }
 
 /* Step `step` (bytes long) is in its slot. Returns 1 when the published count moved,
@@ -30,7 +53,7 @@ DFCCL_INLINE int net_land(net_landing_t *l, eng_conn_ctrl_t *ctrl, uint32_t dept
                           uint64_t bytes)
 {
     const uint32_t slot = (uint32_t)(step % depth);
-    if (!net_in_window(l, depth, step) || (l->mask & (1ull << slot)))
+    if (!net_in_window(l, ctrl, depth, step) || (l->mask & (1ull << slot)))
         return -1;
     ctrl->bytes[slot] = bytes;
     l->mask |= 1ull << slot;
@@ -54,7 +77,7 @@ DFCCL_INLINE int net_land_piece(net_landing_t *l, uint64_t *got, eng_conn_ctrl_t
                                 uint64_t step, uint64_t len, uint64_t total)
 {
     const uint32_t slot = (uint32_t)(step % depth);
-    if (!net_in_window(l, depth, step) || (l->mask & (1ull << slot)) || got[slot] > total ||
+    if (!net_in_window(l, ctrl, depth, step) || (l->mask & (1ull << slot)) || got[slot] > total ||
         len > total - got[slot])
         return -1;
     got[slot] += len;

@@ -16,7 +16,10 @@
  * Active messages rather than puts: one message per step (no fence, no separate counter
  * put), the data copied once on arrival or fetched zero-copy (rendezvous) by UCX, and a
  * message for a communicator this rank has already destroyed is dropped by our handler
- * instead of landing in freed memory.
+ * instead of landing in freed memory. The handlers check what a correct peer never sends
+ * (comm_by_id: the communicator's random key; net_in_window: the sender's credits;
+ * net_credit: steps sent): a message without the key is dropped, a violation by a peer
+ * that has it aborts the communicator.
  *
  * Endpoints belong to the process, not to a communicator: one per (worker, peer worker
  * address), found in the worker's cache and counted by the communicators that use it
@@ -37,6 +40,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <ucp/api/ucp.h>
 #include <unistd.h>
@@ -63,6 +67,7 @@ typedef struct {
     int32_t src;    /* the sending rank */
     uint32_t idx;   /* the connection, among those between the two ranks */
     uint32_t off;   /* AM_STEP: where this piece of the step goes */
+    uint64_t key;   /* the receiving rank's random key of the communicator (see comm_by_id) */
     uint64_t step;  /* AM_STEP: the step; AM_CREDIT: steps consumed */
     uint64_t total; /* AM_STEP: the step's bytes, over all its pieces */
 } net_am_hdr_t;
@@ -114,7 +119,8 @@ typedef struct net_ep {
 } net_ep_t;
 
 struct eng_net_comm {
-    uint32_t id;
+    uint32_t id;  /* index of the handlers' table: a guessable number */
+    uint64_t key; /* random (getrandom): a message must carry it to reach this communicator */
     uint64_t uid;
     int rank, nranks;
     uint32_t depth;
@@ -123,6 +129,7 @@ struct eng_net_comm {
     char **shadow;           /* [nranks]: my shadow of peer p's connections (net peers only) */
     net_ep_t **ep;           /* [npx][nranks]: proxy i's endpoint to the peer's worker i */
     uint32_t *peer_id;       /* [nranks]: the peer's id of this communicator */
+    uint64_t *peer_key;      /* [nranks]: and its key */
     int32_t *watch_pid;      /* [nranks]: same-host peer's process (its steps go eager) */
     size_t *peer_first;      /* [nranks]: the peer's first connection in conns */
     uint32_t *peer_count;    /* [nranks] */
@@ -158,6 +165,7 @@ static struct {
     struct eng_net_comm *comms;
     struct eng_net_comm *by_id[NET_MAX_COMMS];
     uint32_t next_id;
+    uint64_t dropped; /* messages for no live communicator here (atomic: every proxy's) */
 } U = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Proxy i's endpoint to peer p's worker i. */
@@ -248,17 +256,37 @@ static void peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
 
 /* ---- receiving: the active-message handlers (run by the proxy inside progress) ------- */
 
-static struct eng_net_comm *comm_by_id(uint32_t id)
+/* The communicator a message names: the id indexes the table, the key must match too.
+ * Ids are few and sequential, so a late message for a destroyed communicator (or a stray
+ * or forged one) could name a live one by its id alone; it cannot guess the key. Such a
+ * message is dropped, counted, and logged at debug level. */
+static struct eng_net_comm *comm_by_id(const net_am_hdr_t *h, const char *what)
 {
-    struct eng_net_comm *nc = U.by_id[id % NET_MAX_COMMS];
-    return nc && nc->id == id && !nc->closing ? nc : NULL;
+    struct eng_net_comm *nc = U.by_id[h->dst % NET_MAX_COMMS];
+    if (nc && net_addressed(nc->id, nc->key, h->dst, h->key) && !nc->closing)
+        return nc;
+    const uint64_t n = __atomic_add_fetch(&U.dropped, 1, __ATOMIC_RELAXED);
+    dfccl_debug("dropped a %s message from rank %d for communicator id %u: %s (%llu dropped so far)", what,
+                (int)h->src, h->dst,
+                !nc || nc->id != h->dst ? "no such communicator here"
+                : nc->key != h->key     ? "wrong key"
+                                        : "communicator closing",
+                (unsigned long long)n);
+    return NULL;
 }
 
-static net_conn_t *conn_of(const net_am_hdr_t *h, struct eng_net_comm **nc_p)
+static net_conn_t *conn_of(const net_am_hdr_t *h, struct eng_net_comm **nc_p, const char *what)
 {
-    struct eng_net_comm *nc = comm_by_id(h->dst);
-    if (!nc || h->src < 0 || h->src >= nc->nranks || h->idx >= nc->peer_count[h->src])
-        return NULL; /* a communicator already destroyed here */
+    struct eng_net_comm *nc = comm_by_id(h, what);
+    if (!nc)
+        return NULL; /* a communicator already destroyed here, or not ours */
+    if (h->src < 0 || h->src >= nc->nranks || h->idx >= nc->peer_count[h->src]) {
+        dfccl_error("communicator %016llx (rank %d): a %s message with its key names rank %d, connection "
+                    "%u, which it does not have (a protocol error); communicator aborted",
+                    (unsigned long long)nc->uid, nc->rank, what, (int)h->src, h->idx);
+        net_abort(nc);
+        return NULL;
+    }
     *nc_p = nc;
     return &nc->conns[nc->peer_first[h->src] + h->idx];
 }
@@ -273,10 +301,13 @@ static void step_landed(struct eng_net_comm *nc, net_conn_t *k, uint64_t step, u
     if (landed > 0 && nc->bell)
         eng_bell_ring(nc->bell); /* a daemon thread here may sleep on it */
     if (landed < 0) {
-        dfccl_error("communicator %016llx: step %llu from rank %d is outside its window (%llu published), "
-                    "landed already or overfills its %llu bytes; communicator aborted",
-                    (unsigned long long)nc->uid, (unsigned long long)step, k->peer,
-                    (unsigned long long)k->in.posted, (unsigned long long)total);
+        dfccl_error("communicator %016llx (rank %d): step %llu from rank %d is outside its window (%llu "
+                    "published, %llu consumed, depth %u), landed already or overfills its %llu bytes (a "
+                    "protocol error); communicator aborted",
+                    (unsigned long long)nc->uid, nc->rank, (unsigned long long)step, k->peer,
+                    (unsigned long long)k->in.posted,
+                    (unsigned long long)dfccl_load_acquire64(&k->local_ctrl->consumed), nc->depth,
+                    (unsigned long long)total);
         net_abort(nc);
     }
 }
@@ -302,16 +333,19 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     net_conn_t *k = NULL;
     if (header_length == sizeof(h)) {
         memcpy(&h, header, sizeof(h));
-        k = conn_of(&h, &nc);
+        k = conn_of(&h, &nc, "step");
     }
+    /* the window before the copy: a step beyond the sender's credits would overwrite a
+     * slot the daemon has not read */
     if (k && (h.total > k->rchunk || h.off > h.total || length > h.total - h.off ||
-              (rndv && length != h.total) || !net_in_window(&k->in, nc->depth, h.step))) {
-        dfccl_error("communicator %016llx: a %zu-byte piece at %u of %llu-byte step %llu from rank %d does "
-                    "not fit its %llu-byte FIFO step, or the step is outside its window (%llu published); "
-                    "communicator aborted",
-                    (unsigned long long)nc->uid, length, h.off, (unsigned long long)h.total,
+              (rndv && length != h.total) || !net_in_window(&k->in, k->local_ctrl, nc->depth, h.step))) {
+        dfccl_error("communicator %016llx (rank %d): a %zu-byte piece at %u of %llu-byte step %llu from "
+                    "rank %d does not fit its %llu-byte FIFO step, or the step is outside its window (%llu "
+                    "published, %llu consumed, depth %u: a protocol error); communicator aborted",
+                    (unsigned long long)nc->uid, nc->rank, length, h.off, (unsigned long long)h.total,
                     (unsigned long long)h.step, k->peer, (unsigned long long)k->rchunk,
-                    (unsigned long long)k->in.posted);
+                    (unsigned long long)k->in.posted,
+                    (unsigned long long)dfccl_load_acquire64(&k->local_ctrl->consumed), nc->depth);
         net_abort(nc);
         k = NULL;
     }
@@ -353,10 +387,22 @@ static ucs_status_t am_credit(void *arg, const void *header, size_t header_lengt
     net_conn_t *k;
     if (header_length == sizeof(h)) {
         memcpy(&h, header, sizeof(h));
-        if ((k = conn_of(&h, &nc)) && h.step > dfccl_load_acquire64(&k->shadow_ctrl->consumed)) {
+        if (!(k = conn_of(&h, &nc, "credit")))
+            return UCS_OK;
+        /* the peer consumed only steps it received: this proxy (the connection's, under
+         * its lock) sent sent_posted of them */
+        const uint64_t consumed = dfccl_load_acquire64(&k->shadow_ctrl->consumed);
+        const int r = net_credit(consumed, k->sent_posted, h.step);
+        if (r > 0) {
             dfccl_store_release64(&k->shadow_ctrl->consumed, h.step);
             if (nc->bell)
                 eng_bell_ring(nc->bell);
+        } else if (r < 0) {
+            dfccl_error("communicator %016llx (rank %d): rank %d credits %llu steps on connection %u, but "
+                        "only %llu were sent to it (a protocol error); communicator aborted",
+                        (unsigned long long)nc->uid, nc->rank, k->peer, (unsigned long long)h.step, k->idx,
+                        (unsigned long long)k->sent_posted);
+            net_abort(nc);
         }
     }
     return UCS_OK;
@@ -369,7 +415,7 @@ static ucs_status_t am_bye(void *arg, const void *header, size_t header_length, 
     net_am_hdr_t h;
     if (header_length == sizeof(h)) {
         memcpy(&h, header, sizeof(h));
-        struct eng_net_comm *nc = comm_by_id(h.dst);
+        struct eng_net_comm *nc = comm_by_id(&h, "goodbye");
         if (nc && h.src >= 0 && h.src < nc->nranks && nc->shadow[h.src])
             dfccl_store_release64(&((eng_seg_hdr_t *)nc->shadow[h.src])->closed, 1);
     }
@@ -433,6 +479,7 @@ static int proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
             const uint64_t n = len - off < piece ? len - off : piece;
             *h = (net_am_hdr_t){.dst = nc->peer_id[p],
                                 .src = nc->rank,
+                                .key = nc->peer_key[p],
                                 .idx = k->idx,
                                 .off = (uint32_t)off,
                                 .step = s,
@@ -447,7 +494,8 @@ static int proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
     const uint64_t consumed = dfccl_load_acquire64(&k->local_ctrl->consumed);
     if (consumed > k->sent_consumed) {
         net_am_hdr_t *h = &k->cred[k->ncred++ % NET_VALS];
-        *h = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank, .idx = k->idx, .step = consumed};
+        *h = (net_am_hdr_t){
+            .dst = nc->peer_id[p], .src = nc->rank, .idx = k->idx, .key = nc->peer_key[p], .step = consumed};
         if (am_send(ep, 0, AM_CREDIT, h, NULL, 0))
             return -1;
         k->sent_consumed = consumed;
@@ -708,6 +756,7 @@ static dfcclResult_t proxy_acquire_locked(void)
 /* Exchanged at set-up; the worker address follows the header. */
 typedef struct {
     uint32_t id; /* this rank's id of the communicator */
+    uint64_t key; /* and its key */
     int32_t pid;
     uint32_t npx;                           /* its proxies (workers) */
     uint32_t addr_len[ENG_MAX_NET_THREADS]; /* their addresses follow, in order */
@@ -876,6 +925,7 @@ static void net_free_locked(struct eng_net_comm *nc)
     free(nc->shadow);
     free(nc->ep);
     free(nc->peer_id);
+    free(nc->peer_key);
     free(nc->watch_pid);
     free(nc->peer_first);
     free(nc->peer_count);
@@ -898,6 +948,19 @@ static int take_id_locked(struct eng_net_comm *nc)
         }
     }
     return -1;
+}
+
+/* A communicator's key, drawn from the kernel's random pool (a few bytes: getrandom returns
+ * them whole, unless a signal interrupts it before). */
+static int draw_key(uint64_t *key)
+{
+    for (;;) {
+        const ssize_t n = getrandom(key, sizeof(*key), 0);
+        if (n == (ssize_t)sizeof(*key))
+            return 0;
+        if (n < 0 && errno != EINTR)
+            return -1;
+    }
 }
 
 dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, void *ctx, eng_net_t **net_p)
@@ -934,15 +997,21 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     nc->shadow = calloc((size_t)N, sizeof(char *));
     nc->ep = calloc((size_t)N * mypx, sizeof(net_ep_t *));
     nc->peer_id = calloc((size_t)N, sizeof(uint32_t));
+    nc->peer_key = calloc((size_t)N, sizeof(uint64_t));
     nc->watch_pid = calloc((size_t)N, sizeof(int32_t));
     nc->peer_first = calloc((size_t)N, sizeof(size_t));
     nc->peer_count = calloc((size_t)N, sizeof(uint32_t));
     nc->dead = calloc((size_t)N, 1);
     nc->bye = calloc((size_t)N, sizeof(net_am_hdr_t));
     nc->conns = calloc(L->nconns ? L->nconns : 1, sizeof(net_conn_t));
-    if (!nc->shadow || !nc->ep || !nc->peer_id || !nc->watch_pid || !nc->peer_first || !nc->peer_count ||
-        !nc->dead || !nc->bye || !nc->conns) {
+    if (!nc->shadow || !nc->ep || !nc->peer_id || !nc->peer_key || !nc->watch_pid || !nc->peer_first ||
+        !nc->peer_count || !nc->dead || !nc->bye || !nc->conns) {
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
+        goto local_done;
+    }
+    if (draw_key(&nc->key)) { /* before the table shows nc to the handlers */
+        res = eng_set_error(dfcclSystemError, "dfcclCommInit", "getrandom for a communicator key: %s",
+                            strerror(errno));
         goto local_done;
     }
     lock_proxies(); /* the handlers read the table */
@@ -1017,6 +1086,7 @@ local_done:;
         net_boot_hdr_t h;
         memset(&h, 0, sizeof(h));
         h.id = nc->id;
+        h.key = nc->key;
         h.pid = (int32_t)getpid();
         h.npx = res == dfcclSuccess ? U.nproxies : 0;
         char *at = blob + sizeof(st) + sizeof(h);
@@ -1068,6 +1138,7 @@ local_done:;
         const char *paddr = all + (size_t)p * stride + sizeof(int32_t) + sizeof(h);
         const int same_host = !strncmp(h.host, myhost, sizeof(h.host));
         nc->peer_id[p] = h.id;
+        nc->peer_key[p] = h.key;
         nc->watch_pid[p] = same_host ? h.pid : 0;
         for (uint32_t i = 0; i < nc->npx && res == dfcclSuccess; paddr += h.addr_len[i], i++) {
             ucs_status_t st = UCS_OK;
@@ -1141,10 +1212,10 @@ char *eng_net_shadow(eng_net_t *nc, int p)
     return nc && p >= 0 && p < nc->nranks ? nc->shadow[p] : NULL;
 }
 
-void eng_net_teardown(eng_net_t *nc)
+int eng_net_teardown(eng_net_t *nc)
 {
     if (!nc)
-        return;
+        return 0;
     pthread_mutex_lock(&U.lock);
     lock_proxies();
     /* steps the daemon posted before the last collective completed here may not have
@@ -1163,7 +1234,7 @@ void eng_net_teardown(eng_net_t *nc)
     for (int p = 0; p < nc->nranks; p++) {
         if (nc->dead[p])
             continue;
-        nc->bye[p] = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank};
+        nc->bye[p] = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank, .key = nc->peer_key[p]};
         for (uint32_t i = 0; i < nc->npx; i++)
             if (*ep_of(nc, i, p))
                 am_send((*ep_of(nc, i, p))->ep, 0, AM_BYE, &nc->bye[p], NULL, 0);
@@ -1176,14 +1247,18 @@ void eng_net_teardown(eng_net_t *nc)
         wait_request(U.px[i].worker, ucp_worker_flush_nbx(U.px[i].worker, &prm),
                      2000000000ull); /* everything has landed */
     }
-    /* rendezvous receives still writing into the caller's segment finish first */
+    /* rendezvous receives still writing into the caller's segment finish first: UCX
+     * cannot cancel one (ucp_request_cancel acts on tag receives only), and a peer that
+     * failed completes it with an error (its endpoint handles errors: rendezvous runs
+     * to other hosts only) */
     const uint64_t t0 = eng_now_ns();
     while (__atomic_load_n(&nc->inflight, __ATOMIC_RELAXED) && eng_now_ns() - t0 < 2000000000ull)
         for (uint32_t i = 0; i < nc->npx; i++)
             ucp_worker_progress(U.px[i].worker);
     const uint64_t left = __atomic_load_n(&nc->inflight, __ATOMIC_RELAXED);
     if (left)
-        dfccl_warn("communicator %016llx: %llu receive(s) from the net still in flight at teardown",
+        dfccl_warn("communicator %016llx: %llu receive(s) from the net still in flight 2 s into teardown; "
+                   "the memory they land in stays mapped (leaked)",
                    (unsigned long long)nc->uid, (unsigned long long)left);
     for (struct eng_net_comm **pp = &U.comms; *pp; pp = &(*pp)->next)
         if (*pp == nc) {
@@ -1191,15 +1266,17 @@ void eng_net_teardown(eng_net_t *nc)
             break;
         }
     if (left) {
-        /* their completions still name nc: keep it (and the proxies) rather than free it */
+        /* their completions still name nc and write into the caller's segment: keep nc
+         * (and the proxies), and tell the caller to keep the segment mapped */
         if (U.by_id[nc->id % NET_MAX_COMMS] == nc)
             U.by_id[nc->id % NET_MAX_COMMS] = NULL;
         unlock_proxies();
         pthread_mutex_unlock(&U.lock);
-        return;
+        return 1;
     }
     net_free_locked(nc);
     unlock_proxies();
     proxy_release_locked();
     pthread_mutex_unlock(&U.lock);
+    return 0;
 }

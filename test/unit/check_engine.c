@@ -812,7 +812,9 @@ START_TEST(net_landing_in_order)
     ck_assert_uint_eq(c.bytes[1], 100);
     ck_assert_uint_eq(c.bytes[2], 200);
     ck_assert_int_eq(net_land(&l, &c, depth, 2, 5), -1); /* published: in the past */
-    /* around the ring: 3..6 reuse slots 3, 0, 1, 2; land them backwards */
+    /* around the ring: 3..6 reuse slots 3, 0, 1, 2, once the daemon has read 0..2; land
+     * them backwards */
+    c.consumed = 3;
     for (int s = 6; s >= 4; s--)
         ck_assert_int_eq(net_land(&l, &c, depth, (uint64_t)s, (uint64_t)s * 10), 0);
     ck_assert_int_eq(net_land(&l, &c, depth, 7, 1), -1);
@@ -828,6 +830,68 @@ START_TEST(net_landing_in_order)
         ck_assert_int_eq(net_land(&l, &c, ENG_MAX_FIFO_DEPTH, (uint64_t)s, 1), 0);
     ck_assert_int_eq(net_land(&l, &c, ENG_MAX_FIFO_DEPTH, 0, 1), 1);
     ck_assert_uint_eq(c.posted, ENG_MAX_FIFO_DEPTH);
+}
+END_TEST
+
+/* Net receiver, credits: a step lands only in a slot the daemon has read (consumed), not
+ * merely one published to it; the sender's credits stop at consumed + depth, so a step
+ * there is a protocol error even though the slot's previous step was published. */
+START_TEST(net_landing_credit_window)
+{
+    eng_conn_ctrl_t c;
+    memset(&c, 0, sizeof(c));
+    net_landing_t l = {0, 0};
+    const uint32_t depth = 4;
+    uint64_t got[4] = {0, 0, 0, 0};
+    for (uint64_t s = 0; s < depth; s++)
+        ck_assert_int_eq(net_land(&l, &c, depth, s, 10 + s), 1);
+    ck_assert_uint_eq(c.posted, 4);
+    /* published 4, consumed none: step 4 would overwrite step 0, unread */
+    ck_assert(!net_in_window(&l, &c, depth, 4));
+    ck_assert_int_eq(net_land(&l, &c, depth, 4, 99), -1);
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 4, 1, 2), -1);
+    ck_assert_uint_eq(c.bytes[0], 10);
+    ck_assert_uint_eq(got[0], 0);
+    ck_assert_uint_eq(l.mask, 0);
+    /* the daemon read step 0: step 4 (consumed + depth - 1) is the edge, 5 beyond it */
+    c.consumed = 1;
+    ck_assert(net_in_window(&l, &c, depth, 4));
+    ck_assert(!net_in_window(&l, &c, depth, 5));
+    ck_assert_int_eq(net_land(&l, &c, depth, 5, 1), -1);
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 4, 1, 2), 0);
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 4, 1, 2), 1);
+    ck_assert_uint_eq(c.posted, 5);
+    ck_assert_uint_eq(c.bytes[0], 2);
+    ck_assert_uint_eq(c.bytes[1], 11); /* step 1, unread, untouched */
+}
+END_TEST
+
+/* Net sender, credits: a credit moves the sender's count forward, an older one is
+ * ignored, and one for steps never sent is a protocol error. */
+START_TEST(net_credit_checks)
+{
+    ck_assert_int_eq(net_credit(2, 5, 3), 1);
+    ck_assert_int_eq(net_credit(2, 5, 5), 1); /* every step sent, consumed */
+    ck_assert_int_eq(net_credit(2, 5, 6), -1);
+    ck_assert_int_eq(net_credit(2, 5, UINT64_MAX), -1);
+    ck_assert_int_eq(net_credit(2, 5, 2), 0); /* no newer */
+    ck_assert_int_eq(net_credit(2, 5, 1), 0); /* an old one, late */
+    ck_assert_int_eq(net_credit(0, 0, 1), -1);
+    ck_assert_int_eq(net_credit(0, 0, 0), 0);
+}
+END_TEST
+
+/* Net receiver, addressing: a message reaches a communicator only with its random key,
+ * not by its guessable table id alone. */
+START_TEST(net_addressed_by_key)
+{
+    const uint32_t id = 7;
+    const uint64_t key = 0x9e3779b97f4a7c15ull;
+    ck_assert(net_addressed(id, key, 7, key));
+    ck_assert(!net_addressed(id, key, 7, 0));
+    ck_assert(!net_addressed(id, key, 7, key ^ 1));
+    ck_assert(!net_addressed(id, key, 7, key ^ (1ull << 63)));
+    ck_assert(!net_addressed(id, key, 8, key));
 }
 END_TEST
 
@@ -896,6 +960,9 @@ int main(void)
     t = tcase_create("net");
     tcase_add_test(t, net_landing_in_order);
     tcase_add_test(t, net_landing_pieces);
+    tcase_add_test(t, net_landing_credit_window);
+    tcase_add_test(t, net_credit_checks);
+    tcase_add_test(t, net_addressed_by_key);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
