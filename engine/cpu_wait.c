@@ -24,7 +24,7 @@
 
 uint64_t eng_now_ns(void);
 
-#define ENG_YIELD_TAKEN_NS 200000ull    /* a yield this long: a thread that does not yield ran */
+#define ENG_YIELD_TAKEN_NS 2000000ull   /* a yield this long: a thread that does not yield ran */
 #define ENG_CONTENDED_NS   100000000ull /* how long one such yield marks the cores contended */
 #define ENG_SHORT_SLICE_NS 100000ull    /* the shortest slice Linux accepts */
 
