@@ -2,7 +2,8 @@
 # OSU Micro-Benchmarks 7.4 through the dfccl coll component, several modes side by side
 # in one call, for bench/RESULTS.md.
 #   osu_run.sh BUILD_DIR OSU_COLLECTIVE_DIR
-# OSU_COLLECTIVE_DIR: what ../shared/osu/build.sh printed (holds blocking/).
+# OSU_COLLECTIVE_DIR: c/mpi/collective of an OSU 7.4 build with CUDA (holds blocking/);
+# test/gpu/device_run.sh osu builds one and runs this.
 # Environment (defaults):
 #   OSU_BENCH    "osu_gather osu_scatter osu_allgatherv osu_alltoallv"
 #   OSU_NPS      "8"          ranks (one GPU: under MPS, started here when the GPU has none)

@@ -215,7 +215,8 @@ static void eng_config_parse(void)
     eng_config.net_threads = (uint32_t)v[23];
     eng_config.net_threads_auto = v[23] == 0;
     if (eng_config.net_threads_auto) {
-        /* a proxy per two of the rank's cores, up to 4 (run AU: 4 reach UCX's loopback rate);
+        /* a proxy per two of the rank's cores, up to 4 (4 reach UCX's loopback rate:
+         * bench/RESULTS.md, "What the defaults rest on");
          * the other cores are for the daemon threads and the application */
         const uint32_t n = cores_per_rank() / 2;
         eng_config.net_threads = n < 1 ? 1 : n > 4 ? 4 : n;

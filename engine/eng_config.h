@@ -50,7 +50,7 @@ extern eng_config_t eng_config;
 
 /* The GPU daemon's step on a communicator with (any_net) or without net peers: host-staged
  * steps cross PCIe twice and two proxies' copies, so smaller steps keep more of them in
- * flight per channel (bench/RESULTS.md, run AZ3). */
+ * flight per channel (bench/RESULTS.md, "What the defaults rest on"). */
 static inline uint64_t eng_gpu_chunk(int any_net)
 {
     return any_net && eng_config.gpu_net_chunk < eng_config.gpu_chunk_size ? eng_config.gpu_net_chunk

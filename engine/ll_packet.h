@@ -7,8 +7,8 @@
  * buffer there): the daemon kernel never ends, so an SM's L1 may still hold a line of a
  * buffer it read in an earlier collective that the host or another process has since
  * rewritten. With plain loads, in-place allreduces on reused buffers return the buffer's
- * earlier bytes (t_gpu reuse and t_colls_dev through MPI fail; runs AO/AP in
- * bench/RESULTS.md). */
+ * earlier bytes (t_gpu reuse and t_colls_dev through MPI fail; measured 2026-12-01, see
+ * the git history of bench/RESULTS.md). */
 #ifndef DFCCL_LL_PACKET_H
 #define DFCCL_LL_PACKET_H
 

@@ -664,7 +664,7 @@ static ucs_status_t set_handler(net_proxy_t *P, unsigned id, ucp_am_recv_callbac
 /* UCX's tcp moves a message in segments of UCX_TCP_TX_SEG_SIZE / RX_SEG_SIZE, 8 KiB by
  * default: a 64 KiB step then takes 8 sends and receives, and tcp between ranks moved
  * 2.5 GB/s against ucx_perftest's 3.7-4.1; with segments that hold a whole step, 4.4
- * (bench/RESULTS.md, run AZ6). So this context's segments hold the largest step and its
+ * (bench/RESULTS.md, "What the defaults rest on"). So this context's segments hold the largest step and its
  * header, unless the user set them. Every rank computes the same size from the same
  * step knobs. */
 static void tcp_segments(ucp_config_t *cfg)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# GPU test suite, for a machine with a CUDA device (see ../shared/GPU.md): starts MPS so
+# GPU test suite, for a machine with a CUDA device (test/gpu/device_run.sh): starts MPS so
 # that N ranks share one GPU, runs the device-buffer tests with 2, 4 and 8 ranks, the
 # deadlock scenarios with their preempt-off hang proofs, the same over the net transport
 # (host-staged FIFOs, when libdfccl has UCX), then stops MPS.
