@@ -17,12 +17,18 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "eng_atomic.h"
 #include "eng_cpu_wait.h"
 
-uint64_t eng_now_ns(void);
+uint64_t eng_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 #define ENG_YIELD_TAKEN_NS 2000000ull   /* a yield this long: a thread that does not yield ran */
 #define ENG_CONTENDED_NS   100000000ull /* how long one such yield marks the cores contended */

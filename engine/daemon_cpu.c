@@ -75,13 +75,6 @@ static eng_daemon_t D = {
     .done_cv = PTHREAD_COND_INITIALIZER,
 };
 
-uint64_t eng_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void abs_deadline(struct timespec *ts, uint64_t ns)
 {
     clock_gettime(CLOCK_REALTIME, ts);

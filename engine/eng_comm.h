@@ -8,6 +8,7 @@
 
 #include "dfccl.h"
 #include "eng_config.h"
+#include "eng_cpu_wait.h"
 #include "eng_ring.h"
 #include "eng_types.h"
 #include "eng_sched.h"
@@ -147,7 +148,5 @@ struct dfccl_comm *eng_comm_get(dfcclComm_t handle);
  * every ENG_PEER_CHECK_NS, whether a shared-memory peer of the communicator died, and if
  * so abort it (logged). The dead rank, else -1. */
 int eng_comm_watch_peers(dfcclComm_t handle, uint64_t now);
-
-uint64_t eng_now_ns(void);
 
 #endif

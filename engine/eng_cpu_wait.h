@@ -6,6 +6,9 @@
 
 #include <stdint.h>
 
+/* The monotonic clock every wait and timeout of the engine is measured with, in ns. */
+uint64_t eng_now_ns(void);
+
 /* Yield the core; 1 if that took long enough that a thread which does not yield ran
  * meanwhile (a busy process), which then marks the cores contended for a while. */
 int eng_yield(void);
