@@ -36,21 +36,23 @@ uint64_t eng_now_ns(void)
 
 static uint64_t taken_at; /* when a yield last found the core taken (atomic; 0: never) */
 
+int eng_cores_contended(void)
+{
+    const uint64_t at = dfccl_load_relaxed64(&taken_at);
+    return at && eng_now_ns() - at < ENG_CONTENDED_NS;
+}
+
 int eng_yield(void)
 {
+    if (eng_cores_contended())
+        return 1; /* a yield would lose the core for a slice */
     const uint64_t t0 = eng_now_ns();
     sched_yield();
     const uint64_t t1 = eng_now_ns();
     if (t1 - t0 < ENG_YIELD_TAKEN_NS)
         return 0;
-    __atomic_store_n(&taken_at, t1, __ATOMIC_RELAXED);
+    dfccl_store_relaxed64(&taken_at, t1);
     return 1;
-}
-
-int eng_cores_contended(void)
-{
-    const uint64_t at = __atomic_load_n(&taken_at, __ATOMIC_RELAXED);
-    return at && eng_now_ns() - at < ENG_CONTENDED_NS;
 }
 
 /* struct sched_attr of sched_setattr(2), declared here: the kernel's header clashes
@@ -64,41 +66,40 @@ typedef struct {
     uint32_t util_min, util_max;
 } eng_sched_attr_t;
 
-uint64_t eng_thread_slice_short(void)
+/* Set the calling thread's slice to ns (0: the kernel's default) if it is an ordinary
+ * (SCHED_OTHER) thread; its slice before in *old. 0 on success; a real-time or batch
+ * thread keeps what it has. */
+static int slice_set(uint64_t ns, uint64_t *old)
 {
 #if defined(SYS_sched_getattr) && defined(SYS_sched_setattr)
     eng_sched_attr_t a;
     memset(&a, 0, sizeof a);
     if (syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0) || a.policy != 0 /* SCHED_OTHER */)
-        return 0; /* a real-time or batch thread keeps what it has */
-    const uint64_t old = a.runtime;
-    if (old && old <= ENG_SHORT_SLICE_NS)
-        return old;
+        return -1;
+    *old = a.runtime;
+    if (a.runtime == ns)
+        return 0;
     a.size = sizeof a;
-    a.runtime = ENG_SHORT_SLICE_NS;
+    a.runtime = ns;
     a.flags = 0;
-    if (syscall(SYS_sched_setattr, 0, &a, 0))
+    return syscall(SYS_sched_setattr, 0, &a, 0) ? -1 : 0;
+#else
+    (void)ns, (void)old;
+    return -1;
+#endif
+}
+
+uint64_t eng_thread_slice_short(void)
+{
+    uint64_t old;
+    if (slice_set(ENG_SHORT_SLICE_NS, &old))
         return 0;
     return old ? old : 1; /* 1: the kernel's default (runtime 0) to restore */
-#else
-    return 0;
-#endif
 }
 
 void eng_thread_slice_restore(uint64_t old_ns)
 {
-#if defined(SYS_sched_getattr) && defined(SYS_sched_setattr)
-    if (!old_ns || old_ns == ENG_SHORT_SLICE_NS)
-        return;
-    eng_sched_attr_t a;
-    memset(&a, 0, sizeof a);
-    if (syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0) || a.policy != 0)
-        return;
-    a.size = sizeof a;
-    a.runtime = old_ns == 1 ? 0 : old_ns;
-    a.flags = 0;
-    (void)syscall(SYS_sched_setattr, 0, &a, 0);
-#else
-    (void)old_ns;
-#endif
+    uint64_t cur;
+    if (old_ns && old_ns != ENG_SHORT_SLICE_NS)
+        (void)slice_set(old_ns == 1 ? 0 : old_ns, &cur);
 }

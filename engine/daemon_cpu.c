@@ -120,7 +120,7 @@ void eng_daemon_wait(struct dfccl_request *req)
             return;
         if (i < ENG_SPINS_BEFORE_YIELD)
             dfccl_cpu_relax();
-        else if (eng_cores_contended() || eng_yield() || eng_now_ns() >= until)
+        else if (eng_yield() || eng_now_ns() >= until)
             break;
     }
     /* a short slice while asleep: the completion's wake preempts a busy thread */
@@ -211,6 +211,16 @@ static void destroy_seen(eng_worker_t *W, struct dfccl_comm *c)
         post_completion(c->dmark_req, dfcclSuccess);
 }
 
+/* Wake W from idle_sleep or worker_block (a no-op when it is awake: it re-checks
+ * before sleeping). Under W's lock, a doorbell it blocks on is still mapped: W leaves
+ * it before it takes any input, a destroy marker included. */
+static void wake_locked(eng_worker_t *W)
+{
+    pthread_cond_signal(&W->cv);
+    if (W->bell_wait)
+        eng_bell_kick(W->bell_wait);
+}
+
 static void inbox_push(eng_worker_t *W, eng_wnode_t *n)
 {
     n->next = NULL;
@@ -220,10 +230,7 @@ static void inbox_push(eng_worker_t *W, eng_wnode_t *n)
     else
         W->in_head = n;
     W->in_tail = n;
-    if (W->sleeping)
-        pthread_cond_signal(&W->cv);
-    if (W->bell_wait)
-        eng_bell_kick(W->bell_wait);
+    wake_locked(W);
     pthread_mutex_unlock(&W->lock);
 }
 
@@ -268,15 +275,10 @@ static void bell_leave(eng_worker_t *W, eng_bell_t *b)
     eng_bell_leave(b);
 }
 
-/* Wake W from idle_sleep or worker_block (a no-op when it is awake: it re-checks
- * before sleeping). Under W's lock, a doorbell it blocks on is still mapped: W leaves
- * it before it takes any input, a destroy marker included. */
 static void worker_wake(eng_worker_t *W)
 {
     pthread_mutex_lock(&W->lock);
-    pthread_cond_signal(&W->cv);
-    if (W->bell_wait)
-        eng_bell_kick(W->bell_wait);
+    wake_locked(W);
     pthread_mutex_unlock(&W->lock);
 }
 
@@ -424,6 +426,16 @@ static int check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now)
 
 /* ---- the scheduler ------------------------------------------------------------------- */
 
+/* A task leaves its worker after waiting stalled_ns (progressed: it moved before):
+ * counted, and what run_task returns. */
+static int preempted(struct dfccl_comm *c, int progressed, uint64_t stalled_ns)
+{
+    stat_add(&c->stats.preemptions, 1);
+    stat_add(&c->stats.stalls, !progressed);
+    stat_add(&c->stats.stall_ns, stalled_ns);
+    return progressed;
+}
+
 /* Run worker W's channels of one task until they finish or wait longer than the
  * budget. Returns 1 if they made progress (or finished). */
 static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
@@ -481,13 +493,8 @@ static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
             progressed = 1;
             continue;
         }
-        if (now - wait_start >= budget) {
-            /* preempt: the context is in t->ctx already; go run something else */
-            stat_add(&c->stats.preemptions, 1);
-            stat_add(&c->stats.stalls, !progressed);
-            stat_add(&c->stats.stall_ns, now - wait_start);
-            return progressed;
-        }
+        if (now - wait_start >= budget) /* the context is in t->ctx already: run something else */
+            return preempted(c, progressed, now - wait_start);
         if (comm_aborted(c)) {
             /* another worker timed out, or a net peer failed: even with preemption off,
              * no wait on this communicator can end any more */
@@ -498,7 +505,7 @@ static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
             return 1;
         if (++spins < ENG_SPINS_BEFORE_YIELD) {
             dfccl_cpu_relax();
-        } else if (eng_cores_contended() || eng_yield()) {
+        } else if (eng_yield()) {
             /* ranks may outnumber cores: let the peer we wait for run */
             if (!D.sp.preempt) {
                 /* preemption off: stay with this task, asleep on its doorbell once the
@@ -510,10 +517,7 @@ static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
             /* the core is contended: stop spinning here, so the worker can block on a
              * doorbell until the peer rings it (a preemption like any other) */
             W->contended = 1;
-            stat_add(&c->stats.preemptions, 1);
-            stat_add(&c->stats.stalls, !progressed);
-            stat_add(&c->stats.stall_ns, eng_now_ns() - wait_start);
-            return progressed;
+            return preempted(c, progressed, eng_now_ns() - wait_start);
         }
     }
 }
@@ -539,7 +543,7 @@ static void idle_sleep(eng_worker_t *W)
     while (eng_now_ns() < until) {
         if (has_input(W) || DFCCL_READ_ONCE(D.stop))
             return;
-        if (eng_cores_contended() || eng_yield())
+        if (eng_yield())
             break; /* the core is wanted: a submission wakes a sleeper sooner */
     }
     pthread_mutex_lock(&W->lock);

@@ -34,9 +34,12 @@ static inline void eng_bell_kick(eng_bell_t *b)
     syscall(SYS_futex, &b->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-/* After publishing a step or a credit to b's owner: wake it if it sleeps. */
+/* After publishing a step or a credit to b's owner: wake it if it sleeps. NULL: the
+ * peer has no bell here (a net peer: its proxy rings; the GPU). */
 static inline void eng_bell_ring(eng_bell_t *b)
 {
+    if (!b)
+        return;
     dfccl_fence_seq_cst(); /* the publication before the look at sleepers */
     if (__atomic_load_n(&b->sleepers, __ATOMIC_RELAXED))
         eng_bell_kick(b);

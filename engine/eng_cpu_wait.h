@@ -9,8 +9,10 @@
 /* The monotonic clock every wait and timeout of the engine is measured with, in ns. */
 uint64_t eng_now_ns(void);
 
-/* Yield the core; 1 if that took long enough that a thread which does not yield ran
- * meanwhile (a busy process), which then marks the cores contended for a while. */
+/* One yield of a waiting loop. 1: block instead of spinning on. That is when the cores
+ * are already known contended (then it does not yield), or when this yield took long
+ * enough that a thread which does not yield ran meanwhile (a busy process), which marks
+ * the cores contended for a while. */
 int eng_yield(void);
 
 /* 1 while a recent eng_yield (of any thread) found the core taken: a waiting thread

@@ -52,8 +52,7 @@ DFCCL_DEV_INLINE void prim_send_post(eng_conn_t *c, const eng_chan_view_t *v, ui
     c->send_ctrl->bytes[eng_mod(c->sent, v->depth)] = bytes;
     c->sent++;
     dfccl_store_release64(&c->send_ctrl->posted, c->sent);
-    if (c->bell)
-        eng_bell_ring(c->bell);
+    eng_bell_ring(c->bell);
 }
 
 /* Give the slot back to the sender once its data has been read. */
@@ -61,8 +60,7 @@ DFCCL_DEV_INLINE void prim_recv_done(eng_conn_t *c)
 {
     c->recvd++;
     dfccl_store_release64(&c->recv_ctrl->consumed, c->recvd);
-    if (c->bell)
-        eng_bell_ring(c->bell);
+    eng_bell_ring(c->bell);
 }
 
 /* --- every connection at once (one-shot): the GPU checks and posts them in parallel -- */
@@ -118,8 +116,7 @@ DFCCL_DEV_INLINE int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_v
             dfccl_store_relaxed64(&dst[2 * i + 1], flag | (pk >> 32));
         }
         c->sent++;
-        if (c->bell)
-            eng_bell_ring(c->bell);
+        eng_bell_ring(c->bell);
     }
     return 1;
 }

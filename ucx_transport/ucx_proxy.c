@@ -298,7 +298,7 @@ static net_conn_t *conn_of(const net_am_hdr_t *h, struct eng_net_comm **nc_p, co
 static void step_landed(struct eng_net_comm *nc, net_conn_t *k, uint64_t step, uint64_t len, uint64_t total)
 {
     const int landed = net_land_piece(&k->in, k->got, k->local_ctrl, nc->depth, step, len, total);
-    if (landed > 0 && nc->bell)
+    if (landed > 0)
         eng_bell_ring(nc->bell); /* a daemon thread here may sleep on it */
     if (landed < 0) {
         dfccl_error("communicator %016llx (rank %d): step %llu from rank %d is outside its window (%llu "
@@ -395,8 +395,7 @@ static ucs_status_t am_credit(void *arg, const void *header, size_t header_lengt
         const int r = net_credit(consumed, k->sent_posted, h.step);
         if (r > 0) {
             dfccl_store_release64(&k->shadow_ctrl->consumed, h.step);
-            if (nc->bell)
-                eng_bell_ring(nc->bell);
+            eng_bell_ring(nc->bell);
         } else if (r < 0) {
             dfccl_error("communicator %016llx (rank %d): rank %d credits %llu steps on connection %u, but "
                         "only %llu were sent to it (a protocol error); communicator aborted",
@@ -755,7 +754,7 @@ static dfcclResult_t proxy_acquire_locked(void)
 
 /* Exchanged at set-up; the worker address follows the header. */
 typedef struct {
-    uint32_t id; /* this rank's id of the communicator */
+    uint32_t id;  /* this rank's id of the communicator */
     uint64_t key; /* and its key */
     int32_t pid;
     uint32_t npx;                           /* its proxies (workers) */
