@@ -829,9 +829,9 @@ static inline void tc_case_free(tc_case_t *c)
     c->send = c->recv = c->sendp = c->recvp = NULL;
 }
 
-/* One float-sum allreduce of 100000 elements on comm, checked; fails the test with
- * @p what when the result is wrong. */
-static inline void tc_checked_allreduce(dfcclComm_t comm, const char *what)
+/* One float-sum allreduce of 100000 elements on comm, whose P ranks number this one
+ * me, checked; fails the test with @p what when the result is wrong. */
+static inline void tc_checked_allreduce_on(dfcclComm_t comm, int P, int me, const char *what)
 {
     tc_case_t c;
     memset(&c, 0, sizeof c);
@@ -841,14 +841,20 @@ static inline void tc_checked_allreduce(dfcclComm_t comm, const char *what)
     c.count = 100000;
     c.seed = 42;
     c.comm = comm;
-    c.P = tc_size;
-    c.me = tc_rank;
+    c.P = P;
+    c.me = me;
     tc_case_setup(&c);
     tc_case_submit(&c);
     CHECK(dfcclWait(&c.req));
     if (tc_case_check(&c))
         TC_FAIL("%s gave wrong results", what);
     tc_case_free(&c);
+}
+
+/* The same on a communicator of every rank of MPI_COMM_WORLD. */
+static inline void tc_checked_allreduce(dfcclComm_t comm, const char *what)
+{
+    tc_checked_allreduce_on(comm, tc_size, tc_rank, what);
 }
 
 /* Pick a random valid (type, op) for collective c. */

@@ -202,22 +202,8 @@ int main(int argc, char **argv)
         const int fds1 = proc_entries("/proc/self/fd"), tasks1 = proc_entries("/proc/self/task");
         const long rss1 = proc_rss_kb();
         if (kept) {
-            tc_case_t k;
-            memset(&k, 0, sizeof k);
-            k.coll = TC_ALLREDUCE;
-            k.t = dfcclFloat32;
-            k.op = dfcclSum;
-            k.count = count;
-            k.seed = 77;
-            k.comm = kept;
-            k.P = sub != MPI_COMM_NULL ? tc_size - 1 : tc_size;
-            k.me = tc_rank;
-            tc_case_setup(&k);
-            tc_case_submit(&k);
-            CHECK(dfcclWait(&k.req));
-            if (tc_case_check(&k))
-                TC_FAIL("allreduce on the kept communicator gave wrong results");
-            tc_case_free(&k);
+            tc_checked_allreduce_on(kept, sub != MPI_COMM_NULL ? tc_size - 1 : tc_size, tc_rank,
+                                    "allreduce on the kept communicator");
             CHECK(dfcclCommDestroy(kept));
         }
         if (sub != MPI_COMM_NULL)

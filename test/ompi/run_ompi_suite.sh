@@ -133,6 +133,25 @@ check_engine() {
     fi
 }
 
+# expect success and a line matching each PATTERN (grep; the first is usually the
+# program's OK line, unanchored: verbose lines of another rank may share its line)
+check_lines() {
+    local name=$1 rc=$2 p
+    shift 2
+    if [ "$rc" != 0 ]; then
+        fail "$name" "rc $rc"
+        return
+    fi
+    for p in "$@"; do
+        if ! grep -q -- "$p" "$WORK/out"; then
+            fail "$name" "no line matching '$p'"
+            return
+        fi
+    done
+    pass "$name"
+    grep -o 'OK t_.*' "$WORK/out" | head -1 | sed 's/^/    /'
+}
+
 # expect the watchdog's hang (exit 3) or a timeout
 check_hang() {
     local name=$1 rc=$2
@@ -236,13 +255,9 @@ run 120 3 "${ALONE[@]}" "${HB[@]}" -- t_nb --rounds 3
 check_ok "dfccl alone, host_buffers=1: non-blocking np=3" $?
 for np in 1 4; do
     run 120 $np "${ALONE[@]}" "${FAKE[@]}" --mca coll_dfccl_verbose 3 -- t_allcolls
-    rc=$?
-    if [ $rc = 0 ] && grep -q 'OK t_allcolls' "$WORK/out" &&
-        grep -q -- 'MPI_Ialltoallw on .*-> previous module (staged through host)' "$WORK/out"; then
-        pass "dfccl alone, staged (device buffers, emulated): every collective through the fallbacks np=$np"
-    else
-        fail "dfccl alone, staged (device buffers, emulated) np=$np" "rc $rc"
-    fi
+    check_lines "dfccl alone, staged (device buffers, emulated): every collective through the fallbacks np=$np" $? \
+        'OK t_allcolls' \
+        'MPI_Ialltoallw on .*-> previous module (staged through host)'
 done
 for np in 3 8; do
     run 120 $np "${ALONE[@]}" "${FAKE[@]}" -- t_alone
@@ -306,15 +321,11 @@ done
 # through host memory for the previous module; checked element by element
 for np in 1 2 3 4 8; do
     run 120 $np "${FAKE[@]}" --mca coll_dfccl_verbose 3 -- t_allcolls
-    rc=$?
-    if [ $rc = 0 ] && grep -q 'OK t_allcolls' "$WORK/out" &&
-        grep -q -- 'MPI_Ialltoallw on .*-> previous module (staged through host)' "$WORK/out" &&
-        grep -q -- 'MPI_Igatherv on .*-> engine' "$WORK/out" && grep -q -- 'MPI_Exscan on .*-> engine' "$WORK/out"; then
-        pass "gather(v), scatter(v), allgatherv, alltoallv/w, scan, exscan on device buffers (emulated): every one, blocking and non-blocking np=$np"
-        grep -o 'OK t_allcolls.*' "$WORK/out" | sed 's/^/    /'
-    else
-        fail "staged collectives on device buffers (emulated) np=$np" "rc $rc"
-    fi
+    check_lines "gather(v), scatter(v), allgatherv, alltoallv/w, scan, exscan on device buffers (emulated): every one, blocking and non-blocking np=$np" $? \
+        'OK t_allcolls' \
+        'MPI_Ialltoallw on .*-> previous module (staged through host)' \
+        'MPI_Igatherv on .*-> engine' \
+        'MPI_Exscan on .*-> engine'
 done
 run 120 4 "${FAKE[@]}" --mca coll_dfccl_check 1 -- t_allcolls
 check_ok "staged collectives with coll_dfccl_check=1 (no false alarm) np=4" $?
@@ -323,13 +334,9 @@ check_ok "gather(v), scatter(v), ... on host buffers: the previous module, untou
 # intercommunicators: dfccl stages device buffers (emulated) for the other components
 for np in 2 3 5; do
     run 120 $np "${FAKE[@]}" --mca coll_dfccl_verbose 3 -- t_inter
-    rc=$?
-    if [ $rc = 0 ] && grep -q 'OK t_inter' "$WORK/out" &&
-        grep -q -- 'MPI_Ialltoallv on .*-> previous module (staged through host)' "$WORK/out"; then
-        pass "intercommunicator collectives on device buffers (emulated): staged for the other components, blocking and non-blocking np=$np"
-    else
-        fail "intercommunicator collectives on device buffers (emulated) np=$np" "rc $rc"
-    fi
+    check_lines "intercommunicator collectives on device buffers (emulated): staged for the other components, blocking and non-blocking np=$np" $? \
+        'OK t_inter' \
+        'MPI_Ialltoallv on .*-> previous module (staged through host)'
 done
 run 120 4 "${FAKE[@]}" --mca coll_dfccl_check 1 -- t_inter
 check_ok "intercommunicator collectives, staged, with coll_dfccl_check=1 (not compared there) np=4" $?
@@ -549,12 +556,8 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
     done
     # the per-call legacy-stream synchronization, on request
     run 300 2 --mca coll_dfccl_device_sync 1 -- t_device
-    rc=$?
-    if [ $rc = 0 ] && grep -q 'OK t_device' "$WORK/out"; then
-        pass "device buffers with coll_dfccl_device_sync=1 np=2"
-    else
-        fail "device buffers with coll_dfccl_device_sync=1 np=2" "rc $rc"
-    fi
+    check_lines "device buffers with coll_dfccl_device_sync=1 np=2" $? \
+        'OK t_device'
     for np in $([ -x "$BIN/t_colls_dev" ] && echo 2 4); do
         run 600 $np --mca coll_dfccl_verbose 3 -- t_colls_dev --quick
         rc=$?
@@ -569,38 +572,26 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
     # the same over the net transport (every peer forced onto UCX): host-staged FIFOs
     if [ -x "$BIN/t_colls_dev" ] && ldd "$LIBDIR/libdfccl.so" 2>/dev/null | grep -q libucp; then
         run 600 4 --mca coll_dfccl_verbose 3 --mca coll_dfccl_net ucx -- t_colls_dev --quick
-        rc=$?
-        if [ $rc = 0 ] && grep -q 'OK t_colls' "$WORK/out" && grep -q -- '-> engine (device memory' "$WORK/out"; then
-            pass "device buffers over the net transport (coll_dfccl_net=ucx): the collective matrix through MPI np=4"
-        else
-            fail "device-buffer matrix coll_dfccl_net=ucx np=4" "rc $rc"
-        fi
+        check_lines "device buffers over the net transport (coll_dfccl_net=ucx): the collective matrix through MPI np=4" $? \
+            'OK t_colls' \
+            '-> engine (device memory'
     fi
     # the collectives dfccl stages, on real device buffers
     for np in 2 4 8; do
         run 300 $np --mca coll_dfccl_verbose 3 -- t_allcolls_dev
-        rc=$?
-        if [ $rc = 0 ] && grep -q 'OK t_allcolls' "$WORK/out" &&
-            grep -q -- 'MPI_Igatherv on .*-> engine (device memory' "$WORK/out" &&
-            grep -q -- '-> previous module (staged through host) (device memory' "$WORK/out"; then
-            pass "device buffers: gather(v), scatter(v), allgatherv, alltoallv/w, scan, exscan on the GPU daemon (user ops, in-place alltoallv/w staged) np=$np"
-            grep -o 'OK t_allcolls.*' "$WORK/out" | sed 's/^/    /'
-        else
-            fail "device buffers: staged collectives np=$np" "rc $rc"
-        fi
+        check_lines "device buffers: gather(v), scatter(v), allgatherv, alltoallv/w, scan, exscan on the GPU daemon (user ops, in-place alltoallv/w staged) np=$np" $? \
+            'OK t_allcolls' \
+            'MPI_Igatherv on .*-> engine (device memory' \
+            '-> previous module (staged through host) (device memory'
     done
     # --mca coll dfccl alone on device buffers: no previous module; what the engine cannot
     # run (user ops, in-place alltoallv/w) is staged to dfccl's own fallbacks
     for np in 2 4 8; do
         run 300 $np --mca coll dfccl --mca coll_dfccl_verbose 3 -- t_allcolls_dev
-        rc=$?
-        if [ $rc = 0 ] && grep -q 'OK t_allcolls' "$WORK/out" &&
-            grep -q -- 'MPI_Igatherv on .*-> engine (device memory' "$WORK/out" &&
-            grep -q -- '-> previous module (staged through host) (device memory' "$WORK/out"; then
-            pass "dfccl alone (--mca coll dfccl), device buffers: gather(v) ... exscan, user ops staged to the fallbacks np=$np"
-        else
-            fail "dfccl alone, device buffers: t_allcolls_dev np=$np" "rc $rc"
-        fi
+        check_lines "dfccl alone (--mca coll dfccl), device buffers: gather(v) ... exscan, user ops staged to the fallbacks np=$np" $? \
+            'OK t_allcolls' \
+            'MPI_Igatherv on .*-> engine (device memory' \
+            '-> previous module (staged through host) (device memory'
     done
     run 600 4 --mca coll dfccl -- t_colls_dev --quick
     check_ok "dfccl alone (--mca coll dfccl), device buffers: the collective matrix np=4" $?
@@ -609,13 +600,9 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
     # intercommunicators: device buffers staged for the other components
     for np in 2 5; do
         run 300 $np --mca coll_dfccl_verbose 3 -- t_inter_dev
-        rc=$?
-        if [ $rc = 0 ] && grep -q 'OK t_inter' "$WORK/out" &&
-            grep -q -- '-> previous module (staged through host) (device memory' "$WORK/out"; then
-            pass "device buffers: intercommunicator collectives staged for the other components np=$np"
-        else
-            fail "device buffers: intercommunicator collectives np=$np" "rc $rc"
-        fi
+        check_lines "device buffers: intercommunicator collectives staged for the other components np=$np" $? \
+            'OK t_inter' \
+            '-> previous module (staged through host) (device memory'
     done
     # deadlock freedom from the very first call on device buffers: default settings,
     # fresh communicators, no warm-up
