@@ -47,6 +47,7 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
     req->blocks = NULL;
     req->comm = (dfcclComm_t)comm->handle;
     req->since_ns = eng_now_ns();
+    req->wake_due = 0;
     a->blocks = blocks;
     /* a one-shot contribution must fit the FIFO depth of the smallest step of the daemon
      * that runs it (one chunk per step), an LL one one step twice over (its lines carry
@@ -602,6 +603,8 @@ dfcclResult_t dfcclTest(dfcclRequest_t *request_p, int *done_p)
         if ((*request_p)->gpu_id >= 0) {
             eng_gpu_progress(); /* relaunch a daemon that quit on stalled work */
             gpu_watch_peers(*request_p);
+        } else {
+            eng_daemon_kick(*request_p);
         }
         *done_p = 0;
         return dfcclSuccess;

@@ -35,10 +35,17 @@
 /* longest doorbell sleep: what rings no bell (an abort, a dead peer, a task of another
  * communicator than the one slept on) is seen this late at worst */
 #define ENG_BLOCK_NS 1000000ull
+/* an idle worker's sleep while the cores are contended: a submission that deferred its
+ * wake (eng_daemon_submit) and that nobody waits for or tests runs this late at worst */
+#define ENG_IDLE_CONTENDED_NS 10000000ull
 
 typedef struct {
     uint32_t id;
     pthread_t thread;
+    /* the right to run this worker: its thread holds it except while it sleeps idle,
+     * and a caller waiting in eng_daemon_wait may take it then (help) */
+    pthread_mutex_t run;
+    int helping; /* a caller holds `run` (written by the holder) */
     /* inbox (workers > 0; worker 0 appends) and sleep, under lock */
     pthread_mutex_t lock;
     pthread_cond_t cv;
@@ -46,6 +53,7 @@ typedef struct {
     eng_bell_t *bell_wait; /* the doorbell it blocks on (written under lock; worker 0's
                               read by submitters without it) */
     eng_wnode_t *in_head, *in_tail;
+    int handback;  /* a helper left tasks in the list: the thread resumes them */
     int contended; /* a yield of its own found the core taken: block, don't spin */
     int sliced;    /* it runs with a short scheduler slice (since it first blocked) */
     /* this worker's own */
@@ -107,34 +115,6 @@ static void post_completion(struct dfccl_request *req, dfcclResult_t res)
         pthread_cond_broadcast(&D.done_cv);
         pthread_mutex_unlock(&D.done_lock);
     }
-}
-
-void eng_daemon_wait(struct dfccl_request *req)
-{
-    /* yield rather than spin: on a machine with fewer cores than ranks the daemon
-     * thread we wait for may need this core; with a core to spare the yield returns
-     * at once. Sleep once the cores are contended, or after the spin time. */
-    const uint64_t until = eng_now_ns() + ENG_SPIN_NS;
-    for (unsigned i = 0;; i++) {
-        if (dfccl_load_acquire32(&req->done))
-            return;
-        if (i < ENG_SPINS_BEFORE_YIELD)
-            dfccl_cpu_relax();
-        else if (eng_yield() || eng_now_ns() >= until)
-            break;
-    }
-    /* a short slice while asleep: the completion's wake preempts a busy thread */
-    const uint64_t slice = eng_thread_slice_short();
-    __atomic_fetch_add(&D.waiters, 1, __ATOMIC_SEQ_CST);
-    pthread_mutex_lock(&D.done_lock);
-    while (!dfccl_load_acquire32(&req->done)) {
-        struct timespec ts;
-        abs_deadline(&ts, 1000000); /* bounded: a missed broadcast costs 1 ms, never a hang */
-        pthread_cond_timedwait(&D.done_cv, &D.done_lock, &ts);
-    }
-    pthread_mutex_unlock(&D.done_lock);
-    __atomic_fetch_sub(&D.waiters, 1, __ATOMIC_SEQ_CST);
-    eng_thread_slice_restore(slice);
 }
 
 /* ---- task lists ------------------------------------------------------------------------ */
@@ -254,7 +234,7 @@ static void inbox_drain(eng_worker_t *W)
  * W's last look at its input). Returns the value to block on. */
 static uint32_t bell_enter(eng_worker_t *W, eng_bell_t *b)
 {
-    if (!W->sliced && eng_cores_contended()) {
+    if (!W->helping && !W->sliced && eng_cores_contended()) {
         /* from its first block on a contended core on, a woken worker preempts a busy
          * thread at once (cpu_wait.c) */
         W->sliced = 1;
@@ -280,6 +260,16 @@ static void worker_wake(eng_worker_t *W)
     pthread_mutex_lock(&W->lock);
     wake_locked(W);
     pthread_mutex_unlock(&W->lock);
+}
+
+/* After a submission: wake worker 0 if it sleeps. */
+static void wake_worker0(void)
+{
+    dfccl_fence_seq_cst(); /* publish before reading `sleeping`: pairs with idle_sleep and
+                              worker_block */
+    if (__atomic_load_n(&D.w[0].sleeping, __ATOMIC_SEQ_CST) ||
+        __atomic_load_n(&D.w[0].bell_wait, __ATOMIC_SEQ_CST))
+        worker_wake(&D.w[0]);
 }
 
 /* Worker 0: one submission into the workers' lists. */
@@ -546,17 +536,21 @@ static void idle_sleep(eng_worker_t *W)
         if (eng_yield())
             break; /* the core is wanted: a submission wakes a sleeper sooner */
     }
+    /* asleep with an empty list, the thread lets a waiting caller run the worker */
+    pthread_mutex_unlock(&W->run);
     pthread_mutex_lock(&W->lock);
     __atomic_store_n(&W->sleeping, 1, __ATOMIC_SEQ_CST);
     /* re-check after publishing `sleeping`: pairs with the fence in eng_daemon_submit
      * (worker 0); the other workers' inboxes are pushed under this lock */
-    while (!has_input(W) && !DFCCL_READ_ONCE(D.stop)) {
+    while (!has_input(W) && !W->handback && !DFCCL_READ_ONCE(D.stop)) {
         struct timespec ts;
-        abs_deadline(&ts, 100000000);
+        abs_deadline(&ts, eng_cores_contended() ? ENG_IDLE_CONTENDED_NS : 100000000);
         pthread_cond_timedwait(&W->cv, &W->lock, &ts);
     }
+    W->handback = 0;
     __atomic_store_n(&W->sleeping, 0, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&W->lock);
+    pthread_mutex_lock(&W->run);
 }
 
 static int worker_pass(eng_worker_t *W);
@@ -606,6 +600,7 @@ static void *worker_main(void *arg)
 {
     eng_worker_t *W = arg;
     uint64_t stalled_since = eng_now_ns();
+    pthread_mutex_lock(&W->run);
     for (;;) {
         take_input(W);
         if (!W->head) {
@@ -629,7 +624,71 @@ static void *worker_main(void *arg)
             W->contended = 1;
         }
     }
+    pthread_mutex_unlock(&W->run);
     return NULL;
+}
+
+/* A caller waiting for req runs worker W itself while W's thread sleeps idle, so that
+ * on contended cores a collective costs the wake-ups of its peers' steps only, not
+ * also one to hand the submission to the daemon's thread and one to hand the
+ * completion back (bench/RESULTS.md, busy cores). It is the same worker: the same
+ * passes, preemption, doorbells and stall checks, run on another thread. Returns 1
+ * when req is done; 0 when W is running on its own thread, or has nothing left that
+ * this caller could run. */
+static int help(eng_worker_t *W, struct dfccl_request *req)
+{
+    if (pthread_mutex_trylock(&W->run))
+        return 0;
+    W->helping = 1;
+    while (!dfccl_load_acquire32(&req->done)) {
+        take_input(W);
+        if (!W->head)
+            break; /* req's parts are on other workers */
+        if (!worker_pass(W) && !dfccl_load_acquire32(&req->done))
+            (void)worker_block(W);
+    }
+    W->helping = 0;
+    pthread_mutex_lock(&W->lock);
+    if (W->head || has_input(W)) { /* other communicators' tasks: back to the thread */
+        W->handback = 1;
+        wake_locked(W);
+    }
+    pthread_mutex_unlock(&W->lock);
+    pthread_mutex_unlock(&W->run);
+    return dfccl_load_acquire32(&req->done);
+}
+
+void eng_daemon_wait(struct dfccl_request *req)
+{
+    /* yield rather than spin: on a machine with fewer cores than ranks the daemon
+     * thread we wait for may need this core; with a core to spare the yield returns
+     * at once. Sleep once the cores are contended, or after the spin time. */
+    const uint64_t until = eng_now_ns() + ENG_SPIN_NS;
+    for (unsigned i = 0;; i++) {
+        if (dfccl_load_acquire32(&req->done))
+            return;
+        if (i < ENG_SPINS_BEFORE_YIELD)
+            dfccl_cpu_relax();
+        else if (eng_yield() || eng_now_ns() >= until)
+            break;
+    }
+    /* a short slice while asleep: the completion's wake preempts a busy thread */
+    const uint64_t slice = eng_thread_slice_short();
+    if (help(&D.w[0], req)) {
+        eng_thread_slice_restore(slice);
+        return;
+    }
+    eng_daemon_kick(req); /* the worker's thread runs it */
+    __atomic_fetch_add(&D.waiters, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&D.done_lock);
+    while (!dfccl_load_acquire32(&req->done)) {
+        struct timespec ts;
+        abs_deadline(&ts, 1000000); /* bounded: a missed broadcast costs 1 ms, never a hang */
+        pthread_cond_timedwait(&D.done_cv, &D.done_lock, &ts);
+    }
+    pthread_mutex_unlock(&D.done_lock);
+    __atomic_fetch_sub(&D.waiters, 1, __ATOMIC_SEQ_CST);
+    eng_thread_slice_restore(slice);
 }
 
 /* ---- life cycle and submission --------------------------------------------------------- */
@@ -642,6 +701,7 @@ static void stop_workers(uint32_t n)
     for (uint32_t w = 0; w < n; w++) {
         pthread_join(D.w[w].thread, NULL);
         pthread_mutex_destroy(&D.w[w].lock);
+        pthread_mutex_destroy(&D.w[w].run);
         pthread_cond_destroy(&D.w[w].cv);
     }
 }
@@ -672,10 +732,12 @@ dfcclResult_t eng_daemon_acquire(void)
             eng_worker_t *W = &D.w[n];
             *W = (eng_worker_t){.id = n};
             pthread_mutex_init(&W->lock, NULL);
+            pthread_mutex_init(&W->run, NULL);
             pthread_cond_init(&W->cv, NULL);
             int rc = pthread_create(&W->thread, NULL, worker_main, W);
             if (rc) {
                 pthread_mutex_destroy(&W->lock);
+                pthread_mutex_destroy(&W->run);
                 pthread_cond_destroy(&W->cv);
                 res = eng_set_error(dfcclSystemError, "dfcclCommInit",
                                     "pthread_create of daemon thread %u: %s", n, strerror(rc));
@@ -727,12 +789,22 @@ dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
         comm->stats.submitted++;
         dfccl_store_release64(&eng_seg_hdr(comm, comm->rank)->arrived, comm->next_seq);
     }
+    /* on contended cores the wake would make the daemon's thread preempt the caller,
+     * which is about to run the collective itself (help): the first wait or test on
+     * req wakes it if need be, and an idle worker looks on its own within
+     * ENG_IDLE_CONTENDED_NS anyway */
+    req->wake_due = eng_cores_contended();
     eng_ring_commit(&D.ring, e);
     pthread_mutex_unlock(&D.sq_lock);
-    dfccl_fence_seq_cst(); /* publish before reading `sleeping`: pairs with idle_sleep and
-                              worker_block */
-    if (__atomic_load_n(&D.w[0].sleeping, __ATOMIC_SEQ_CST) ||
-        __atomic_load_n(&D.w[0].bell_wait, __ATOMIC_SEQ_CST))
-        worker_wake(&D.w[0]);
+    if (!req->wake_due)
+        wake_worker0();
     return dfcclSuccess;
+}
+
+void eng_daemon_kick(struct dfccl_request *req)
+{
+    if (req->wake_due) {
+        req->wake_due = 0;
+        wake_worker0();
+    }
 }

@@ -36,6 +36,8 @@ struct dfccl_request {
                             request; the GPU daemon reads a mapped copy) */
     dfcclComm_t comm;    /* its communicator's handle (GPU: whoever waits watches the peers) */
     uint64_t since_ns;   /* submitted at */
+    uint32_t wake_due;   /* the CPU daemon was not woken for it (contended cores: the
+                            caller that waits runs it): the first wait or test does */
 };
 
 /* A task as one CPU daemon thread (worker) sees it: its place in that worker's list and
@@ -130,6 +132,8 @@ dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
                                 struct dfccl_request *req);
 /* Wait for a completion word, sleeping when it takes long. */
 void eng_daemon_wait(struct dfccl_request *req);
+/* A CPU request's deferred wake of the daemon (wake_due), done now. */
+void eng_daemon_kick(struct dfccl_request *req);
 
 /* shm.c: a shared-memory peer whose process is gone (or its pid now another process's)
  * without having destroyed the communicator: its rank, else -1. Cheap (a kill(0) and a
