@@ -81,6 +81,8 @@ static struct {
     uint32_t comm_used[GPU_MAX_COMMS];
     uint64_t pending;
     uint64_t launches;
+    cudaError_t lost;       /* the daemon's context failed (context_check_locked) */
+    uint64_t last_check_ns; /* of the context */
     /* each request id's table of blocks (v-collectives), host-mapped and kept for the
      * id's next table; a grown one's old buffer waits in `retired` until no daemon runs
      * (freeing pinned memory under a running kernel may wait for it) */
@@ -222,8 +224,54 @@ extern "C" int eng_gpu_is_device_ptr(const void *ptr)
 /* Launch the daemon unless the latest launch is still running (or queued). Kernels on
  * one stream never overlap, so a launch racing with the daemon's decision to stay only
  * queues a daemon that finds nothing and exits. */
+/* A request id's completion, written by the host: the daemon will never write it. */
+static void fail_request_locked(int id, dfcclResult_t res)
+{
+    G.result[id] = (int32_t)res;
+    __atomic_store_n(&G.done[id], 1u, __ATOMIC_RELEASE);
+}
+
+/* A daemon whose kernel ended in an error (a sticky context error) completes nothing
+ * any more, and a relaunch fails too: without this look its requests would wait
+ * forever. It happens under MPS when a client process is killed while its kernels
+ * run: the server may put every client sharing the GPU into that error (seen with a
+ * peer killed in the middle of a host-staged allreduce). Every pending request then
+ * fails, and so does every later one. Looked at from the host's waits, at most every
+ * 10 ms (a stream query is a driver call). Returns 1 once the context is lost. */
+static int context_check_locked(void)
+{
+    if (G.lost)
+        return 1;
+    const uint64_t now = now_ns();
+    if (!G.launched || now - G.last_check_ns < 10000000ull)
+        return 0;
+    G.last_check_ns = now;
+    const cudaError_t e = cudaStreamQuery(G.stream);
+    if (e == cudaSuccess || e == cudaErrorNotReady)
+        return 0;
+    G.lost = e;
+    char in_use[GPU_MAX_REQS];
+    memset(in_use, 1, sizeof(in_use));
+    for (int i = 0; i < G.nfree; i++)
+        in_use[G.free_ids[i]] = 0;
+    int failed = 0;
+    for (int id = 0; id < GPU_MAX_REQS; id++)
+        if (in_use[id] && !__atomic_load_n(&G.done[id], __ATOMIC_ACQUIRE)) {
+            fail_request_locked(id, dfcclSystemError);
+            failed++;
+        }
+    dfccl_error(
+        "the GPU daemon's CUDA context failed (%s): %d pending collective(s) on device buffers fail, and "
+        "so does every later one in this process. Under MPS a peer process killed while its kernels "
+        "ran can take every client of the GPU with it",
+        cudaGetErrorString(e), failed);
+    return 1;
+}
+
 static void kick_locked(int from_progress)
 {
+    if (G.lost)
+        return;
     if (G.launched) {
         if (__atomic_load_n(G.exited, __ATOMIC_ACQUIRE) != G.gen)
             return;
@@ -254,7 +302,7 @@ extern "C" void eng_gpu_progress(void)
     if (G.state <= 0)
         return;
     pthread_mutex_lock(&G_lock);
-    if (G.pending)
+    if (G.pending && !context_check_locked())
         kick_locked(1);
     pthread_mutex_unlock(&G_lock);
 }
@@ -304,10 +352,12 @@ static int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, 
                          size_t nblocks)
 {
     for (;;) {
-        if (G.nfree > 0 && G.tail - __atomic_load_n(G.fetched, __ATOMIC_ACQUIRE) < GPU_RING)
+        if (G.nfree > 0 && (G.lost || G.tail - __atomic_load_n(G.fetched, __ATOMIC_ACQUIRE) < GPU_RING))
             break;
-        /* full: the daemon drains it; make sure one runs, then let it */
-        kick_locked(0);
+        /* full: the daemon drains it; make sure one runs, then let it (a lost context
+         * never drains it: then only an id is waited for, freed by a reaped request) */
+        if (!context_check_locked())
+            kick_locked(0);
         pthread_mutex_unlock(&G_lock);
         sched_yield();
         pthread_mutex_lock(&G_lock);
@@ -320,6 +370,11 @@ static int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, 
     }
     G.done[id] = 0;
     G.result[id] = dfcclSuccess; /* the daemon writes it only on failure: one PCIe write less */
+    if (G.lost) {                /* no daemon will run it (context_check_locked) */
+        fail_request_locked(id, dfcclSystemError);
+        G.pending++;
+        return id;
+    }
     union {
         gpu_sq_entry_t e;
         uint32_t w[GPU_SQ_WORDS];

@@ -101,6 +101,53 @@ if [ -n "$NET" ]; then
 else
     echo "SKIP: net transport with the GPU daemon (libdfccl built without UCX)"
 fi
+# A rank dies by SIGKILL with device-buffer allreduces pending on the others (the GPU
+# daemon's side of the dead-peer watch, no DFCCL_TIMEOUT): every survivor's allreduce
+# must fail within the deadline, an error line must name rank 1, nothing may hang.
+# killed NAME NET NP ARGS... (NET: auto = CUDA IPC peers, ucx = host-staged UCX)
+KN=$B/test/gpu/t_netkill_dev
+killed() {
+    local name=$1 net=$2 np=$3; shift 3
+    if [ -n "${GPU_FILTER:-}" ] && ! [[ "killed $name" =~ $GPU_FILTER ]]; then return 0; fi
+    local out rc nok worst
+    out=$(timeout -s KILL 120 $MPIRUN --enable-recovery -np "$np" -x DFCCL_NET="$net" "$KN" --deadline 20 "$@" 2>&1)
+    rc=$?
+    pkill -9 -f "$B/test/gpu/t_" 2>/dev/null
+    echo "$out" > "$LOGDIR/killed_$(echo "$name-np$np" | tr -c 'A-Za-z0-9=.\n-' '_').log"
+    nok=$(echo "$out" | grep -c '^OK: peer failure reported')
+    worst=$(echo "$out" | sed -n 's/^OK: peer failure reported on rank [0-9]* after \([0-9.]*\) s.*/\1/p' | sort -n | tail -n 1)
+    echo "$out" | grep -E "^OK|HANG|FAIL|^\[dfccl [0-9]+\] (error|warn)" | head -n 8
+    if [ $rc -eq 137 ] || echo "$out" | grep -qE "^HANG|FAIL"; then
+        ko "killed peer, $name np=$np (rc=$rc)"
+    elif ! echo "$out" | grep -q '^t_netkill: victim rank 1 '; then
+        ko "killed peer, $name np=$np: the victim never got to the kill"
+    elif [ "$nok" -ne $((np - 1)) ]; then
+        ko "killed peer, $name np=$np: $nok of $((np - 1)) survivors reported the failure"
+    elif ! echo "$out" | grep -iE '^\[dfccl [0-9]+\] (error|warn)' | grep -qE '(peer|rank) 1([^0-9]|$)'; then
+        ko "killed peer, $name np=$np: no error line names rank 1"
+    else
+        ok "killed peer, $name np=$np (reported after ${worst} s at most)"
+    fi
+}
+if [ -z "$NET_ONLY" ]; then
+    killed "device buffers, CUDA IPC, victim waits" auto 2
+    killed "device buffers, CUDA IPC, mid ring allreduce" auto 4 --mid --count 67108864 --kill-after-us 0
+    killed "device buffers, CUDA IPC, survivors' communicator" auto 3 --survivor-comm
+    # killed while its kernel moves the steps (the victim's kernel may finish the first
+    # allreduce after the process is gone; the next one must fail)
+    killed "device buffers, CUDA IPC, killed 5 ms into a ring allreduce" auto 4 --mid --count 4194304 \
+        --kill-after-us 5000
+    mps_restart # a killed client's kernels
+fi
+if [ -n "$NET" ]; then
+    killed "device buffers, UCX host-staged, victim waits" ucx 2
+    killed "device buffers, UCX host-staged, mid ring allreduce" ucx 4 --mid --count 4194304 --kill-after-us 0
+    # under MPS this one may leave every survivor's context with a sticky error: the
+    # host's look at the daemon's stream must fail the pending allreduce, not wait forever
+    killed "device buffers, UCX host-staged, killed 5 ms into a ring allreduce" ucx 4 --mid --count 4194304 \
+        --kill-after-us 5000
+    mps_restart
+fi
 # the hang proofs last: each leaves kernels spinning until MPS is restarted
 if [ -z "$NET_ONLY" ]; then
     run "chaos preempt=0" 90 hang 4 -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20

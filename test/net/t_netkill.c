@@ -19,6 +19,9 @@
  *                    (default 1024: one-shot; large counts use the ring)
  *   --mid            the victim posts the allreduce too and dies while it is in
  *                    flight (default: it dies without posting, the others wait on it)
+ *   --kill-after-us U  the victim dies U µs after the barrier that follows the set-up
+ *                    (default 20000 with --mid, 300000 without); the GPU moves a
+ *                    --mid allreduce so fast that it dies at once there
  *   --deadline SEC   the survivors' pending allreduce must complete (with an error)
  *                    within SEC seconds of the kill (default 20); past it, or if any
  *                    later step hangs that long, print "HANG: ..." and _exit(3)
@@ -45,6 +48,11 @@
  *                    (3 ranks or more): its UCX workers go and come back every round,
  *                    and the others must let go of the endpoints to its old ones
  *
+ * Built with -DTK_DEVICE (test/gpu/t_netkill_dev): the allreduces in flight at the kill
+ * are on device buffers, so the GPU daemon's side of the watch is what reports the dead
+ * peer (its same-host peers over CUDA IPC with DFCCL_NET=auto, host-staged UCX
+ * connections with DFCCL_NET=ucx). The other collectives stay on host buffers.
+ *
  * Output of each survivor: "OK: peer failure reported on rank R after T s: result N
  * (name): last error" after its pending allreduce failed, a posted-after-failure
  * barrier failed too and dfcclCommDestroy returned; "FAIL ..." (exit 1) when the
@@ -54,6 +62,9 @@
  */
 #include "../mpi/test_common.h"
 #include "../proc_usage.h"
+#ifdef TK_DEVICE
+#include <cuda_runtime.h>
+#endif
 
 #include <signal.h>
 
@@ -122,6 +133,8 @@ int main(int argc, char **argv)
 
     int probe = tc_arg_flag(argc, argv, "--probe");
     int mid = tc_arg_flag(argc, argv, "--mid");
+    const long kill_after_us =
+        tc_arg_value(argc, argv, "--kill-after-us") ? atol(tc_arg_value(argc, argv, "--kill-after-us")) : -1;
     int survivor_comm = tc_arg_flag(argc, argv, "--survivor-comm");
     int victim = tc_arg_value(argc, argv, "--victim") ? atoi(tc_arg_value(argc, argv, "--victim")) : 1;
     size_t count =
@@ -251,6 +264,22 @@ int main(int argc, char **argv)
     float *send = tc_malloc(count * sizeof(float)), *recv = tc_malloc((size_t)ncomms * count * sizeof(float));
     tc_fill(send, dfcclFloat32, dfcclSum, 7, tc_rank, 0, count);
     tc_poison(recv, (size_t)ncomms * count * sizeof(float));
+#ifdef TK_DEVICE
+    {
+        float *dsend, *drecv;
+        if (cudaMalloc((void **)&dsend, count * sizeof(float)) != cudaSuccess ||
+            cudaMalloc((void **)&drecv, (size_t)ncomms * count * sizeof(float)) != cudaSuccess ||
+            cudaMemcpy(dsend, send, count * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess ||
+            cudaMemcpy(drecv, recv, (size_t)ncomms * count * sizeof(float), cudaMemcpyHostToDevice) !=
+                cudaSuccess ||
+            cudaStreamSynchronize(0) != cudaSuccess)
+            TC_FAIL("device buffers of %zu floats could not be set up", count);
+        free(send);
+        free(recv);
+        send = dsend;
+        recv = drecv;
+    }
+#endif
     MPI_Barrier(MPI_COMM_WORLD);
 
     if (tc_rank == victim) {
@@ -258,7 +287,7 @@ int main(int argc, char **argv)
         if (mid)
             CHECK(dfcclAllReduce(send, recv, count, dfcclFloat32, dfcclSum, comm, &q));
         /* let the others post theirs and, with --mid, let chunks flow */
-        tc_sleep_us(mid ? 20000 : 300000);
+        tc_sleep_us(kill_after_us >= 0 ? kill_after_us : mid ? 20000 : 300000);
         printf("t_netkill: victim rank %d pid %ld\n", tc_rank, (long)getpid());
         fflush(stdout);
         fflush(stderr);
@@ -277,6 +306,19 @@ int main(int argc, char **argv)
     r = wait_polling(&reqs[0]);
     double dt = MPI_Wtime() - t0;
     alarm(0);
+#ifdef TK_DEVICE
+    if (r == dfcclSuccess && mid) {
+        /* the victim posted it: its daemon kernel may finish it after the process is
+         * gone (the GPU context outlives the kill for a moment), and the result is then
+         * right. The next one, which the victim never posts, must fail. */
+        printf("t_netkill: rank %d: the allreduce the victim posted completed; posting another\n", tc_rank);
+        CHECK(dfcclAllReduce(send, recv, count, dfcclFloat32, dfcclSum, comms[0], &reqs[0]));
+        arm(0, deadline);
+        r = wait_polling(&reqs[0]);
+        dt = MPI_Wtime() - t0;
+        alarm(0);
+    }
+#endif
     if (r == dfcclSuccess)
         TC_FAIL("the allreduce completed successfully although rank %d was killed", victim);
     char first_err[300];
@@ -351,8 +393,13 @@ int main(int argc, char **argv)
         printf("OK: survivors' communicator still works on rank %d\n", tc_rank);
     }
 
+#ifdef TK_DEVICE
+    cudaFree(send);
+    cudaFree(recv);
+#else
     free(send);
     free(recv);
+#endif
     fflush(stdout);
     fflush(stderr);
     _exit(0); /* no MPI_Finalize: the job has lost a process */
