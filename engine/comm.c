@@ -56,10 +56,12 @@ int eng_comm_watch_peers(dfcclComm_t handle, uint64_t now)
      * communicator out of it before tearing it down, so it can't vanish under the look */
     pthread_mutex_lock(&live_lock);
     struct dfccl_comm *c = lookup_locked(handle);
-    if (c && !c->aborted && eng_peer_check_due(c, now) && (dead = eng_shm_dead_peer(c)) >= 0) {
-        dfccl_error("communicator %016llx (rank %d): peer rank %d (pid %d) died; its pending collectives on "
+    if (c && !c->aborted && eng_peer_check_due(c, now) && (dead = eng_shm_dead_peer(c, now)) >= 0) {
+        char who[128];
+        eng_shm_peer_desc(c, dead, now, who, sizeof who);
+        dfccl_error("communicator %016llx (rank %d): peer rank %d (%s) died; its pending collectives on "
                     "the GPU and every later one fail",
-                    (unsigned long long)c->uid, c->rank, dead, c->peer_pid[dead]);
+                    (unsigned long long)c->uid, c->rank, dead, who);
         __atomic_store_n(&c->aborted, dfcclCommAborted, __ATOMIC_RELEASE);
         eng_gpu_comm_abort(c->gpu, dfcclCommAborted);
     }

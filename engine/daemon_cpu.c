@@ -381,13 +381,16 @@ static int check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now)
     uint64_t waited = now - n->progress_ns;
     struct dfccl_comm *c = t->comm;
     int dead;
-    if (waited > ENG_PEER_CHECK_NS && eng_peer_check_due(c, now) && (dead = eng_shm_dead_peer(c)) >= 0) {
+    if (waited > ENG_PEER_CHECK_NS && eng_peer_check_due(c, now) && (dead = eng_shm_dead_peer(c, now)) >= 0) {
         /* a peer died without leaving: nothing more can run on the communicator */
-        if (!__atomic_exchange_n(&t->reported, 1, __ATOMIC_RELAXED) || !c->aborted)
-            dfccl_error("communicator %016llx (rank %d): peer rank %d (pid %d) died; %s seq %llu and every "
+        if (!__atomic_exchange_n(&t->reported, 1, __ATOMIC_RELAXED) || !c->aborted) {
+            char who[128];
+            eng_shm_peer_desc(c, dead, now, who, sizeof who);
+            dfccl_error("communicator %016llx (rank %d): peer rank %d (%s) died; %s seq %llu and every "
                         "later collective on it fail",
-                        (unsigned long long)c->uid, c->rank, dead, c->peer_pid[dead],
-                        coll_names[t->args.coll], (unsigned long long)t->seq);
+                        (unsigned long long)c->uid, c->rank, dead, who, coll_names[t->args.coll],
+                        (unsigned long long)t->seq);
+        }
         task_fail(t, dfcclCommAborted);
         __atomic_store_n(&c->aborted, dfcclCommAborted, __ATOMIC_RELEASE);
         part_finish(W, n, dfcclCommAborted);

@@ -14,7 +14,7 @@
 #include "eng_sched.h"
 
 #define ENG_COMM_MAGIC 0x646663636c436f6dull /* "dfcclCom" */
-#define ENG_SEG_MAGIC  0x6466636c53656721ull
+#define ENG_SEG_MAGIC  0x6466636c53656722ull
 #define ENG_PAGE       4096u
 
 /* Layout of a rank's segment: a header page, then one connection per (slot, channel,
@@ -79,9 +79,14 @@ struct dfccl_comm {
     eng_conn_t *conns; /* [slots][channels][nranks] */
     /* shared-memory peers' processes (from their segments' names), so that one that dies
      * without leaving is found while a collective waits on it: pid 0 for peers on the
-     * net and in another pid namespace; start time 0 when unknown */
+     * net; start time 0 when unknown. A peer in another pid namespace (its pid means
+     * nothing here) is watched through its segment's heartbeat instead (heartbeat.c). */
     int *peer_pid;                  /* [nranks] */
     unsigned long long *peer_start; /* [nranks] */
+    uint8_t *peer_other_ns;         /* [nranks]: 1 for a peer in another pid namespace */
+    uint64_t *peer_beat;            /* [nranks]: its heartbeat as last seen, */
+    uint64_t *peer_beat_ns;         /* and when it was seen to change (0: not yet) */
+    int beating;                    /* this communicator is on the heartbeat list */
     uint64_t peer_check_ns;         /* the latest look (atomic: the waiters share it) */
     /* host side, under the daemon's submission lock */
     uint64_t next_seq;
@@ -138,7 +143,18 @@ void eng_daemon_kick(struct dfccl_request *req);
 /* shm.c: a shared-memory peer whose process is gone (or its pid now another process's)
  * without having destroyed the communicator: its rank, else -1. Cheap (a kill(0) and a
  * /proc read per peer); callers look at most every ENG_PEER_CHECK_NS while waiting. */
-int eng_shm_dead_peer(const struct dfccl_comm *c);
+int eng_shm_dead_peer(struct dfccl_comm *c, uint64_t now);
+/* How eng_shm_dead_peer knows rank p, for the error line: "pid N" or "pid N in another
+ * pid namespace, silent for S s". */
+void eng_shm_peer_desc(const struct dfccl_comm *c, int p, uint64_t now, char *buf, size_t len);
+
+/* heartbeat.c: while a communicator has a same-host peer in another pid namespace, its
+ * process bumps the beat in its own segment every ENG_BEAT_NS; a beat that stands still
+ * for ENG_BEAT_DEAD_NS while a collective waits on that peer means it is gone. */
+#define ENG_BEAT_NS      100000000ull
+#define ENG_BEAT_DEAD_NS 800000000ull
+dfcclResult_t eng_beat_start(struct dfccl_comm *c);
+void eng_beat_stop(struct dfccl_comm *c);
 #define ENG_PEER_CHECK_NS 200000000ull
 /* The first waiter of a communicator past the last look takes the next one (1). */
 int eng_peer_check_due(struct dfccl_comm *c, uint64_t now);

@@ -99,7 +99,8 @@ typedef struct {
     uint64_t magic;
     uint64_t arrived; /* collectives this rank has submitted on the communicator */
     uint64_t closed;  /* net transport: the peer left cleanly (written in my shadow of it) */
-    char pad[DFCCL_CACHELINE - 3 * sizeof(uint64_t)];
+    uint64_t beat;    /* bumped every ENG_BEAT_NS while a peer is in another pid namespace */
+    char pad[DFCCL_CACHELINE - 4 * sizeof(uint64_t)];
     eng_bell_t bell; /* its own line: rung by every peer */
     char pad2[DFCCL_CACHELINE - sizeof(eng_bell_t)];
 } eng_seg_hdr_t;

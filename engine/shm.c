@@ -264,21 +264,34 @@ dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAl
             c->segs[p] = NULL;
         }
     }
-    /* the peers' processes, named by their segments (same pid namespace only) */
+    /* the peers' processes, named by their segments; those of another pid namespace
+     * (or that name none) are watched through their heartbeat */
     c->peer_pid = calloc((size_t)N, sizeof(int));
     c->peer_start = calloc((size_t)N, sizeof(unsigned long long));
-    if (res == dfcclSuccess && (!c->peer_pid || !c->peer_start))
+    c->peer_other_ns = calloc((size_t)N, 1);
+    c->peer_beat = calloc((size_t)N, sizeof(uint64_t));
+    c->peer_beat_ns = calloc((size_t)N, sizeof(uint64_t));
+    if (res == dfcclSuccess &&
+        (!c->peer_pid || !c->peer_start || !c->peer_other_ns || !c->peer_beat || !c->peer_beat_ns))
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for %d peers", N);
+    int other_ns = 0;
     for (int p = 0; p < N && res == dfcclSuccess; p++) {
         int pid;
         unsigned long long start, ns;
-        if (p != c->rank && c->segs[p] &&
-            sscanf(cards[p].name, "/dfccl-%d-%llu-%llu-", &pid, &start, &ns) == 3 && pid > 0 && ns &&
+        if (p == c->rank || !c->segs[p])
+            continue;
+        if (sscanf(cards[p].name, "/dfccl-%d-%llu-%llu-", &pid, &start, &ns) == 3 && pid > 0 && ns &&
             ns == pid_ns()) {
             c->peer_pid[p] = pid;
             c->peer_start[p] = start;
+        } else {
+            c->peer_pid[p] = sscanf(cards[p].name, "/dfccl-%d-", &pid) == 1 ? pid : 0; /* for messages */
+            c->peer_other_ns[p] = 1;
+            other_ns = 1;
         }
     }
+    if (res == dfcclSuccess && other_ns && (res = eng_beat_start(c)) == dfcclSuccess)
+        c->beating = 1;
     /* everyone mapped every segment: the names can go */
     free(cards);
     cards = NULL;
@@ -313,16 +326,36 @@ err_unmap:
     return all < 0 ? all : res;
 }
 
-int eng_shm_dead_peer(const struct dfccl_comm *c)
+/* A peer in another pid namespace is gone when its heartbeat stood still for
+ * ENG_BEAT_DEAD_NS (the looks of several waiters are serialized by eng_peer_check_due). */
+static int beat_stopped(struct dfccl_comm *c, int p, uint64_t now)
+{
+    const uint64_t b = dfccl_load_acquire64(&eng_seg_hdr(c, p)->beat);
+    if (!c->peer_beat_ns[p] || b != c->peer_beat[p]) {
+        c->peer_beat[p] = b;
+        c->peer_beat_ns[p] = now;
+        return 0;
+    }
+    return now - c->peer_beat_ns[p] > ENG_BEAT_DEAD_NS;
+}
+
+int eng_shm_dead_peer(struct dfccl_comm *c, uint64_t now)
 {
     if (!c->peer_pid)
         return -1;
     for (int p = 0; p < c->nranks; p++) {
         const int pid = c->peer_pid[p];
-        if (!pid || !c->segs[p])
+        if (p == c->rank || !c->segs[p])
             continue;
         /* a peer that destroyed the communicator said so in its segment: it owes nothing */
         if (dfccl_load_acquire64(&eng_seg_hdr(c, p)->closed))
+            continue;
+        if (c->peer_other_ns[p]) {
+            if (beat_stopped(c, p, now))
+                return p;
+            continue;
+        }
+        if (!pid)
             continue;
         if (kill(pid, 0) == -1 && errno == ESRCH)
             return p;
@@ -342,12 +375,30 @@ int eng_peer_check_due(struct dfccl_comm *c, uint64_t now)
            __atomic_compare_exchange_n(&c->peer_check_ns, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
+void eng_shm_peer_desc(const struct dfccl_comm *c, int p, uint64_t now, char *buf, size_t len)
+{
+    if (c->peer_other_ns && c->peer_other_ns[p])
+        snprintf(buf, len, "pid %d in another pid namespace, no heartbeat for %.1f s", c->peer_pid[p],
+                 c->peer_beat_ns[p] ? (double)(now - c->peer_beat_ns[p]) / 1e9 : 0.0);
+    else
+        snprintf(buf, len, "pid %d", c->peer_pid ? c->peer_pid[p] : 0);
+}
+
 void eng_shm_teardown(struct dfccl_comm *c)
 {
+    if (c->beating) /* before the segment goes: the thread writes into it */
+        eng_beat_stop(c);
+    c->beating = 0;
     free(c->peer_pid);
     free(c->peer_start);
+    free(c->peer_other_ns);
+    free(c->peer_beat);
+    free(c->peer_beat_ns);
     c->peer_pid = NULL;
     c->peer_start = NULL;
+    c->peer_other_ns = NULL;
+    c->peer_beat = NULL;
+    c->peer_beat_ns = NULL;
     if (c->segs) {
         for (int p = 0; p < c->nranks; p++)
             if (c->segs[p])

@@ -34,6 +34,9 @@
 #               peers on "another host": UCX's error-reporting endpoints); also
 #               with 4 communicators open on the same endpoints, each of which must
 #               fail
+#   other pid namespaces  rank 1 in a pid namespace of its own (unshare --pid, root
+#               only, else SKIP) on shared memory: its death is found by its
+#               heartbeat, and a live rank 1 that arrives 2 s late is not taken for dead
 #   netns       test/net/netns.sh with NET_BIN_DIR/t_netns: ranks in two network
 #               namespaces joined by a veth pair (root only, else SKIP)
 # Every run has DFCCL_LOG_LEVEL=info, and the suite checks the engine's per-peer
@@ -117,6 +120,23 @@ exec "$@"
 EOF
 chmod +x "$WRAP"
 
+# Rank 1 in a pid namespace of its own (a container that shares /dev/shm but not its
+# pids): its peers can't watch its pid and watch its heartbeat instead. The program runs
+# under a shell, since the first process of a namespace ignores SIGKILL from inside it
+# (t_netkill's victim kills itself). One rank only: Open MPI's vader names its segments
+# by pid, and two ranks that are both pid 2 in their namespaces collide. Its
+# single-copy (CMA) needs the peer's pid: off in these cases.
+NSWRAP="$LOGDIR/nswrap.sh"
+cat > "$NSWRAP" << 'EOF'
+#!/bin/sh
+r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}
+if [ "$r" -eq 1 ]; then exec unshare --pid --fork --mount-proc sh -c '"$@"; exit $?' sh "$@"; fi
+exec "$@"
+EOF
+chmod +x "$NSWRAP"
+NS_OK=0
+unshare --pid --fork --mount-proc true 2> /dev/null && NS_OK=1
+
 # Per-peer transport lines of the engine: "PID PEER TRANSPORT", one a line.
 transport_lines() {
     sed -n -E 's/^\[dfccl ([0-9]+)\].*peer ([0-9]+): transport ([a-z]+).*/\1 \2 \3/p' "$1"
@@ -133,8 +153,9 @@ check_transports() {
         echo "only $n 'peer R: transport' lines at DFCCL_LOG_LEVEL=info, expected at least $((np * (np - 1)))"
         return
     fi
-    if [ "$mode" = ucx ] || [ "$mode" = shm ]; then
+    if [ "$mode" = ucx ] || [ "$mode" = shm ] || [ "$mode" = ns ]; then
         local other want=$mode
+        [ "$mode" = ns ] && want=shm
         other=$(awk -v w="$want" '$3 != w' <<< "$lines" | head -n 3 | tr '\n' ';')
         [ -n "$other" ] && echo "every peer should be on $want, some are not (pid peer transport): $other"
         return
@@ -156,7 +177,8 @@ check_transports() {
 
 # run_case NAME NP TIMEOUT MODE [mpirun args...] -- PROGRAM [args...]
 # MODE: ucx (DFCCL_NET=ucx), shm (DFCCL_NET=auto on one host: every peer on shared
-# memory) or mixed (DFCCL_HOST by rank parity through the wrapper).
+# memory), ns (the same, rank 1 in a pid namespace of its own) or mixed (DFCCL_HOST by
+# rank parity through the wrapper).
 # PASS when the job exits 0 with an "OK" line, no dfccl segment of a dead process is
 # left in /dev/shm and the transport lines fit MODE.
 run_case() {
@@ -182,6 +204,9 @@ run_case() {
     elif [ "$mode" = shm ]; then
         margs+=(-x DFCCL_NET=auto)
         cmd=("$prog" "$@")
+    elif [ "$mode" = ns ]; then
+        margs+=(-x DFCCL_NET=auto --mca btl_vader_single_copy_mechanism none)
+        cmd=("$NSWRAP" "$prog" "$@")
     else
         margs+=(-x DFCCL_NET=ucx)
         cmd=("$prog" "$@")
@@ -241,7 +266,9 @@ CASES+=("t_chaos[net=ucx] np=4" "t_chaos[net=ucx,DFCCL_PREEMPT=0 must hang] np=4
     "t_netkill[teardown race, 2 proxies] np=4" "t_netkill[mid ring allreduce, 2 proxies] np=4"
     "t_matrix[net=ucx,whole-step messages] np=3" "t_matrix[net=ucx,1000-byte pieces] np=2"
     "t_netkill[shared memory, victim waits] np=2" "t_netkill[shared memory, mid ring allreduce] np=4"
-    "t_netkill[shared memory, survivors' communicator] np=3" "t_netkill[teardown race, shared memory] np=4")
+    "t_netkill[shared memory, survivors' communicator] np=3" "t_netkill[teardown race, shared memory] np=4"
+    "t_netkill[other pid namespaces, victim waits] np=2" "t_netkill[other pid namespaces, mid ring allreduce] np=4"
+    "t_netkill[other pid namespaces, a live peer 2 s late] np=3")
 
 skip_all() {
     local c
@@ -368,6 +395,7 @@ killed_case() {
     before=$(shm_list)
     local pre=()
     [ -n "${KILL_WRAP:-}" ] && pre=("$WRAP") # DFCCL_HOST by rank parity
+    [ -n "${KILL_NS:-}" ] && pre=("$NSWRAP") # odd ranks in pid namespaces of their own
     local -a km=()
     [ -n "${KILL_MARGS:-}" ] && read -r -a km <<< "$KILL_MARGS" # extra mpirun arguments
     run_mpi "$log" "$tmo" "$np" --enable-recovery -x DFCCL_NET="${KILL_NET:-ucx}" "${km[@]}" -- \
@@ -449,6 +477,20 @@ KILL_NET=auto killed_case "t_netkill[shared memory, victim waits]" 2
 KILL_NET=auto killed_case "t_netkill[shared memory, mid ring allreduce]" 4 --mid --count 4194304
 KILL_NET=auto killed_case "t_netkill[shared memory, survivors' communicator]" 3 --survivor-comm
 run_case "t_netkill[teardown race, shared memory]" 4 120 shm -- "$NETBIN/t_netkill" --teardown 50
+# a peer in another pid namespace (rank 1; a container sharing /dev/shm): found by its
+# heartbeat within ENG_BEAT_DEAD_NS, and a live one that is late is not taken for dead
+if [ "$NS_OK" = 1 ]; then
+    NSM="--mca btl_vader_single_copy_mechanism none"
+    KILL_NET=auto KILL_NS=1 KILL_MARGS="$NSM" killed_case "t_netkill[other pid namespaces, victim waits]" 2
+    KILL_NET=auto KILL_NS=1 KILL_MARGS="$NSM" killed_case "t_netkill[other pid namespaces, mid ring allreduce]" 4 \
+        --mid --count 4194304
+    run_case "t_netkill[other pid namespaces, a live peer 2 s late]" 3 60 ns -- "$NETBIN/t_netkill" --probe --late-ms 2000
+else
+    for c in "t_netkill[other pid namespaces, victim waits] np=2" "t_netkill[other pid namespaces, mid ring allreduce] np=4" \
+        "t_netkill[other pid namespaces, a live peer 2 s late] np=3"; do
+        selected "$c" && echo "SKIP: $c (unshare --pid is not allowed here)"
+    done
+fi
 
 # ------------------------------------------------------------------ network namespaces
 # test/net/netns.sh: ranks in two network namespaces joined by a veth pair (root only;

@@ -19,6 +19,9 @@
  *                    (default 1024: one-shot; large counts use the ring)
  *   --mid            the victim posts the allreduce too and dies while it is in
  *                    flight (default: it dies without posting, the others wait on it)
+ *   --late-ms MS     rank 1 enters the first allreduce MS ms after the others, which
+ *                    wait on it: a live peer (in another pid namespace, its heartbeat)
+ *                    must not be taken for dead however long it is late
  *   --kill-after-us U  the victim dies U µs after the barrier that follows the set-up
  *                    (default 20000 with --mid, 300000 without); the GPU moves a
  *                    --mid allreduce so fast that it dies at once there
@@ -168,6 +171,8 @@ int main(int argc, char **argv)
     CHECK(r);
 
     /* one checked allreduce while everybody is alive */
+    if (tc_rank == 1 && tc_arg_value(argc, argv, "--late-ms"))
+        tc_sleep_us(1000L * atol(tc_arg_value(argc, argv, "--late-ms")));
     tc_checked_allreduce(comm, "allreduce before the kill");
 
     if (teardown > 0) {
