@@ -25,7 +25,7 @@ static uint64_t next_gen(void)
     static uint32_t gen;
     uint32_t g;
     do
-        g = __atomic_add_fetch(&gen, 1, __ATOMIC_RELAXED) & 0xffffu;
+        g = dfccl_add_fetch_relaxed(&gen, 1) & 0xffffu;
     while (g == 0);
     return g;
 }
@@ -62,7 +62,7 @@ int eng_comm_watch_peers(dfcclComm_t handle, uint64_t now)
         dfccl_error("communicator %016llx (rank %d): peer rank %d (%s) died; its pending collectives on "
                     "the GPU and every later one fail",
                     (unsigned long long)c->uid, c->rank, dead, who);
-        __atomic_store_n(&c->aborted, dfcclCommAborted, __ATOMIC_RELEASE);
+        dfccl_store_release(&c->aborted, dfcclCommAborted);
         eng_gpu_comm_abort(c->gpu, dfcclCommAborted);
     }
     pthread_mutex_unlock(&live_lock);

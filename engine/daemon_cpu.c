@@ -93,7 +93,7 @@ static void abs_deadline(struct timespec *ts, uint64_t ns)
 
 static void stat_add(uint64_t *p, uint64_t v)
 {
-    __atomic_fetch_add(p, v, __ATOMIC_RELAXED); /* several workers count into one comm */
+    dfccl_fetch_add_relaxed(p, v); /* several workers count into one comm */
 }
 
 static const char *const coll_names[ENG_COLL_NUM] = {
@@ -149,21 +149,21 @@ static void task_done(eng_task_t *t)
     dfccl_store_release64(&c->slot_next[t->slot], t->seq + c->slots);
     eng_bell_ring(&eng_seg_hdr(c, c->rank)->bell); /* the slot's next task may wait on it */
     stat_add(&c->stats.completed, 1);
-    post_completion(t->req, (dfcclResult_t)__atomic_load_n(&t->result, __ATOMIC_ACQUIRE));
+    post_completion(t->req, (dfcclResult_t)dfccl_load_acquire(&t->result));
     free(t);
 }
 
 /* Why c's collectives fail, or 0 (written by a worker's timeout or the net proxy). */
 static dfcclResult_t comm_aborted(struct dfccl_comm *c)
 {
-    return __atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE);
+    return dfccl_load_acquire(&c->aborted);
 }
 
 /* The task's result becomes res unless a worker recorded a failure first. */
 static void task_fail(eng_task_t *t, dfcclResult_t res)
 {
     int32_t ok = dfcclSuccess;
-    __atomic_compare_exchange_n(&t->result, &ok, (int32_t)res, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    dfccl_cas_relaxed(&t->result, &ok, (int32_t)res);
 }
 
 /* Worker W is done with its channels of n's task (res: how they ended). */
@@ -173,7 +173,7 @@ static void part_finish(eng_worker_t *W, eng_wnode_t *n, dfcclResult_t res)
     list_remove(W, n);
     if (res != dfcclSuccess)
         task_fail(t, res);
-    if (__atomic_sub_fetch(&t->workers_left, 1, __ATOMIC_ACQ_REL) == 0)
+    if (dfccl_sub_fetch_acq_rel(&t->workers_left, 1) == 0)
         task_done(t);
 }
 
@@ -187,7 +187,7 @@ static void destroy_seen(eng_worker_t *W, struct dfccl_comm *c)
         if (n->comm == c)
             part_finish(W, n, dfcclCommAborted);
     }
-    if (__atomic_sub_fetch(&c->dmark_left, 1, __ATOMIC_ACQ_REL) == 0)
+    if (dfccl_sub_fetch_acq_rel(&c->dmark_left, 1) == 0)
         post_completion(c->dmark_req, dfcclSuccess);
 }
 
@@ -242,7 +242,7 @@ static uint32_t bell_enter(eng_worker_t *W, eng_bell_t *b)
     }
     const uint32_t seq = eng_bell_enter(b);
     pthread_mutex_lock(&W->lock);
-    __atomic_store_n(&W->bell_wait, b, __ATOMIC_SEQ_CST);
+    dfccl_store_seq_cst(&W->bell_wait, b);
     pthread_mutex_unlock(&W->lock);
     return seq;
 }
@@ -250,7 +250,7 @@ static uint32_t bell_enter(eng_worker_t *W, eng_bell_t *b)
 static void bell_leave(eng_worker_t *W, eng_bell_t *b)
 {
     pthread_mutex_lock(&W->lock);
-    __atomic_store_n(&W->bell_wait, NULL, __ATOMIC_SEQ_CST);
+    dfccl_store_seq_cst(&W->bell_wait, NULL);
     pthread_mutex_unlock(&W->lock);
     eng_bell_leave(b);
 }
@@ -267,8 +267,7 @@ static void wake_worker0(void)
 {
     dfccl_fence_seq_cst(); /* publish before reading `sleeping`: pairs with idle_sleep and
                               worker_block */
-    if (__atomic_load_n(&D.w[0].sleeping, __ATOMIC_SEQ_CST) ||
-        __atomic_load_n(&D.w[0].bell_wait, __ATOMIC_SEQ_CST))
+    if (dfccl_load_seq_cst(&D.w[0].sleeping) || dfccl_load_seq_cst(&D.w[0].bell_wait))
         worker_wake(&D.w[0]);
 }
 
@@ -383,7 +382,7 @@ static int check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now)
     int dead;
     if (waited > ENG_PEER_CHECK_NS && eng_peer_check_due(c, now) && (dead = eng_shm_dead_peer(c, now)) >= 0) {
         /* a peer died without leaving: nothing more can run on the communicator */
-        if (!__atomic_exchange_n(&t->reported, 1, __ATOMIC_RELAXED) || !c->aborted) {
+        if (!dfccl_exchange_relaxed(&t->reported, 1) || !c->aborted) {
             char who[128];
             eng_shm_peer_desc(c, dead, now, who, sizeof who);
             dfccl_error("communicator %016llx (rank %d): peer rank %d (%s) died; %s seq %llu and every "
@@ -392,12 +391,12 @@ static int check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now)
                         (unsigned long long)t->seq);
         }
         task_fail(t, dfcclCommAborted);
-        __atomic_store_n(&c->aborted, dfcclCommAborted, __ATOMIC_RELEASE);
+        dfccl_store_release(&c->aborted, dfcclCommAborted);
         part_finish(W, n, dfcclCommAborted);
         return 1;
     }
     if (eng_config.stall_report_ms && waited > eng_config.stall_report_ms * 1000000ull &&
-        !__atomic_exchange_n(&t->reported, 1, __ATOMIC_RELAXED))
+        !dfccl_exchange_relaxed(&t->reported, 1))
         report_stall(t, waited);
     if (eng_config.timeout_ms && waited > eng_config.timeout_ms * 1000000ull) {
         dfccl_error("%s seq %llu on communicator %016llx timed out after %llu ms (DFCCL_TIMEOUT); the "
@@ -410,7 +409,7 @@ static int check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now)
          * dfcclCommAborted of a worker that saw the abort in between. */
         task_fail(t, dfcclTimeout);
         /* release: whoever sees the abort finds the result above already set */
-        __atomic_store_n(&c->aborted, dfcclTimeout, __ATOMIC_RELEASE);
+        dfccl_store_release(&c->aborted, dfcclTimeout);
         part_finish(W, n, dfcclTimeout);
         return 1;
     }
@@ -542,7 +541,7 @@ static void idle_sleep(eng_worker_t *W)
     /* asleep with an empty list, the thread lets a waiting caller run the worker */
     pthread_mutex_unlock(&W->run);
     pthread_mutex_lock(&W->lock);
-    __atomic_store_n(&W->sleeping, 1, __ATOMIC_SEQ_CST);
+    dfccl_store_seq_cst(&W->sleeping, 1);
     /* re-check after publishing `sleeping`: pairs with the fence in eng_daemon_submit
      * (worker 0); the other workers' inboxes are pushed under this lock */
     while (!has_input(W) && !W->handback && !DFCCL_READ_ONCE(D.stop)) {
@@ -551,7 +550,7 @@ static void idle_sleep(eng_worker_t *W)
         pthread_cond_timedwait(&W->cv, &W->lock, &ts);
     }
     W->handback = 0;
-    __atomic_store_n(&W->sleeping, 0, __ATOMIC_SEQ_CST);
+    dfccl_store_seq_cst(&W->sleeping, 0);
     pthread_mutex_unlock(&W->lock);
     pthread_mutex_lock(&W->run);
 }
@@ -682,7 +681,7 @@ void eng_daemon_wait(struct dfccl_request *req)
         return;
     }
     eng_daemon_kick(req); /* the worker's thread runs it */
-    __atomic_fetch_add(&D.waiters, 1, __ATOMIC_SEQ_CST);
+    dfccl_fetch_add_seq_cst(&D.waiters, 1);
     pthread_mutex_lock(&D.done_lock);
     while (!dfccl_load_acquire32(&req->done)) {
         struct timespec ts;
@@ -690,7 +689,7 @@ void eng_daemon_wait(struct dfccl_request *req)
         pthread_cond_timedwait(&D.done_cv, &D.done_lock, &ts);
     }
     pthread_mutex_unlock(&D.done_lock);
-    __atomic_fetch_sub(&D.waiters, 1, __ATOMIC_SEQ_CST);
+    dfccl_fetch_sub_seq_cst(&D.waiters, 1);
     eng_thread_slice_restore(slice);
 }
 
@@ -698,7 +697,7 @@ void eng_daemon_wait(struct dfccl_request *req)
 
 static void stop_workers(uint32_t n)
 {
-    __atomic_store_n(&D.stop, 1, __ATOMIC_SEQ_CST);
+    dfccl_store_seq_cst(&D.stop, 1);
     for (uint32_t w = 0; w < n; w++)
         worker_wake(&D.w[w]);
     for (uint32_t w = 0; w < n; w++) {

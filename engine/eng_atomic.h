@@ -49,6 +49,26 @@ DFCCL_INLINE uint64_t dfccl_fetch_add64(uint64_t *p, uint64_t v)
     return atomic_fetch_add_explicit((_Atomic uint64_t *)p, v, memory_order_relaxed);
 }
 
+/* The same for words of any type (flags of int32, enums, pointers, counters), named for
+ * the ordering each call site needs. The typed helpers above stay for the 32/64-bit
+ * flags of the FIFOs. */
+#define dfccl_load_acquire(_p)          __atomic_load_n((_p), __ATOMIC_ACQUIRE)
+#define dfccl_load_relaxed(_p)          __atomic_load_n((_p), __ATOMIC_RELAXED)
+#define dfccl_load_seq_cst(_p)          __atomic_load_n((_p), __ATOMIC_SEQ_CST)
+#define dfccl_store_release(_p, _v)     __atomic_store_n((_p), (_v), __ATOMIC_RELEASE)
+#define dfccl_store_seq_cst(_p, _v)     __atomic_store_n((_p), (_v), __ATOMIC_SEQ_CST)
+#define dfccl_fetch_add_relaxed(_p, _v) __atomic_fetch_add((_p), (_v), __ATOMIC_RELAXED)
+#define dfccl_fetch_add_release(_p, _v) __atomic_fetch_add((_p), (_v), __ATOMIC_RELEASE)
+#define dfccl_fetch_add_seq_cst(_p, _v) __atomic_fetch_add((_p), (_v), __ATOMIC_SEQ_CST)
+#define dfccl_fetch_sub_relaxed(_p, _v) __atomic_fetch_sub((_p), (_v), __ATOMIC_RELAXED)
+#define dfccl_fetch_sub_seq_cst(_p, _v) __atomic_fetch_sub((_p), (_v), __ATOMIC_SEQ_CST)
+#define dfccl_add_fetch_relaxed(_p, _v) __atomic_add_fetch((_p), (_v), __ATOMIC_RELAXED)
+#define dfccl_sub_fetch_acq_rel(_p, _v) __atomic_sub_fetch((_p), (_v), __ATOMIC_ACQ_REL)
+#define dfccl_exchange_relaxed(_p, _v)  __atomic_exchange_n((_p), (_v), __ATOMIC_RELAXED)
+/* 1 if *p was *expected and is now desired; else *expected gets *p */
+#define dfccl_cas_relaxed(_p, _expected, _desired)                                                           \
+    __atomic_compare_exchange_n((_p), (_expected), (_desired), 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)
+
 DFCCL_INLINE void dfccl_fence_seq_cst(void)
 {
     atomic_thread_fence(memory_order_seq_cst);

@@ -29,7 +29,7 @@
 /* Wake every thread blocked on b (unconditionally). */
 static inline void eng_bell_kick(eng_bell_t *b)
 {
-    __atomic_fetch_add(&b->seq, 1, __ATOMIC_SEQ_CST);
+    dfccl_fetch_add_seq_cst(&b->seq, 1);
     /* not FUTEX_PRIVATE: the word is in memory shared with other processes */
     syscall(SYS_futex, &b->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
@@ -41,7 +41,7 @@ static inline void eng_bell_ring(eng_bell_t *b)
     if (!b)
         return;
     dfccl_fence_seq_cst(); /* the publication before the look at sleepers */
-    if (__atomic_load_n(&b->sleepers, __ATOMIC_RELAXED))
+    if (dfccl_load_relaxed(&b->sleepers))
         eng_bell_kick(b);
 }
 
@@ -49,8 +49,8 @@ static inline void eng_bell_ring(eng_bell_t *b)
  * more, and call eng_bell_block only if nothing moved. */
 static inline uint32_t eng_bell_enter(eng_bell_t *b)
 {
-    const uint32_t seq = __atomic_load_n(&b->seq, __ATOMIC_ACQUIRE);
-    __atomic_fetch_add(&b->sleepers, 1, __ATOMIC_SEQ_CST); /* and fence: before the last look */
+    const uint32_t seq = dfccl_load_acquire(&b->seq);
+    dfccl_fetch_add_seq_cst(&b->sleepers, 1); /* and fence: before the last look */
     return seq;
 }
 
@@ -65,7 +65,7 @@ static inline void eng_bell_block(eng_bell_t *b, uint32_t seq, uint64_t timeout_
 /* Sleeper, step 3 (whether or not it blocked). */
 static inline void eng_bell_leave(eng_bell_t *b)
 {
-    __atomic_fetch_sub(&b->sleepers, 1, __ATOMIC_SEQ_CST);
+    dfccl_fetch_sub_seq_cst(&b->sleepers, 1);
 }
 
 #endif

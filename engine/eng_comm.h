@@ -15,7 +15,6 @@
 
 #define ENG_COMM_MAGIC 0x646663636c436f6dull /* "dfcclCom" */
 #define ENG_SEG_MAGIC  0x6466636c53656722ull
-#define ENG_PAGE       4096u
 
 /* Layout of a rank's segment: a header page, then one connection per (slot, channel,
  * sending peer), each a control page and depth x chunk bytes of FIFO. */

@@ -11,6 +11,7 @@
 #include "eng_inline.h"
 
 #define ENG_MAX_FIFO_DEPTH 64
+#define ENG_PAGE           4096u /* segments and the net shadows start on a page */
 
 typedef enum {
     ENG_COLL_ALLREDUCE = 0,

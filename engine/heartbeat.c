@@ -23,7 +23,7 @@ static int running; /* the beating thread runs (it leaves when nbeating drops to
 static void beat_all_locked(void)
 {
     for (int i = 0; i < nbeating; i++)
-        __atomic_fetch_add(&eng_seg_hdr(beating[i], beating[i]->rank)->beat, 1, __ATOMIC_RELEASE);
+        dfccl_fetch_add_release(&eng_seg_hdr(beating[i], beating[i]->rank)->beat, 1);
 }
 
 static void *beat_main(void *arg)

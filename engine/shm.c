@@ -370,9 +370,8 @@ int eng_shm_dead_peer(struct dfccl_comm *c, uint64_t now)
 
 int eng_peer_check_due(struct dfccl_comm *c, uint64_t now)
 {
-    uint64_t last = __atomic_load_n(&c->peer_check_ns, __ATOMIC_RELAXED);
-    return now - last > ENG_PEER_CHECK_NS &&
-           __atomic_compare_exchange_n(&c->peer_check_ns, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    uint64_t last = dfccl_load_relaxed(&c->peer_check_ns);
+    return now - last > ENG_PEER_CHECK_NS && dfccl_cas_relaxed(&c->peer_check_ns, &last, now);
 }
 
 void eng_shm_peer_desc(const struct dfccl_comm *c, int p, uint64_t now, char *buf, size_t len)

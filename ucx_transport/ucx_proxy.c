@@ -46,7 +46,8 @@
 #include <unistd.h>
 
 #include "eng_bell.h"
-#include "eng_comm.h"
+#include "eng_cpu_wait.h"
+#include "eng_types.h"
 #include "eng_config.h"
 #include "eng_log.h"
 #include "eng_net.h"
@@ -198,7 +199,7 @@ static dfcclResult_t ucs_error(const char *what, ucs_status_t st)
 
 static int net_aborted(const struct eng_net_comm *nc)
 {
-    return __atomic_load_n(nc->abort_words[0], __ATOMIC_ACQUIRE) != 0;
+    return dfccl_load_acquire(nc->abort_words[0]) != 0;
 }
 
 /* The daemons fail every task of the communicator once they see the word. */
@@ -206,7 +207,7 @@ static void net_abort(struct eng_net_comm *nc)
 {
     for (int i = 0; i < 2; i++)
         if (nc->abort_words[i])
-            __atomic_store_n(nc->abort_words[i], (int32_t)dfcclCommAborted, __ATOMIC_RELEASE);
+            dfccl_store_release(nc->abort_words[i], (int32_t)dfcclCommAborted);
 }
 
 static int peer_closed(const struct eng_net_comm *nc, int p)
@@ -265,7 +266,7 @@ static struct eng_net_comm *comm_by_id(const net_am_hdr_t *h, const char *what)
     struct eng_net_comm *nc = U.by_id[h->dst % NET_MAX_COMMS];
     if (nc && net_addressed(nc->id, nc->key, h->dst, h->key) && !nc->closing)
         return nc;
-    const uint64_t n = __atomic_add_fetch(&U.dropped, 1, __ATOMIC_RELAXED);
+    const uint64_t n = dfccl_add_fetch_relaxed(&U.dropped, 1);
     dfccl_debug("dropped a %s message from rank %d for communicator id %u: %s (%llu dropped so far)", what,
                 (int)h->src, h->dst,
                 !nc || nc->id != h->dst ? "no such communicator here"
@@ -315,7 +316,7 @@ static void step_landed(struct eng_net_comm *nc, net_conn_t *k, uint64_t step, u
 static void rndv_done(void *request, ucs_status_t status, size_t length, void *user_data)
 {
     net_pend_t *pd = user_data;
-    __atomic_fetch_sub(&pd->nc->inflight, 1, __ATOMIC_RELAXED);
+    dfccl_fetch_sub_relaxed(&pd->nc->inflight, 1);
     if (status == UCS_OK)
         step_landed(pd->nc, pd->k, pd->step, length, length);
     else
@@ -374,7 +375,7 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     else if (r == NULL)
         step_landed(nc, k, h.step, length, length);
     else
-        __atomic_fetch_add(&nc->inflight, 1, __ATOMIC_RELAXED);
+        dfccl_fetch_add_relaxed(&nc->inflight, 1);
     return UCS_OK;
 }
 
@@ -567,7 +568,7 @@ static void *proxy_main(void *arg)
     for (;;) {
         int moved = 0;
         pthread_mutex_lock(&P->lock);
-        if (__atomic_load_n(&U.stop, __ATOMIC_ACQUIRE)) {
+        if (dfccl_load_acquire(&U.stop)) {
             pthread_mutex_unlock(&P->lock);
             break;
         }
@@ -620,7 +621,7 @@ static void *proxy_main(void *arg)
  * proxy lock. */
 static void proxies_stop(uint32_t n, uint32_t running)
 {
-    __atomic_store_n(&U.stop, 1, __ATOMIC_RELEASE);
+    dfccl_store_release(&U.stop, 1);
     for (uint32_t i = 0; i < running; i++)
         pthread_join(U.px[i].thread, NULL);
     for (uint32_t i = 0; i < n; i++) {
@@ -1251,10 +1252,10 @@ int eng_net_teardown(eng_net_t *nc)
      * failed completes it with an error (its endpoint handles errors: rendezvous runs
      * to other hosts only) */
     const uint64_t t0 = eng_now_ns();
-    while (__atomic_load_n(&nc->inflight, __ATOMIC_RELAXED) && eng_now_ns() - t0 < 2000000000ull)
+    while (dfccl_load_relaxed(&nc->inflight) && eng_now_ns() - t0 < 2000000000ull)
         for (uint32_t i = 0; i < nc->npx; i++)
             ucp_worker_progress(U.px[i].worker);
-    const uint64_t left = __atomic_load_n(&nc->inflight, __ATOMIC_RELAXED);
+    const uint64_t left = dfccl_load_relaxed(&nc->inflight);
     if (left)
         dfccl_warn("communicator %016llx: %llu receive(s) from the net still in flight 2 s into teardown; "
                    "the memory they land in stays mapped (leaked)",
