@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The C API as a user gets it: `configure --prefix=P && make install` (a separate build,
+# no CUDA), then the README's own build line, read from README.md and run as written
+# with PKG_CONFIG_PATH=P/lib/pkgconfig, on the complete example
+# examples/allreduce_minimal.c, then that program on 2 ranks without LD_LIBRARY_PATH
+# (the rpath of the build line must find the library). Also what `make install` puts in
+# P: the library, its headers, pkg-config file, and the component.
+# One line per case, "PASS: ..." / "FAIL: ...", and "N passed, N failed" at the end.
+#
+# usage: install_check.sh BUILD_DIR      (configured, built and installed here)
+set -u
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+B=${1:?usage: install_check.sh BUILD_DIR}
+mkdir -p "$B" && B=$(cd "$B" && pwd)
+P="$B/prefix"
+LOGDIR=$(mktemp -d /tmp/dfccl-install.XXXXXX)
+jobs=$(nproc 2> /dev/null || echo 2)
+npass=0 nfail=0
+pass() { echo "PASS: $1"; npass=$((npass + 1)); }
+fail() { echo "FAIL: $1"; nfail=$((nfail + 1)); }
+finish() { echo "$npass passed, $nfail failed"; exit $((nfail > 0)); }
+
+rm -rf "$P"
+if ! (cd "$B" && { [ -f Makefile ] || "$SRC/configure" --prefix="$P" --without-cuda; } &&
+    make -j"$jobs" && make install) > "$LOGDIR/build.log" 2>&1; then
+    tail -20 "$LOGDIR/build.log"
+    fail "configure --prefix, make install (log $LOGDIR/build.log)"
+    finish
+fi
+missing=
+for f in lib/libdfccl.so include/dfccl.h include/dfccl_mpi.h lib/pkgconfig/dfccl.pc lib/openmpi/mca_coll_dfccl.so; do
+    [ -e "$P/$f" ] || missing="$missing $f"
+done
+[ -z "$missing" ] && pass "make install: library, headers, pkg-config file, component" ||
+    fail "make install left out:$missing"
+
+# the README's build line, as written (app.c is the file name it uses)
+line=$(grep -m1 '^mpicc app.c ' "$SRC/README.md")
+if [ -z "$line" ]; then
+    fail "README.md has no 'mpicc app.c ...' build line"
+    finish
+fi
+W="$LOGDIR/app"
+mkdir -p "$W" && cp "$SRC/examples/allreduce_minimal.c" "$W/app.c"
+if (cd "$W" && env -u LD_LIBRARY_PATH PKG_CONFIG_PATH="$P/lib/pkgconfig" bash -euc "$line") > "$LOGDIR/cc.log" 2>&1; then
+    pass "the README's build line: $line"
+else
+    cat "$LOGDIR/cc.log"
+    fail "the README's build line failed: $line"
+    finish
+fi
+out=$(cd "$W" && env -u LD_LIBRARY_PATH timeout 60 mpirun --oversubscribe --bind-to none -np 2 ./a.out 2>&1)
+if [ $? -eq 0 ]; then
+    pass "the program built by it runs on 2 ranks, library found through the rpath"
+else
+    echo "$out" | tail -10
+    fail "the program built by the README's line did not run"
+fi
+finish
