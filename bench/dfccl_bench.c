@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dfccl_bench: an nccl-tests style benchmark for dfccl.
+ * dfccl-bench: an nccl-tests style benchmark for dfccl (installed as bin/dfccl-bench).
  *
  * Launch one process per rank with mpirun, e.g.
- *   mpirun -np 4 ./dfccl_bench -b 8 -e 64M -f 2 -c allreduce -d float -o sum
+ *   mpirun -np 4 dfccl-bench -b 8 -e 64M -f 2 -k allreduce -d float -o sum
+ *
+ * Each size runs out of place and then in place (-I 0: out of place only), as
+ * nccl-tests does; in place is where dfccl.h says the input sits inside the output
+ * (alltoall has no in-place form: N/A).
  *
  * For each size the benchmark runs WARMUP untimed collectives, then ITERS timed
  * ones. Every timed iteration is: MPI_Barrier, t0 = MPI_Wtime, submit the
@@ -68,20 +72,16 @@ struct opts {
     int root;
     int warmup, iters;
     int check;
+    int inplace; /* also time the in-place form */
+    int format;  /* FMT_TEXT, FMT_CSV or FMT_JSON */
     int stats;
     int sync; /* before each timed call: SYNC_MPI, SYNC_DFCCL or SYNC_NONE */
 };
 
 enum { SYNC_MPI, SYNC_DFCCL, SYNC_NONE };
+enum { FMT_TEXT, FMT_CSV, FMT_JSON };
 
 static int g_rank, g_nranks;
-
-#define ROOT_PRINTF(...)                                                                                     \
-    do {                                                                                                     \
-        if (g_rank == 0) {                                                                                   \
-            printf(__VA_ARGS__);                                                                             \
-        }                                                                                                    \
-    } while (0)
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
@@ -89,7 +89,7 @@ static void die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "dfccl_bench: rank %d: ", g_rank);
+    fprintf(stderr, "dfccl-bench: rank %d: ", g_rank);
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
     va_end(ap);
@@ -462,26 +462,31 @@ static int parse_type(const char *s)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mpirun -np N dfccl_bench [options]\n"
+    fprintf(f, "usage: mpirun -np N dfccl-bench [options]\n"
                "  -b MINBYTES  smallest size (default 8; K, M, G suffixes allowed)\n"
                "  -e MAXBYTES  largest size (default 64M)\n"
                "  -f FACTOR    multiply the size by FACTOR between steps (default 2)\n"
-               "  -c COLL      allreduce (default), reduce_scatter, allgather, bcast, reduce, alltoall\n"
+               "  -k COLL      allreduce (default), reduce_scatter, allgather, bcast, reduce, alltoall\n"
                "  -d TYPE      float (default), half|float16, bfloat16, double, int8, uint8, int32,\n"
                "               uint32, int64, uint64\n"
                "  -o OP        sum (default), prod, max, min, band, bor, bxor (bitwise: integer types)\n"
                "  -r ROOT      root of bcast and reduce (default 0)\n"
                "  -w WARMUP    untimed iterations per size (default 5)\n"
                "  -n ITERS     timed iterations per size (default 20; scaled down from 16 MiB)\n"
-               "  -C [0|1]     check the result of every timed iteration (default 1)\n"
+               "  -c 0|1       check the result of every timed iteration (default 1)\n"
+               "  -I 0|1       also time the in-place form (default 1)\n"
+               "  -F FORMAT    text (default: nccl-tests' columns), csv (a header row, then one row a\n"
+               "               size) or json (one object a size, one a line)\n"
                "  -p           print dfccl statistics summed over ranks at the end\n"
                "  -s SYNC      before each timed call: mpi (default: MPI_Barrier), dfccl\n"
                "               (dfcclBarrier on the benchmark's communicator) or none (calls back to\n"
                "               back): where MPI's barrier spins, it sets the time on busy cores\n"
                "  -h           this help\n"
-               "Columns: time is the median over iterations of the per-iteration maximum over\n"
-               "ranks, min(us) the minimum, p99(us) and max(us) the 99th percentile and the\n"
-               "slowest; #wrong counts wrong elements over ranks and iterations.\n");
+               "Buffers are host memory (the CPU daemon); bench/gpu_bench times device buffers.\n"
+               "Columns: out of place, time is the median over iterations of the per-iteration\n"
+               "maximum over ranks, min(us) the minimum, p99(us) and max(us) the 99th percentile\n"
+               "and the slowest; then in place, time, algbw, busbw and #wrong. #wrong counts wrong\n"
+               "elements over ranks and iterations; the exit status is 1 when any is wrong.\n");
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -496,12 +501,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->warmup = 5;
     o->iters = 20;
     o->check = 1;
+    o->inplace = 1;
+    o->format = FMT_TEXT;
     o->stats = 0;
     o->sync = SYNC_MPI;
 
     int c, v;
     opterr = 0;
-    while ((c = getopt(argc, argv, ":b:e:f:c:d:o:r:w:n:C::ps:h")) != -1) {
+    while ((c = getopt(argc, argv, ":b:e:f:k:d:o:r:w:n:c:I:F:ps:h")) != -1) {
         switch (c) {
         case 'b':
             if (parse_size(optarg, &o->minbytes))
@@ -516,7 +523,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                 goto bad;
             o->factor = (size_t)v;
             break;
-        case 'c':
+        case 'k':
             if ((v = lookup(optarg, coll_names, C_NUM)) < 0) {
                 if (!strcmp(optarg, "broadcast"))
                     v = C_BCAST;
@@ -553,16 +560,23 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             if (parse_int(optarg, 1, 1000000, &o->iters))
                 goto bad;
             break;
-        case 'C':
-            if (optarg) {
-                if (parse_int(optarg, 0, 1, &o->check))
-                    goto bad;
-            } else if (optind < argc && (!strcmp(argv[optind], "0") || !strcmp(argv[optind], "1"))) {
-                o->check = argv[optind][0] - '0';
-                optind++;
-            } else {
-                o->check = 1;
-            }
+        case 'c':
+            if (parse_int(optarg, 0, 1, &o->check))
+                goto bad;
+            break;
+        case 'I':
+            if (parse_int(optarg, 0, 1, &o->inplace))
+                goto bad;
+            break;
+        case 'F':
+            if (!strcmp(optarg, "text"))
+                o->format = FMT_TEXT;
+            else if (!strcmp(optarg, "csv"))
+                o->format = FMT_CSV;
+            else if (!strcmp(optarg, "json"))
+                o->format = FMT_JSON;
+            else
+                goto bad;
             break;
         case 'p': o->stats = 1; break;
         case 's':
@@ -581,38 +595,38 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             return 1;
         case ':':
             if (g_rank == 0)
-                fprintf(stderr, "dfccl_bench: option -%c needs an argument\n", optopt);
+                fprintf(stderr, "dfccl-bench: option -%c needs an argument\n", optopt);
             return -1;
         default:
             if (g_rank == 0)
-                fprintf(stderr, "dfccl_bench: unknown option -%c\n", optopt);
+                fprintf(stderr, "dfccl-bench: unknown option -%c\n", optopt);
             return -1;
         bad:
             if (g_rank == 0)
-                fprintf(stderr, "dfccl_bench: bad value '%s' for -%c\n", optarg, c);
+                fprintf(stderr, "dfccl-bench: bad value '%s' for -%c\n", optarg, c);
             return -1;
         }
     }
     if (optind < argc) {
         if (g_rank == 0)
-            fprintf(stderr, "dfccl_bench: unexpected argument '%s'\n", argv[optind]);
+            fprintf(stderr, "dfccl-bench: unexpected argument '%s'\n", argv[optind]);
         return -1;
     }
     if (o->minbytes == 0)
         o->minbytes = dfcclTypeSize(o->type);
     if (o->maxbytes < o->minbytes) {
         if (g_rank == 0)
-            fprintf(stderr, "dfccl_bench: -e %zu is smaller than -b %zu\n", o->maxbytes, o->minbytes);
+            fprintf(stderr, "dfccl-bench: -e %zu is smaller than -b %zu\n", o->maxbytes, o->minbytes);
         return -1;
     }
     if (o->op >= dfcclBand && is_float_type(o->type)) {
         if (g_rank == 0)
-            fprintf(stderr, "dfccl_bench: -o %s needs an integer type\n", op_names[o->op]);
+            fprintf(stderr, "dfccl-bench: -o %s needs an integer type\n", op_names[o->op]);
         return -1;
     }
     if (o->root >= g_nranks) {
         if (g_rank == 0)
-            fprintf(stderr, "dfccl_bench: -r %d but only %d ranks\n", o->root, g_nranks);
+            fprintf(stderr, "dfccl-bench: -r %d but only %d ranks\n", o->root, g_nranks);
         return -1;
     }
     return 0;
@@ -634,15 +648,147 @@ static void scaled_iters(const struct opts *o, size_t bytes, int *warm, int *ite
     }
 }
 
+/* One pass's buffers: out of place the two buffers; in place where dfccl.h puts the
+ * input inside the output. 0: the collective has no in-place form. */
+static int pass_bufs(const struct opts *o, const struct geom *g, int inplace, char *sendbuf, char *recvbuf,
+                     char **s, char **r)
+{
+    const size_t blk = g->count * dfcclTypeSize(o->type) * (size_t)g_rank;
+    *s = sendbuf;
+    *r = recvbuf;
+    if (!inplace)
+        return 1;
+    switch (o->coll) {
+    case C_ALLREDUCE:
+    case C_BCAST:
+    case C_REDUCE: *s = recvbuf; return 1;
+    case C_REDUCE_SCATTER: *r = sendbuf + blk; return 1;
+    case C_ALLGATHER: *s = recvbuf + blk; return 1;
+    default: return 0;
+    }
+}
+
+struct pass {
+    double med, min, p99, max; /* seconds, slowest rank per iteration */
+    uint64_t wrong;            /* summed over ranks and iterations */
+    int ran;                   /* 0: no in-place form */
+};
+
+/* Warm-up and timed iterations of one size, out of place or in place. */
+static struct pass measure(const struct opts *o, dfcclComm_t comm, const struct geom *g, int inplace,
+                           char *sendbuf, char *recvbuf, const void *expected, int have_ref, double *times,
+                           double *maxtimes)
+{
+    struct pass res = {0};
+    char *s, *r;
+    if (!(res.ran = pass_bufs(o, g, inplace, sendbuf, recvbuf, &s, &r)))
+        return res;
+    const size_t tsize = dfcclTypeSize(o->type);
+    int warm, iters;
+    scaled_iters(o, g->size_bytes, &warm, &iters);
+    fill_send(o, s, g);
+    for (int w = 0; w < warm; w++) {
+        dfcclRequest_t req = NULL;
+        submit(o, comm, s, r, g->count, &req);
+        wait_req(o, &req, g->count);
+    }
+    uint64_t wrong = 0;
+    for (int it = 0; it < iters; it++) {
+        if (have_ref) { /* poison the output; in place, the input goes back over it */
+            memset(r, 0xA5, g->recv_elems * tsize);
+            if (inplace)
+                fill_send(o, s, g);
+        }
+        dfcclRequest_t req = NULL;
+        if (o->sync == SYNC_MPI) {
+            MPI_Barrier(MPI_COMM_WORLD);
+        } else if (o->sync == SYNC_DFCCL) {
+            if (dfcclBarrier(comm, &req) != dfcclSuccess || dfcclWait(&req) != dfcclSuccess)
+                die("dfcclBarrier: %s", dfcclGetLastError());
+        }
+        double t0 = MPI_Wtime();
+        submit(o, comm, s, r, g->count, &req);
+        wait_req(o, &req, g->count);
+        times[it] = MPI_Wtime() - t0;
+        if (have_ref)
+            wrong += count_wrong(r, expected, g->recv_elems, tsize);
+    }
+    MPI_Allreduce(times, maxtimes, iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&wrong, &res.wrong, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    res.min = maxtimes[0];
+    for (int it = 1; it < iters; it++)
+        if (maxtimes[it] < res.min)
+            res.min = maxtimes[it];
+    res.med = median(maxtimes, iters); /* sorts maxtimes */
+    res.p99 = maxtimes[(iters * 99 + 99) / 100 - 1];
+    res.max = maxtimes[iters - 1];
+    return res;
+}
+
+/* One size's line (rank 0), in the format asked for. */
+static void print_row(const struct opts *o, const struct geom *g, const char *redop, int root,
+                      const struct pass *op, const struct pass *ip)
+{
+    const double ob = (double)g->size_bytes / 1e9 / op->med, obus = ob * bus_factor(o->coll, g_nranks);
+    const double ib = ip->ran ? (double)g->size_bytes / 1e9 / ip->med : 0,
+                 ibus = ib * bus_factor(o->coll, g_nranks);
+    char ow[32], iw[32];
+    snprintf(ow, sizeof ow, o->check ? "%" PRIu64 : "N/A", op->wrong);
+    snprintf(iw, sizeof iw, o->check && ip->ran ? "%" PRIu64 : "N/A", ip->wrong);
+    if (o->format == FMT_CSV) {
+        printf("%zu,%zu,%s,%s,%d,%.3f,%.4f,%.4f,%s,%.3f,%.3f,%.3f,", g->size_bytes, g->count,
+               type_names[o->type], redop, root, op->med * 1e6, ob, obus, ow, op->min * 1e6, op->p99 * 1e6,
+               op->max * 1e6);
+        if (ip->ran)
+            printf("%.3f,%.4f,%.4f,%s\n", ip->med * 1e6, ib, ibus, iw);
+        else
+            printf(",,,N/A\n");
+    } else if (o->format == FMT_JSON) {
+        printf("{\"collective\": \"%s\", \"size_bytes\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": "
+               "\"%s\", \"root\": %d, \"ranks\": %d, \"out_of_place\": {\"time_us\": %.3f, \"algbw_gbs\": "
+               "%.4f, \"busbw_gbs\": %.4f, \"wrong\": %s, \"min_us\": %.3f, \"p99_us\": %.3f, \"max_us\": "
+               "%.3f}, \"in_place\": ",
+               coll_names[o->coll], g->size_bytes, g->count, type_names[o->type], redop, root, g_nranks,
+               op->med * 1e6, ob, obus, o->check ? ow : "null", op->min * 1e6, op->p99 * 1e6, op->max * 1e6);
+        if (ip->ran)
+            printf("{\"time_us\": %.3f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, \"wrong\": %s}}\n",
+                   ip->med * 1e6, ib, ibus, o->check ? iw : "null");
+        else
+            printf("null}\n");
+    } else {
+        char ts[32], ms[32], ps[32], xs[32], its[32];
+        fmt_time(ts, sizeof ts, op->med * 1e6);
+        fmt_time(ms, sizeof ms, op->min * 1e6);
+        fmt_time(ps, sizeof ps, op->p99 * 1e6);
+        fmt_time(xs, sizeof xs, op->max * 1e6);
+        printf("  %10zu %12zu %8s %6s %6d %s %8.2f %8.2f %7s %s %s %s", g->size_bytes, g->count,
+               type_names[o->type], redop, root, ts, ob, obus, ow, ms, ps, xs);
+        if (ip->ran) {
+            fmt_time(its, sizeof its, ip->med * 1e6);
+            printf(" %s %8.2f %8.2f %7s\n", its, ib, ibus, iw);
+        } else {
+            printf(" %8s %8s %8s %7s\n", "N/A", "N/A", "N/A", "N/A");
+        }
+    }
+    fflush(stdout);
+}
+
 static void print_header(const struct opts *o)
 {
     if (g_rank != 0)
+        return;
+    if (o->format == FMT_CSV) {
+        printf("size_bytes,count,type,redop,root,time_us,algbw_gbs,busbw_gbs,wrong,min_us,p99_us,max_us,"
+               "inplace_time_us,inplace_algbw_gbs,inplace_busbw_gbs,inplace_wrong\n");
+        return;
+    }
+    if (o->format == FMT_JSON)
         return;
     int version = 0;
     dfcclGetVersion(&version);
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    printf("# dfccl_bench: dfccl %d.%d.%d, %d ranks, host %s\n", version / 10000, version / 100 % 100,
+    printf("# dfccl-bench: dfccl %d.%d.%d, %d ranks, host %s\n", version / 10000, version / 100 % 100,
            version % 100, g_nranks, host);
     printf("# collective %s, type %s, op %s, root %d\n", coll_names[o->coll], type_names[o->type],
            op_names[o->op], o->root);
@@ -659,16 +805,19 @@ static void print_header(const struct opts *o)
         if (!strncmp(*e, "DFCCL_", 6) && strncmp(*e, "DFCCL_PREEMPT=", 14) &&
             strncmp(*e, "DFCCL_CHUNK_SIZE=", 17) && strncmp(*e, "DFCCL_ONESHOT_MAX=", 18))
             printf("# env %s\n", *e);
-    printf("# sync before each timed call: %s\n",
-           o->sync == SYNC_MPI ? "MPI_Barrier" : o->sync == SYNC_DFCCL ? "dfcclBarrier" : "none (back to back)");
+    printf("# sync before each timed call: %s\n", o->sync == SYNC_MPI     ? "MPI_Barrier"
+                                                  : o->sync == SYNC_DFCCL ? "dfcclBarrier"
+                                                                          : "none (back to back)");
     printf("# time: median over iterations of the slowest rank;"
            " min(us): fastest iteration; p99(us), max(us): the same order statistics\n");
     printf("# #wrong: wrong elements, summed over ranks and checked iterations\n");
     printf("#\n");
-    printf("# %10s %12s %8s %6s %6s %8s %8s %8s %7s %8s %8s %8s\n", "size", "count", "type", "redop", "root",
-           "time", "algbw", "busbw", "#wrong", "min", "p99", "max");
-    printf("# %10s %12s %8s %6s %6s %8s %8s %8s %7s %8s %8s %8s\n", "(B)", "(elements)", "", "", "", "(us)",
-           "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)");
+    printf("# %10s %12s %8s %6s %6s %44s   %32s\n", "", "", "", "", "", "out-of-place", "in-place");
+    printf("# %10s %12s %8s %6s %6s %8s %8s %8s %7s %8s %8s %8s %8s %8s %8s %7s\n", "size", "count", "type",
+           "redop", "root", "time", "algbw", "busbw", "#wrong", "min", "p99", "max", "time", "algbw", "busbw",
+           "#wrong");
+    printf("# %10s %12s %8s %6s %6s %8s %8s %8s %7s %8s %8s %8s %8s %8s %8s %7s\n", "(B)", "(elements)", "",
+           "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(us)", "(GB/s)", "(GB/s)", "");
     fflush(stdout);
 }
 
@@ -720,78 +869,31 @@ int main(int argc, char **argv)
     for (size_t bytes = o.minbytes; bytes <= o.maxbytes;) {
         struct geom g = geometry(o.coll, bytes, tsize);
         if (g.count == 0) {
-            ROOT_PRINTF("# %zu B: fewer than one %s per rank, skipped\n", bytes, type_names[o.type]);
+            if (g_rank == 0) /* a comment line in text; CSV and JSON rows stay alone on stdout */
+                fprintf(o.format == FMT_TEXT ? stdout : stderr,
+                        "# %zu B: fewer than one %s per rank, skipped\n", bytes, type_names[o.type]);
         } else {
-            int warm, iters;
-            scaled_iters(&o, bytes, &warm, &iters);
-            fill_send(&o, sendbuf, &g);
             int have_ref = o.check ? fill_expected(&o, expected, &g) : 0;
-
-            for (int w = 0; w < warm; w++) {
-                dfcclRequest_t req = NULL;
-                submit(&o, comm, sendbuf, recvbuf, g.count, &req);
-                wait_req(&o, &req, g.count);
-            }
-
-            uint64_t wrong = 0;
-            for (int it = 0; it < iters; it++) {
-                if (have_ref)
-                    memset(recvbuf, 0xA5, g.recv_elems * tsize); /* poison */
-                dfcclRequest_t req = NULL;
-                if (o.sync == SYNC_MPI) {
-                    MPI_Barrier(MPI_COMM_WORLD);
-                } else if (o.sync == SYNC_DFCCL) {
-                    if (dfcclBarrier(comm, &req) != dfcclSuccess || dfcclWait(&req) != dfcclSuccess)
-                        die("dfcclBarrier: %s", dfcclGetLastError());
-                }
-                double t0 = MPI_Wtime();
-                submit(&o, comm, sendbuf, recvbuf, g.count, &req);
-                wait_req(&o, &req, g.count);
-                times[it] = MPI_Wtime() - t0;
-                if (have_ref)
-                    wrong += count_wrong(recvbuf, expected, g.recv_elems, tsize);
-            }
-            MPI_Allreduce(times, maxtimes, iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-            uint64_t wrong_all = 0;
-            MPI_Allreduce(&wrong, &wrong_all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-            total_wrong += wrong_all;
-
-            double tmin = maxtimes[0];
-            for (int it = 1; it < iters; it++)
-                if (maxtimes[it] < tmin)
-                    tmin = maxtimes[it];
-            double tmed = median(maxtimes, iters); /* sorts maxtimes */
-            double tp99 = maxtimes[(iters * 99 + 99) / 100 - 1], tmax = maxtimes[iters - 1];
-            double algbw = (double)g.size_bytes / 1e9 / tmed;
-            double busbw = algbw * bus_factor(o.coll, g_nranks);
-            bw_sum += busbw;
+            struct pass op = measure(&o, comm, &g, 0, sendbuf, recvbuf, expected, have_ref, times, maxtimes);
+            struct pass ip = {0};
+            if (o.inplace)
+                ip = measure(&o, comm, &g, 1, sendbuf, recvbuf, expected, have_ref, times, maxtimes);
+            total_wrong += op.wrong + ip.wrong;
+            bw_sum += (double)g.size_bytes / 1e9 / op.med * bus_factor(o.coll, g_nranks);
             bw_n++;
-
-            if (g_rank == 0) {
-                char ts[32], ms[32], ws[32], ps[32], xs[32];
-                fmt_time(ts, sizeof ts, tmed * 1e6);
-                fmt_time(ms, sizeof ms, tmin * 1e6);
-                fmt_time(ps, sizeof ps, tp99 * 1e6);
-                fmt_time(xs, sizeof xs, tmax * 1e6);
-                if (o.check)
-                    snprintf(ws, sizeof ws, "%" PRIu64, wrong_all);
-                else
-                    snprintf(ws, sizeof ws, "N/A");
-                printf("  %10zu %12zu %8s %6s %6d %s %8.2f %8.2f %7s %s %s %s\n", g.size_bytes, g.count,
-                       type_names[o.type], redop, root, ts, algbw, busbw, ws, ms, ps, xs);
-                fflush(stdout);
-            }
+            if (g_rank == 0)
+                print_row(&o, &g, redop, root, &op, &ip);
         }
         if (bytes > o.maxbytes / o.factor)
             break;
         bytes *= o.factor;
     }
 
-    if (g_rank == 0) {
+    if (g_rank == 0 && o.format == FMT_TEXT) {
         if (o.check)
             printf("# Out of bounds values : %" PRIu64 " %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
         else
-            printf("# Out of bounds values : not checked (-C 0)\n");
+            printf("# Out of bounds values : not checked (-c 0)\n");
         printf("# Avg bus bandwidth    : %g\n", bw_n ? bw_sum / bw_n : 0.0);
     }
 

@@ -10,7 +10,7 @@ NP=${2:-2}
 # each rank runs three busy threads over UCX (application, daemon, proxy): Open MPI's
 # default binding (one core per rank at np <= 2) would put them on one core
 RUN="mpirun --allow-run-as-root --oversubscribe -np $NP --mca btl self,vader --bind-to ${NET_BIND:-none}"
-ARGS=${BENCH_ARGS:--c allreduce -d float -b 8 -e 256M -f 8}
+ARGS=${BENCH_ARGS:--k allreduce -d float -b 8 -e 256M -f 8}
 perftest() { # $1: UCX_TLS value or empty
     local tls=$1 port=$((13337 + RANDOM % 1000))
     env ${tls:+UCX_TLS=$tls} ucx_perftest -p $port -t ucp_put_bw -s 16777216 -n 40 -w 5 >/dev/null 2>&1 &
@@ -23,7 +23,7 @@ for tls in "" tcp; do
     echo "## UCX_TLS=${tls:-default}"
     command -v ucx_perftest >/dev/null && perftest "$tls"
     echo "# dfccl, every peer over UCX"
-    $RUN -x DFCCL_NET=ucx ${tls:+-x UCX_TLS=$tls} $B/bench/dfccl_bench $ARGS | grep -v '^#'
+    $RUN -x DFCCL_NET=ucx ${tls:+-x UCX_TLS=$tls} $B/bench/dfccl-bench $ARGS | grep -v '^#'
 done
 echo "## peer transport (shared memory), for comparison"
-$RUN $B/bench/dfccl_bench $ARGS | grep -v '^#'
+$RUN $B/bench/dfccl-bench $ARGS | grep -v '^#'

@@ -3,7 +3,7 @@
 #
 # ratio.sh BENCH_BINARY
 #
-# Cost of preemption: runs dfccl_bench (allreduce, 8 B to 64 MiB) on 2 and 4
+# Cost of preemption: runs dfccl-bench (allreduce, 8 B to 64 MiB) on 2 and 4
 # ranks with DFCCL_PREEMPT=1 and DFCCL_PREEMPT=0, alternating on/off run by run
 # (on,off then off,on ...) so that slow drifts of the machine hit both alike,
 # REPS repetitions of each. For every size it prints the median over the
@@ -13,7 +13,7 @@
 # iteration), less sensitive to other load on the machine.
 #
 # Environment: NPS (default "2 4"), REPS (default 3),
-#   BENCH_ARGS (default "-c allreduce -d float -b 8 -e 64M -f 2"),
+#   BENCH_ARGS (default "-k allreduce -d float -b 8 -e 64M -f 2"),
 #   MPIRUN (default mpirun),
 #   MPIRUN_ARGS (default "--allow-run-as-root --oversubscribe --mca btl self,vader"),
 #   GUARD (timeout of one bench run in seconds, default 120),
@@ -21,13 +21,13 @@
 set -u
 
 if [ $# -lt 1 ] || [ ! -x "$1" ]; then
-    echo "usage: $0 BENCH_BINARY   (path to the built dfccl_bench)" >&2
+    echo "usage: $0 BENCH_BINARY   (path to the built dfccl-bench)" >&2
     exit 2
 fi
 BENCH=$(readlink -f "$1")
 NPS=${NPS:-2 4}
 REPS=${REPS:-3}
-BENCH_ARGS=${BENCH_ARGS:--c allreduce -d float -b 8 -e 64M -f 2}
+BENCH_ARGS=${BENCH_ARGS:--k allreduce -d float -b 8 -e 64M -f 2}
 MPIRUN=${MPIRUN:-mpirun}
 MPIRUN_ARGS=${MPIRUN_ARGS:---allow-run-as-root --oversubscribe --mca btl self,vader}
 GUARD=${GUARD:-120}
@@ -67,7 +67,7 @@ run_one() {
     if [ $rc -ne 0 ]; then
         echo "# FAILED: $np ranks DFCCL_PREEMPT=$pre repetition $rep: exit status $rc" \
             "$([ $rc -ge 124 ] && echo "(timeout after ${GUARD} s?)")"
-        grep -E "Out of bounds|dfccl_bench:|ERROR|rror while" "$out" | sed 's/^/#   /' | head -4
+        grep -E "Out of bounds|dfccl-bench:|ERROR|rror while" "$out" | sed 's/^/#   /' | head -4
         failed=1
         cleanup_orphans
     fi
@@ -87,7 +87,7 @@ for np in $NPS; do
     echo "#"
     echo "# $np ranks: median over $REPS runs of the time column (us); ratio = on/off"
     printf "# %10s %12s %12s %8s %10s\n" "size(B)" "time_on" "time_off" "on/off" "min:on/off"
-    # Data lines of dfccl_bench: column 1 size, column 6 time (us).
+    # Data lines of dfccl-bench: column 1 size, column 6 time (us).
     awk -v reps="$REPS" '
         function median(list,   n, a, i, j, t) {
             n = split(list, a, " ")

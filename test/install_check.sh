@@ -30,11 +30,31 @@ if ! (cd "$B" && { [ -f Makefile ] || "$SRC/configure" --prefix="$P" --without-c
     finish
 fi
 missing=
-for f in lib/libdfccl.so include/dfccl.h include/dfccl_mpi.h lib/pkgconfig/dfccl.pc lib/openmpi/mca_coll_dfccl.so; do
+for f in lib/libdfccl.so include/dfccl.h include/dfccl_mpi.h lib/pkgconfig/dfccl.pc lib/openmpi/mca_coll_dfccl.so \
+    bin/dfccl-bench; do
     [ -e "$P/$f" ] || missing="$missing $f"
 done
-[ -z "$missing" ] && pass "make install: library, headers, pkg-config file, component" ||
+[ -z "$missing" ] && pass "make install: library, headers, pkg-config file, component, dfccl-bench" ||
     fail "make install left out:$missing"
+
+# the installed benchmark, as a user runs it: every collective, a short checked sweep,
+# out of place and in place, CSV
+bad=
+for k in allreduce reduce_scatter allgather bcast reduce alltoall; do
+    csv=$(env -u LD_LIBRARY_PATH timeout 60 mpirun --oversubscribe --bind-to none -np 3 "$P/bin/dfccl-bench" \
+        -k "$k" -b 8 -e 64K -f 32 -n 5 -w 1 -c 1 -F csv 2> "$LOGDIR/bench_$k.err")
+    rc=$?
+    rows=$(tail -n +2 <<< "$csv" | grep -c .)
+    # a row: 16 fields; #wrong (field 9) 0, in place (field 16) 0 or N/A (alltoall)
+    okrows=$(tail -n +2 <<< "$csv" | awk -F, 'NF == 16 && $9 == "0" && ($16 == "0" || $16 == "N/A")' | grep -c .)
+    if [ $rc -ne 0 ] || [ "$rows" -lt 2 ] || [ "$okrows" -ne "$rows" ] || ! head -n 1 <<< "$csv" | grep -q '^size_bytes,'; then
+        bad="$bad $k(rc $rc, $okrows of $rows rows right)"
+    fi
+done
+[ -z "$bad" ] && pass "installed dfccl-bench: every collective, checked, out of place and in place, CSV" ||
+    fail "installed dfccl-bench:$bad (logs $LOGDIR/bench_*.err)"
+"$P/bin/dfccl-bench" -h 2> /dev/null | grep -q -- '-k COLL' && pass "dfccl-bench -h prints its options" ||
+    fail "dfccl-bench -h"
 
 # the README's build line, as written (app.c is the file name it uses)
 line=$(grep -m1 '^mpicc app.c ' "$SRC/README.md")
