@@ -22,6 +22,7 @@
 #include "eng_comm.h"
 #include "eng_cpu_wait.h"
 #include "eng_log.h"
+#include "eng_trace.h"
 #include "algo.h"
 
 #define ENG_RING_ENTRIES       1024u
@@ -149,6 +150,8 @@ static void task_done(eng_task_t *t)
     dfccl_store_release64(&c->slot_next[t->slot], t->seq + c->slots);
     eng_bell_ring(&eng_seg_hdr(c, c->rank)->bell); /* the slot's next task may wait on it */
     stat_add(&c->stats.completed, 1);
+    if (eng_trace_on)
+        eng_trace_complete(t, dfccl_load_acquire(&t->result));
     post_completion(t->req, (dfcclResult_t)dfccl_load_acquire(&t->result));
     free(t);
 }
@@ -373,8 +376,16 @@ static void report_stall(eng_task_t *t, uint64_t waited_ns)
                missing);
 }
 
-/* Stall report, dead peer and timeout. Returns 1 when this worker's part was failed. */
-static int check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now)
+/* DFCCL_TRACE: worker W ran t from t0 (eng_now_ns) until now, with this outcome. */
+static void trace_run(const eng_worker_t *W, const eng_task_t *t, uint64_t t0, int outcome)
+{
+    if (eng_trace_on)
+        eng_trace_run(t, W->id, t0, eng_now_ns(), outcome);
+}
+
+/* Stall report, dead peer and timeout (the run began at run_t0, for the trace). Returns 1
+ * when this worker's part was failed. */
+static int check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now, uint64_t run_t0)
 {
     eng_task_t *t = n->task;
     uint64_t waited = now - n->progress_ns;
@@ -392,6 +403,7 @@ static int check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now)
         }
         task_fail(t, dfcclCommAborted);
         dfccl_store_release(&c->aborted, dfcclCommAborted);
+        trace_run(W, t, run_t0, ENG_TR_FAILED);
         part_finish(W, n, dfcclCommAborted);
         return 1;
     }
@@ -410,6 +422,7 @@ static int check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now)
         task_fail(t, dfcclTimeout);
         /* release: whoever sees the abort finds the result above already set */
         dfccl_store_release(&c->aborted, dfcclTimeout);
+        trace_run(W, t, run_t0, ENG_TR_FAILED);
         part_finish(W, n, dfcclTimeout);
         return 1;
     }
@@ -436,6 +449,7 @@ static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
     struct dfccl_comm *c = t->comm;
     const uint32_t nw = D.nworkers;
     uint64_t now = eng_now_ns();
+    const uint64_t run_t0 = now;
     if (!n->progress_ns)
         n->progress_ns = now; /* the stall clock starts when the task first runs */
     uint64_t budget = sched_budget(&D.sp, n->threshold_ns, is_head);
@@ -470,6 +484,7 @@ static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
             bell = NULL;
         }
         if (n->channels_left == 0) {
+            trace_run(W, t, run_t0, ENG_TR_FINISHED);
             part_finish(W, n, dfcclSuccess);
             return 1;
         }
@@ -485,15 +500,18 @@ static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
             progressed = 1;
             continue;
         }
-        if (now - wait_start >= budget) /* the context is in t->ctx already: run something else */
+        if (now - wait_start >= budget) { /* the context is in t->ctx already: run something else */
+            trace_run(W, t, run_t0, progressed ? ENG_TR_PREEMPTED : ENG_TR_STALLED);
             return preempted(c, progressed, now - wait_start);
+        }
         if (comm_aborted(c)) {
             /* another worker timed out, or a net peer failed: even with preemption off,
              * no wait on this communicator can end any more */
+            trace_run(W, t, run_t0, ENG_TR_FAILED);
             part_finish(W, n, dfcclCommAborted);
             return 1;
         }
-        if (check_stall(W, n, now))
+        if (check_stall(W, n, now, run_t0))
             return 1;
         if (++spins < ENG_SPINS_BEFORE_YIELD) {
             dfccl_cpu_relax();
@@ -509,6 +527,7 @@ static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
             /* the core is contended: stop spinning here, so the worker can block on a
              * doorbell until the peer rings it (a preemption like any other) */
             W->contended = 1;
+            trace_run(W, t, run_t0, progressed ? ENG_TR_PREEMPTED : ENG_TR_STALLED);
             return preempted(c, progressed, eng_now_ns() - wait_start);
         }
     }
@@ -711,6 +730,7 @@ static void stop_workers(uint32_t n)
 dfcclResult_t eng_daemon_acquire(void)
 {
     dfcclResult_t res = dfcclSuccess;
+    eng_trace_setup();
     pthread_mutex_lock(&D.life_lock);
     if (D.refcount++ == 0) {
         D.sp = (sched_params_t){.preempt = eng_config.preempt,
@@ -764,6 +784,7 @@ void eng_daemon_release(void)
     if (--D.refcount == 0 && D.nworkers) {
         stop_workers(D.nworkers);
         D.nworkers = 0;
+        eng_trace_flush();
     }
     pthread_mutex_unlock(&D.life_lock);
 }
@@ -789,6 +810,8 @@ dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
          * communicator's collectives in sequence order */
         e->seq = comm->next_seq++;
         comm->stats.submitted++;
+        if (eng_trace_on)
+            eng_trace_submit(comm, args->coll, e->seq);
         dfccl_store_release64(&eng_seg_hdr(comm, comm->rank)->arrived, comm->next_seq);
     }
     /* on contended cores the wake would make the daemon's thread preempt the caller,

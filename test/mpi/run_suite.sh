@@ -357,6 +357,40 @@ unknown_var_case() {
 }
 unknown_var_case
 
+# DFCCL_TRACE: the deadlock demo's timeline (4 ranks, 8 communicators in a different
+# order on every rank), checked by tools/dfccl-trace: every collective submitted and
+# completed, every stretch set aside resumed, every rank named late really late; and the
+# same check must fail on a copy with one completion taken out (it bites).
+trace_case() {
+    local id="trace[deadlock demo, DFCCL_TRACE] np=4"
+    selected "$id" || return 0
+    local log="$LOGDIR/trace.log" dir="$LOGDIR/trace" tool demo
+    tool="$(dirname "$0")/../../tools/dfccl-trace"
+    demo="$BIN/../../examples/deadlock_demo"
+    rm -rf "$dir" && mkdir -p "$dir/cut"
+    run_mpi "$log" 120 4 -x DFCCL_TRACE="$dir/demo" -x DFCCL_GPU=0 -- "$demo"
+    local files=("$dir"/demo.*.json) out cut
+    if [ "$RC" -ne 0 ] || [ "${#files[@]}" -ne 4 ] || [ ! -f "${files[0]}" ]; then
+        fail "$id" "exit $RC, ${#files[@]} trace files; log $log" "$log"
+        return
+    fi
+    out=$(python3 "$tool" check "${files[@]}" 2>&1)
+    echo "$out" >> "$log"
+    python3 "$tool" summary "${files[@]}" >> "$log" 2>&1 || out="$out; summary failed"
+    cp "${files[@]}" "$dir/cut/"
+    cut=("$dir"/cut/demo.*.json)
+    sed -i '0,/"cat": "complete"/{/"cat": "complete"/d}' "${cut[0]}"
+    if ! grep -q 'consistent$' <<< "$out" || ! grep -qE '[1-9][0-9]* stretches set aside' <<< "$out" ||
+        ! grep -qE '[1-9][0-9]* late ranks named' <<< "$out"; then
+        fail "$id" "$(tail -n 1 <<< "$out"); log $log" "$log"
+    elif python3 "$tool" check "${cut[@]}" > "$dir/cut.log" 2>&1; then
+        fail "$id" "the check passed a trace with a completion taken out; $dir/cut.log" "$log"
+    else
+        pass "$id ($(sed -n 's/^dfccl-trace check: //p' <<< "$out"))"
+    fi
+}
+trace_case
+
 # ------------------------------------------------------------------ summary
 kill_orphans
 echo "$npass passed, $nfail failed"

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The CPU daemon's timeline (eng_trace.h). Events go into one growing array under a
+ * lock (the cost is paid only with DFCCL_TRACE set) and are written as Chrome trace
+ * events: "pid" is the process's MPI rank where the launcher says it (else its pid), a
+ * "tid" per communicator and daemon thread, timestamps in µs of CLOCK_REALTIME so that
+ * the files of several hosts line up as well as their clocks do. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "eng_comm.h"
+#include "eng_log.h"
+#include "eng_trace.h"
+
+int eng_trace_on;
+
+typedef struct {
+    uint64_t t0, t1; /* eng_now_ns; t1 == t0 for an instant */
+    uint64_t uid, seq;
+    uint64_t late; /* stalled: bit r set for rank r (< 64) that had not submitted seq */
+    int32_t rank, nranks, coll, worker;
+    int32_t kind;    /* 0 submit, 1 run, 2 complete */
+    int32_t outcome; /* run: ENG_TR_*; complete: the result */
+} rec_t;
+
+static pthread_mutex_t tr_lock = PTHREAD_MUTEX_INITIALIZER;
+static rec_t *recs;
+static size_t nrecs, cap;
+static char prefix[512];
+static int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at set-up */
+static int proc_id;             /* the "pid" of the events */
+
+static const char *const coll_names[ENG_COLL_NUM] = {
+    "allreduce", "reduce",  "bcast",    "allgather",  "reduce_scatter", "alltoall",  "barrier", "gather",
+    "scatter",   "gatherv", "scatterv", "allgatherv", "alltoallv",      "alltoallw", "scan",    "exscan"};
+
+static void flush_at_exit(void)
+{
+    eng_trace_flush();
+}
+
+static void trace_init(void)
+{
+    const char *p = getenv("DFCCL_TRACE");
+    if (!p || !*p)
+        return;
+    snprintf(prefix, sizeof prefix, "%s", p);
+    struct timespec r, m;
+    clock_gettime(CLOCK_REALTIME, &r);
+    clock_gettime(CLOCK_MONOTONIC, &m);
+    mono_to_real_ns = ((int64_t)r.tv_sec - (int64_t)m.tv_sec) * 1000000000ll + (r.tv_nsec - m.tv_nsec);
+    const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+    proc_id = (int)getpid();
+    for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++)
+        if (getenv(rank_vars[i])) {
+            proc_id = atoi(getenv(rank_vars[i]));
+            break;
+        }
+    atexit(flush_at_exit);
+    eng_trace_on = 1;
+    dfccl_info("DFCCL_TRACE: this process's timeline goes to %s.%d.json", prefix, (int)getpid());
+}
+
+void eng_trace_setup(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, trace_init);
+}
+
+static void add(const rec_t *r)
+{
+    pthread_mutex_lock(&tr_lock);
+    if (nrecs == cap) {
+        const size_t ncap = cap ? 2 * cap : 4096;
+        rec_t *n = realloc(recs, ncap * sizeof(*n));
+        if (!n) {
+            pthread_mutex_unlock(&tr_lock);
+            return; /* a trace with a hole rather than a failed collective */
+        }
+        recs = n;
+        cap = ncap;
+    }
+    recs[nrecs++] = *r;
+    pthread_mutex_unlock(&tr_lock);
+}
+
+void eng_trace_submit(const struct dfccl_comm *c, int coll, uint64_t seq)
+{
+    const uint64_t now = eng_now_ns();
+    add(&(rec_t){.t0 = now,
+                 .t1 = now,
+                 .uid = c->uid,
+                 .seq = seq,
+                 .rank = c->rank,
+                 .nranks = c->nranks,
+                 .coll = coll,
+                 .kind = 0});
+}
+
+/* The ranks that had not submitted seq yet (shared-memory peers; net peers unknown). */
+static uint64_t late_ranks(const struct dfccl_comm *c, uint64_t seq)
+{
+    uint64_t late = 0;
+    for (int p = 0; p < c->nranks && p < 64; p++)
+        if (p != c->rank && c->segs && c->segs[p] && dfccl_load_acquire64(&eng_seg_hdr(c, p)->arrived) <= seq)
+            late |= 1ull << p;
+    return late;
+}
+
+void eng_trace_run(const struct eng_task *t, uint32_t w, uint64_t t0_ns, uint64_t t1_ns, int outcome)
+{
+    const struct dfccl_comm *c = t->comm;
+    add(&(rec_t){.t0 = t0_ns,
+                 .t1 = t1_ns,
+                 .uid = c->uid,
+                 .seq = t->seq,
+                 .rank = c->rank,
+                 .nranks = c->nranks,
+                 .coll = t->args.coll,
+                 .worker = (int32_t)w,
+                 .kind = 1,
+                 .outcome = outcome,
+                 .late = outcome == ENG_TR_STALLED ? late_ranks(c, t->seq) : 0});
+}
+
+void eng_trace_complete(const struct eng_task *t, int result)
+{
+    const struct dfccl_comm *c = t->comm;
+    const uint64_t now = eng_now_ns();
+    add(&(rec_t){.t0 = now,
+                 .t1 = now,
+                 .uid = c->uid,
+                 .seq = t->seq,
+                 .rank = c->rank,
+                 .nranks = c->nranks,
+                 .coll = t->args.coll,
+                 .kind = 2,
+                 .outcome = result});
+}
+
+static double us(uint64_t mono_ns)
+{
+    return (double)((int64_t)mono_ns + mono_to_real_ns) / 1e3;
+}
+
+void eng_trace_flush(void)
+{
+    if (!eng_trace_on)
+        return;
+    pthread_mutex_lock(&tr_lock);
+    char path[600];
+    snprintf(path, sizeof path, "%s.%d.json", prefix, (int)getpid());
+    /* appended to across flushes: the file is a JSON array of events, which the Chrome
+     * format accepts without its closing bracket */
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        dfccl_warn("DFCCL_TRACE: cannot write %s; %zu events lost", path, nrecs);
+        nrecs = 0;
+        pthread_mutex_unlock(&tr_lock);
+        return;
+    }
+    if (ftell(f) == 0)
+        fprintf(
+            f,
+            "[\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"args\": {\"name\": \"rank %d (pid "
+            "%d)\"}}",
+            proc_id, proc_id, (int)getpid());
+    static const char *const outcomes[] = {"finished", "preempted", "stalled", "failed"};
+    for (size_t i = 0; i < nrecs; i++) {
+        const rec_t *r = &recs[i];
+        /* one row per communicator (and daemon thread): the low bits of its uid */
+        const unsigned tid = (unsigned)(r->uid & 0xffffff) * 8u + (unsigned)(r->worker & 7);
+        char name[64];
+        snprintf(name, sizeof name, "%s #%llu", coll_names[r->coll], (unsigned long long)r->seq);
+        const char *common =
+            "\"comm\": \"%016llx\", \"rank\": %d, \"nranks\": %d, \"seq\": %llu, \"coll\": \"%s\"";
+        char args[256];
+        snprintf(args, sizeof args, common, (unsigned long long)r->uid, r->rank, r->nranks,
+                 (unsigned long long)r->seq, coll_names[r->coll]);
+        if (r->kind == 1) {
+            char late[400] = "";
+            size_t len = 0;
+            for (int p = 0; p < 64; p++)
+                if (r->late >> p & 1)
+                    len += (size_t)snprintf(late + len, sizeof late - len, "%s%d", len ? ", " : "", p);
+            fprintf(f,
+                    ",\n{\"name\": \"%s\", \"cat\": \"run\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, "
+                    "\"pid\": %d, "
+                    "\"tid\": %u, \"args\": {%s, \"outcome\": \"%s\", \"worker\": %d, \"late_ranks\": [%s]}}",
+                    name, us(r->t0), (double)(r->t1 - r->t0) / 1e3, proc_id, tid, args, outcomes[r->outcome],
+                    r->worker, late);
+        } else {
+            const char *what = r->kind == 0 ? "submit" : "complete";
+            char result[32] = "";
+            if (r->kind == 2)
+                snprintf(result, sizeof result, ", \"result\": %d", r->outcome);
+            fprintf(f,
+                    ",\n{\"name\": \"%s %s\", \"cat\": \"%s\", \"ph\": \"i\", \"s\": \"t\", \"ts\": %.3f, "
+                    "\"pid\": %d, "
+                    "\"tid\": %u, \"args\": {%s%s}}",
+                    what, name, what, us(r->t0), proc_id, tid, args, result);
+        }
+    }
+    nrecs = 0;
+    fclose(f);
+    pthread_mutex_unlock(&tr_lock);
+}
