@@ -419,6 +419,18 @@ extern "C" dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_
     return dfcclSuccess;
 }
 
+/* The size of a communicator's FIFOs, the same on every rank (eng_gpu_layout.h): slots x
+ * channels groups of one connection per source rank, with steps of `chunk` bytes in the
+ * ring's direction and `small` ones off it. */
+typedef struct {
+    uint32_t slots, depth;
+    int channels;
+    uint64_t chunk, small;
+    size_t big_conn, small_conn; /* whole connections (control + depth steps) */
+} gpu_geom_t;
+
+/* What every rank tells the others while a communicator is built: whether its step went
+ * well, and its device's FIFOs. */
 typedef struct {
     int32_t status;
     int32_t device;
@@ -437,6 +449,15 @@ static dfcclResult_t gather_status(gpu_boot_t *mine, gpu_boot_t *all, int nranks
     return dfcclSuccess;
 }
 
+/* gather_status into a table nobody reads: whether every rank's step went well. */
+static dfcclResult_t gather_agree(gpu_boot_t *mine, int nranks, dfcclAllgatherFn_t ag, void *ctx)
+{
+    gpu_boot_t *all = (gpu_boot_t *)calloc((size_t)nranks, sizeof(gpu_boot_t));
+    dfcclResult_t res = all ? gather_status(mine, all, nranks, ag, ctx) : dfcclNoMemory;
+    free(all);
+    return res;
+}
+
 /* Pin and map host memory for the device (the net transport's FIFOs). */
 static char *host_map(void *h, size_t bytes)
 {
@@ -453,17 +474,42 @@ static char *host_map(void *h, size_t bytes)
     return d;
 }
 
+/* My receive segment for the net peers (its header page, then the device FIFOs' layout),
+ * host-pinned and mapped into the device, and the tables of my shadows: 0, or the
+ * error (recorded) when there is no memory for them. */
+static int32_t net_seg_create(eng_gpu_comm_t *gc)
+{
+    int32_t status = 0;
+    gc->hseg_bytes = GPU_NET_HDR + gc->fifo_bytes;
+    gc->shadow_size = (size_t *)calloc((size_t)gc->nranks, sizeof(size_t));
+    gc->shadow_dev = (char **)calloc((size_t)gc->nranks, sizeof(char *));
+    if (posix_memalign((void **)&gc->hseg, GPU_NET_HDR, gc->hseg_bytes) != 0)
+        gc->hseg = NULL;
+    if (gc->hseg)
+        memset(gc->hseg, 0, gc->hseg_bytes);
+    if (!gc->hseg || !gc->shadow_size || !gc->shadow_dev ||
+        !(gc->hseg_dev = host_map(gc->hseg, gc->hseg_bytes))) {
+        status = eng_set_error(dfcclNoMemory, "dfcclCommInit",
+                               "no pinned host memory for the net FIFOs (%zu B)", gc->hseg_bytes);
+        free(gc->hseg);
+        gc->hseg = NULL;
+    }
+    return status;
+}
+
 /* The connections with net peers (collective over the communicator): my receive
  * segment is a header page and then the device FIFOs' layout, host-pinned; my shadow of
  * peer p holds my connections to p, one per (slot, channel) group. The proxy moves steps
  * between them; the daemon reads and writes them through their device mappings with
  * system-scope flags. */
-static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *is_net, uint64_t uid, size_t groups,
-                                uint64_t chunk, uint64_t small, size_t big_conn, size_t small_conn,
-                                dfcclAllgatherFn_t ag, void *ctx)
+static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *is_net, uint64_t uid,
+                                const gpu_geom_t *geo, dfcclAllgatherFn_t ag, void *ctx)
 {
     const int N = gc->nranks, me = gc->rank;
     const size_t ctrl = ENG_GPU_CTRL_BYTES, depth = eng_config.fifo_depth;
+    const size_t groups = (size_t)geo->slots * geo->channels, big_conn = geo->big_conn,
+                 small_conn = geo->small_conn;
+    const uint64_t chunk = geo->chunk, small = geo->small;
     size_t nconn = 0;
     for (int p = 0; p < N; p++)
         nconn += p != me && is_net[p] ? groups : 0;
@@ -515,6 +561,108 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *is_net, uint6
     res = all ? gather_status(&mine, all, N, ag, ctx) : dfcclNoMemory;
     free(all);
     return res;
+}
+
+/* Connection group g with net peer p: host-staged, system scope. */
+static void net_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int p, eng_conn_t *cn)
+{
+    const size_t ctrl = ENG_GPU_CTRL_BYTES;
+    cn->recv_ctrl = (eng_conn_ctrl_t *)(gc->hseg_dev + net_recv_off(g, p, gc->rank, gc->nranks, geo->big_conn,
+                                                                    geo->small_conn));
+    cn->recv_data = (char *)cn->recv_ctrl + ctrl;
+    cn->send_ctrl = (eng_conn_ctrl_t *)(gc->shadow_dev[p] + net_shadow_off(g, geo->depth, cn->schunk));
+    cn->send_data = (char *)cn->send_ctrl + ctrl;
+    cn->sys = 1;
+}
+
+/* Stop the net transport and free the host-staged FIFOs. */
+static void net_destroy(eng_gpu_comm_t *gc)
+{
+    if (gc->net) {
+        /* unpinned first: the net transport frees the shadows */
+        for (int p = 0; p < gc->nranks; p++)
+            if (gc->shadow_dev[p])
+                cudaHostUnregister(eng_net_shadow(gc->net, p));
+        if (eng_net_teardown(gc->net))
+            gc->hseg = NULL; /* receives that never finished still land in it: leaked */
+    }
+    if (gc->hseg) {
+        if (gc->hseg_dev)
+            cudaHostUnregister(gc->hseg);
+        free(gc->hseg);
+    }
+    free(gc->shadow_size);
+    free(gc->shadow_dev);
+}
+
+/* My receive FIFOs (every group, every source rank), zeroed, and their IPC handle in
+ * *mine: mine->status stays as it was (not 0) when the device cannot hold them. */
+static void ipc_fifo_create(eng_gpu_comm_t *gc, const gpu_geom_t *geo, gpu_boot_t *mine)
+{
+    gc->fifo_bytes = eng_gpu_fifo_off((size_t)geo->slots * geo->channels, 0, 0, gc->nranks, geo->big_conn,
+                                      geo->small_conn);
+    gc->peer_fifo = (char **)calloc((size_t)gc->nranks, sizeof(char *));
+    if (gc->peer_fifo && cudaMalloc((void **)&gc->fifo, gc->fifo_bytes) == cudaSuccess &&
+        cudaMemset(gc->fifo, 0, gc->fifo_bytes) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess &&
+        cudaIpcGetMemHandle(&mine->handle, gc->fifo) == cudaSuccess) {
+        mine->status = 0;
+        mine->device = G.device;
+        mine->uuid = G.uuid;
+    } else {
+        cudaGetLastError();
+        dfccl_warn("rank %d: no device FIFOs for the communicator (%zu B): device buffers will be "
+                   "refused on it",
+                   gc->rank, gc->fifo_bytes);
+    }
+}
+
+/* Map every local peer's FIFOs (all: their handles); net peers' go through host-staged
+ * ones. 0, or the error (recorded). */
+static int32_t ipc_map_peers(eng_gpu_comm_t *gc, const gpu_boot_t *all, const uint8_t *is_net)
+{
+    gc->peer_fifo[gc->rank] = gc->fifo;
+    for (int p = 0; p < gc->nranks; p++) {
+        if (p == gc->rank || (is_net && is_net[p]))
+            continue;
+        cudaError_t e =
+            cudaIpcOpenMemHandle((void **)&gc->peer_fifo[p], all[p].handle, cudaIpcMemLazyEnablePeerAccess);
+        if (e != cudaSuccess) {
+            eng_set_error(dfcclSystemError, "dfcclCommInit", "cudaIpcOpenMemHandle(rank %d) failed: %s", p,
+                          cudaGetErrorString(e));
+            gc->peer_fifo[p] = NULL;
+            return dfcclSystemError;
+        }
+    }
+    return 0;
+}
+
+/* Connection group g with local peer p (mine too): I receive in my FIFOs and send into
+ * p's; system scope when p is on another device (or DFCCL_GPU_SYS_SCOPE). */
+static void ipc_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int p,
+                         const gpu_boot_t *peer, const gpu_boot_t *mine, eng_conn_t *cn)
+{
+    const size_t ctrl = ENG_GPU_CTRL_BYTES;
+    const int rank = gc->rank, nranks = gc->nranks;
+    cn->recv_ctrl =
+        (eng_conn_ctrl_t *)(gc->fifo + eng_gpu_fifo_off(g, p, rank, nranks, geo->big_conn, geo->small_conn));
+    cn->recv_data = (char *)cn->recv_ctrl + ctrl;
+    cn->send_ctrl = (eng_conn_ctrl_t *)(gc->peer_fifo[p] +
+                                        eng_gpu_fifo_off(g, rank, p, nranks, geo->big_conn, geo->small_conn));
+    cn->send_data = (char *)cn->send_ctrl + ctrl;
+    cn->sys = eng_config.gpu_sys_scope || memcmp(&peer->uuid, &mine->uuid, sizeof(mine->uuid)) != 0;
+}
+
+/* Unmap the peers' FIFOs and free mine. */
+static void ipc_destroy(eng_gpu_comm_t *gc)
+{
+    if (gc->peer_fifo) {
+        for (int p = 0; p < gc->nranks; p++)
+            if (p != gc->rank && gc->peer_fifo[p])
+                cudaIpcCloseMemHandle(gc->peer_fifo[p]);
+        free(gc->peer_fifo);
+    }
+    if (gc->fifo)
+        cudaFree(gc->fifo);
 }
 
 /* What each rank tells the others before its FIFOs are sized. */
@@ -597,180 +745,89 @@ static dfcclResult_t comm_channels(int rank, int nranks, dfcclAllgatherFn_t ag, 
     return dfcclSuccess;
 }
 
-extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid,
-                                             const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx)
+/* The FIFOs' geometry; its channels come from comm_channels. */
+static gpu_geom_t comm_geom(int any_net)
 {
-    *gc_p = NULL;
-    gpu_boot_t mine, *all = (gpu_boot_t *)calloc((size_t)nranks, sizeof(gpu_boot_t));
-    eng_gpu_comm_t *gc = (eng_gpu_comm_t *)calloc(1, sizeof(*gc));
-    dfcclResult_t res;
-    memset(&mine, 0, sizeof(mine));
-    mine.status = -1;
-    if (gc)
-        gc->id = GPU_MAX_COMMS; /* no communicator id yet */
-    const uint32_t S = eng_config.slots, depth = eng_config.fifo_depth;
-    const uint64_t chunk = eng_gpu_chunk(is_net != NULL);
-    const uint64_t small = eng_gpu_small_chunk(eng_config.oneshot_max, eng_config.ll_max, depth, chunk);
+    gpu_geom_t geo;
+    geo.slots = eng_config.slots;
+    geo.depth = eng_config.fifo_depth;
+    geo.channels = 0;
+    geo.chunk = eng_gpu_chunk(any_net);
+    geo.small = eng_gpu_small_chunk(eng_config.oneshot_max, eng_config.ll_max, geo.depth, geo.chunk);
     const size_t ctrl = ENG_GPU_CTRL_BYTES; /* device FIFOs need no page alignment */
-    const size_t big_conn = ctrl + depth * chunk, small_conn = ctrl + depth * small;
-    int C = 0;
-    size_t nconn = 0;
-    if (!all || !gc) {
-        free(all);
-        free(gc);
-        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory");
-    }
-    res = comm_channels(rank, nranks, ag, ctx, &C);
-    if (res == dfcclBootstrapError)
-        goto fail;
-    if (res != dfcclSuccess) {
-        res = dfcclSuccess; /* some rank has no GPU: this communicator runs host buffers only */
-        goto fail;
-    }
-    if (!C) {
-        dfccl_warn("rank %d: a communicator created at the same time fixed fewer GPU daemon blocks than "
-                   "this one's ranks agreed on: device buffers will be refused on it",
-                   rank);
-    } else {
-        nconn = (size_t)S * C * (size_t)nranks;
-        gc->rank = rank;
-        gc->nranks = nranks;
-        gc->fifo_bytes = eng_gpu_fifo_off((size_t)S * C, 0, 0, nranks, big_conn, small_conn);
-        gc->peer_fifo = (char **)calloc((size_t)nranks, sizeof(char *));
-        if (gc->peer_fifo && cudaMalloc((void **)&gc->fifo, gc->fifo_bytes) == cudaSuccess &&
-            cudaMemset(gc->fifo, 0, gc->fifo_bytes) == cudaSuccess &&
-            cudaDeviceSynchronize() == cudaSuccess &&
-            cudaIpcGetMemHandle(&mine.handle, gc->fifo) == cudaSuccess) {
-            mine.status = 0;
-            mine.device = G.device;
-            mine.uuid = G.uuid;
-        } else {
-            cudaGetLastError();
-            dfccl_warn("rank %d: no device FIFOs for the communicator (%zu B): device buffers will be "
-                       "refused on it",
-                       rank, gc->fifo_bytes);
-        }
-    }
-    res = gather_status(&mine, all, nranks, ag, ctx);
-    if (res == dfcclBootstrapError)
-        goto fail;
-    if (res != dfcclSuccess) {
-        res = dfcclSuccess; /* some rank has no GPU: this communicator runs host buffers only */
-        goto fail;
-    }
-    /* map every local peer's FIFOs; net peers' go through host-staged ones */
-    mine.status = 0;
-    gc->peer_fifo[rank] = gc->fifo;
-    /* the abort word (the net transport's error handler writes it) */
-    if (!(gc->abort_code = mapped_alloc<int32_t>(1, NULL)))
-        mine.status = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no mapped memory for the abort word");
-    if (is_net && mine.status == 0) {
-        gc->hseg_bytes = GPU_NET_HDR + gc->fifo_bytes;
-        gc->shadow_size = (size_t *)calloc((size_t)nranks, sizeof(size_t));
-        gc->shadow_dev = (char **)calloc((size_t)nranks, sizeof(char *));
-        if (posix_memalign((void **)&gc->hseg, GPU_NET_HDR, gc->hseg_bytes) != 0)
-            gc->hseg = NULL;
-        if (gc->hseg)
-            memset(gc->hseg, 0, gc->hseg_bytes);
-        if (!gc->hseg || !gc->shadow_size || !gc->shadow_dev ||
-            !(gc->hseg_dev = host_map(gc->hseg, gc->hseg_bytes))) {
-            mine.status = eng_set_error(dfcclNoMemory, "dfcclCommInit",
-                                        "no pinned host memory for the net FIFOs (%zu B)", gc->hseg_bytes);
-            free(gc->hseg);
-            gc->hseg = NULL;
-        }
-    }
-    for (int p = 0; p < nranks && mine.status == 0; p++) {
-        if (p == rank || (is_net && is_net[p]))
-            continue;
-        cudaError_t e =
-            cudaIpcOpenMemHandle((void **)&gc->peer_fifo[p], all[p].handle, cudaIpcMemLazyEnablePeerAccess);
-        if (e != cudaSuccess) {
-            eng_set_error(dfcclSystemError, "dfcclCommInit", "cudaIpcOpenMemHandle(rank %d) failed: %s", p,
-                          cudaGetErrorString(e));
-            mine.status = dfcclSystemError;
-            gc->peer_fifo[p] = NULL;
-            break;
-        }
-    }
-    {
-        gpu_boot_t *all2 = (gpu_boot_t *)calloc((size_t)nranks, sizeof(gpu_boot_t));
-        res = all2 ? gather_status(&mine, all2, nranks, ag, ctx) : dfcclNoMemory;
-        free(all2);
-        if (res != dfcclSuccess)
-            goto fail;
-    }
-    if (is_net && (res = net_create(gc, is_net, uid, (size_t)S * C, chunk, small, big_conn, small_conn, ag,
-                                    ctx)) != dfcclSuccess)
-        goto fail;
-    {
-        eng_conn_t *conns = (eng_conn_t *)calloc(nconn, sizeof(eng_conn_t));
-        res = dfcclNoMemory;
-        if (!conns)
-            goto fail;
-        for (uint32_t s = 0; s < S; s++)
-            for (int c = 0; c < C; c++) {
-                const size_t g = (size_t)s * C + c;
-                for (int p = 0; p < nranks; p++) {
-                    eng_conn_t *cn = &conns[g * (size_t)nranks + (size_t)p];
-                    cn->rchunk = eng_gpu_step(p, rank, nranks, chunk, small);
-                    cn->schunk = eng_gpu_step(rank, p, nranks, chunk, small);
-                    cn->ll_salt = eng_ll_salt(uid);
-                    if (is_net && is_net[p] && p != rank) { /* host-staged, system scope */
-                        cn->recv_ctrl =
-                            (eng_conn_ctrl_t *)(gc->hseg_dev +
-                                                net_recv_off(g, p, rank, nranks, big_conn, small_conn));
-                        cn->recv_data = (char *)cn->recv_ctrl + ctrl;
-                        cn->send_ctrl =
-                            (eng_conn_ctrl_t *)(gc->shadow_dev[p] + net_shadow_off(g, depth, cn->schunk));
-                        cn->send_data = (char *)cn->send_ctrl + ctrl;
-                        cn->sys = 1;
-                        continue;
-                    }
-                    cn->recv_ctrl = (eng_conn_ctrl_t *)(gc->fifo + eng_gpu_fifo_off(g, p, rank, nranks,
-                                                                                    big_conn, small_conn));
-                    cn->recv_data = (char *)cn->recv_ctrl + ctrl;
-                    cn->send_ctrl =
-                        (eng_conn_ctrl_t *)(gc->peer_fifo[p] +
-                                            eng_gpu_fifo_off(g, rank, p, nranks, big_conn, small_conn));
-                    cn->send_data = (char *)cn->send_ctrl + ctrl;
-                    cn->sys =
-                        eng_config.gpu_sys_scope || memcmp(&all[p].uuid, &mine.uuid, sizeof(mine.uuid)) != 0;
-                }
-            }
+    geo.big_conn = ctrl + geo.depth * geo.chunk;
+    geo.small_conn = ctrl + geo.depth * geo.small;
+    return geo;
+}
 
-        gpu_comm_dev_t d;
-        memset(&d, 0, sizeof(d));
-        d.rank = rank;
-        d.nranks = nranks;
-        d.slots = S;
-        d.channels = (uint32_t)C;
-        d.depth = depth;
-        d.chunk = chunk;
-        bool ok =
-            gc->abort_code &&
-            cudaHostGetDevicePointer((void **)&d.abort_code, gc->abort_code, 0) == cudaSuccess &&
-            cudaMalloc((void **)&gc->stats_dev, (size_t)C * GPU_NSTATS * sizeof(uint64_t)) == cudaSuccess &&
-            cudaMemset(gc->stats_dev, 0, (size_t)C * GPU_NSTATS * sizeof(uint64_t)) == cudaSuccess &&
-            cudaMalloc((void **)&gc->conns_dev, nconn * sizeof(eng_conn_t)) == cudaSuccess &&
-            cudaMalloc((void **)&gc->completed_dev, sizeof(unsigned long long)) == cudaSuccess &&
-            cudaMemset(gc->completed_dev, 0, sizeof(unsigned long long)) == cudaSuccess;
-        if (ok) {
-            d.conns = gc->conns_dev;
-            d.stats = gc->stats_dev;
-            d.completed = gc->completed_dev;
-            ok = cudaMemcpy(gc->conns_dev, conns, nconn * sizeof(eng_conn_t), cudaMemcpyHostToDevice) ==
-                 cudaSuccess;
-            gc->dev = d;
+/* A step that some rank could not take: a bootstrap failure fails the communicator; any
+ * other (some rank has no GPU) leaves it to host buffers only. */
+static dfcclResult_t host_only(dfcclResult_t res)
+{
+    return res == dfcclBootstrapError ? res : dfcclSuccess;
+}
+
+/* The connections of every (slot, channel) group with every peer, and what the daemon
+ * reads of the communicator, in device memory (gc->dev says where). all: every rank's
+ * device. */
+static dfcclResult_t comm_dev_create(eng_gpu_comm_t *gc, const gpu_geom_t *geo, uint64_t uid,
+                                     const uint8_t *is_net, const gpu_boot_t *all, const gpu_boot_t *mine)
+{
+    const int rank = gc->rank, nranks = gc->nranks, C = geo->channels;
+    const uint32_t S = geo->slots;
+    const size_t nconn = (size_t)S * C * (size_t)nranks;
+    eng_conn_t *conns = (eng_conn_t *)calloc(nconn, sizeof(eng_conn_t));
+    if (!conns)
+        return dfcclNoMemory;
+    for (uint32_t s = 0; s < S; s++)
+        for (int c = 0; c < C; c++) {
+            const size_t g = (size_t)s * C + c;
+            for (int p = 0; p < nranks; p++) {
+                eng_conn_t *cn = &conns[g * (size_t)nranks + (size_t)p];
+                cn->rchunk = eng_gpu_step(p, rank, nranks, geo->chunk, geo->small);
+                cn->schunk = eng_gpu_step(rank, p, nranks, geo->chunk, geo->small);
+                cn->ll_salt = eng_ll_salt(uid);
+                if (is_net && is_net[p] && p != rank)
+                    net_conn_set(gc, geo, g, p, cn);
+                else
+                    ipc_conn_set(gc, geo, g, p, &all[p], mine, cn);
+            }
         }
-        free(conns);
-        if (!ok) {
-            cudaGetLastError();
-            res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "device memory for the communicator");
-            goto fail;
-        }
+
+    gpu_comm_dev_t d;
+    memset(&d, 0, sizeof(d));
+    d.rank = rank;
+    d.nranks = nranks;
+    d.slots = S;
+    d.channels = (uint32_t)C;
+    d.depth = geo->depth;
+    d.chunk = geo->chunk;
+    bool ok = gc->abort_code &&
+              cudaHostGetDevicePointer((void **)&d.abort_code, gc->abort_code, 0) == cudaSuccess &&
+              cudaMalloc((void **)&gc->stats_dev, (size_t)C * GPU_NSTATS * sizeof(uint64_t)) == cudaSuccess &&
+              cudaMemset(gc->stats_dev, 0, (size_t)C * GPU_NSTATS * sizeof(uint64_t)) == cudaSuccess &&
+              cudaMalloc((void **)&gc->conns_dev, nconn * sizeof(eng_conn_t)) == cudaSuccess &&
+              cudaMalloc((void **)&gc->completed_dev, sizeof(unsigned long long)) == cudaSuccess &&
+              cudaMemset(gc->completed_dev, 0, sizeof(unsigned long long)) == cudaSuccess;
+    if (ok) {
+        d.conns = gc->conns_dev;
+        d.stats = gc->stats_dev;
+        d.completed = gc->completed_dev;
+        ok = cudaMemcpy(gc->conns_dev, conns, nconn * sizeof(eng_conn_t), cudaMemcpyHostToDevice) ==
+             cudaSuccess;
+        gc->dev = d;
     }
-    /* a communicator id: the daemon's slot keys and the destroy entry name it */
+    free(conns);
+    if (!ok) {
+        cudaGetLastError();
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "device memory for the communicator");
+    }
+    return dfcclSuccess;
+}
+
+/* A communicator id: the daemon's slot keys and the destroy entry name it. */
+static dfcclResult_t comm_id_take(eng_gpu_comm_t *gc)
+{
     pthread_mutex_lock(&G_lock);
     gc->id = GPU_MAX_COMMS;
     for (uint32_t i = 0; i < GPU_MAX_COMMS; i++)
@@ -780,17 +837,9 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
             break;
         }
     pthread_mutex_unlock(&G_lock);
-    if (gc->id == GPU_MAX_COMMS) {
-        res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "more than %d GPU communicators", GPU_MAX_COMMS);
-        goto fail;
-    }
-    free(all);
-    *gc_p = gc;
+    if (gc->id == GPU_MAX_COMMS)
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "more than %d GPU communicators", GPU_MAX_COMMS);
     return dfcclSuccess;
-fail:
-    free(all);
-    eng_gpu_comm_destroy(gc);
-    return res;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -861,49 +910,98 @@ static void trace_report(void)
         free(d[k]);
 }
 
+/* The id back, once every block dropped the communicator's tasks (in submission order,
+ * failing those still pending); DFCCL_GPU_TRACE reports then. */
+static void comm_id_release(eng_gpu_comm_t *gc)
+{
+    pthread_mutex_lock(&G_lock);
+    int id = submit_locked(GPU_SQ_DESTROY, gc, 0, NULL, 0);
+    pthread_mutex_unlock(&G_lock);
+    while (!__atomic_load_n(&G.done[id], __ATOMIC_ACQUIRE)) {
+        eng_gpu_progress();
+        sched_yield();
+    }
+    eng_gpu_release(id);
+    pthread_mutex_lock(&G_lock);
+    G.comm_used[gc->id] = 0;
+    if (G.params.trace)
+        trace_report();
+    pthread_mutex_unlock(&G_lock);
+}
+
+extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid,
+                                             const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx)
+{
+    *gc_p = NULL;
+    gpu_boot_t mine, *all = (gpu_boot_t *)calloc((size_t)nranks, sizeof(gpu_boot_t));
+    eng_gpu_comm_t *gc = (eng_gpu_comm_t *)calloc(1, sizeof(*gc));
+    gpu_geom_t geo = comm_geom(is_net != NULL);
+    dfcclResult_t res;
+    memset(&mine, 0, sizeof(mine));
+    mine.status = -1;
+    if (gc)
+        gc->id = GPU_MAX_COMMS; /* no communicator id yet */
+    if (!all || !gc) {
+        free(all);
+        free(gc);
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory");
+    }
+    /* 1. the channels, the same on every rank */
+    res = comm_channels(rank, nranks, ag, ctx, &geo.channels);
+    if (res != dfcclSuccess) {
+        res = host_only(res);
+        goto fail;
+    }
+    /* 2. my device FIFOs; every rank learns every other's (their IPC handles) */
+    if (!geo.channels) {
+        dfccl_warn("rank %d: a communicator created at the same time fixed fewer GPU daemon blocks than "
+                   "this one's ranks agreed on: device buffers will be refused on it",
+                   rank);
+    } else {
+        gc->rank = rank;
+        gc->nranks = nranks;
+        ipc_fifo_create(gc, &geo, &mine);
+    }
+    res = gather_status(&mine, all, nranks, ag, ctx);
+    if (res != dfcclSuccess) {
+        res = host_only(res);
+        goto fail;
+    }
+    /* 3. the abort word (the net transport's error handler writes it), the host-staged
+     * FIFOs, and the local peers' FIFOs mapped; every rank agrees before going on */
+    mine.status = 0;
+    if (!(gc->abort_code = mapped_alloc<int32_t>(1, NULL)))
+        mine.status = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no mapped memory for the abort word");
+    if (is_net && mine.status == 0)
+        mine.status = net_seg_create(gc);
+    if (mine.status == 0)
+        mine.status = ipc_map_peers(gc, all, is_net);
+    if ((res = gather_agree(&mine, nranks, ag, ctx)) != dfcclSuccess)
+        goto fail;
+    /* 4. the net transport, 5. the connections in device memory, 6. an id */
+    if (is_net && (res = net_create(gc, is_net, uid, &geo, ag, ctx)) != dfcclSuccess)
+        goto fail;
+    if ((res = comm_dev_create(gc, &geo, uid, is_net, all, &mine)) != dfcclSuccess)
+        goto fail;
+    if ((res = comm_id_take(gc)) != dfcclSuccess)
+        goto fail;
+    free(all);
+    *gc_p = gc;
+    return dfcclSuccess;
+fail:
+    free(all);
+    eng_gpu_comm_destroy(gc);
+    return res;
+}
+
 extern "C" void eng_gpu_comm_destroy(eng_gpu_comm_t *gc)
 {
     if (!gc)
         return;
-    if (gc->id < GPU_MAX_COMMS) {
-        /* every block drops the communicator's tasks, in submission order */
-        pthread_mutex_lock(&G_lock);
-        int id = submit_locked(GPU_SQ_DESTROY, gc, 0, NULL, 0);
-        pthread_mutex_unlock(&G_lock);
-        while (!__atomic_load_n(&G.done[id], __ATOMIC_ACQUIRE)) {
-            eng_gpu_progress();
-            sched_yield();
-        }
-        eng_gpu_release(id);
-        pthread_mutex_lock(&G_lock);
-        G.comm_used[gc->id] = 0;
-        if (G.params.trace)
-            trace_report();
-        pthread_mutex_unlock(&G_lock);
-    }
-    if (gc->net) {
-        /* unpinned first: the net transport frees the shadows */
-        for (int p = 0; p < gc->nranks; p++)
-            if (gc->shadow_dev[p])
-                cudaHostUnregister(eng_net_shadow(gc->net, p));
-        if (eng_net_teardown(gc->net))
-            gc->hseg = NULL; /* receives that never finished still land in it: leaked */
-    }
-    if (gc->hseg) {
-        if (gc->hseg_dev)
-            cudaHostUnregister(gc->hseg);
-        free(gc->hseg);
-    }
-    free(gc->shadow_size);
-    free(gc->shadow_dev);
-    if (gc->peer_fifo) {
-        for (int p = 0; p < gc->nranks; p++)
-            if (p != gc->rank && gc->peer_fifo[p])
-                cudaIpcCloseMemHandle(gc->peer_fifo[p]);
-        free(gc->peer_fifo);
-    }
-    if (gc->fifo)
-        cudaFree(gc->fifo);
+    if (gc->id < GPU_MAX_COMMS)
+        comm_id_release(gc);
+    net_destroy(gc);
+    ipc_destroy(gc);
     if (gc->conns_dev)
         cudaFree(gc->conns_dev);
     if (gc->completed_dev)
