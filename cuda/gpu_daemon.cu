@@ -224,6 +224,105 @@ __device__ static int daemon_quit(const gpu_daemon_params_t &p, uint64_t now, ui
     return __shfl_sync(0xffffffffu, quit, 0);
 }
 
+/* Thread 0: take new entries of the device ring into the block's task list (block 0 from
+ * what the fetcher just staged); a destroy entry fails the communicator's tasks. */
+static __device__ __forceinline__ void
+take_input(const gpu_daemon_params_t &p, int b, gpu_task_t *tasks, uint64_t fpos, uint64_t fstart,
+           const gpu_sq_entry_t *s_stage, uint64_t &s_head, uint32_t &s_n, int &s_fresh, gpu_task_t &s_task,
+           uint32_t *s_key, uint64_t *&s_fresh_rec, int &s_progress, uint32_t &trace_n, uint64_t &last_move)
+{
+    uint64_t head = s_head;
+    uint32_t n = s_n;
+    s_fresh = 0;
+    gpu_sq_entry_t entry;
+    /* block 0's thread 0 is a fetcher lane: what this iteration fetched is staged */
+    while (n < GPU_MAX_TASKS && (b == 0 ? head < fpos : take_entry(p.dring, head, &entry))) {
+        if (b == 0 && head >= fstart)
+            entry = s_stage[head & 1];
+        else if (b == 0 && !take_entry(p.dring, head, &entry))
+            break; /* cannot be: the fetcher wrote it before this pass */
+        const uint64_t taken_ns = p.trace && b == 0 ? globaltimer_ns() : 0;
+        const gpu_sq_entry_t *e = &entry;
+        head++;
+        if (e->kind == GPU_SQ_DESTROY) {
+            /* fail this block's channel of every task of the communicator */
+            s_fresh = 0; /* task 0 may be among them */
+            for (uint32_t i = 0; i < n;) {
+                if (tasks[i].comm_id == e->comm_id) {
+                    channel_done(p, tasks[i].req_id, dfcclCommAborted, tasks[i].completed, tasks[i].nchan);
+                    task_remove(tasks, s_key, &n, i);
+                } else {
+                    i++;
+                }
+            }
+            channel_done(p, e->req_id, dfcclSuccess, NULL, (uint32_t)p.channels); /* every block */
+            continue;
+        }
+        const gpu_comm_dev_t *cm = &e->comm;
+        /* the communicator's channels (its ranks agreed on them): blocks beyond
+         * them find nothing to move and take no part */
+        const int N = cm->nranks, C = (int)cm->channels;
+        eng_ctx_t x;
+        eng_ctx_init(&e->args, N, b, C, &x);
+        /* a channel with nothing to move takes no part (one-shots run on block 0
+         * alone); one that has still waits its turn in the slot order */
+        const int k = eng_active_channels(&e->args, N, C);
+        if (x.done && !(k == 0 && b == 0))
+            continue;
+        /* the first task is built in shared memory, where the pass starts with
+         * it (no reload from device memory), and copied to the list */
+        gpu_task_t *t = n == 0 ? &s_task : &tasks[n];
+        const uint32_t slot = (uint32_t)eng_mod(e->seq, cm->slots);
+        t->args = e->args;
+        t->conns = cm->conns + ((size_t)slot * C + b) * (size_t)N;
+        t->abort_code = cm->abort_code;
+        t->stats = cm->stats + (size_t)b * GPU_NSTATS;
+        t->completed = cm->completed;
+        t->seq = e->seq;
+        t->threshold_ns = sched_reset(&p.sp);
+        t->chunk = cm->chunk;
+        t->rank = cm->rank;
+        t->nranks = N;
+        t->depth = cm->depth;
+        t->comm_id = e->comm_id;
+        t->req_id = e->req_id;
+        t->slot = slot;
+        t->nchan = k ? (uint32_t)k : 1u;
+        t->ctx = x;
+        if (n == 0) {
+            tasks[0] = s_task;
+            s_fresh = 1;
+        }
+        if (taken_ns && t->nchan == 1) { /* DFCCL_GPU_TRACE */
+            const uint32_t r = trace_n++ & (GPU_TRACE_RECS - 1);
+            uint64_t *rec = p.trace + (size_t)r * GPU_TRACE_WORDS;
+            const uint64_t *ft = p.trace + GPU_TRACE_FETCH_OFF + ((head - 1) & (GPU_RING - 1)) * 4;
+            rec[GPU_TR_FETCHED] = ft[0];
+            rec[GPU_TR_POLLS] = ft[1];
+            rec[GPU_TR_POLL_NS] = ft[2];
+            rec[GPU_TR_TASK] = taken_ns;
+            rec[GPU_TR_PASS] = rec[GPU_TR_RUN] = rec[GPU_TR_MOVED] = 0;
+            rec[GPU_TR_FINISHED] = rec[GPU_TR_POSTED] = rec[GPU_TR_TRIES] = 0;
+            p.trace[GPU_TRACE_IDX_OFF + e->req_id] = r;
+            if (n == 0)
+                s_fresh_rec = rec; /* the pass after this intake starts with it */
+            rec[GPU_TR_BUILT] = globaltimer_ns();
+        }
+        s_key[n] = slot_key(e->comm_id, slot);
+        n++;
+    }
+    if (head != s_head) {
+        st_volatile_u64(&p.block_head[b], head); /* the fetcher may reuse the entries */
+        last_move = globaltimer_ns();
+        st_volatile_u64(&p.block_active[b], last_move);
+    }
+    if (n != s_n)
+        st_volatile_u32(&p.ntasks[b], n);
+    s_head = head;
+    s_n = n;
+    s_progress = 0;
+}
+
 __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemon_params_t p)
 {
     const int b = blockIdx.x;
@@ -272,100 +371,9 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
         uint64_t fstart = f.fpos;
         if (fetcher)
             fstart = fetch(p, f, s_stage);
-        /* ---- take new entries of the device ring into the task list (thread 0) ---- */
-        if (t0) {
-            uint64_t head = s_head;
-            uint32_t n = s_n;
-            s_fresh = 0;
-            gpu_sq_entry_t entry;
-            /* block 0's thread 0 is a fetcher lane: what this iteration fetched is staged */
-            while (n < GPU_MAX_TASKS && (b == 0 ? head < f.fpos : take_entry(p.dring, head, &entry))) {
-                if (b == 0 && head >= fstart)
-                    entry = s_stage[head & 1];
-                else if (b == 0 && !take_entry(p.dring, head, &entry))
-                    break; /* cannot be: the fetcher wrote it before this pass */
-                const uint64_t taken_ns = p.trace && b == 0 ? globaltimer_ns() : 0;
-                const gpu_sq_entry_t *e = &entry;
-                head++;
-                if (e->kind == GPU_SQ_DESTROY) {
-                    /* fail this block's channel of every task of the communicator */
-                    s_fresh = 0; /* task 0 may be among them */
-                    for (uint32_t i = 0; i < n;) {
-                        if (tasks[i].comm_id == e->comm_id) {
-                            channel_done(p, tasks[i].req_id, dfcclCommAborted, tasks[i].completed,
-                                         tasks[i].nchan);
-                            task_remove(tasks, s_key, &n, i);
-                        } else {
-                            i++;
-                        }
-                    }
-                    channel_done(p, e->req_id, dfcclSuccess, NULL, (uint32_t)p.channels); /* every block */
-                    continue;
-                }
-                const gpu_comm_dev_t *cm = &e->comm;
-                /* the communicator's channels (its ranks agreed on them): blocks beyond
-                 * them find nothing to move and take no part */
-                const int N = cm->nranks, C = (int)cm->channels;
-                eng_ctx_t x;
-                eng_ctx_init(&e->args, N, b, C, &x);
-                /* a channel with nothing to move takes no part (one-shots run on block 0
-                 * alone); one that has still waits its turn in the slot order */
-                const int k = eng_active_channels(&e->args, N, C);
-                if (x.done && !(k == 0 && b == 0))
-                    continue;
-                /* the first task is built in shared memory, where the pass starts with
-                 * it (no reload from device memory), and copied to the list */
-                gpu_task_t *t = n == 0 ? &s_task : &tasks[n];
-                const uint32_t slot = (uint32_t)eng_mod(e->seq, cm->slots);
-                t->args = e->args;
-                t->conns = cm->conns + ((size_t)slot * C + b) * (size_t)N;
-                t->abort_code = cm->abort_code;
-                t->stats = cm->stats + (size_t)b * GPU_NSTATS;
-                t->completed = cm->completed;
-                t->seq = e->seq;
-                t->threshold_ns = sched_reset(&p.sp);
-                t->chunk = cm->chunk;
-                t->rank = cm->rank;
-                t->nranks = N;
-                t->depth = cm->depth;
-                t->comm_id = e->comm_id;
-                t->req_id = e->req_id;
-                t->slot = slot;
-                t->nchan = k ? (uint32_t)k : 1u;
-                t->ctx = x;
-                if (n == 0) {
-                    tasks[0] = s_task;
-                    s_fresh = 1;
-                }
-                if (taken_ns && t->nchan == 1) { /* DFCCL_GPU_TRACE */
-                    const uint32_t r = trace_n++ & (GPU_TRACE_RECS - 1);
-                    uint64_t *rec = p.trace + (size_t)r * GPU_TRACE_WORDS;
-                    const uint64_t *ft = p.trace + GPU_TRACE_FETCH_OFF + ((head - 1) & (GPU_RING - 1)) * 4;
-                    rec[GPU_TR_FETCHED] = ft[0];
-                    rec[GPU_TR_POLLS] = ft[1];
-                    rec[GPU_TR_POLL_NS] = ft[2];
-                    rec[GPU_TR_TASK] = taken_ns;
-                    rec[GPU_TR_PASS] = rec[GPU_TR_RUN] = rec[GPU_TR_MOVED] = 0;
-                    rec[GPU_TR_FINISHED] = rec[GPU_TR_POSTED] = rec[GPU_TR_TRIES] = 0;
-                    p.trace[GPU_TRACE_IDX_OFF + e->req_id] = r;
-                    if (n == 0)
-                        s_fresh_rec = rec; /* the pass after this intake starts with it */
-                    rec[GPU_TR_BUILT] = globaltimer_ns();
-                }
-                s_key[n] = slot_key(e->comm_id, slot);
-                n++;
-            }
-            if (head != s_head) {
-                st_volatile_u64(&p.block_head[b], head); /* the fetcher may reuse the entries */
-                last_move = globaltimer_ns();
-                st_volatile_u64(&p.block_active[b], last_move);
-            }
-            if (n != s_n)
-                st_volatile_u32(&p.ntasks[b], n);
-            s_head = head;
-            s_n = n;
-            s_progress = 0;
-        }
+        if (t0) /* ---- take new entries of the device ring into the task list ---- */
+            take_input(p, b, tasks, f.fpos, fstart, s_stage, s_head, s_n, s_fresh, s_task, s_key, s_fresh_rec,
+                       s_progress, trace_n, last_move);
         __syncthreads();
 
         /* ---- one pass over the task list, in submission order ---- */

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* What the host side of the GPU backend shares between its files (nvcc only, internal to
+ * cuda/): the communicator, the process-wide state and its lock, and the steps one file
+ * calls in another. gpu_launch.cu owns the daemon (probe, memory, launch, submission),
+ * gpu_comm.cu the communicators, which it builds from the transports in gpu_ipc.cu (CUDA
+ * IPC peers) and gpu_net.cu (host-staged FIFOs for net peers); gpu_trace.cu reports
+ * DFCCL_GPU_TRACE. The engine sees none of this: its interface is engine/eng_gpu.h. */
+#ifndef DFCCL_GPU_BACKEND_H
+#define DFCCL_GPU_BACKEND_H
+
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+extern "C" {
+#include "../engine/eng_config.h"
+#include "../engine/eng_gpu.h"
+#include "../engine/eng_gpu_layout.h"
+#include "../engine/eng_log.h"
+#include "../engine/eng_net.h"
+}
+
+#include "gpu_daemon.h"
+
+struct eng_gpu_comm {
+    uint32_t id;
+    int rank, nranks;
+    uint64_t next_seq;
+    char *fifo;       /* my FIFOs (peers write into them) */
+    char **peer_fifo; /* [nranks] IPC-mapped (mine at [rank]) */
+    size_t fifo_bytes;
+    /* net peers: host-pinned, device-mapped FIFOs; the proxy lands incoming steps in
+     * hseg and sends my steps from my shadows (eng_net_shadow) of the peers */
+    char *hseg, *hseg_dev;
+    size_t hseg_bytes;
+    eng_net_t *net;
+    size_t *shadow_size; /* [nranks]: 0 for local peers */
+    char **shadow_dev;   /* [nranks]: device mappings of my shadows */
+    eng_conn_t *conns_dev;
+    gpu_comm_dev_t dev; /* what every submission carries to the daemon (device pointers) */
+    unsigned long long *completed_dev;
+    int32_t *abort_code; /* host-mapped */
+    uint64_t *stats_dev; /* device [channels][GPU_NSTATS] */
+};
+
+/* The process's GPU backend: one daemon, one device (gpu_launch.cu). */
+typedef struct gpu_state {
+    int state; /* 0: not probed, 1: usable, -1: no GPU */
+    int device;
+    int channels, threads; /* channels: the daemon's blocks (0 until the first communicator) */
+    int sms;
+    cudaUUID_t uuid; /* of `device`: which ranks share it (read once: the query is slow) */
+    cudaStream_t stream;
+    int launched;
+    uint64_t last_launch_ns;
+    gpu_daemon_params_t params;
+    gpu_sq_slot_t *ring; /* host view of the mapped ring */
+    uint64_t tail;
+    uint64_t *fetched; /* host views of mapped words */
+    uint32_t *exited;
+    uint32_t gen; /* generation of the latest launch */
+    uint32_t *done;
+    int32_t *result;
+    int free_ids[GPU_MAX_REQS];
+    int nfree;
+    uint32_t comm_used[GPU_MAX_COMMS];
+    uint64_t pending;
+    uint64_t launches;
+    cudaError_t lost;       /* the daemon's context failed (context_check_locked) */
+    uint64_t last_check_ns; /* of the context */
+    /* each request id's table of blocks (v-collectives), host-mapped and kept for the
+     * id's next table; a grown one's old buffer waits in `retired` until no daemon runs
+     * (freeing pinned memory under a running kernel may wait for it) */
+    struct {
+        eng_block_t *h, *d;
+        size_t cap;
+    } tab[GPU_MAX_REQS];
+    eng_block_t *retired[64];
+    int nretired;
+} gpu_state_t;
+extern gpu_state_t G;
+extern pthread_mutex_t G_lock;
+
+/* The size of a communicator's FIFOs, the same on every rank (eng_gpu_layout.h): slots x
+ * channels groups of one connection per source rank, with steps of `chunk` bytes in the
+ * ring's direction and `small` ones off it. */
+typedef struct {
+    uint32_t slots, depth;
+    int channels;
+    uint64_t chunk, small;
+    size_t big_conn, small_conn; /* whole connections (control + depth steps) */
+} gpu_geom_t;
+
+/* What every rank tells the others while a communicator is built: whether its step went
+ * well, and its device's FIFOs (gpu_ipc.cu). */
+typedef struct {
+    int32_t status;
+    int32_t device;
+    cudaUUID_t uuid; /* peers on the same device need only device-scope flags */
+    cudaIpcMemHandle_t handle;
+} gpu_boot_t;
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Check a CUDA call: on failure, record which call and why (dfcclSystemError) and jump
+ * to _label. */
+#define CUDA_TRY(_call, _label)                                                                              \
+    do {                                                                                                     \
+        cudaError_t _e = (_call);                                                                            \
+        if (_e != cudaSuccess) {                                                                             \
+            eng_set_error(dfcclSystemError, "gpu", "%s failed: %s", #_call, cudaGetErrorString(_e));         \
+            goto _label;                                                                                     \
+        }                                                                                                    \
+    } while (0)
+
+/* n zeroed elements of host memory the device maps (its address in *dev_p). */
+template <typename T> static T *mapped_alloc(size_t n, T **dev_p)
+{
+    T *h = NULL;
+    if (cudaHostAlloc((void **)&h, n * sizeof(T), cudaHostAllocMapped) != cudaSuccess)
+        return NULL;
+    memset((void *)h, 0, n * sizeof(T));
+    if (dev_p && cudaHostGetDevicePointer((void **)dev_p, h, 0) != cudaSuccess)
+        return NULL;
+    return h;
+}
+
+/* gpu_launch.cu, with G_lock held: submit one entry (its request id, or -1 when no pinned
+ * memory holds its table of blocks). */
+int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const eng_coll_args_t *a,
+                  size_t nblocks);
+
+/* gpu_comm.cu: an all-gather of every rank's gpu_boot_t; not dfcclSuccess when the
+ * callback or some rank's step failed. */
+dfcclResult_t gather_status(gpu_boot_t *mine, gpu_boot_t *all, int nranks, dfcclAllgatherFn_t ag, void *ctx);
+
+/* gpu_ipc.cu: the CUDA IPC transport between processes on one host. */
+void ipc_fifo_create(eng_gpu_comm_t *gc, const gpu_geom_t *geo, gpu_boot_t *mine);
+int32_t ipc_map_peers(eng_gpu_comm_t *gc, const gpu_boot_t *all, const uint8_t *is_net);
+void ipc_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int p, const gpu_boot_t *peer,
+                  const gpu_boot_t *mine, eng_conn_t *cn);
+void ipc_destroy(eng_gpu_comm_t *gc);
+
+/* gpu_net.cu: host-staged FIFOs for peers on the net. */
+int32_t net_seg_create(eng_gpu_comm_t *gc);
+dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *is_net, uint64_t uid, const gpu_geom_t *geo,
+                         dfcclAllgatherFn_t ag, void *ctx);
+void net_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int p, eng_conn_t *cn);
+void net_destroy(eng_gpu_comm_t *gc);
+
+/* gpu_trace.cu, with G_lock held: log DFCCL_GPU_TRACE's medians and clear the records. */
+void trace_report(void);
+
+#endif

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Communicators of the GPU backend: every rank agrees on the channels (channel
+ * negotiation: the fewest blocks any of its daemons has), sizes its FIFOs from them, and
+ * connects to each peer through CUDA IPC (gpu_ipc.cu) or, for a peer on the net, through
+ * host-staged FIFOs (gpu_net.cu). Each step that can fail on one rank ends with an
+ * all-gather of every rank's status, so all ranks leave together; a rank without a GPU
+ * leaves the communicator without a GPU part (host buffers only) rather than failing it. */
+#include <sched.h>
+#include <stdlib.h>
+
+#include "gpu_backend.h"
+
+dfcclResult_t gather_status(gpu_boot_t *mine, gpu_boot_t *all, int nranks, dfcclAllgatherFn_t ag, void *ctx)
+{
+    if (ag(mine, all, sizeof(*mine), ctx) != 0)
+        return eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
+    for (int i = 0; i < nranks; i++)
+        if (all[i].status != 0)
+            return (dfcclResult_t)(all[i].status < 0 ? all[i].status : -1);
+    return dfcclSuccess;
+}
+
+/* gather_status into a table nobody reads: whether every rank's step went well. */
+static dfcclResult_t gather_agree(gpu_boot_t *mine, int nranks, dfcclAllgatherFn_t ag, void *ctx)
+{
+    gpu_boot_t *all = (gpu_boot_t *)calloc((size_t)nranks, sizeof(gpu_boot_t));
+    dfcclResult_t res = all ? gather_status(mine, all, nranks, ag, ctx) : dfcclNoMemory;
+    free(all);
+    return res;
+}
+
+/* What each rank tells the others before its FIFOs are sized. */
+typedef struct {
+    int32_t ok;     /* 1: the GPU backend is up */
+    int32_t sms;    /* of its device */
+    uint32_t fixed; /* its daemon's blocks, or 0 while the first communicator decides */
+    uint32_t pad;
+    cudaUUID_t uuid; /* its device */
+} gpu_where_t;
+
+/* Blocks for a daemon whose GPU r processes share: together about the GPU's SMs (each
+ * block holds one SM while the daemon runs), a power of two, at most GPU_MAX_CHANNELS; a
+ * process alone on its GPU takes 32, as NCCL's rings do, leaving the rest to the
+ * application. Measured on one H200 (bench/RESULTS.md): the ring's bandwidth grows with
+ * the blocks until the ranks together fill the SMs. */
+static int auto_channels(int r, int sms)
+{
+    int c = 1;
+    while (c * 2 <= GPU_MAX_CHANNELS && c * 2 * (r > 0 ? r : 1) <= sms)
+        c *= 2;
+    return r <= 1 && c > 32 ? 32 : c;
+}
+
+/* The communicator's channels, the same on every rank: the fewest of its ranks' daemons
+ * have (a daemon with more blocks leaves the extra ones out of it). A daemon still
+ * without a block count takes it from this communicator: how many of its ranks share
+ * each GPU. Not dfcclSuccess (and nothing allocated) where some rank has no GPU backend. */
+static dfcclResult_t comm_channels(int rank, int nranks, dfcclAllgatherFn_t ag, void *ctx, int *C_p)
+{
+    gpu_where_t mine, *all = (gpu_where_t *)calloc((size_t)nranks, sizeof(gpu_where_t));
+    if (!all)
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory");
+    memset(&mine, 0, sizeof(mine));
+    if (eng_gpu_available()) {
+        mine.ok = 1;
+        mine.sms = G.sms;
+        mine.uuid = G.uuid;
+        pthread_mutex_lock(&G_lock);
+        mine.fixed = (uint32_t)G.channels;
+        pthread_mutex_unlock(&G_lock);
+    }
+    if (ag(&mine, all, sizeof(mine), ctx) != 0) {
+        free(all);
+        return eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
+    }
+    int C = GPU_MAX_CHANNELS, share_me = 0, want_me = 0;
+    for (int i = 0; i < nranks; i++) {
+        if (!all[i].ok) {
+            free(all);
+            return dfcclInternalError;
+        }
+        int share = 0; /* ranks of the communicator on rank i's GPU */
+        for (int j = 0; j < nranks; j++)
+            share += memcmp(&all[j].uuid, &all[i].uuid, sizeof(cudaUUID_t)) == 0;
+        const int want = all[i].fixed ? (int)all[i].fixed : auto_channels(share, all[i].sms);
+        C = want < C ? want : C;
+        if (i == rank) {
+            share_me = share;
+            want_me = want;
+        }
+    }
+    free(all);
+    pthread_mutex_lock(&G_lock);
+    if (!G.channels) {
+        G.channels = want_me;
+        G.params.channels = want_me;
+        dfccl_info("GPU daemon: %d blocks (%d ranks of the first communicator share the GPU, %d SMs)",
+                   want_me, share_me, G.sms);
+    }
+    const int have = G.channels;
+    pthread_mutex_unlock(&G_lock);
+    static int warned;
+    if (share_me * have > G.sms && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+        dfccl_warn("%d ranks share this GPU and each daemon has %d blocks, more than the GPU's %d SMs: "
+                   "collectives wait for blocks to become resident; set DFCCL_GPU_CHANNELS to at most %d",
+                   share_me, have, G.sms, G.sms / share_me);
+    /* a concurrent first communicator of this process fixed fewer blocks than this one assumed */
+    *C_p = have < C ? 0 : C;
+    return dfcclSuccess;
+}
+
+/* The FIFOs' geometry; its channels come from comm_channels. */
+static gpu_geom_t comm_geom(int any_net)
+{
+    gpu_geom_t geo;
+    geo.slots = eng_config.slots;
+    geo.depth = eng_config.fifo_depth;
+    geo.channels = 0;
+    geo.chunk = eng_gpu_chunk(any_net);
+    geo.small = eng_gpu_small_chunk(eng_config.oneshot_max, eng_config.ll_max, geo.depth, geo.chunk);
+    const size_t ctrl = ENG_GPU_CTRL_BYTES; /* device FIFOs need no page alignment */
+    geo.big_conn = ctrl + geo.depth * geo.chunk;
+    geo.small_conn = ctrl + geo.depth * geo.small;
+    return geo;
+}
+
+/* A step that some rank could not take: a bootstrap failure fails the communicator; any
+ * other (some rank has no GPU) leaves it to host buffers only. */
+static dfcclResult_t host_only(dfcclResult_t res)
+{
+    return res == dfcclBootstrapError ? res : dfcclSuccess;
+}
+
+/* The connections of every (slot, channel) group with every peer, and what the daemon
+ * reads of the communicator, in device memory (gc->dev says where). all: every rank's
+ * device. */
+static dfcclResult_t comm_dev_create(eng_gpu_comm_t *gc, const gpu_geom_t *geo, uint64_t uid,
+                                     const uint8_t *is_net, const gpu_boot_t *all, const gpu_boot_t *mine)
+{
+    const int rank = gc->rank, nranks = gc->nranks, C = geo->channels;
+    const uint32_t S = geo->slots;
+    const size_t nconn = (size_t)S * C * (size_t)nranks;
+    eng_conn_t *conns = (eng_conn_t *)calloc(nconn, sizeof(eng_conn_t));
+    if (!conns)
+        return dfcclNoMemory;
+    for (uint32_t s = 0; s < S; s++)
+        for (int c = 0; c < C; c++) {
+            const size_t g = (size_t)s * C + c;
+            for (int p = 0; p < nranks; p++) {
+                eng_conn_t *cn = &conns[g * (size_t)nranks + (size_t)p];
+                cn->rchunk = eng_gpu_step(p, rank, nranks, geo->chunk, geo->small);
+                cn->schunk = eng_gpu_step(rank, p, nranks, geo->chunk, geo->small);
+                cn->ll_salt = eng_ll_salt(uid);
+                if (is_net && is_net[p] && p != rank)
+                    net_conn_set(gc, geo, g, p, cn);
+                else
+                    ipc_conn_set(gc, geo, g, p, &all[p], mine, cn);
+            }
+        }
+
+    gpu_comm_dev_t d;
+    memset(&d, 0, sizeof(d));
+    d.rank = rank;
+    d.nranks = nranks;
+    d.slots = S;
+    d.channels = (uint32_t)C;
+    d.depth = geo->depth;
+    d.chunk = geo->chunk;
+    bool ok = gc->abort_code &&
+              cudaHostGetDevicePointer((void **)&d.abort_code, gc->abort_code, 0) == cudaSuccess &&
+              cudaMalloc((void **)&gc->stats_dev, (size_t)C * GPU_NSTATS * sizeof(uint64_t)) == cudaSuccess &&
+              cudaMemset(gc->stats_dev, 0, (size_t)C * GPU_NSTATS * sizeof(uint64_t)) == cudaSuccess &&
+              cudaMalloc((void **)&gc->conns_dev, nconn * sizeof(eng_conn_t)) == cudaSuccess &&
+              cudaMalloc((void **)&gc->completed_dev, sizeof(unsigned long long)) == cudaSuccess &&
+              cudaMemset(gc->completed_dev, 0, sizeof(unsigned long long)) == cudaSuccess;
+    if (ok) {
+        d.conns = gc->conns_dev;
+        d.stats = gc->stats_dev;
+        d.completed = gc->completed_dev;
+        ok = cudaMemcpy(gc->conns_dev, conns, nconn * sizeof(eng_conn_t), cudaMemcpyHostToDevice) ==
+             cudaSuccess;
+        gc->dev = d;
+    }
+    free(conns);
+    if (!ok) {
+        cudaGetLastError();
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "device memory for the communicator");
+    }
+    return dfcclSuccess;
+}
+
+/* A communicator id: the daemon's slot keys and the destroy entry name it. */
+static dfcclResult_t comm_id_take(eng_gpu_comm_t *gc)
+{
+    pthread_mutex_lock(&G_lock);
+    gc->id = GPU_MAX_COMMS;
+    for (uint32_t i = 0; i < GPU_MAX_COMMS; i++)
+        if (!G.comm_used[i]) {
+            G.comm_used[i] = 1;
+            gc->id = i;
+            break;
+        }
+    pthread_mutex_unlock(&G_lock);
+    if (gc->id == GPU_MAX_COMMS)
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "more than %d GPU communicators", GPU_MAX_COMMS);
+    return dfcclSuccess;
+}
+
+/* The id back, once every block dropped the communicator's tasks (in submission order,
+ * failing those still pending); DFCCL_GPU_TRACE reports then. */
+static void comm_id_release(eng_gpu_comm_t *gc)
+{
+    pthread_mutex_lock(&G_lock);
+    int id = submit_locked(GPU_SQ_DESTROY, gc, 0, NULL, 0);
+    pthread_mutex_unlock(&G_lock);
+    while (!__atomic_load_n(&G.done[id], __ATOMIC_ACQUIRE)) {
+        eng_gpu_progress();
+        sched_yield();
+    }
+    eng_gpu_release(id);
+    pthread_mutex_lock(&G_lock);
+    G.comm_used[gc->id] = 0;
+    if (G.params.trace)
+        trace_report();
+    pthread_mutex_unlock(&G_lock);
+}
+
+extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid,
+                                             const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx)
+{
+    *gc_p = NULL;
+    gpu_boot_t mine, *all = (gpu_boot_t *)calloc((size_t)nranks, sizeof(gpu_boot_t));
+    eng_gpu_comm_t *gc = (eng_gpu_comm_t *)calloc(1, sizeof(*gc));
+    gpu_geom_t geo = comm_geom(is_net != NULL);
+    dfcclResult_t res;
+    memset(&mine, 0, sizeof(mine));
+    mine.status = -1;
+    if (gc)
+        gc->id = GPU_MAX_COMMS; /* no communicator id yet */
+    if (!all || !gc) {
+        free(all);
+        free(gc);
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory");
+    }
+    /* 1. the channels, the same on every rank */
+    res = comm_channels(rank, nranks, ag, ctx, &geo.channels);
+    if (res != dfcclSuccess) {
+        res = host_only(res);
+        goto fail;
+    }
+    /* 2. my device FIFOs; every rank learns every other's (their IPC handles) */
+    if (!geo.channels) {
+        dfccl_warn("rank %d: a communicator created at the same time fixed fewer GPU daemon blocks than "
+                   "this one's ranks agreed on: device buffers will be refused on it",
+                   rank);
+    } else {
+        gc->rank = rank;
+        gc->nranks = nranks;
+        ipc_fifo_create(gc, &geo, &mine);
+    }
+    res = gather_status(&mine, all, nranks, ag, ctx);
+    if (res != dfcclSuccess) {
+        res = host_only(res);
+        goto fail;
+    }
+    /* 3. the abort word (the net transport's error handler writes it), the host-staged
+     * FIFOs, and the local peers' FIFOs mapped; every rank agrees before going on */
+    mine.status = 0;
+    if (!(gc->abort_code = mapped_alloc<int32_t>(1, NULL)))
+        mine.status = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no mapped memory for the abort word");
+    if (is_net && mine.status == 0)
+        mine.status = net_seg_create(gc);
+    if (mine.status == 0)
+        mine.status = ipc_map_peers(gc, all, is_net);
+    if ((res = gather_agree(&mine, nranks, ag, ctx)) != dfcclSuccess)
+        goto fail;
+    /* 4. the net transport, 5. the connections in device memory, 6. an id */
+    if (is_net && (res = net_create(gc, is_net, uid, &geo, ag, ctx)) != dfcclSuccess)
+        goto fail;
+    if ((res = comm_dev_create(gc, &geo, uid, is_net, all, &mine)) != dfcclSuccess)
+        goto fail;
+    if ((res = comm_id_take(gc)) != dfcclSuccess)
+        goto fail;
+    free(all);
+    *gc_p = gc;
+    return dfcclSuccess;
+fail:
+    free(all);
+    eng_gpu_comm_destroy(gc);
+    return res;
+}
+
+extern "C" void eng_gpu_comm_abort(eng_gpu_comm_t *gc, dfcclResult_t code)
+{
+    if (gc && gc->abort_code)
+        __atomic_store_n(gc->abort_code, (int32_t)code, __ATOMIC_RELEASE);
+}
+
+extern "C" void eng_gpu_comm_destroy(eng_gpu_comm_t *gc)
+{
+    if (!gc)
+        return;
+    if (gc->id < GPU_MAX_COMMS)
+        comm_id_release(gc);
+    net_destroy(gc);
+    ipc_destroy(gc);
+    if (gc->conns_dev)
+        cudaFree(gc->conns_dev);
+    if (gc->completed_dev)
+        cudaFree(gc->completed_dev);
+    if (gc->abort_code)
+        cudaFreeHost(gc->abort_code);
+    if (gc->stats_dev)
+        cudaFree(gc->stats_dev);
+    cudaGetLastError();
+    free(gc);
+}
+
+extern "C" void eng_gpu_comm_stats(eng_gpu_comm_t *gc, dfcclStats_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    if (!gc)
+        return;
+    /* the daemon's stream is non-blocking: these copies do not wait for it */
+    uint64_t st[GPU_MAX_CHANNELS * GPU_NSTATS];
+    unsigned long long done = 0;
+    if (cudaMemcpy(st, gc->stats_dev, (size_t)gc->dev.channels * GPU_NSTATS * sizeof(uint64_t),
+                   cudaMemcpyDeviceToHost) != cudaSuccess ||
+        cudaMemcpy(&done, gc->completed_dev, sizeof(done), cudaMemcpyDeviceToHost) != cudaSuccess) {
+        cudaGetLastError();
+        memset(st, 0, sizeof(st));
+    }
+    for (int c = 0; c < (int)gc->dev.channels; c++) {
+        s->preemptions += st[c * GPU_NSTATS + GPU_STAT_PREEMPT];
+        s->stalls += st[c * GPU_NSTATS + GPU_STAT_STALLS];
+        s->stall_ns += st[c * GPU_NSTATS + GPU_STAT_STALL_NS];
+    }
+    s->completed = done;
+    s->shm_bytes = gc->fifo_bytes; /* device memory held for the communicator */
+    s->daemon_launches = G.launches;
+}

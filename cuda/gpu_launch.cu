@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The GPU daemon's host side: probe the device and set up the daemon's memory once
+ * (submission ring, completion words, task lists), publish submissions into the ring,
+ * hand out request ids, and launch / relaunch the daemon kernel on its own non-blocking
+ * stream. A daemon exits when idle or stalled so that the application's device
+ * synchronizations return; the next submission or progress call brings it back, and a
+ * context the kernel lost fails what waits on it instead of hanging (context_check). */
+#include <sched.h>
+#include <stdlib.h>
+
+#include "gpu_backend.h"
+
+gpu_state_t G;
+pthread_mutex_t G_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Probe the device and set up the daemon's memory once per process. */
+static int gpu_init_locked(void)
+{
+    if (G.state)
+        return G.state > 0;
+    G.state = -1;
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        cudaGetLastError();
+        dfccl_info("no CUDA device: the GPU backend is off");
+        return 0;
+    }
+    gpu_daemon_params_t &p = G.params;
+    /* 0 (auto): the first communicator fixes it (comm_channels) */
+    G.channels = (int)DFCCL_MIN(eng_config.gpu_channels, (uint32_t)GPU_MAX_CHANNELS);
+    G.threads = (int)eng_config.gpu_threads;
+    CUDA_TRY(cudaGetDevice(&G.device), fail);
+    CUDA_TRY(cudaStreamCreateWithFlags(&G.stream, cudaStreamNonBlocking), fail);
+    G.ring = mapped_alloc<gpu_sq_slot_t>(GPU_RING, &p.ring);
+    G.fetched = mapped_alloc<uint64_t>(1, &p.fetched);
+    G.exited = mapped_alloc<uint32_t>(1, &p.exited);
+    G.done = mapped_alloc<uint32_t>(GPU_MAX_REQS, &p.done);
+    G.result = mapped_alloc<int32_t>(GPU_MAX_REQS, &p.result);
+    if (!G.ring || !G.fetched || !G.exited || !G.done || !G.result) {
+        eng_set_error(dfcclNoMemory, "gpu", "cudaHostAlloc of the daemon's mapped memory failed");
+        goto fail;
+    }
+    CUDA_TRY(cudaMalloc((void **)&p.dring, GPU_RING * sizeof(gpu_sq_slot_t)), fail);
+    CUDA_TRY(cudaMemset(p.dring, 0, GPU_RING * sizeof(gpu_sq_slot_t)), fail); /* no flag is current */
+    CUDA_TRY(cudaMalloc((void **)&p.dstate, sizeof(uint64_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.block_head, GPU_MAX_CHANNELS * sizeof(uint64_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.block_active, GPU_MAX_CHANNELS * sizeof(uint64_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.quit, sizeof(uint32_t)), fail);
+    CUDA_TRY(cudaMemset(p.dstate, 0, sizeof(uint64_t)), fail);
+    CUDA_TRY(cudaMemset(p.block_head, 0, GPU_MAX_CHANNELS * sizeof(uint64_t)), fail);
+    CUDA_TRY(cudaMemset(p.block_active, 0, GPU_MAX_CHANNELS * sizeof(uint64_t)), fail);
+    CUDA_TRY(cudaMemset(p.quit, 0, sizeof(uint32_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.req_chan, GPU_MAX_REQS * sizeof(uint64_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.req_err, GPU_MAX_REQS * sizeof(int32_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.tasks, (size_t)GPU_MAX_CHANNELS * GPU_MAX_TASKS * sizeof(gpu_task_t)),
+             fail);
+    CUDA_TRY(cudaMalloc((void **)&p.ntasks, GPU_MAX_CHANNELS * sizeof(uint32_t)), fail);
+    CUDA_TRY(cudaMemset(p.req_chan, 0, GPU_MAX_REQS * sizeof(uint64_t)), fail);
+    CUDA_TRY(cudaMemset(p.req_err, 0, GPU_MAX_REQS * sizeof(int32_t)), fail);
+    CUDA_TRY(cudaMemset(p.ntasks, 0, GPU_MAX_CHANNELS * sizeof(uint32_t)), fail);
+    if (eng_config.gpu_trace) {
+        CUDA_TRY(cudaMalloc((void **)&p.trace, GPU_TRACE_TOTAL * sizeof(uint64_t)), fail);
+        CUDA_TRY(cudaMemset(p.trace, 0, GPU_TRACE_TOTAL * sizeof(uint64_t)), fail);
+    }
+    CUDA_TRY(cudaDeviceSynchronize(), fail);
+    p.channels = G.channels;
+    p.sp.preempt = eng_config.preempt;
+    p.sp.base_ns = eng_config.threshold_base_ns;
+    p.sp.max_ns = eng_config.threshold_max_ns;
+    p.sp.growth = eng_config.threshold_growth;
+    p.sp.head_factor = eng_config.head_factor;
+    p.idle_quit_ns = eng_config.gpu_idle_quit_us * 1000ull;
+    p.stall_quit_ns = eng_config.gpu_stall_quit_us * 1000ull;
+    for (int i = 0; i < GPU_MAX_REQS; i++)
+        G.free_ids[i] = GPU_MAX_REQS - 1 - i;
+    G.nfree = GPU_MAX_REQS;
+    G.state = 1;
+    CUDA_TRY(cudaDeviceGetAttribute(&G.sms, cudaDevAttrMultiProcessorCount, G.device), fail);
+    {
+        cudaDeviceProp prop;
+        CUDA_TRY(cudaGetDeviceProperties(&prop, G.device), fail);
+        G.uuid = prop.uuid;
+    }
+    if (G.channels)
+        dfccl_info("GPU backend on device %d: %d channels x %d threads", G.device, G.channels, G.threads);
+    else
+        dfccl_info("GPU backend on device %d (%d SMs): channels set by the first communicator, %d threads",
+                   G.device, G.sms, G.threads);
+    return 1;
+fail:
+    dfccl_warn("GPU backend unavailable: %s", dfcclGetLastError());
+    return 0;
+}
+
+extern "C" int eng_gpu_available(void)
+{
+    pthread_mutex_lock(&G_lock);
+    int ok = gpu_init_locked();
+    pthread_mutex_unlock(&G_lock);
+    return ok;
+}
+
+extern "C" int eng_gpu_is_device_ptr(const void *ptr)
+{
+    if (G.state <= 0 || !ptr)
+        return 0;
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+/* A request id's completion, written by the host: the daemon will never write it. */
+static void fail_request_locked(int id, dfcclResult_t res)
+{
+    G.result[id] = (int32_t)res;
+    __atomic_store_n(&G.done[id], 1u, __ATOMIC_RELEASE);
+}
+
+/* A daemon whose kernel ended in an error (a sticky context error) completes nothing
+ * any more, and a relaunch fails too: without this look its requests would wait
+ * forever. It happens under MPS when a client process is killed while its kernels
+ * run: the server may put every client sharing the GPU into that error (seen with a
+ * peer killed in the middle of a host-staged allreduce). Every pending request then
+ * fails, and so does every later one. Looked at from the host's waits, at most every
+ * 10 ms (a stream query is a driver call). Returns 1 once the context is lost. */
+static int context_check_locked(void)
+{
+    if (G.lost)
+        return 1;
+    const uint64_t now = now_ns();
+    if (!G.launched || now - G.last_check_ns < 10000000ull)
+        return 0;
+    G.last_check_ns = now;
+    const cudaError_t e = cudaStreamQuery(G.stream);
+    if (e == cudaSuccess || e == cudaErrorNotReady)
+        return 0;
+    G.lost = e;
+    char in_use[GPU_MAX_REQS];
+    memset(in_use, 1, sizeof(in_use));
+    for (int i = 0; i < G.nfree; i++)
+        in_use[G.free_ids[i]] = 0;
+    int failed = 0;
+    for (int id = 0; id < GPU_MAX_REQS; id++)
+        if (in_use[id] && !__atomic_load_n(&G.done[id], __ATOMIC_ACQUIRE)) {
+            fail_request_locked(id, dfcclSystemError);
+            failed++;
+        }
+    dfccl_error(
+        "the GPU daemon's CUDA context failed (%s): %d pending collective(s) on device buffers fail, and "
+        "so does every later one in this process. Under MPS a peer process killed while its kernels "
+        "ran can take every client of the GPU with it",
+        cudaGetErrorString(e), failed);
+    return 1;
+}
+
+/* Launch the daemon unless the latest launch is still running (or queued). Kernels on
+ * one stream never overlap, so a launch racing with the daemon's decision to stay only
+ * queues a daemon that finds nothing and exits. */
+static void kick_locked(int from_progress)
+{
+    if (G.lost)
+        return;
+    if (G.launched) {
+        if (__atomic_load_n(G.exited, __ATOMIC_ACQUIRE) != G.gen)
+            return;
+        /* relaunching a daemon that quit on stalled work: back off a little */
+        if (from_progress && now_ns() - G.last_launch_ns < 20000)
+            return;
+    }
+    G.params.gen = ++G.gen;
+    dfccl_gpu_daemon<<<G.channels, G.threads, 0, G.stream>>>(G.params);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        dfccl_error("daemon launch failed: %s", cudaGetErrorString(e));
+        return;
+    }
+    G.launched = 1;
+    G.launches++;
+    G.last_launch_ns = now_ns();
+}
+
+extern "C" void eng_gpu_progress(void)
+{
+    if (G.state <= 0)
+        return;
+    pthread_mutex_lock(&G_lock);
+    if (G.pending && !context_check_locked())
+        kick_locked(1);
+    pthread_mutex_unlock(&G_lock);
+}
+
+extern "C" void eng_gpu_release(int id)
+{
+    pthread_mutex_lock(&G_lock);
+    G.free_ids[G.nfree++] = id;
+    G.pending--;
+    pthread_mutex_unlock(&G_lock);
+}
+
+/* The daemon's copy of a collective's table, in request id's buffer (lock held): its
+ * device address, or NULL when pinned memory ran out. */
+static const eng_block_t *tab_copy_locked(int id, const eng_block_t *b, size_t n)
+{
+    if (G.nretired && !G.launched) {
+        for (int i = 0; i < G.nretired; i++)
+            cudaFreeHost(G.retired[i]);
+        G.nretired = 0;
+    }
+    if (G.tab[id].cap < n) {
+        size_t cap = 64;
+        while (cap < n)
+            cap *= 2;
+        eng_block_t *d = NULL, *h = mapped_alloc<eng_block_t>(cap, &d);
+        if (!h) {
+            cudaGetLastError();
+            return NULL;
+        }
+        if (G.tab[id].h) {
+            if (G.nretired == (int)(sizeof(G.retired) / sizeof(G.retired[0]))) {
+                cudaFreeHost(h);
+                return NULL; /* freed once the daemon is idle; rare: 64 grown tables */
+            }
+            G.retired[G.nretired++] = G.tab[id].h;
+        }
+        G.tab[id] = {h, d, cap};
+    }
+    memcpy(G.tab[id].h, b, n * sizeof(*b));
+    return G.tab[id].d;
+}
+
+/* Publish one entry (lock held); waits for ring space and a request id. A table of
+ * blocks in *a goes to the daemon as its mapped copy; -1: no pinned memory for it. */
+int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const eng_coll_args_t *a,
+                  size_t nblocks)
+{
+    for (;;) {
+        if (G.nfree > 0 && (G.lost || G.tail - __atomic_load_n(G.fetched, __ATOMIC_ACQUIRE) < GPU_RING))
+            break;
+        /* full: the daemon drains it; make sure one runs, then let it (a lost context
+         * never drains it: then only an id is waited for, freed by a reaped request) */
+        if (!context_check_locked())
+            kick_locked(0);
+        pthread_mutex_unlock(&G_lock);
+        sched_yield();
+        pthread_mutex_lock(&G_lock);
+    }
+    int id = G.free_ids[--G.nfree];
+    const eng_block_t *tab = NULL;
+    if (a && a->blocks && !(tab = tab_copy_locked(id, a->blocks, nblocks))) {
+        G.free_ids[G.nfree++] = id;
+        return -1;
+    }
+    G.done[id] = 0;
+    G.result[id] = dfcclSuccess; /* the daemon writes it only on failure: one PCIe write less */
+    if (G.lost) {                /* no daemon will run it (context_check_locked) */
+        fail_request_locked(id, dfcclSystemError);
+        G.pending++;
+        return id;
+    }
+    union {
+        gpu_sq_entry_t e;
+        uint32_t w[GPU_SQ_WORDS];
+    } u;
+    static_assert(sizeof(gpu_sq_entry_t) <= sizeof(u.w), "an entry fits one ring slot");
+    memset(&u, 0, sizeof(u));
+    u.e.kind = kind;
+    u.e.comm_id = gc->id;
+    u.e.comm = gc->dev;
+    u.e.req_id = (uint32_t)id;
+    u.e.seq = seq;
+    if (a) {
+        u.e.args = *a;
+        u.e.args.blocks = tab;
+    }
+    /* every 8-byte word carries its own flag: no ordering among the stores is needed */
+    gpu_sq_slot_t *sl = &G.ring[G.tail & (GPU_RING - 1)];
+    const uint64_t flag = (uint64_t)(uint32_t)(G.tail + 1) << 32;
+    for (int i = 0; i < GPU_SQ_WORDS; i++)
+        __atomic_store_n(&sl->w[i], flag | u.w[i], __ATOMIC_RELAXED);
+    G.tail++;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the slot before reading `exited` */
+    G.pending++;
+    kick_locked(0);
+    return id;
+}
+
+extern "C" dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks,
+                                        uint32_t **done_p, int32_t **result_p, int *id_p)
+{
+    pthread_mutex_lock(&G_lock);
+    int id = submit_locked(GPU_SQ_COLL, gc, gc->next_seq, a, nblocks);
+    if (id >= 0)
+        gc->next_seq++;
+    pthread_mutex_unlock(&G_lock);
+    if (id < 0)
+        return eng_set_error(dfcclNoMemory, "gpu", "no pinned host memory for a %zu-rank block table",
+                             nblocks);
+    *done_p = &G.done[id];
+    *result_p = &G.result[id];
+    *id_p = id;
+    return dfcclSuccess;
+}

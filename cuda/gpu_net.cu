@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Host-staged FIFOs for peers on the net: CUDA IPC cannot reach another host, so my
+ * receive FIFOs from net peers and my sending FIFOs to them (my shadows of the peers) live
+ * in host-pinned memory the device maps. The net transport's proxy moves steps between
+ * them; the daemon reads and writes them with system-scope flags, so to the algorithms a
+ * net peer is a connection like any other. */
+#include <stdlib.h>
+
+#include "gpu_backend.h"
+
+/* host-staged segments start with a page for the header (eng_seg_hdr_t) */
+#define GPU_NET_HDR 4096
+
+/* Where connection group g (slot x channel) lives on the host-staged side, stated once
+ * for the net transport's descriptors and the daemon's connections: my receive FIFO
+ * from peer p in my segment (the device FIFOs' layout after the header), and my sending
+ * FIFO to p in my shadow of p (one FIFO of my steps to p per group after the header). */
+static size_t net_recv_off(size_t g, int p, int me, int N, size_t big_conn, size_t small_conn)
+{
+    return GPU_NET_HDR + eng_gpu_fifo_off(g, p, me, N, big_conn, small_conn);
+}
+
+static size_t net_shadow_off(size_t g, size_t depth, uint64_t schunk)
+{
+    return GPU_NET_HDR + g * (ENG_GPU_CTRL_BYTES + depth * schunk);
+}
+
+/* Pin and map host memory for the device (the net transport's FIFOs). */
+static char *host_map(void *h, size_t bytes)
+{
+    char *d = NULL;
+    if (cudaHostRegister(h, bytes, cudaHostRegisterMapped) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    if (cudaHostGetDevicePointer((void **)&d, h, 0) != cudaSuccess) {
+        cudaGetLastError();
+        cudaHostUnregister(h);
+        return NULL;
+    }
+    return d;
+}
+
+/* My receive segment for the net peers (its header page, then the device FIFOs' layout),
+ * host-pinned and mapped into the device, and the tables of my shadows: 0, or the
+ * error (recorded) when there is no memory for them. */
+int32_t net_seg_create(eng_gpu_comm_t *gc)
+{
+    int32_t status = 0;
+    gc->hseg_bytes = GPU_NET_HDR + gc->fifo_bytes;
+    gc->shadow_size = (size_t *)calloc((size_t)gc->nranks, sizeof(size_t));
+    gc->shadow_dev = (char **)calloc((size_t)gc->nranks, sizeof(char *));
+    if (posix_memalign((void **)&gc->hseg, GPU_NET_HDR, gc->hseg_bytes) != 0)
+        gc->hseg = NULL;
+    if (gc->hseg)
+        memset(gc->hseg, 0, gc->hseg_bytes);
+    if (!gc->hseg || !gc->shadow_size || !gc->shadow_dev ||
+        !(gc->hseg_dev = host_map(gc->hseg, gc->hseg_bytes))) {
+        status = eng_set_error(dfcclNoMemory, "dfcclCommInit",
+                               "no pinned host memory for the net FIFOs (%zu B)", gc->hseg_bytes);
+        free(gc->hseg);
+        gc->hseg = NULL;
+    }
+    return status;
+}
+
+/* The connections with net peers (collective over the communicator): my receive
+ * segment is a header page and then the device FIFOs' layout, host-pinned; my shadow of
+ * peer p holds my connections to p, one per (slot, channel) group. The proxy moves steps
+ * between them; the daemon reads and writes them through their device mappings with
+ * system-scope flags. */
+dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *is_net, uint64_t uid, const gpu_geom_t *geo,
+                         dfcclAllgatherFn_t ag, void *ctx)
+{
+    const int N = gc->nranks, me = gc->rank;
+    const size_t ctrl = ENG_GPU_CTRL_BYTES, depth = eng_config.fifo_depth;
+    const size_t groups = (size_t)geo->slots * geo->channels, big_conn = geo->big_conn,
+                 small_conn = geo->small_conn;
+    const uint64_t chunk = geo->chunk, small = geo->small;
+    size_t nconn = 0;
+    for (int p = 0; p < N; p++)
+        nconn += p != me && is_net[p] ? groups : 0;
+    eng_net_conn_desc_t *d = (eng_net_conn_desc_t *)calloc(nconn ? nconn : 1, sizeof(*d)), *k = d;
+    if (!d || !gc->shadow_size || !gc->shadow_dev) {
+        free(d);
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
+    }
+    for (int p = 0; p < N; p++) {
+        if (p == me || !is_net[p])
+            continue;
+        const uint64_t schunk = eng_gpu_step(me, p, N, chunk, small);
+        gc->shadow_size[p] = net_shadow_off(groups, depth, schunk);
+        for (size_t g = 0; g < groups; g++, k++) {
+            k->peer = p;
+            k->shadow_off = net_shadow_off(g, depth, schunk);
+            k->recv_off = net_recv_off(g, p, me, N, big_conn, small_conn);
+            k->schunk = schunk;
+            k->rchunk = eng_gpu_step(p, me, N, chunk, small);
+            k->lane = (uint32_t)g;
+        }
+    }
+    eng_net_layout_t L;
+    memset(&L, 0, sizeof(L));
+    L.uid = uid;
+    L.rank = me;
+    L.nranks = N;
+    L.seg = gc->hseg;
+    L.shadow_size = gc->shadow_size;
+    L.ctrl_bytes = ctrl;
+    L.depth = (uint32_t)depth;
+    L.conns = d;
+    L.nconns = nconn;
+    L.abort_words[0] = gc->abort_code;
+    dfcclResult_t res = eng_net_setup(&L, ag, ctx, &gc->net);
+    free(d);
+    if (res != dfcclSuccess)
+        return res;
+    /* the shadows, mapped into the device; every rank agrees before the first step */
+    gpu_boot_t mine, *all = (gpu_boot_t *)calloc((size_t)N, sizeof(gpu_boot_t));
+    memset(&mine, 0, sizeof(mine));
+    for (int p = 0; p < N && all; p++)
+        if (gc->shadow_size[p] &&
+            !(gc->shadow_dev[p] = host_map(eng_net_shadow(gc->net, p), gc->shadow_size[p]))) {
+            mine.status = eng_set_error(dfcclSystemError, "dfcclCommInit",
+                                        "cudaHostRegister of the net FIFOs' shadow of rank %d failed", p);
+            break;
+        }
+    res = all ? gather_status(&mine, all, N, ag, ctx) : dfcclNoMemory;
+    free(all);
+    return res;
+}
+
+/* Connection group g with net peer p: host-staged, system scope. */
+void net_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int p, eng_conn_t *cn)
+{
+    const size_t ctrl = ENG_GPU_CTRL_BYTES;
+    cn->recv_ctrl = (eng_conn_ctrl_t *)(gc->hseg_dev + net_recv_off(g, p, gc->rank, gc->nranks, geo->big_conn,
+                                                                    geo->small_conn));
+    cn->recv_data = (char *)cn->recv_ctrl + ctrl;
+    cn->send_ctrl = (eng_conn_ctrl_t *)(gc->shadow_dev[p] + net_shadow_off(g, geo->depth, cn->schunk));
+    cn->send_data = (char *)cn->send_ctrl + ctrl;
+    cn->sys = 1;
+}
+
+/* Stop the net transport and free the host-staged FIFOs. */
+void net_destroy(eng_gpu_comm_t *gc)
+{
+    if (gc->net) {
+        /* unpinned first: the net transport frees the shadows */
+        for (int p = 0; p < gc->nranks; p++)
+            if (gc->shadow_dev[p])
+                cudaHostUnregister(eng_net_shadow(gc->net, p));
+        if (eng_net_teardown(gc->net))
+            gc->hseg = NULL; /* receives that never finished still land in it: leaked */
+    }
+    if (gc->hseg) {
+        if (gc->hseg_dev)
+            cudaHostUnregister(gc->hseg);
+        free(gc->hseg);
+    }
+    free(gc->shadow_size);
+    free(gc->shadow_dev);
+}
