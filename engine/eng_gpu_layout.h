@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Where the GPU backend's FIFOs live in each rank's device memory (plain C: used by
- * cuda/gpu_comm.cu and cuda/gpu_ipc.cu and checked by the unit tests). For every (slot, channel) group a
- * receiver holds one connection per source rank: the one from rank R-1, the ring's
+ * cuda/gpu_ipc.cu and cuda/gpu_net.cu, checked by the unit tests). For every (slot,
+ * channel) group a receiver holds one connection per source rank: the one from rank R-1, the ring's
  * direction (rings and chains stream over it), has large steps; every other one is sized
  * for a one-shot contribution (also alltoall's steps). Both ends compute the same
  * offsets and step sizes from (group, source, receiver). */
