@@ -7,6 +7,7 @@
  * buffers allow it. */
 #ifndef DFCCL_CUDA_PRIMS_CUH
 #define DFCCL_CUDA_PRIMS_CUH
+#define DFCCL_PRIMS_BACKEND /* engine/prims.h: the algorithms use these */
 
 #include "../engine/eng_types.h"
 #include "../engine/ll_packet.h"
