@@ -363,9 +363,7 @@ dfcclResult_t dfcclCommDestroy(dfcclComm_t handle)
     if (!comm || !live_remove(comm))
         return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or already destroyed)");
     /* the daemon fails whatever is still pending on comm, in submission order */
-    struct dfccl_request req = {0};
-    eng_daemon_submit(ENG_SQ_DESTROY, comm, NULL, &req);
-    eng_daemon_wait(&req);
+    eng_daemon_destroy(comm);
     /* peers that still wait on this communicator must not take this exit for a death */
     if (comm->segs && comm->segs[comm->rank])
         dfccl_store_release64(&eng_seg_hdr(comm, comm->rank)->closed, 1);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,18 +181,27 @@ static void part_finish(eng_worker_t *W, eng_wnode_t *n, dfcclResult_t res)
         task_done(t);
 }
 
-/* Worker W has reached c's destroy marker: every task of c it still holds is failed
+/* A communicator's destroy marker: one node per worker, pushed in submission order, and
+ * the workers yet to reach theirs. It lives on the stack of eng_daemon_destroy, which
+ * waits for req, so the communicator carries nothing of the CPU daemon's. */
+typedef struct {
+    eng_wnode_t node[ENG_MAX_WORKERS]; /* first: node w's marker is (node - w) */
+    uint32_t left;
+    struct dfccl_request req;
+} destroy_mark_t;
+
+/* Worker W has reached c's destroy marker m: every task of c it still holds is failed
  * (it holds all it will ever get: inboxes keep submission order); the last worker
  * to get here completes the destroy, after which c may be freed. */
-static void destroy_seen(eng_worker_t *W, struct dfccl_comm *c)
+static void destroy_seen(eng_worker_t *W, struct dfccl_comm *c, destroy_mark_t *m)
 {
     for (eng_wnode_t *n = W->head, *nx; n; n = nx) {
         nx = n->next;
         if (n->comm == c)
             part_finish(W, n, dfcclCommAborted);
     }
-    if (dfccl_sub_fetch_acq_rel(&c->dmark_left, 1) == 0)
-        post_completion(c->dmark_req, dfcclSuccess);
+    if (dfccl_sub_fetch_acq_rel(&m->left, 1) == 0)
+        post_completion(&m->req, dfcclSuccess); /* m is gone once this lands */
 }
 
 /* Wake W from idle_sleep or worker_block (a no-op when it is awake: it re-checks
@@ -229,7 +239,7 @@ static void inbox_drain(eng_worker_t *W)
         if (n->task)
             list_append(W, n);
         else
-            destroy_seen(W, n->comm);
+            destroy_seen(W, n->comm, (destroy_mark_t *)(void *)(n - W->id));
     }
 }
 
@@ -281,13 +291,13 @@ static void take_entry(const eng_sq_entry_t *e)
     const uint32_t nw = D.nworkers;
     eng_worker_t *W0 = &D.w[0];
     if (e->kind == ENG_SQ_DESTROY) {
-        c->dmark_left = nw;
-        c->dmark_req = e->req;
+        destroy_mark_t *m = (destroy_mark_t *)(void *)((char *)e->req - offsetof(destroy_mark_t, req));
+        m->left = nw;
         for (uint32_t w = 1; w < nw; w++) {
-            c->dmark[w] = (eng_wnode_t){.task = NULL, .comm = c};
-            inbox_push(&D.w[w], &c->dmark[w]);
+            m->node[w] = (eng_wnode_t){.task = NULL, .comm = c};
+            inbox_push(&D.w[w], &m->node[w]);
         }
-        destroy_seen(W0, c);
+        destroy_seen(W0, c, m);
         return;
     }
     if (comm_aborted(c)) {
@@ -824,6 +834,14 @@ dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
     if (!req->wake_due)
         wake_worker0();
     return dfcclSuccess;
+}
+
+void eng_daemon_destroy(struct dfccl_comm *c)
+{
+    destroy_mark_t m;
+    memset(&m, 0, sizeof(m));
+    eng_daemon_submit(ENG_SQ_DESTROY, c, NULL, &m.req);
+    eng_daemon_wait(&m.req);
 }
 
 void eng_daemon_kick(struct dfccl_request *req)

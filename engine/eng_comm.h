@@ -93,10 +93,6 @@ struct dfccl_comm {
     uint64_t *slot_next;   /* [slots] */
     dfcclResult_t aborted; /* 0, or why every later collective fails */
     dfcclStats_t stats;    /* written by the daemon, read by the host */
-    /* CPU daemon: one destroy marker per worker, and the workers yet to see it */
-    eng_wnode_t dmark[ENG_MAX_WORKERS];
-    uint32_t dmark_left;
-    struct dfccl_request *dmark_req;
     struct dfccl_comm *live_next;
     struct eng_gpu_comm *gpu; /* device FIFOs; NULL when some rank has no GPU */
     int last_on_gpu;          /* the daemon of the latest collective submitted: a rank
@@ -136,6 +132,9 @@ dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
                                 struct dfccl_request *req);
 /* Wait for a completion word, sleeping when it takes long. */
 void eng_daemon_wait(struct dfccl_request *req);
+/* Fail whatever is still pending on c, in submission order, and wait until no worker
+ * holds anything of it. */
+void eng_daemon_destroy(struct dfccl_comm *c);
 /* A CPU request's deferred wake of the daemon (wake_due), done now. */
 void eng_daemon_kick(struct dfccl_request *req);
 
