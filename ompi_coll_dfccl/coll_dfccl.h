@@ -35,14 +35,18 @@ BEGIN_C_DECLS
 
 /* ---------------------------------------------------------------- component */
 
-/** @brief One engine knob: an MCA variable mirrored into a DFCCL_* variable. */
+/** @brief One engine knob: an MCA variable passed as a dfcclConfig_t field. */
 typedef struct {
-    const char *name; /**< MCA name after coll_dfccl_ */
-    const char *env;  /**< the engine's environment variable */
+    const char *name;  /**< MCA name after coll_dfccl_ */
+    size_t field_off;  /**< its field in dfcclConfig_t ... */
+    size_t field_size; /**< ... an int32_t or an int64_t */
     const char *help;
     unsigned long long value; /**< MCA storage; its default is the engine's */
     int var_index;            /**< to tell an explicit setting from the default */
 } mca_coll_dfccl_knob_t;
+
+/** @brief Offset and size of a dfcclConfig_t field, for the knob table. */
+#define MCA_COLL_DFCCL_FIELD(_f) offsetof(dfcclConfig_t, _f), sizeof(((dfcclConfig_t *)0)->_f)
 
 #define MCA_COLL_DFCCL_NUM_KNOBS 23
 
@@ -63,12 +67,13 @@ typedef struct mca_coll_dfccl_component_t {
     bool eager;       /**< engine communicator at communicator creation, not first use */
     bool device_sync; /**< synchronize the legacy stream before each device-buffer call */
     mca_coll_dfccl_knob_t knobs[MCA_COLL_DFCCL_NUM_KNOBS];
-    char *net;         /**< coll_dfccl_net, mirrored into DFCCL_NET like the knobs */
+    char *net;         /**< coll_dfccl_net, passed as dfcclConfig_t.net like the knobs */
     int net_var_index; /**< to tell an explicit setting from the default */
 
     /* state, set up at the first engine communicator (engine_ready) */
     opal_mutex_t lock;                       /**< guards everything below */
-    bool engine_ready;                       /**< env exported, keyval, request list, progress */
+    bool engine_ready;                       /**< config, keyval, request list, progress */
+    dfcclConfig_t config;                    /**< every engine communicator's (set once) */
     int keyval;                              /**< communicator attribute; its delete destroys */
     opal_free_list_t requests;               /**< mca_coll_dfccl_req_t */
     struct mca_coll_dfccl_req_t *active;     /**< non-blocking calls being progressed */
@@ -130,7 +135,8 @@ typedef enum {
 #define MCA_COLL_DFCCL_COLLS(X)                                                                              \
     X(allreduce)                                                                                             \
     X(iallreduce)                                                                                            \
-    X(reduce) X(ireduce) X(bcast) X(ibcast) X(allgather) X(iallgather) X(reduce_scatter_block)               \
+    X(reduce)                                                                                                \
+    X(ireduce) X(bcast) X(ibcast) X(allgather) X(iallgather) X(reduce_scatter_block)                         \
         X(ireduce_scatter_block) X(reduce_scatter) X(ireduce_scatter) X(alltoall) X(ialltoall) X(gather)     \
             X(igather) X(gatherv) X(igatherv) X(scatter) X(iscatter) X(scatterv) X(iscatterv) X(allgatherv)  \
                 X(iallgatherv) X(alltoallv) X(ialltoallv) X(alltoallw) X(ialltoallw) X(scan) X(iscan)        \
@@ -147,8 +153,8 @@ typedef struct mca_coll_dfccl_module_t {
     mca_coll_base_module_t super;
     struct ompi_communicator_t *comm;
     int rank;
-    int size;  /**< blocks of a v-call: the group's size, the remote group's on an intercommunicator */
-    int lsize; /**< the local group's size (reduce_scatter's blocks) */
+    int size;   /**< blocks of a v-call: the group's size, the remote group's on an intercommunicator */
+    int lsize;  /**< the local group's size (reduce_scatter's blocks) */
     bool inter; /**< an intercommunicator: device buffers staged for the other components */
 
     dfcclComm_t ecomm;
@@ -317,6 +323,9 @@ mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *co
 int mca_coll_dfccl_progress(void);
 /** @brief Once per process, before the first engine communicator or request. */
 int mca_coll_dfccl_setup(void);
+/** @brief The engine's configuration from the MCA parameters set explicitly (the others
+ *         unset: the engine takes their DFCCL_* variables). */
+void mca_coll_dfccl_engine_config(dfcclConfig_t *cfg);
 /** @brief Component close: destroy what is left, leave opal_progress. */
 void mca_coll_dfccl_engine_shutdown(void);
 

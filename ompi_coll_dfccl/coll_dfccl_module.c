@@ -146,7 +146,7 @@ mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *co
 #define DFCCL_SAVE_PREV(_m, _comm, _api)                                                                     \
     do {                                                                                                     \
         if ((_m)->inter && (!(_comm)->c_coll->coll_##_api || !(_comm)->c_coll->coll_##_api##_module)) {      \
-            /* an intercommunicator: dfccl only stages for others; none here, nor dfccl */                  \
+            /* an intercommunicator: dfccl only stages for others; none here, nor dfccl */                   \
             (_m)->super.coll_##_api = NULL;                                                                  \
             break;                                                                                           \
         }                                                                                                    \
@@ -491,8 +491,8 @@ static int dfccl_comm_attr_copy(MPI_Comm oldcomm, int keyval, void *extra_state,
     return OMPI_SUCCESS;
 }
 
-/* Before the first engine communicator or request of the process: hand the
- * explicitly set knobs to the engine, then set up what engine calls need. */
+/* Before the first engine communicator or request of the process: the engine's
+ * configuration from the explicitly set knobs, then what engine calls need. */
 int mca_coll_dfccl_setup(void)
 {
     mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
@@ -502,28 +502,7 @@ int mca_coll_dfccl_setup(void)
     if (cm->engine_ready)
         goto out;
 
-    for (int i = 0; i < MCA_COLL_DFCCL_NUM_KNOBS; i++) {
-        mca_coll_dfccl_knob_t *k = &cm->knobs[i];
-        mca_base_var_source_t source = MCA_BASE_VAR_SOURCE_DEFAULT;
-        if (k->var_index < 0 || mca_base_var_get_value(k->var_index, NULL, &source, NULL) != OPAL_SUCCESS ||
-            source == MCA_BASE_VAR_SOURCE_DEFAULT)
-            continue;
-        char value[32];
-        snprintf(value, sizeof(value), "%llu", k->value);
-        setenv(k->env, value, 1);
-        DFCCL_VERBOSE(1, "coll_dfccl_%s=%s: %s=%s", k->name, value, k->env, value);
-    }
-    mca_base_var_source_t net_source = MCA_BASE_VAR_SOURCE_DEFAULT;
-    if (cm->net_var_index >= 0 && cm->net && cm->net[0] &&
-        mca_base_var_get_value(cm->net_var_index, NULL, &net_source, NULL) == OPAL_SUCCESS &&
-        net_source != MCA_BASE_VAR_SOURCE_DEFAULT) {
-        setenv("DFCCL_NET", cm->net, 1);
-        DFCCL_VERBOSE(1, "coll_dfccl_net=%s: DFCCL_NET=%s", cm->net, cm->net);
-    }
-    /* verbose 2 (engine communicators): let the engine say which transport each peer
-     * uses, unless DFCCL_LOG_LEVEL was given */
-    if (cm->verbose >= 2)
-        setenv("DFCCL_LOG_LEVEL", "info", 0);
+    mca_coll_dfccl_engine_config(&cm->config);
 
     ompi_attribute_fn_ptr_union_t copy_fn, del_fn;
     copy_fn.attr_communicator_copy_fn = dfccl_comm_attr_copy;
