@@ -218,6 +218,12 @@ static uint64_t fresh_uid(void)
 dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllgatherFn_t allgather,
                             void *ctx)
 {
+    return dfcclCommInitConfig(comm_p, nranks, rank, allgather, ctx, NULL);
+}
+
+dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllgatherFn_t allgather,
+                                  void *ctx, const dfcclConfig_t *config)
+{
     dfcclResult_t res;
     eng_boot_info_t me, *all = NULL;
 
@@ -230,9 +236,8 @@ dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllg
         return DFCCL_ARG_ERROR("rank %d out of range [0, %d)", rank, nranks);
     if (!allgather)
         return DFCCL_ARG_ERROR("allgather is NULL");
-    if (eng_config_init() < 0)
-        return eng_set_error(dfcclInvalidArgument, __func__, "bad DFCCL_* environment variable: %s",
-                             dfcclGetLastError());
+    if ((res = eng_config_init(config)) != dfcclSuccess)
+        return res;
 
     struct dfccl_comm *c = calloc(1, sizeof(*c));
     all = calloc((size_t)nranks, sizeof(*all));

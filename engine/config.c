@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* DFCCL_* environment variables; defaults and units are in README.md. */
+/* The engine's configuration: DFCCL_* environment variables and dfcclConfig_t fields.
+ * Defaults and units are in README.md. */
 #include <errno.h>
 #include <sched.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,43 +16,86 @@
 
 eng_config_t eng_config;
 
-static pthread_once_t eng_config_once = PTHREAD_ONCE_INIT;
-static int eng_config_status;
+/* One knob: its variable, its dfcclConfig_t field (NULL: environment only), default and
+ * range. Word knobs (DFCCL_NET, DFCCL_LOG_LEVEL) take one of `words`; their value is
+ * the word's index, which is also the field's enum value. */
+typedef struct {
+    const char *env, *field;
+    size_t off; /* offsetof(dfcclConfig_t, field) */
+    int wide;   /* an int64_t field, else int32_t */
+    uint64_t def, min, max;
+    const char *const *words;
+} knob_t;
 
-/* Every variable dfccl reads. Names under DFCCL_DEMO_ and DFCCL_BENCH_ belong to the
- * example and benchmark programs; any other DFCCL_ name is a typo or a habit from
- * another library (DFCCL_DEBUG for NCCL_DEBUG), said once at the first dfcclCommInit:
- * a warning, since a misspelled knob must not stop a job. */
-static const char *const known_vars[] = {"DFCCL_PREEMPT",
-                                         "DFCCL_THRESHOLD_BASE_NS",
-                                         "DFCCL_THRESHOLD_MAX_NS",
-                                         "DFCCL_THRESHOLD_GROWTH",
-                                         "DFCCL_HEAD_FACTOR",
-                                         "DFCCL_SLOTS",
-                                         "DFCCL_CHANNELS",
-                                         "DFCCL_CHUNK_SIZE",
-                                         "DFCCL_FIFO_DEPTH",
-                                         "DFCCL_ONESHOT_MAX",
-                                         "DFCCL_STALL_REPORT",
-                                         "DFCCL_TIMEOUT",
-                                         "DFCCL_IDLE_US",
-                                         "DFCCL_GPU_CHANNELS",
-                                         "DFCCL_GPU_THREADS",
-                                         "DFCCL_GPU_IDLE_QUIT",
-                                         "DFCCL_GPU_STALL_QUIT",
-                                         "DFCCL_GPU",
-                                         "DFCCL_GPU_CHUNK_SIZE",
-                                         "DFCCL_GPU_SYS_SCOPE",
-                                         "DFCCL_LL_MAX",
-                                         "DFCCL_GPU_TRACE",
-                                         "DFCCL_TRACE",
-                                         "DFCCL_CPU_THREADS",
-                                         "DFCCL_NET_THREADS",
-                                         "DFCCL_NET_PIECE",
-                                         "DFCCL_GPU_NET_CHUNK_SIZE",
-                                         "DFCCL_LOG_LEVEL",
-                                         "DFCCL_NET",
-                                         "DFCCL_HOST"};
+static const char *const net_words[] = {"auto", "ucx", NULL};
+static const char *const level_words[] = {"error", "warn", "info", "debug", "trace", NULL};
+
+#define F32(_f)  #_f, offsetof(dfcclConfig_t, _f), 0
+#define F64(_f)  #_f, offsetof(dfcclConfig_t, _f), 1
+#define ENV_ONLY NULL, 0, 0
+
+enum {
+    K_PREEMPT,
+    K_BASE_NS,
+    K_MAX_NS,
+    K_GROWTH,
+    K_HEAD,
+    K_SLOTS,
+    K_CHANNELS,
+    K_CHUNK,
+    K_DEPTH,
+    K_ONESHOT,
+    K_STALL,
+    K_TIMEOUT,
+    K_IDLE,
+    K_GPU_CHANNELS,
+    K_GPU_THREADS,
+    K_GPU_IDLE,
+    K_GPU_STALL,
+    K_GPU,
+    K_GPU_CHUNK,
+    K_SYS_SCOPE,
+    K_LL,
+    K_TRACE,
+    K_CPU_THREADS,
+    K_NET_THREADS,
+    K_NET_PIECE,
+    K_GPU_NET_CHUNK,
+    K_NET,
+    K_LEVEL,
+    K_COUNT
+};
+
+static const knob_t knobs[K_COUNT] = {
+    [K_PREEMPT] = {"DFCCL_PREEMPT", F32(preempt), 1, 0, 1, NULL},
+    [K_BASE_NS] = {"DFCCL_THRESHOLD_BASE_NS", F64(thresholdBaseNs), 20000, 100, 60000000000ull, NULL},
+    [K_MAX_NS] = {"DFCCL_THRESHOLD_MAX_NS", F64(thresholdMaxNs), 5000000, 100, 600000000000ull, NULL},
+    [K_GROWTH] = {"DFCCL_THRESHOLD_GROWTH", F32(thresholdGrowth), 4, 1, 1024, NULL},
+    [K_HEAD] = {"DFCCL_HEAD_FACTOR", F32(headFactor), 4, 1, 1024, NULL},
+    [K_SLOTS] = {"DFCCL_SLOTS", F32(slots), 2, 1, 64, NULL},
+    [K_CHANNELS] = {"DFCCL_CHANNELS", F32(channels), 1, 1, 32, NULL},
+    [K_CHUNK] = {"DFCCL_CHUNK_SIZE", F64(chunkSize), 65536, 1024, 64ull << 20, NULL},
+    [K_DEPTH] = {"DFCCL_FIFO_DEPTH", F32(fifoDepth), 4, 2, 64, NULL},
+    [K_ONESHOT] = {"DFCCL_ONESHOT_MAX", F64(oneshotMax), 32768, 0, 64ull << 20, NULL},
+    [K_STALL] = {"DFCCL_STALL_REPORT", F64(stallReportMs), 10000, 0, 86400000ull, NULL},
+    [K_TIMEOUT] = {"DFCCL_TIMEOUT", F64(timeoutMs), 0, 0, 86400000ull, NULL},
+    [K_IDLE] = {"DFCCL_IDLE_US", ENV_ONLY, 2000, 0, 10000000ull, NULL},
+    [K_GPU_CHANNELS] = {"DFCCL_GPU_CHANNELS", F32(gpuChannels), 0, 0, 64, NULL},
+    [K_GPU_THREADS] = {"DFCCL_GPU_THREADS", F32(gpuThreads), 512, 64, 512, NULL},
+    [K_GPU_IDLE] = {"DFCCL_GPU_IDLE_QUIT", F64(gpuIdleQuitUs), 1000, 10, 60000000ull, NULL},
+    [K_GPU_STALL] = {"DFCCL_GPU_STALL_QUIT", F64(gpuStallQuitUs), 2000, 10, 60000000ull, NULL},
+    [K_GPU] = {"DFCCL_GPU", ENV_ONLY, 1, 0, 1, NULL},
+    [K_GPU_CHUNK] = {"DFCCL_GPU_CHUNK_SIZE", F64(gpuChunkSize), 131072, 1024, 64ull << 20, NULL},
+    [K_SYS_SCOPE] = {"DFCCL_GPU_SYS_SCOPE", ENV_ONLY, 0, 0, 1, NULL},
+    [K_LL] = {"DFCCL_LL_MAX", F64(llMax), 8192, 0, 64ull << 20, NULL},
+    [K_TRACE] = {"DFCCL_GPU_TRACE", F32(gpuTrace), 0, 0, 1, NULL},
+    [K_CPU_THREADS] = {"DFCCL_CPU_THREADS", F32(cpuThreads), 1, 1, ENG_MAX_WORKERS, NULL},
+    [K_NET_THREADS] = {"DFCCL_NET_THREADS", F32(netThreads), 0, 0, ENG_MAX_NET_THREADS, NULL},
+    [K_NET_PIECE] = {"DFCCL_NET_PIECE", F64(netPiece), ENG_NET_PIECE_DEFAULT, 0, 64ull << 20, NULL},
+    [K_GPU_NET_CHUNK] = {"DFCCL_GPU_NET_CHUNK_SIZE", F64(gpuNetChunkSize), 65536, 1024, 64ull << 20, NULL},
+    [K_NET] = {"DFCCL_NET", F32(net), 0, 0, 1, net_words},
+    [K_LEVEL] = {"DFCCL_LOG_LEVEL", F32(logLevel), DFCCL_LOG_WARN, 0, 4, level_words},
+};
 
 /* edit distance of two short names (capped at 9) */
 static int name_distance(const char *a, size_t la, const char *b)
@@ -73,6 +118,14 @@ static int name_distance(const char *a, size_t la, const char *b)
     return prev[lb];
 }
 
+/* read where they are used: the host name (comm.c) and the timeline (trace.c) */
+static const char *const other_vars[] = {"DFCCL_HOST", "DFCCL_TRACE"};
+#define NOTHER ((int)(sizeof(other_vars) / sizeof(other_vars[0])))
+
+/* Every variable dfccl reads is a knob or one of other_vars. Names under DFCCL_DEMO_ and
+ * DFCCL_BENCH_ belong to the example and benchmark programs; any other DFCCL_ name is a
+ * typo or a habit from another library (DFCCL_DEBUG for NCCL_DEBUG), said once at the
+ * first dfcclCommInit: a warning, since a misspelled knob must not stop a job. */
 static void warn_unknown_vars(void)
 {
     extern char **environ;
@@ -85,12 +138,13 @@ static void warn_unknown_vars(void)
         const char *best = NULL;
         int best_d = 4; /* suggest only close names */
         int known = 0;
-        for (size_t i = 0; i < sizeof(known_vars) / sizeof(known_vars[0]) && !known; i++) {
-            known = strlen(known_vars[i]) == len && !strncmp(*e, known_vars[i], len);
-            const int d = name_distance(*e, len, known_vars[i]);
+        for (int i = 0; i < K_COUNT + NOTHER && !known; i++) {
+            const char *name = i < K_COUNT ? knobs[i].env : other_vars[i - K_COUNT];
+            known = strlen(name) == len && !strncmp(*e, name, len);
+            const int d = name_distance(*e, len, name);
             if (d < best_d) {
                 best_d = d;
-                best = known_vars[i];
+                best = name;
             }
         }
         if (known)
@@ -102,23 +156,75 @@ static void warn_unknown_vars(void)
     }
 }
 
-static int env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max, uint64_t *out)
+/* A bad value: the message names the variable or field and what it expects. */
+static dfcclResult_t bad_value(const knob_t *k, const char *name, const char *value)
 {
-    const char *s = getenv(name);
-    *out = def;
+    if (k->words) {
+        char expect[96] = "";
+        for (int w = 0; k->words[w]; w++)
+            snprintf(expect + strlen(expect), sizeof(expect) - strlen(expect), "%s%s",
+                     w ? (k->words[w + 1] ? ", " : " or ") : "", k->words[w]);
+        return eng_set_error(dfcclInvalidArgument, "config", "%s=%s: expected %s", name, value, expect);
+    }
+    return eng_set_error(dfcclInvalidArgument, "config", "%s=%s: expected an integer in [%llu, %llu]", name,
+                         value, (unsigned long long)k->min, (unsigned long long)k->max);
+}
+
+/* The variable of knob k into *out (its default when unset). */
+static int env_value(const knob_t *k, uint64_t *out)
+{
+    const char *s = getenv(k->env);
+    *out = k->def;
     if (!s || !*s)
         return 0;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || *end || s[0] == '-' || v < min || v > max) {
-        eng_set_error(dfcclInvalidArgument, "config", "%s=%s: expected an integer in [%llu, %llu]", name, s,
-                      (unsigned long long)min, (unsigned long long)max);
-        dfccl_error("%s", dfcclGetLastError());
+    if (k->words) {
+        for (int w = 0; k->words[w]; w++)
+            if (!strcasecmp(s, k->words[w])) {
+                *out = (uint64_t)w;
+                return 0;
+            }
+        /* a bad word is refused like a bad number, not taken as the default */
+    } else {
+        errno = 0;
+        char *end;
+        unsigned long long v = strtoull(s, &end, 0);
+        if (!errno && !*end && s[0] != '-' && v >= k->min && v <= k->max) {
+            *out = v;
+            return 0;
+        }
+    }
+    bad_value(k, k->env, s);
+    dfccl_error("%s", dfcclGetLastError());
+    return -1;
+}
+
+/* The field of knob k in cfg: 0 unset, 1 set (*out), -1 a bad value (error set). Fields
+ * past cfg->size belong to a newer header than the caller's: unset. */
+static int field_value(const knob_t *k, const dfcclConfig_t *cfg, uint64_t *out)
+{
+    const size_t width = k->wide ? sizeof(int64_t) : sizeof(int32_t);
+    if (!cfg || !k->field || k->off + width > cfg->size)
+        return 0;
+    const char *p = (const char *)cfg + k->off;
+    int64_t v;
+    if (k->wide) {
+        memcpy(&v, p, sizeof(v));
+    } else {
+        int32_t v32;
+        memcpy(&v32, p, sizeof(v32));
+        v = v32;
+    }
+    if (v == DFCCL_CONFIG_UNSET)
+        return 0;
+    if (v < 0 || (uint64_t)v < k->min || (uint64_t)v > k->max) {
+        char name[48], value[24];
+        snprintf(name, sizeof(name), "config.%s", k->field);
+        snprintf(value, sizeof(value), "%lld", (long long)v);
+        bad_value(k, name, value);
         return -1;
     }
-    *out = v;
-    return 0;
+    *out = (uint64_t)v;
+    return 1;
 }
 
 /* Cores for this rank's own threads: its affinity mask when the launcher bound it,
@@ -144,77 +250,38 @@ static uint32_t cores_per_rank(void)
     return cores > 0 ? (uint32_t)cores : 1;
 }
 
-static void eng_config_parse(void)
+/* A knob's value as the user writes it (buf: 24 bytes). */
+static const char *knob_text(const knob_t *k, uint64_t v, char *buf)
 {
-    int rc = 0;
-    const char *lvl = getenv("DFCCL_LOG_LEVEL");
-    if (lvl && *lvl) {
-        static const char *const names[] = {"error", "warn", "info", "debug", "trace"};
-        int found = -1;
-        for (int i = 0; i < 5; i++)
-            if (!strcasecmp(lvl, names[i]))
-                found = i;
-        if (found >= 0) {
-            eng_log_level = found;
-        } else { /* a bad word is refused like a bad number, not taken as the default */
-            eng_set_error(dfcclInvalidArgument, "config",
-                          "DFCCL_LOG_LEVEL=%s: expected error, warn, info, debug or trace", lvl);
-            dfccl_error("%s", dfcclGetLastError());
-            rc = -1;
-        }
-    }
-    uint64_t v[26];
-    rc |= env_u64("DFCCL_PREEMPT", 1, 0, 1, &v[0]);
-    rc |= env_u64("DFCCL_THRESHOLD_BASE_NS", 20000, 100, 60000000000ull, &v[1]);
-    rc |= env_u64("DFCCL_THRESHOLD_MAX_NS", 5000000, 100, 600000000000ull, &v[2]);
-    rc |= env_u64("DFCCL_THRESHOLD_GROWTH", 4, 1, 1024, &v[3]);
-    rc |= env_u64("DFCCL_HEAD_FACTOR", 4, 1, 1024, &v[4]);
-    rc |= env_u64("DFCCL_SLOTS", 2, 1, 64, &v[5]);
-    rc |= env_u64("DFCCL_CHANNELS", 1, 1, 32, &v[6]);
-    rc |= env_u64("DFCCL_CHUNK_SIZE", 65536, 1024, 64ull << 20, &v[7]);
-    rc |= env_u64("DFCCL_FIFO_DEPTH", 4, 2, 64, &v[8]);
-    rc |= env_u64("DFCCL_ONESHOT_MAX", 32768, 0, 64ull << 20, &v[9]);
-    rc |= env_u64("DFCCL_STALL_REPORT", 10000, 0, 86400000ull, &v[10]);
-    rc |= env_u64("DFCCL_TIMEOUT", 0, 0, 86400000ull, &v[11]);
-    rc |= env_u64("DFCCL_IDLE_US", 2000, 0, 10000000ull, &v[12]);
-    rc |= env_u64("DFCCL_GPU_CHANNELS", 0, 0, 64, &v[13]);
-    rc |= env_u64("DFCCL_GPU_THREADS", 512, 64, 512, &v[14]);
-    rc |= env_u64("DFCCL_GPU_IDLE_QUIT", 1000, 10, 60000000ull, &v[15]);
-    rc |= env_u64("DFCCL_GPU_STALL_QUIT", 2000, 10, 60000000ull, &v[16]);
-    rc |= env_u64("DFCCL_GPU", 1, 0, 1, &v[17]);
-    rc |= env_u64("DFCCL_GPU_CHUNK_SIZE", 131072, 1024, 64ull << 20, &v[18]);
-    rc |= env_u64("DFCCL_GPU_SYS_SCOPE", 0, 0, 1, &v[19]);
-    rc |= env_u64("DFCCL_LL_MAX", 8192, 0, 64ull << 20, &v[20]);
-    rc |= env_u64("DFCCL_GPU_TRACE", 0, 0, 1, &v[21]);
-    rc |= env_u64("DFCCL_CPU_THREADS", 1, 1, ENG_MAX_WORKERS, &v[22]);
-    rc |= env_u64("DFCCL_NET_THREADS", 0, 0, ENG_MAX_NET_THREADS, &v[23]);
-    rc |= env_u64("DFCCL_NET_PIECE", ENG_NET_PIECE_DEFAULT, 0, 64ull << 20, &v[24]);
-    rc |= env_u64("DFCCL_GPU_NET_CHUNK_SIZE", 65536, 1024, 64ull << 20, &v[25]);
-    eng_config.preempt = (int)v[0];
-    eng_config.threshold_base_ns = v[1];
-    eng_config.threshold_max_ns = v[2] < v[1] ? v[1] : v[2];
-    eng_config.threshold_growth = (uint32_t)v[3];
-    eng_config.head_factor = (uint32_t)v[4];
-    eng_config.slots = (uint32_t)v[5];
-    eng_config.channels = (uint32_t)v[6];
-    eng_config.cpu_threads = (uint32_t)v[22];
+    if (k->words)
+        return k->words[v];
+    snprintf(buf, 24, "%llu", (unsigned long long)v);
+    return buf;
+}
+
+/* The process-wide values from the knobs' values v[]. */
+static void config_apply(const uint64_t v[K_COUNT])
+{
+    eng_log_level = (int)v[K_LEVEL];
+    eng_config.preempt = (int)v[K_PREEMPT];
+    eng_config.threshold_base_ns = v[K_BASE_NS];
+    eng_config.threshold_max_ns = v[K_MAX_NS] < v[K_BASE_NS] ? v[K_BASE_NS] : v[K_MAX_NS];
+    eng_config.threshold_growth = (uint32_t)v[K_GROWTH];
+    eng_config.head_factor = (uint32_t)v[K_HEAD];
+    eng_config.slots = (uint32_t)v[K_SLOTS];
+    eng_config.channels = (uint32_t)v[K_CHANNELS];
+    eng_config.cpu_threads = (uint32_t)v[K_CPU_THREADS];
     /* chunks stay 64-byte multiples so every element type stays aligned inside a step */
-    eng_config.chunk_size = v[7] & ~(uint64_t)63;
-    eng_config.fifo_depth = (uint32_t)v[8];
-    eng_config.oneshot_max = v[9]; /* each submission caps it at FIFO depth x smallest step */
-    eng_config.stall_report_ms = v[10];
-    eng_config.timeout_ms = v[11];
-    eng_config.idle_sleep_us = v[12];
-    eng_config.gpu = (int)v[17];
-    const char *net = getenv("DFCCL_NET");
-    if (net && *net && strcasecmp(net, "auto") && strcasecmp(net, "ucx")) {
-        eng_set_error(dfcclInvalidArgument, "config", "DFCCL_NET=%s: expected auto or ucx", net);
-        dfccl_error("%s", dfcclGetLastError());
-        rc = -1;
-    }
-    eng_config.net_force = net && !strcasecmp(net, "ucx");
-    eng_config.net_threads = (uint32_t)v[23];
-    eng_config.net_threads_auto = v[23] == 0;
+    eng_config.chunk_size = v[K_CHUNK] & ~(uint64_t)63;
+    eng_config.fifo_depth = (uint32_t)v[K_DEPTH];
+    eng_config.oneshot_max = v[K_ONESHOT]; /* each submission caps it at FIFO depth x smallest step */
+    eng_config.stall_report_ms = v[K_STALL];
+    eng_config.timeout_ms = v[K_TIMEOUT];
+    eng_config.idle_sleep_us = v[K_IDLE];
+    eng_config.gpu = (int)v[K_GPU];
+    eng_config.net_force = v[K_NET] == dfcclNetUcx;
+    eng_config.net_threads = (uint32_t)v[K_NET_THREADS];
+    eng_config.net_threads_auto = v[K_NET_THREADS] == 0;
     if (eng_config.net_threads_auto) {
         /* a proxy per two of the rank's cores, up to 4 (4 reach UCX's loopback rate:
          * bench/RESULTS.md, "What the defaults rest on");
@@ -222,27 +289,87 @@ static void eng_config_parse(void)
         const uint32_t n = cores_per_rank() / 2;
         eng_config.net_threads = n < 1 ? 1 : n > 4 ? 4 : n;
     }
-    eng_config.net_piece = v[24];
+    eng_config.net_piece = v[K_NET_PIECE];
     const char *host = getenv("DFCCL_HOST");
     if (host && *host)
         snprintf(eng_config.host, sizeof(eng_config.host), "%s", host);
     else if (gethostname(eng_config.host, sizeof(eng_config.host) - 1) != 0)
         snprintf(eng_config.host, sizeof(eng_config.host), "unknown");
-    eng_config.gpu_channels = (uint32_t)v[13];
-    eng_config.gpu_threads = (uint32_t)(v[14] & ~(uint64_t)31); /* whole warps */
-    eng_config.gpu_idle_quit_us = v[15];
-    eng_config.gpu_stall_quit_us = v[16];
-    eng_config.gpu_chunk_size = v[18] & ~(uint64_t)63;
-    eng_config.gpu_net_chunk = v[25] & ~(uint64_t)63;
-    eng_config.gpu_sys_scope = (int)v[19];
-    eng_config.ll_max = v[20];
-    eng_config.gpu_trace = (int)v[21];
-    warn_unknown_vars();
-    eng_config_status = rc ? -1 : 0;
+    eng_config.gpu_channels = (uint32_t)v[K_GPU_CHANNELS];
+    eng_config.gpu_threads = (uint32_t)(v[K_GPU_THREADS] & ~(uint64_t)31); /* whole warps */
+    eng_config.gpu_idle_quit_us = v[K_GPU_IDLE];
+    eng_config.gpu_stall_quit_us = v[K_GPU_STALL];
+    eng_config.gpu_chunk_size = v[K_GPU_CHUNK] & ~(uint64_t)63;
+    eng_config.gpu_net_chunk = v[K_GPU_NET_CHUNK] & ~(uint64_t)63;
+    eng_config.gpu_sys_scope = (int)v[K_SYS_SCOPE];
+    eng_config.ll_max = v[K_LL];
+    eng_config.gpu_trace = (int)v[K_TRACE];
 }
 
-int eng_config_init(void)
+/* Guarded by lock: the environment as read at the first call, and the values the
+ * first communicator fixed. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int env_read, env_status, fixed;
+static char env_error[512];
+static uint64_t env_v[K_COUNT], fixed_v[K_COUNT];
+
+static void read_env(void)
 {
-    pthread_once(&eng_config_once, eng_config_parse);
-    return eng_config_status;
+    env_status = 0;
+    for (int i = 0; i < K_COUNT; i++)
+        env_status |= env_value(&knobs[i], &env_v[i]);
+    if (env_status)
+        snprintf(env_error, sizeof(env_error), "%s", dfcclGetLastError());
+    /* the level applies from here on: the warnings below and the rest of the set-up */
+    if (!env_status)
+        eng_log_level = (int)env_v[K_LEVEL];
+    warn_unknown_vars();
+    env_read = 1;
+}
+
+dfcclResult_t eng_config_init(const dfcclConfig_t *cfg)
+{
+    dfcclResult_t res = dfcclSuccess;
+    uint64_t v[K_COUNT];
+    int set[K_COUNT];
+
+    if (cfg && (cfg->magic != DFCCL_CONFIG_MAGIC || cfg->size < offsetof(dfcclConfig_t, preempt)))
+        return eng_set_error(dfcclInvalidArgument, "config",
+                             "config was not made from DFCCL_CONFIG_INITIALIZER (size %zu, magic %#x)",
+                             cfg->size, cfg->magic);
+    pthread_mutex_lock(&lock);
+    if (!env_read)
+        read_env();
+    if (env_status) {
+        res =
+            eng_set_error(dfcclInvalidArgument, "config", "bad DFCCL_* environment variable: %s", env_error);
+        goto out;
+    }
+    for (int i = 0; i < K_COUNT; i++) {
+        v[i] = fixed ? fixed_v[i] : env_v[i];
+        set[i] = field_value(&knobs[i], cfg, &v[i]);
+        if (set[i] < 0) {
+            res = dfcclInvalidArgument;
+            goto out;
+        }
+    }
+    if (!fixed) { /* the first communicator: its fields over the environment, for good */
+        config_apply(v);
+        memcpy(fixed_v, v, sizeof(v));
+        fixed = 1;
+        goto out;
+    }
+    for (int i = 0; i < K_COUNT; i++)
+        if (set[i] && v[i] != fixed_v[i]) {
+            char want[24], have[24];
+            res = eng_set_error(dfcclInvalidUsage, "config",
+                                "config.%s=%s differs from %s, the value the first communicator of this "
+                                "process fixed (from %s or its config): the configuration is process-wide",
+                                knobs[i].field, knob_text(&knobs[i], v[i], want),
+                                knob_text(&knobs[i], fixed_v[i], have), knobs[i].env);
+            break;
+        }
+out:
+    pthread_mutex_unlock(&lock);
+    return res;
 }

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Engine configuration: every knob is a DFCCL_* environment variable, read once per
- * process (the Open MPI component sets them from its coll_dfccl_* MCA parameters
- * before the first communicator). Defaults and units are documented in README.md. */
+/* Engine configuration, process-wide: every knob is a DFCCL_* environment variable,
+ * most also a dfcclConfig_t field (the Open MPI component passes its coll_dfccl_* MCA
+ * parameters that way). The first communicator of the process fixes the values: its
+ * set fields, else the environment, else the defaults (README.md). */
 #ifndef DFCCL_ENG_CONFIG_H
 #define DFCCL_ENG_CONFIG_H
 
 #include <stdint.h>
+
+#include "dfccl.h"
 
 #define ENG_MAX_WORKERS     32 /* most CPU daemon threads (DFCCL_CPU_THREADS) */
 #define ENG_MAX_NET_THREADS 8  /* most proxy threads (DFCCL_NET_THREADS) */
@@ -57,7 +60,11 @@ static inline uint64_t eng_gpu_chunk(int any_net)
                                                                            : eng_config.gpu_chunk_size;
 }
 
-/* Parse the environment (idempotent, thread-safe). Returns <0 on a bad value. */
-int eng_config_init(void);
+/* At every communicator's creation (thread-safe). The first whose arguments are valid
+ * fixes eng_config from @p cfg's set fields (NULL: none) over the environment; a later
+ * one must agree with it on every field it sets. dfcclSuccess, dfcclInvalidArgument (a
+ * bad value, in the environment or a field: the message names it) or dfcclInvalidUsage
+ * (a set field that differs from the fixed value: the message names both). */
+dfcclResult_t eng_config_init(const dfcclConfig_t *cfg);
 
 #endif

@@ -104,13 +104,103 @@ typedef struct {
     uint64_t daemon_launches; /**< GPU daemon kernel launches in this process so far */
 } dfcclStats_t;
 
-/** @brief Human-readable text for a result code. Never NULL. */
+/** @brief Transport between the ranks of a communicator (dfcclConfig_t.net, DFCCL_NET). */
+typedef enum {
+    dfcclNetUnset = -2147483647 - 1, /**< DFCCL_CONFIG_UNSET: DFCCL_NET decides */
+    dfcclNetAuto = 0,                /**< same host over shared memory (CUDA IPC), other hosts over UCX */
+    dfcclNetUcx = 1,                 /**< every other rank over UCX, even on the same host (testing) */
+} dfcclNet_t;
+
+/** @brief Log verbosity on stderr (dfcclConfig_t.logLevel, DFCCL_LOG_LEVEL). */
+typedef enum {
+    dfcclLogUnset = -2147483647 - 1, /**< DFCCL_CONFIG_UNSET: DFCCL_LOG_LEVEL decides */
+    dfcclLogError = 0,
+    dfcclLogWarn = 1,
+    dfcclLogInfo = 2,
+    dfcclLogDebug = 3,
+    dfcclLogTrace = 4,
+} dfcclLogLevel_t;
+
+/** @brief A field of dfcclConfig_t left to the environment (the DFCCL_* variable, else
+ *         its default). */
+#define DFCCL_CONFIG_UNSET (-2147483647 - 1)
+/** @brief dfcclConfig_t.magic of a configuration made with DFCCL_CONFIG_INITIALIZER. */
+#define DFCCL_CONFIG_MAGIC 0xdfcc1c0fu
+
+/**
+ * @brief The engine's knobs for dfcclCommInitConfig, one field per DFCCL_* variable of
+ *        the same meaning (units and ranges: README.md, "Configuration").
+ *
+ * Start from DFCCL_CONFIG_INITIALIZER (every field unset) and set what you mean to
+ * fix. An unset field takes the environment variable, else its default; a set field
+ * wins over the environment. The values are process-wide: the first communicator of
+ * the process fixes them, and a later dfcclCommInitConfig whose set fields differ fails
+ * with dfcclInvalidUsage. Fields past @c size are unset, so a program built against an
+ * older dfccl.h keeps working with a newer library.
+ */
+typedef struct {
+    size_t size;              /**< sizeof(dfcclConfig_t) of the caller's header */
+    unsigned int magic;       /**< DFCCL_CONFIG_MAGIC */
+    unsigned int version;     /**< DFCCL_VERSION_CODE of the caller's header */
+    int32_t preempt;          /**< DFCCL_PREEMPT: 1 preempt stalled collectives, 0 never */
+    int64_t thresholdBaseNs;  /**< DFCCL_THRESHOLD_BASE_NS */
+    int32_t thresholdGrowth;  /**< DFCCL_THRESHOLD_GROWTH */
+    int64_t thresholdMaxNs;   /**< DFCCL_THRESHOLD_MAX_NS */
+    int32_t headFactor;       /**< DFCCL_HEAD_FACTOR */
+    int32_t slots;            /**< DFCCL_SLOTS */
+    int32_t channels;         /**< DFCCL_CHANNELS */
+    int32_t cpuThreads;       /**< DFCCL_CPU_THREADS */
+    int32_t netThreads;       /**< DFCCL_NET_THREADS (0: from the rank's cores) */
+    int64_t netPiece;         /**< DFCCL_NET_PIECE, bytes */
+    int64_t chunkSize;        /**< DFCCL_CHUNK_SIZE, bytes */
+    int32_t fifoDepth;        /**< DFCCL_FIFO_DEPTH */
+    int64_t oneshotMax;       /**< DFCCL_ONESHOT_MAX, bytes */
+    int64_t llMax;            /**< DFCCL_LL_MAX, bytes */
+    int64_t stallReportMs;    /**< DFCCL_STALL_REPORT, ms */
+    int64_t timeoutMs;        /**< DFCCL_TIMEOUT, ms */
+    int32_t gpuChannels;      /**< DFCCL_GPU_CHANNELS (0: automatic) */
+    int32_t gpuThreads;       /**< DFCCL_GPU_THREADS */
+    int64_t gpuChunkSize;     /**< DFCCL_GPU_CHUNK_SIZE, bytes */
+    int64_t gpuNetChunkSize;  /**< DFCCL_GPU_NET_CHUNK_SIZE, bytes */
+    int64_t gpuIdleQuitUs;    /**< DFCCL_GPU_IDLE_QUIT, us */
+    int64_t gpuStallQuitUs;   /**< DFCCL_GPU_STALL_QUIT, us */
+    int32_t gpuTrace;         /**< DFCCL_GPU_TRACE: 0 or 1 */
+    dfcclNet_t net;           /**< DFCCL_NET */
+    dfcclLogLevel_t logLevel; /**< DFCCL_LOG_LEVEL */
+} dfcclConfig_t;
+
+/** @brief A dfcclConfig_t with every field unset: the environment decides everything. */
+/* clang-format off: one line per group of fields, in declaration order */
+#define DFCCL_CONFIG_INITIALIZER                                                                             \
+    {                                                                                                        \
+        sizeof(dfcclConfig_t), DFCCL_CONFIG_MAGIC, DFCCL_VERSION_CODE, DFCCL_CONFIG_UNSET,                   \
+            DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET,                  \
+            DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET,                  \
+            DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET,                  \
+            DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET,                  \
+            DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET,                  \
+            DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, dfcclNetUnset, dfcclLogUnset                             \
+    }
+/* clang-format on */
+
+/**
+ * @brief Human-readable text for a result code.
+ * @param [in] result  any dfcclResult_t
+ * @return the text, never NULL
+ */
 const char *dfcclGetErrorString(dfcclResult_t result);
 
-/** @brief Text of the last error on this thread (names the bad argument). Never NULL. */
+/**
+ * @brief Text of the last error on the calling thread (names the bad argument).
+ * @return the text, never NULL
+ */
 const char *dfcclGetLastError(void);
 
-/** @brief Version as DFCCL_VERSION_CODE. */
+/**
+ * @brief The library's version.
+ * @param [out] version_p  DFCCL_VERSION_CODE of the library
+ * @return dfcclSuccess, dfcclInvalidArgument (NULL @p version_p)
+ */
 dfcclResult_t dfcclGetVersion(int *version_p);
 
 /**
@@ -122,145 +212,415 @@ dfcclResult_t dfcclGetVersion(int *version_p);
  * @param [in]  ctx        passed to @p allgather unchanged
  * @return dfcclSuccess, dfcclInvalidArgument, dfcclBootstrapError, dfcclNoMemory,
  *         dfcclSystemError, dfcclUnsupported (a peer on another host)
- * @note Collective: every rank must call it. Configuration comes from the
- *       DFCCL_* environment variables, read at the first call of the process.
+ * @note Collective: every rank must call it. The configuration comes from the
+ *       DFCCL_* environment variables: dfcclCommInitConfig with every field unset.
  */
 dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllgatherFn_t allgather,
                             void *ctx);
 
 /**
+ * @brief dfcclCommInit with the engine's knobs given in @p config instead of (or on
+ *        top of) the environment.
+ * @param [out] comm_p     the new communicator
+ * @param [in]  nranks     number of ranks (>= 1)
+ * @param [in]  rank       this process's rank, 0 <= rank < nranks
+ * @param [in]  allgather  bootstrap all-gather over the nranks processes
+ * @param [in]  ctx        passed to @p allgather unchanged
+ * @param [in]  config     made from DFCCL_CONFIG_INITIALIZER; NULL: every field unset.
+ *                         Read during the call only.
+ * @return as dfcclCommInit, and dfcclInvalidArgument for a bad field value or a
+ *         @p config not made from DFCCL_CONFIG_INITIALIZER (the message names the
+ *         field), dfcclInvalidUsage when a set field differs from the value the
+ *         process's first communicator fixed (the message names the field and both values)
+ * @note Collective: every rank must call it. The configuration is process-wide: the
+ *       first communicator whose arguments are valid fixes every knob (a set field, else
+ *       its DFCCL_* variable, else the default); later calls may set fields only to
+ *       the same values. The knobs that shape a communicator must also be equal on all
+ *       its ranks (README.md, "Configuration").
+ */
+dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllgatherFn_t allgather,
+                                  void *ctx, const dfcclConfig_t *config);
+
+/**
  * @brief Destroy a communicator. Local: collectives still pending on it complete
  *        with dfcclCommAborted; their requests must still be waited or tested.
  *        Shared memory and the daemon (with the last communicator) are released.
+ * @param [in] comm  a communicator from dfcclCommInit(Config)
+ * @return dfcclSuccess, dfcclInvalidArgument (NULL or destroyed @p comm)
  */
 dfcclResult_t dfcclCommDestroy(dfcclComm_t comm);
 
-/** @brief This process's rank in @p comm. */
+/**
+ * @brief This process's rank in @p comm.
+ * @param [in]  comm    the communicator
+ * @param [out] rank_p  its rank
+ * @return dfcclSuccess, dfcclInvalidArgument (bad @p comm, NULL @p rank_p)
+ */
 dfcclResult_t dfcclCommRank(dfcclComm_t comm, int *rank_p);
-/** @brief Number of ranks in @p comm. */
+/**
+ * @brief Number of ranks in @p comm.
+ * @param [in]  comm    the communicator
+ * @param [out] size_p  its size
+ * @return dfcclSuccess, dfcclInvalidArgument (bad @p comm, NULL @p size_p)
+ */
 dfcclResult_t dfcclCommSize(dfcclComm_t comm, int *size_p);
-/** @brief *@p supported_p is 1 when device buffers run on the GPU daemon for @p comm
- *         (every rank has a usable GPU and the GPU backend is built and enabled). */
+/**
+ * @brief Whether device buffers run on the GPU daemon for @p comm (every rank has a
+ *        usable GPU and the GPU backend is built and enabled).
+ * @param [in]  comm         the communicator
+ * @param [out] supported_p  1 when they do, else 0
+ * @return dfcclSuccess, dfcclInvalidArgument (bad @p comm, NULL @p supported_p)
+ */
 dfcclResult_t dfcclCommDeviceBuffers(dfcclComm_t comm, int *supported_p);
 
-/** @brief Copy @p comm's statistics into @p stats_p. */
+/**
+ * @brief Copy @p comm's statistics into @p stats_p.
+ * @param [in]  comm     the communicator
+ * @param [out] stats_p  its statistics
+ * @return dfcclSuccess, dfcclInvalidArgument (bad @p comm, NULL @p stats_p)
+ */
 dfcclResult_t dfcclCommGetStats(dfcclComm_t comm, dfcclStats_t *stats_p);
 
 /**
  * @brief Non-blocking all-reduce of @p count elements. In place when
- *        @p sendbuf == @p recvbuf.
- * @param [out] request_p  completed through dfcclTest / dfcclWait
+ * @p sendbuf == @p recvbuf.
+ * @param [in]      sendbuf    data to send (see above for the in-place form)
+ * @param [out]     recvbuf    where the result lands
+ * @param [in]      count      elements per rank
+ * @param [in]      datatype   element type
+ * @param [in]      op         reduction operator
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
  * @note Collective on @p comm. Buffers must stay valid until completion.
  */
 dfcclResult_t dfcclAllReduce(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
                              dfcclRedOp_t op, dfcclComm_t comm, dfcclRequest_t *request_p);
 
-/** @brief Non-blocking reduce to @p root; @p recvbuf is used on the root only. */
+/**
+ * @brief Non-blocking reduce to @p root; @p recvbuf is used on the root only.
+ * @param [in]      sendbuf    data to send (see above for the in-place form)
+ * @param [out]     recvbuf    where the result lands
+ * @param [in]      count      elements per rank
+ * @param [in]      datatype   element type
+ * @param [in]      op         reduction operator
+ * @param [in]      root       the root rank
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
 dfcclResult_t dfcclReduce(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
                           dfcclRedOp_t op, int root, dfcclComm_t comm, dfcclRequest_t *request_p);
 
-/** @brief Non-blocking broadcast of @p count elements from @p root's @p sendbuf into
- *         every rank's @p recvbuf (in place when they are equal). */
+/**
+ * @brief Non-blocking broadcast of @p count elements from @p root's @p sendbuf into
+ *        every rank's @p recvbuf (in place when they are equal).
+ * @param [in]      sendbuf    data to send (see above for the in-place form)
+ * @param [out]     recvbuf    where the result lands
+ * @param [in]      count      elements per rank
+ * @param [in]      datatype   element type
+ * @param [in]      root       the root rank
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
 dfcclResult_t dfcclBroadcast(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
                              int root, dfcclComm_t comm, dfcclRequest_t *request_p);
 
-/** @brief Non-blocking all-gather: @p sendcount elements per rank; recvbuf holds
- *         nranks * sendcount. In place when sendbuf == recvbuf + rank * sendcount. */
+/**
+ * @brief Non-blocking all-gather: @p sendcount elements per rank; recvbuf holds
+ *        nranks * sendcount. In place when sendbuf == recvbuf + rank * sendcount.
+ * @param [in]      sendbuf    data to send (see above for the in-place form)
+ * @param [out]     recvbuf    where the result lands
+ * @param [in]      sendcount  elements this rank sends
+ * @param [in]      datatype   element type
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
 dfcclResult_t dfcclAllGather(const void *sendbuf, void *recvbuf, size_t sendcount, dfcclDataType_t datatype,
                              dfcclComm_t comm, dfcclRequest_t *request_p);
 
-/** @brief Non-blocking reduce-scatter: sendbuf holds nranks * recvcount elements,
- *         rank i gets block i reduced. In place when recvbuf == sendbuf + rank *
- *         recvcount. */
+/**
+ * @brief Non-blocking reduce-scatter: sendbuf holds nranks * recvcount elements,
+ *        rank i gets block i reduced. In place when recvbuf == sendbuf + rank *
+ *        recvcount.
+ * @param [in]      sendbuf    data to send (see above for the in-place form)
+ * @param [out]     recvbuf    where the result lands
+ * @param [in]      recvcount  elements this rank receives
+ * @param [in]      datatype   element type
+ * @param [in]      op         reduction operator
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
 dfcclResult_t dfcclReduceScatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                  dfcclDataType_t datatype, dfcclRedOp_t op, dfcclComm_t comm,
                                  dfcclRequest_t *request_p);
 
-/** @brief Non-blocking all-to-all: block i (@p count elements) of sendbuf goes to
- *         rank i. sendbuf and recvbuf must not overlap. */
+/**
+ * @brief Non-blocking all-to-all: block i (@p count elements) of sendbuf goes to
+ *        rank i. sendbuf and recvbuf must not overlap.
+ * @param [in]      sendbuf    data to send (see above for the in-place form)
+ * @param [out]     recvbuf    where the result lands
+ * @param [in]      count      elements per rank
+ * @param [in]      datatype   element type
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
 dfcclResult_t dfcclAllToAll(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
                             dfcclComm_t comm, dfcclRequest_t *request_p);
 
-/** @brief Non-blocking gather: every rank's @p sendcount elements land in the root's
- *         @p recvbuf at offset rank * sendcount (@p recvbuf is used on the root only). In
- *         place at the root when sendbuf == recvbuf + root * sendcount. */
+/**
+ * @brief Non-blocking gather: every rank's @p sendcount elements land in the root's
+ * @p recvbuf at offset rank * sendcount (@p recvbuf is used on the root only). In
+ * place at the root when sendbuf == recvbuf + root * sendcount.
+ * @param [in]      sendbuf    data to send (see above for the in-place form)
+ * @param [out]     recvbuf    where the result lands
+ * @param [in]      sendcount  elements this rank sends
+ * @param [in]      datatype   element type
+ * @param [in]      root       the root rank
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
 dfcclResult_t dfcclGather(const void *sendbuf, void *recvbuf, size_t sendcount, dfcclDataType_t datatype,
                           int root, dfcclComm_t comm, dfcclRequest_t *request_p);
 
-/** @brief Non-blocking gather with per-rank counts: rank i's @p sendcount elements land
- *         at the root's recvbuf + displs[i] (elements); recvcounts[i] must equal rank i's
- *         sendcount. @p recvcounts and @p displs are read on the root only, during the
- *         call (they may be freed when it returns). In place at the root when
- *         sendbuf == recvbuf + displs[root]. */
+/**
+ * @brief Non-blocking gather with per-rank counts: rank i's @p sendcount elements land
+ *        at the root's recvbuf + displs[i] (elements); recvcounts[i] must equal rank i's
+ *        sendcount. @p recvcounts and @p displs are read on the root only, during the
+ *        call (they may be freed when it returns). In place at the root when
+ *        sendbuf == recvbuf + displs[root].
+ * @param [in]      sendbuf    data to send (see above for the in-place form)
+ * @param [in]      sendcount  elements this rank sends
+ * @param [out]     recvbuf    where the result lands
+ * @param [in]      recvcounts elements from each rank
+ * @param [in]      displs     offset of each rank's block, in elements
+ * @param [in]      datatype   element type
+ * @param [in]      root       the root rank
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
 dfcclResult_t dfcclGatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
                            const size_t *displs, dfcclDataType_t datatype, int root, dfcclComm_t comm,
                            dfcclRequest_t *request_p);
 
-/** @brief Non-blocking scatter: block i (@p recvcount elements) of the root's @p sendbuf
- *         goes to rank i's @p recvbuf. In place at the root when
- *         recvbuf == sendbuf + root * recvcount. */
+/**
+ * @brief Non-blocking scatter: block i (@p recvcount elements) of the root's @p sendbuf
+ *        goes to rank i's @p recvbuf. In place at the root when
+ *        recvbuf == sendbuf + root * recvcount.
+ * @param [in]      sendbuf    data to send (see above for the in-place form)
+ * @param [out]     recvbuf    where the result lands
+ * @param [in]      recvcount  elements this rank receives
+ * @param [in]      datatype   element type
+ * @param [in]      root       the root rank
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
 dfcclResult_t dfcclScatter(const void *sendbuf, void *recvbuf, size_t recvcount, dfcclDataType_t datatype,
                            int root, dfcclComm_t comm, dfcclRequest_t *request_p);
 
-/** @brief Non-blocking scatter with per-rank counts: sendcounts[i] elements at the root's
- *         sendbuf + displs[i] go to rank i (whose @p recvcount must match). The arrays are
- *         read on the root only, during the call. In place at the root when
- *         recvbuf == sendbuf + displs[root]. */
+/**
+ * @brief Non-blocking scatter with per-rank counts: sendcounts[i] elements at the root's
+ *        sendbuf + displs[i] go to rank i (whose @p recvcount must match). The arrays are
+ *        read on the root only, during the call. In place at the root when
+ *        recvbuf == sendbuf + displs[root].
+ * @param [in]      sendbuf    data to send (see above for the in-place form)
+ * @param [in]      sendcounts elements to each rank
+ * @param [in]      displs     offset of each rank's block, in elements
+ * @param [out]     recvbuf    where the result lands
+ * @param [in]      recvcount  elements this rank receives
+ * @param [in]      datatype   element type
+ * @param [in]      root       the root rank
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
 dfcclResult_t dfcclScatterv(const void *sendbuf, const size_t *sendcounts, const size_t *displs,
                             void *recvbuf, size_t recvcount, dfcclDataType_t datatype, int root,
                             dfcclComm_t comm, dfcclRequest_t *request_p);
 
-/** @brief Non-blocking all-gather with per-rank counts: rank i's @p sendcount elements
- *         land at every rank's recvbuf + displs[i]; recvcounts[i] must equal rank i's
- *         sendcount. In place when sendbuf == recvbuf + displs[rank]. */
+/**
+ * @brief Non-blocking all-gather with per-rank counts: rank i's @p sendcount elements
+ *        land at every rank's recvbuf + displs[i]; recvcounts[i] must equal rank i's
+ *        sendcount. In place when sendbuf == recvbuf + displs[rank].
+ * @param [in]      sendbuf    data to send (see above for the in-place form)
+ * @param [in]      sendcount  elements this rank sends
+ * @param [out]     recvbuf    where the result lands
+ * @param [in]      recvcounts elements from each rank
+ * @param [in]      displs     offset of each rank's block, in elements
+ * @param [in]      datatype   element type
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
 dfcclResult_t dfcclAllGatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
                               const size_t *displs, dfcclDataType_t datatype, dfcclComm_t comm,
                               dfcclRequest_t *request_p);
 
-/** @brief Non-blocking all-to-all with per-peer counts and displacements (elements):
- *         sendcounts[i] elements at sendbuf + sdispls[i] go to rank i, and
- *         recvcounts[i] elements from rank i land at recvbuf + rdispls[i]. The arrays are
- *         read during the call. The send and receive regions must not overlap. */
+/**
+ * @brief Non-blocking all-to-all with per-peer counts and displacements (elements):
+ *        sendcounts[i] elements at sendbuf + sdispls[i] go to rank i, and
+ *        recvcounts[i] elements from rank i land at recvbuf + rdispls[i]. The arrays are
+ *        read during the call. The send and receive regions must not overlap.
+ * @param [in]      sendbuf    data to send (see above for the in-place form)
+ * @param [in]      sendcounts elements to each rank
+ * @param [in]      sdispls    offset of each block sent, in elements (bytes for dfcclAllToAllw)
+ * @param [out]     recvbuf    where the result lands
+ * @param [in]      recvcounts elements from each rank
+ * @param [in]      rdispls    offset of each block received, in elements (bytes for dfcclAllToAllw)
+ * @param [in]      datatype   element type
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
 dfcclResult_t dfcclAllToAllv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
                              void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
                              dfcclDataType_t datatype, dfcclComm_t comm, dfcclRequest_t *request_p);
 
-/** @brief Non-blocking all-to-all with a type per peer (MPI_Alltoallw): sendcounts[i]
- *         elements of sendtypes[i] at sendbuf + sdispls[i] *bytes* go to rank i, and so on
- *         for the receive side. Data moves as bytes: the byte counts must match pairwise. */
+/**
+ * @brief Non-blocking all-to-all with a type per peer (MPI_Alltoallw): sendcounts[i]
+ *        elements of sendtypes[i] at sendbuf + sdispls[i] *bytes* go to rank i, and so on
+ *        for the receive side. Data moves as bytes: the byte counts must match pairwise.
+ * @param [in]      sendbuf    data to send (see above for the in-place form)
+ * @param [in]      sendcounts elements to each rank
+ * @param [in]      sdispls    offset of each block sent, in elements (bytes for dfcclAllToAllw)
+ * @param [in]      sendtypes  element type of each block sent
+ * @param [out]     recvbuf    where the result lands
+ * @param [in]      recvcounts elements from each rank
+ * @param [in]      rdispls    offset of each block received, in elements (bytes for dfcclAllToAllw)
+ * @param [in]      recvtypes  element type of each block received
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
 dfcclResult_t dfcclAllToAllw(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
                              const dfcclDataType_t *sendtypes, void *recvbuf, const size_t *recvcounts,
                              const size_t *rdispls, const dfcclDataType_t *recvtypes, dfcclComm_t comm,
                              dfcclRequest_t *request_p);
 
-/** @brief Non-blocking inclusive prefix reduction: rank i gets the reduction of ranks
- *         0..i's @p sendbuf, folded in rank order. In place when sendbuf == recvbuf. */
+/**
+ * @brief Non-blocking inclusive prefix reduction: rank i gets the reduction of ranks
+ *        0..i's @p sendbuf, folded in rank order. In place when sendbuf == recvbuf.
+ * @param [in]      sendbuf    data to send (see above for the in-place form)
+ * @param [out]     recvbuf    where the result lands
+ * @param [in]      count      elements per rank
+ * @param [in]      datatype   element type
+ * @param [in]      op         reduction operator
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
 dfcclResult_t dfcclScan(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
                         dfcclRedOp_t op, dfcclComm_t comm, dfcclRequest_t *request_p);
 
-/** @brief Non-blocking exclusive prefix reduction: rank i > 0 gets the reduction of ranks
- *         0..i-1; rank 0's @p recvbuf is left untouched. In place when sendbuf == recvbuf. */
+/**
+ * @brief Non-blocking exclusive prefix reduction: rank i > 0 gets the reduction of ranks
+ *        0..i-1; rank 0's @p recvbuf is left untouched. In place when sendbuf == recvbuf.
+ * @param [in]      sendbuf    data to send (see above for the in-place form)
+ * @param [out]     recvbuf    where the result lands
+ * @param [in]      count      elements per rank
+ * @param [in]      datatype   element type
+ * @param [in]      op         reduction operator
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
 dfcclResult_t dfcclExscan(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
                           dfcclRedOp_t op, dfcclComm_t comm, dfcclRequest_t *request_p);
 
-/** @brief Non-blocking barrier. */
+/**
+ * @brief Non-blocking barrier.
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
 dfcclResult_t dfcclBarrier(dfcclComm_t comm, dfcclRequest_t *request_p);
 
 /**
  * @brief Test a request. When it has completed, *@p done_p is 1, the request is
  *        freed, *@p request_p becomes NULL and the collective's result is returned.
  *        Otherwise *@p done_p is 0 and dfcclSuccess is returned.
+ * @param [in,out] request_p  the request; NULL once completed
+ * @param [out]    done_p     1 when it has completed, else 0
+ * @return dfcclSuccess while running, else the collective's result (dfcclTimeout,
+ *         dfcclCommAborted, ...); dfcclInvalidArgument for a bad request
  */
 dfcclResult_t dfcclTest(dfcclRequest_t *request_p, int *done_p);
 
-/** @brief Wait for a request; frees it and sets *@p request_p to NULL. A NULL
- *         request completes at once. Returns the collective's result. */
+/**
+ * @brief Wait for a request; frees it and sets *@p request_p to NULL. A NULL
+ *        request completes at once.
+ * @param [in,out] request_p  the request; NULL on return
+ * @return the collective's result; dfcclInvalidArgument for a bad request
+ */
 dfcclResult_t dfcclWait(dfcclRequest_t *request_p);
 
-/** @brief Wait for @p n requests; returns the first error met, all are freed. */
+/**
+ * @brief Wait for @p n requests; all are freed.
+ * @param [in]     n         number of requests
+ * @param [in,out] requests  the requests; each becomes NULL
+ * @return dfcclSuccess, or the first error met
+ */
 dfcclResult_t dfcclWaitAll(int n, dfcclRequest_t *requests);
 
-/** @brief Size of one element of @p datatype in bytes, 0 for an unknown type. */
+/**
+ * @brief Size of one element of @p datatype.
+ * @param [in] datatype  an element type
+ * @return its size in bytes, 0 for an unknown type
+ */
 size_t dfcclTypeSize(dfcclDataType_t datatype);
 
 #ifdef __cplusplus

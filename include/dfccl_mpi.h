@@ -17,7 +17,14 @@
 extern "C" {
 #endif
 
-/** @brief Bootstrap all-gather on host memory over the MPI communicator in @p ctx. */
+/**
+ * @brief Bootstrap all-gather on host memory over the MPI communicator in @p ctx.
+ * @param [in]  sendbuf  this rank's @p bytes
+ * @param [out] recvbuf  every rank's, in rank order
+ * @param [in]  bytes    bytes per rank (at most INT32_MAX)
+ * @param [in]  ctx      a pointer to the MPI_Comm
+ * @return 0 on success, -1 otherwise
+ */
 static inline int dfcclMpiAllgather(const void *sendbuf, void *recvbuf, size_t bytes, void *ctx)
 {
     MPI_Comm mc = *(MPI_Comm *)ctx;
@@ -29,15 +36,34 @@ static inline int dfcclMpiAllgather(const void *sendbuf, void *recvbuf, size_t b
 }
 
 /**
- * @brief Create a dfccl communicator with the ranks and size of @p mpi_comm.
+ * @brief Create a dfccl communicator with the ranks and size of @p mpi_comm, configured
+ *        by @p config (dfcclCommInitConfig).
+ * @param [out] comm_p    the new communicator
+ * @param [in]  mpi_comm  the MPI communicator whose ranks take part
+ * @param [in]  config    from DFCCL_CONFIG_INITIALIZER; NULL: the environment decides
+ * @return as dfcclCommInitConfig; dfcclInvalidArgument when @p mpi_comm is not valid
  * @note Collective over @p mpi_comm.
  */
-static inline dfcclResult_t dfcclCommInitMPI(dfcclComm_t *comm_p, MPI_Comm mpi_comm)
+static inline dfcclResult_t dfcclCommInitMPIConfig(dfcclComm_t *comm_p, MPI_Comm mpi_comm,
+                                                   const dfcclConfig_t *config)
 {
     int rank, size;
     if (MPI_Comm_rank(mpi_comm, &rank) != MPI_SUCCESS || MPI_Comm_size(mpi_comm, &size) != MPI_SUCCESS)
         return dfcclInvalidArgument;
-    return dfcclCommInit(comm_p, size, rank, dfcclMpiAllgather, &mpi_comm);
+    return dfcclCommInitConfig(comm_p, size, rank, dfcclMpiAllgather, &mpi_comm, config);
+}
+
+/**
+ * @brief Create a dfccl communicator with the ranks and size of @p mpi_comm, configured
+ *        by the DFCCL_* environment variables.
+ * @param [out] comm_p    the new communicator
+ * @param [in]  mpi_comm  the MPI communicator whose ranks take part
+ * @return as dfcclCommInit; dfcclInvalidArgument when @p mpi_comm is not valid
+ * @note Collective over @p mpi_comm.
+ */
+static inline dfcclResult_t dfcclCommInitMPI(dfcclComm_t *comm_p, MPI_Comm mpi_comm)
+{
+    return dfcclCommInitMPIConfig(comm_p, mpi_comm, NULL);
 }
 
 #ifdef __cplusplus

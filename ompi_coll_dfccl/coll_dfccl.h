@@ -35,14 +35,18 @@ BEGIN_C_DECLS
 
 /* ---------------------------------------------------------------- component */
 
-/** @brief One engine knob: an MCA variable mirrored into a DFCCL_* variable. */
+/** @brief One engine knob: an MCA variable passed as a dfcclConfig_t field. */
 typedef struct {
-    const char *name; /**< MCA name after coll_dfccl_ */
-    const char *env;  /**< the engine's environment variable */
+    const char *name;  /**< MCA name after coll_dfccl_ */
+    size_t field_off;  /**< its field in dfcclConfig_t ... */
+    size_t field_size; /**< ... an int32_t or an int64_t */
     const char *help;
     unsigned long long value; /**< MCA storage; its default is the engine's */
     int var_index;            /**< to tell an explicit setting from the default */
 } mca_coll_dfccl_knob_t;
+
+/** @brief Offset and size of a dfcclConfig_t field, for the knob table. */
+#define MCA_COLL_DFCCL_FIELD(_f) offsetof(dfcclConfig_t, _f), sizeof(((dfcclConfig_t *)0)->_f)
 
 #define MCA_COLL_DFCCL_NUM_KNOBS 23
 
@@ -63,12 +67,13 @@ typedef struct mca_coll_dfccl_component_t {
     bool eager;       /**< engine communicator at communicator creation, not first use */
     bool device_sync; /**< synchronize the legacy stream before each device-buffer call */
     mca_coll_dfccl_knob_t knobs[MCA_COLL_DFCCL_NUM_KNOBS];
-    char *net;         /**< coll_dfccl_net, mirrored into DFCCL_NET like the knobs */
+    char *net;         /**< coll_dfccl_net, passed as dfcclConfig_t.net like the knobs */
     int net_var_index; /**< to tell an explicit setting from the default */
 
     /* state, set up at the first engine communicator (engine_ready) */
     opal_mutex_t lock;                       /**< guards everything below */
-    bool engine_ready;                       /**< env exported, keyval, request list, progress */
+    bool engine_ready;                       /**< config, keyval, request list, progress */
+    dfcclConfig_t config;                    /**< every engine communicator's (set once) */
     int keyval;                              /**< communicator attribute; its delete destroys */
     opal_free_list_t requests;               /**< mca_coll_dfccl_req_t */
     struct mca_coll_dfccl_req_t *active;     /**< non-blocking calls being progressed */
@@ -130,11 +135,14 @@ typedef enum {
 #define MCA_COLL_DFCCL_COLLS(X)                                                                              \
     X(allreduce)                                                                                             \
     X(iallreduce)                                                                                            \
-    X(reduce) X(ireduce) X(bcast) X(ibcast) X(allgather) X(iallgather) X(reduce_scatter_block)               \
-        X(ireduce_scatter_block) X(reduce_scatter) X(ireduce_scatter) X(alltoall) X(ialltoall) X(gather)     \
-            X(igather) X(gatherv) X(igatherv) X(scatter) X(iscatter) X(scatterv) X(iscatterv) X(allgatherv)  \
-                X(iallgatherv) X(alltoallv) X(ialltoallv) X(alltoallw) X(ialltoallw) X(scan) X(iscan)        \
-                    X(exscan) X(iexscan)
+    X(reduce)                                                                                                \
+    X(ireduce)                                                                                               \
+    X(bcast)                                                                                                 \
+    X(ibcast)                                                                                                \
+    X(allgather) X(iallgather) X(reduce_scatter_block) X(ireduce_scatter_block) X(reduce_scatter)            \
+        X(ireduce_scatter) X(alltoall) X(ialltoall) X(gather) X(igather) X(gatherv) X(igatherv) X(scatter)   \
+            X(iscatter) X(scatterv) X(iscatterv) X(allgatherv) X(iallgatherv) X(alltoallv) X(ialltoallv)     \
+                X(alltoallw) X(ialltoallw) X(scan) X(iscan) X(exscan) X(iexscan)
 
 #define MCA_COLL_DFCCL_PREV(_api)                                                                            \
     mca_coll_base_module_##_api##_fn_t previous_##_api;                                                      \
@@ -147,8 +155,8 @@ typedef struct mca_coll_dfccl_module_t {
     mca_coll_base_module_t super;
     struct ompi_communicator_t *comm;
     int rank;
-    int size;  /**< blocks of a v-call: the group's size, the remote group's on an intercommunicator */
-    int lsize; /**< the local group's size (reduce_scatter's blocks) */
+    int size;   /**< blocks of a v-call: the group's size, the remote group's on an intercommunicator */
+    int lsize;  /**< the local group's size (reduce_scatter's blocks) */
     bool inter; /**< an intercommunicator: device buffers staged for the other components */
 
     dfcclComm_t ecomm;
@@ -202,6 +210,8 @@ typedef struct {
     size_t bytes;         /**< bcast: all; allgather, alltoall: per rank */
     size_t total, disp;   /**< reduce_scatter: elements over all ranks, before this rank's */
     bool equal;           /**< reduce_scatter: every recvcount the same */
+    int skind, rkind;     /**< mca_coll_dfccl_mem_t of the send and receive buffers,
+                               decided once per call (mca_coll_dfccl_kinds) */
 } mca_coll_dfccl_plan_t;
 
 /** @brief What coll_dfccl_check compares across ranks before a call. */
@@ -310,13 +320,18 @@ typedef struct mca_coll_dfccl_req_t {
 
 OBJ_CLASS_DECLARATION(mca_coll_dfccl_req_t);
 
-/* ---------------------------------------------------------------- module.c */
+/* ------------------------------------------- module.c, engine.c, request.c */
 
 int mca_coll_dfccl_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *comm, int *priority);
 int mca_coll_dfccl_progress(void);
 /** @brief Once per process, before the first engine communicator or request. */
 int mca_coll_dfccl_setup(void);
+/** @brief The engine's configuration from the MCA parameters set explicitly (the others
+ *         unset: the engine takes their DFCCL_* variables). */
+void mca_coll_dfccl_engine_config(dfcclConfig_t *cfg);
+/** @brief Destroy the engine communicator of @p m, if it has a live one. */
+void mca_coll_dfccl_engine_destroy(mca_coll_dfccl_module_t *m);
 /** @brief Component close: destroy what is left, leave opal_progress. */
 void mca_coll_dfccl_engine_shutdown(void);
 
@@ -338,22 +353,6 @@ void mca_coll_dfccl_req_put(mca_coll_dfccl_req_t *req);
 /** @brief Hand a request to the progress callback (started, queued or checking). */
 void mca_coll_dfccl_req_start(mca_coll_dfccl_req_t *req);
 
-/**
- * @brief Stage the region a v-described buffer covers: block i is @p counts[i] elements
- *        of @p dtypes[i] (or @p dtype for all) at displacement @p displs[i] (in the
- *        datatype's extent, or in bytes with @p displ_bytes), i < @p n; @p counts NULL is
- *        one block of @p count elements at 0. Host memory is used as it is. *@p view_p
- *        becomes the address the previous module uses in place of @p buf.
- */
-int mca_coll_dfccl_stage_blocks(mca_coll_dfccl_op_t *op, void *buf, int n, size_t count, const int *counts,
-                                const int *displs, bool displ_bytes, struct ompi_datatype_t *dtype,
-                                struct ompi_datatype_t *const *dtypes, bool copy_in, bool copy_out,
-                                void **view_p);
-/** @brief Stage in a user region; *@p view_p becomes the host address matching @p user. */
-int mca_coll_dfccl_stage_in(mca_coll_dfccl_op_t *op, void *user, ptrdiff_t lo, size_t len, bool copy_in,
-                            size_t out_off, size_t out_len, void **view_p);
-/** @brief Completion of a call: host-side move, stage out, free. Returns an MPI error code. */
-int mca_coll_dfccl_op_finish(mca_coll_dfccl_op_t *op, int rc);
 /** @brief Wait for a blocking call (driving opal_progress), then finish it. */
 int mca_coll_dfccl_op_wait(mca_coll_dfccl_op_t *op);
 
@@ -370,6 +369,11 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
 /** @brief Advance the queue of @p m (progress callback, under no lock of ours): start what
  *         may start, fail what its check refused. */
 void mca_coll_dfccl_queue_advance(mca_coll_dfccl_module_t *m);
+/** @brief "Allreduce", "Iallreduce", ...: the MPI name of a call after MPI_. */
+void mca_coll_dfccl_call_name(char *buf, size_t len, int32_t coll, bool nonblocking);
+
+/* ---------------------------------------------------------------- check.c */
+
 /** @brief Compare the check records of every rank; OMPI_SUCCESS or MPI_ERR_ARG (logged once). */
 int mca_coll_dfccl_check_compare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_t *all);
 

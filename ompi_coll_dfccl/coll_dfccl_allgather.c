@@ -24,13 +24,13 @@ static int allgather_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args
     if (p->path == MCA_COLL_DFCCL_PATH_ENGINE) {
         mca_coll_dfccl_op_engine(o, p->ecomm);
         const size_t all = n * p->bytes;
-        if ((rc = mca_coll_dfccl_view(o, (char *)rbuf + p->roff, 0, all, in_place, 0, all, &hr)) !=
+        if ((rc = mca_coll_dfccl_view(o, p->rkind, (char *)rbuf + p->roff, 0, all, in_place, 0, all, &hr)) !=
             OMPI_SUCCESS)
             return rc;
         if (in_place)
             hs = (char *)hr + (size_t)m->rank * p->bytes;
-        else if ((rc = mca_coll_dfccl_view(o, (char *)sbuf + p->soff, 0, p->bytes, true, 0, 0, &hs)) !=
-                 OMPI_SUCCESS)
+        else if ((rc = mca_coll_dfccl_view(o, p->skind, (char *)sbuf + p->soff, 0, p->bytes, true, 0, 0,
+                                           &hs)) != OMPI_SUCCESS)
             return rc;
         dfcclResult_t res = dfcclAllGather(hs, hr, p->bytes, dfcclUint8, p->ecomm, &o->ereq);
         return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Allgather", res);
@@ -39,11 +39,11 @@ static int allgather_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args
     ptrdiff_t lo;
     size_t len;
     mca_coll_dfccl_span(rdtype, (size_t)rcount * n, &lo, &len);
-    if ((rc = mca_coll_dfccl_view(o, rbuf, lo, len, true, 0, len, &hr)) != OMPI_SUCCESS)
+    if ((rc = mca_coll_dfccl_view(o, p->rkind, rbuf, lo, len, true, 0, len, &hr)) != OMPI_SUCCESS)
         return rc;
     if (!in_place) {
         mca_coll_dfccl_span(sdtype, (size_t)scount, &lo, &len);
-        if ((rc = mca_coll_dfccl_view(o, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
+        if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
             return rc;
     }
     if (inner_p)

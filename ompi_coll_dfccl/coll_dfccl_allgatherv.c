@@ -24,7 +24,7 @@ static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, 
     rec->bytes = mca_coll_dfccl_bytes(a->rdtype, total);
     rec->types = mca_coll_dfccl_types(a->rdtype);
     const int64_t sbytes = in_place ? 0 : mca_coll_dfccl_bytes(a->sdtype, (size_t)a->scount);
-    rec->kind = mca_coll_dfccl_kind_v(m, a->sbuf, sbytes > 0, a->rbuf, rec->bytes > 0);
+    rec->kind = mca_coll_dfccl_kind_v(m, p, a->sbuf, sbytes > 0, a->rbuf, rec->bytes > 0);
     return true;
 }
 
@@ -38,14 +38,14 @@ static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
     if (!tab)
         return MPI_ERR_NO_MEM;
     mca_coll_dfccl_op_engine(o, p->ecomm);
-    int rc = mca_coll_dfccl_engine_side(o, true, in_place, a->rbuf, n, a->rcounts, 0, a->rdispls, a->rdtype,
-                                        NULL, tab, tab + n, &hr);
+    int rc = mca_coll_dfccl_engine_side(o, p->rkind, true, in_place, a->rbuf, n, a->rcounts, 0, a->rdispls,
+                                        a->rdtype, NULL, tab, tab + n, &hr);
     if (rc == OMPI_SUCCESS && in_place) {
         sb = tab[m->rank];
         hs = (char *)hr + tab[n + m->rank];
     } else if (rc == OMPI_SUCCESS) {
-        rc = mca_coll_dfccl_engine_side(o, false, false, (void *)a->sbuf, 1, NULL, a->scount, NULL, a->sdtype,
-                                        NULL, &sb, &so, &hs);
+        rc = mca_coll_dfccl_engine_side(o, p->skind, false, false, (void *)a->sbuf, 1, NULL, a->scount, NULL,
+                                        a->sdtype, NULL, &sb, &so, &hs);
         hs = (char *)hs + so;
     }
     if (rc == OMPI_SUCCESS) {
@@ -63,11 +63,11 @@ static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, con
     if (p->path == MCA_COLL_DFCCL_PATH_ENGINE)
         return engine_start(m, a, p, o);
     void *hs = (void *)a->sbuf, *hr = a->rbuf;
-    int rc = mca_coll_dfccl_stage_blocks(o, (void *)a->sbuf, 1, (size_t)a->scount, NULL, NULL, false,
-                                         a->sdtype, NULL, true, false, &hs);
+    int rc = mca_coll_dfccl_stage_blocks(o, p->skind, (void *)a->sbuf, 1, (size_t)a->scount, NULL, NULL,
+                                         false, a->sdtype, NULL, true, false, &hs);
     if (rc == OMPI_SUCCESS)
-        rc = mca_coll_dfccl_stage_blocks(o, a->rbuf, m->size, 0, a->rcounts, a->rdispls, false, a->rdtype,
-                                         NULL, true, true, &hr);
+        rc = mca_coll_dfccl_stage_blocks(o, p->rkind, a->rbuf, m->size, 0, a->rcounts, a->rdispls, false,
+                                         a->rdtype, NULL, true, true, &hr);
     if (rc != OMPI_SUCCESS)
         return rc;
     if (inner_p)

@@ -9,7 +9,7 @@ static bool allreduce_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_a
     rec->op = mca_coll_dfccl_op_index(a->op);
     rec->bytes = mca_coll_dfccl_bytes(a->sdtype, (size_t)a->scount);
     rec->types = mca_coll_dfccl_types(a->sdtype);
-    rec->kind = rec->bytes ? mca_coll_dfccl_kind2(a->sbuf, a->rbuf) : MCA_COLL_DFCCL_MEM_HOST;
+    rec->kind = rec->bytes ? mca_coll_dfccl_kinds(p, a->sbuf, a->rbuf) : MCA_COLL_DFCCL_MEM_HOST;
     return rec->bytes > 0 && mca_coll_dfccl_reduction_map(a->sdtype, a->op, &p->etype, &p->eop);
 }
 
@@ -28,11 +28,11 @@ static int allreduce_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args
     if (p->path == MCA_COLL_DFCCL_PATH_ENGINE) {
         mca_coll_dfccl_op_engine(o, p->ecomm);
         const size_t bytes = (size_t)count * dfcclTypeSize(p->etype);
-        if ((rc = mca_coll_dfccl_view(o, rbuf, 0, bytes, in_place, 0, bytes, &hr)) != OMPI_SUCCESS)
+        if ((rc = mca_coll_dfccl_view(o, p->rkind, rbuf, 0, bytes, in_place, 0, bytes, &hr)) != OMPI_SUCCESS)
             return rc;
         if (in_place)
             hs = hr;
-        else if ((rc = mca_coll_dfccl_view(o, sbuf, 0, bytes, true, 0, 0, &hs)) != OMPI_SUCCESS)
+        else if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, 0, bytes, true, 0, 0, &hs)) != OMPI_SUCCESS)
             return rc;
         dfcclResult_t res = dfcclAllReduce(hs, hr, (size_t)count, p->etype, p->eop, p->ecomm, &o->ereq);
         return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Allreduce", res);
@@ -43,9 +43,9 @@ static int allreduce_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args
     ptrdiff_t lo;
     size_t len;
     mca_coll_dfccl_span(dtype, (size_t)count, &lo, &len);
-    if ((rc = mca_coll_dfccl_view(o, rbuf, lo, len, true, 0, len, &hr)) != OMPI_SUCCESS)
+    if ((rc = mca_coll_dfccl_view(o, p->rkind, rbuf, lo, len, true, 0, len, &hr)) != OMPI_SUCCESS)
         return rc;
-    if (!in_place && (rc = mca_coll_dfccl_view(o, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
+    if (!in_place && (rc = mca_coll_dfccl_view(o, p->skind, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
         return rc;
     if (inner_p)
         return m->previous_iallreduce(hs, hr, count, dtype, op, m->comm, inner_p,

@@ -30,15 +30,15 @@ static int alltoall_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_
             o->device_direct = false; /* the send side is a host copy of recvbuf */
         const size_t all = n * p->bytes;
         void *ruser = (char *)rbuf + p->roff;
-        if ((rc = mca_coll_dfccl_view(o, ruser, 0, all, false, 0, all, &hr)) != OMPI_SUCCESS)
+        if ((rc = mca_coll_dfccl_view(o, p->rkind, ruser, 0, all, false, 0, all, &hr)) != OMPI_SUCCESS)
             return rc;
         if (!in_place) {
-            if ((rc = mca_coll_dfccl_view(o, (char *)sbuf + p->soff, 0, all, true, 0, 0, &hs)) !=
+            if ((rc = mca_coll_dfccl_view(o, p->skind, (char *)sbuf + p->soff, 0, all, true, 0, 0, &hs)) !=
                 OMPI_SUCCESS)
                 return rc;
         } else if (hr != ruser) {
             /* staged: a second host copy of recvbuf, read in, is the send side */
-            if ((rc = mca_coll_dfccl_view(o, ruser, 0, all, true, 0, 0, &hs)) != OMPI_SUCCESS)
+            if ((rc = mca_coll_dfccl_view(o, p->rkind, ruser, 0, all, true, 0, 0, &hs)) != OMPI_SUCCESS)
                 return rc;
         } else {
             if (!(o->tmp = malloc(all)))
@@ -53,11 +53,11 @@ static int alltoall_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_
     ptrdiff_t lo;
     size_t len;
     mca_coll_dfccl_span(rdtype, (size_t)rcount * n, &lo, &len);
-    if ((rc = mca_coll_dfccl_view(o, rbuf, lo, len, true, 0, len, &hr)) != OMPI_SUCCESS)
+    if ((rc = mca_coll_dfccl_view(o, p->rkind, rbuf, lo, len, true, 0, len, &hr)) != OMPI_SUCCESS)
         return rc;
     if (!in_place) {
         mca_coll_dfccl_span(sdtype, (size_t)scount * n, &lo, &len);
-        if ((rc = mca_coll_dfccl_view(o, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
+        if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
             return rc;
     }
     if (inner_p)

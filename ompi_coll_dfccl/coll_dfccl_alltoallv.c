@@ -25,7 +25,7 @@ static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, 
         if (a->rcounts[i] > 0)
             rbytes += mca_coll_dfccl_bytes(w ? a->rdtypes[i] : a->rdtype, (size_t)a->rcounts[i]);
     }
-    rec->kind = mca_coll_dfccl_kind_v(m, a->sbuf, sbytes > 0, a->rbuf, rbytes > 0);
+    rec->kind = mca_coll_dfccl_kind_v(m, p, a->sbuf, sbytes > 0, a->rbuf, rbytes > 0);
     return !in_place;
 }
 
@@ -38,11 +38,11 @@ static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
     if (!tab)
         return MPI_ERR_NO_MEM;
     mca_coll_dfccl_op_engine(o, p->ecomm);
-    int rc = mca_coll_dfccl_engine_side(o, true, false, a->rbuf, n, a->rcounts, 0, a->rdispls, a->rdtype,
-                                        w ? a->rdtypes : NULL, tab + 2 * n, tab + 3 * n, &hr);
+    int rc = mca_coll_dfccl_engine_side(o, p->rkind, true, false, a->rbuf, n, a->rcounts, 0, a->rdispls,
+                                        a->rdtype, w ? a->rdtypes : NULL, tab + 2 * n, tab + 3 * n, &hr);
     if (rc == OMPI_SUCCESS)
-        rc = mca_coll_dfccl_engine_side(o, false, false, (void *)a->sbuf, n, a->scounts, 0, a->sdispls,
-                                        a->sdtype, w ? a->sdtypes : NULL, tab, tab + n, &hs);
+        rc = mca_coll_dfccl_engine_side(o, p->skind, false, false, (void *)a->sbuf, n, a->scounts, 0,
+                                        a->sdispls, a->sdtype, w ? a->sdtypes : NULL, tab, tab + n, &hs);
     if (rc == OMPI_SUCCESS) {
         dfcclResult_t res =
             dfcclAllToAllv(hs, tab, tab + n, hr, tab + 2 * n, tab + 3 * n, dfcclUint8, p->ecomm, &o->ereq);
@@ -59,11 +59,11 @@ static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, con
     if (p->path == MCA_COLL_DFCCL_PATH_ENGINE)
         return engine_start(m, a, p, o, w);
     void *hs = (void *)a->sbuf, *hr = a->rbuf;
-    int rc = mca_coll_dfccl_stage_blocks(o, (void *)a->sbuf, m->size, 0, a->scounts, a->sdispls, w, a->sdtype,
-                                         a->sdtypes, true, false, &hs);
+    int rc = mca_coll_dfccl_stage_blocks(o, p->skind, (void *)a->sbuf, m->size, 0, a->scounts, a->sdispls, w,
+                                         a->sdtype, a->sdtypes, true, false, &hs);
     if (rc == OMPI_SUCCESS)
-        rc = mca_coll_dfccl_stage_blocks(o, a->rbuf, m->size, 0, a->rcounts, a->rdispls, w, a->rdtype,
-                                         a->rdtypes, true, true, &hr);
+        rc = mca_coll_dfccl_stage_blocks(o, p->rkind, a->rbuf, m->size, 0, a->rcounts, a->rdispls, w,
+                                         a->rdtype, a->rdtypes, true, true, &hr);
     if (rc != OMPI_SUCCESS)
         return rc;
     if (w) {

@@ -12,7 +12,7 @@ static bool bcast_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_
     rec->bytes = mca_coll_dfccl_bytes(a->sdtype, (size_t)a->scount);
     rec->types = mca_coll_dfccl_types(a->sdtype);
     if (rec->bytes)
-        rec->kind = mca_coll_dfccl_mem_kind((char *)a->rbuf + p->roff);
+        rec->kind = mca_coll_dfccl_kinds(p, NULL, (char *)a->rbuf + p->roff);
     return ok && p->bytes > 0;
 }
 
@@ -29,7 +29,7 @@ static int bcast_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *
     if (p->path == MCA_COLL_DFCCL_PATH_ENGINE) {
         mca_coll_dfccl_op_engine(o, p->ecomm);
         /* the root's data goes in, everybody else's comes out */
-        if ((rc = mca_coll_dfccl_view(o, (char *)buf + p->roff, 0, p->bytes, is_root, 0,
+        if ((rc = mca_coll_dfccl_view(o, p->rkind, (char *)buf + p->roff, 0, p->bytes, is_root, 0,
                                       is_root ? 0 : p->bytes, &hb)) != OMPI_SUCCESS)
             return rc;
         dfcclResult_t res = dfcclBroadcast(hb, hb, p->bytes, dfcclUint8, root, p->ecomm, &o->ereq);
@@ -40,7 +40,8 @@ static int bcast_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *
     ptrdiff_t lo;
     size_t len;
     mca_coll_dfccl_span(dtype, (size_t)count, &lo, &len);
-    if ((rc = mca_coll_dfccl_view(o, buf, lo, len, true, 0, is_root ? 0 : len, &hb)) != OMPI_SUCCESS)
+    if ((rc = mca_coll_dfccl_view(o, p->rkind, buf, lo, len, true, 0, is_root ? 0 : len, &hb)) !=
+        OMPI_SUCCESS)
         return rc;
     if (inner_p)
         return m->previous_ibcast(hb, count, dtype, root, m->comm, inner_p, m->previous_ibcast_module);

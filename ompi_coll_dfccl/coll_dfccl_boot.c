@@ -96,7 +96,8 @@ static void *boot_main(void *arg)
     pthread_mutex_unlock(&b->lock);
     if (go) {
         mca_coll_dfccl_cuda_use_context(b->cuda_ctx);
-        res = dfcclCommInit(&ecomm, b->m->size, b->m->rank, boot_allgather, b);
+        res = dfcclCommInitConfig(&ecomm, b->m->size, b->m->rank, boot_allgather, b,
+                                  &mca_coll_dfccl_component.config);
     }
     pthread_mutex_lock(&b->lock);
     if (!go)

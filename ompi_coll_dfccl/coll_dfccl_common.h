@@ -4,9 +4,11 @@
  * record, per-call logging and the blocking / non-blocking drivers.
  *
  * Each coll_dfccl_<coll>.c has one static <coll>_start() that, for the path chosen,
- * stages buffers, then submits to the engine (engine path) or calls the previous
- * module on the host copies (staged path; its non-blocking variant when given a
- * place for the inner request). The blocking and `i` entry points wrap it with
+ * takes the engine's view of its buffers and submits to the engine (engine path:
+ * device buffers go to the GPU daemon as they are, and are copied through host memory
+ * only where the engine communicator has no GPU part), or copies device buffers to host
+ * memory and calls the previous module on the copies (staged path; its non-blocking
+ * variant when given a place for the inner request). The blocking and `i` entry points wrap it with
  * MCA_COLL_DFCCL_RUN_BLOCKING / MCA_COLL_DFCCL_RUN_NONBLOCKING.
  */
 #ifndef MCA_COLL_DFCCL_COMMON_H
@@ -20,6 +22,7 @@
 #include "coll_dfccl.h"
 #include "coll_dfccl_cuda.h"
 #include "coll_dfccl_dtypes.h"
+#include "coll_dfccl_stage.h"
 
 typedef enum {
     MCA_COLL_DFCCL_ALLREDUCE = 1,
@@ -66,12 +69,18 @@ static inline bool mca_coll_dfccl_is_root(const mca_coll_dfccl_module_t *m, int 
     return m->inter ? root == MPI_ROOT : m->rank == root;
 }
 
-/** @brief The stronger of two memory kinds (device if either is). */
-static inline mca_coll_dfccl_mem_t mca_coll_dfccl_kind2(const void *a, const void *b)
+/**
+ * @brief Decide the memory kinds of a call's send and receive buffers, once per call:
+ *        into @p p (host for NULL and MPI_IN_PLACE; the collective passes NULL for a
+ *        side it does not use). Staging takes them from the plan, never asking again.
+ * @return the stronger of the two (device if either is)
+ */
+static inline mca_coll_dfccl_mem_t mca_coll_dfccl_kinds(mca_coll_dfccl_plan_t *p, const void *s,
+                                                        const void *r)
 {
-    if (mca_coll_dfccl_mem_kind(a) == MCA_COLL_DFCCL_MEM_DEVICE)
-        return MCA_COLL_DFCCL_MEM_DEVICE;
-    return mca_coll_dfccl_mem_kind(b);
+    p->skind = mca_coll_dfccl_mem_kind(s);
+    p->rkind = mca_coll_dfccl_mem_kind(r);
+    return p->skind == MCA_COLL_DFCCL_MEM_DEVICE ? p->skind : p->rkind;
 }
 
 static inline void mca_coll_dfccl_op_init(mca_coll_dfccl_op_t *op)
@@ -94,36 +103,10 @@ static inline bool mca_coll_dfccl_op_on_gpu(const mca_coll_dfccl_op_t *op)
     return op->device_direct && op->device_synced;
 }
 
-/** @brief The engine's view of a user buffer region: the buffer itself for host memory
- *         and for device memory the GPU daemon takes, else a staged host copy. */
-static inline int mca_coll_dfccl_view(mca_coll_dfccl_op_t *op, const void *user, ptrdiff_t lo, size_t len,
-                                      bool copy_in, size_t out_off, size_t out_len, void **view_p)
-{
-    if (!len || mca_coll_dfccl_mem_kind((const char *)user + lo) == MCA_COLL_DFCCL_MEM_HOST) {
-        *view_p = (void *)user;
-        return OMPI_SUCCESS;
-    }
-    if (op->device_direct) {
-        /* the GPU daemon reads the buffer on its own: with coll_dfccl_device_sync the
-         * application's legacy-stream work still in flight lands first, once per
-         * operation (synchronous copies into it are covered by SYNC_MEMOPS, which
-         * mca_coll_dfccl_mem_kind set) */
-        if (!op->device_synced) {
-            op->device_synced = true;
-            if (mca_coll_dfccl_device_ready() != OMPI_SUCCESS)
-                return OMPI_ERROR;
-        }
-        *view_p = (void *)user;
-        return OMPI_SUCCESS;
-    }
-    return mca_coll_dfccl_stage_in(op, (void *)user, lo, len, copy_in, out_off, out_len, view_p);
-}
-
 /** @brief Engine path of a reduce-scatter with @p rcount elements per rank (also
  *         MPI_Reduce_scatter with equal counts); MPI_IN_PLACE handled. */
-int mca_coll_dfccl_rsb_engine_start(mca_coll_dfccl_module_t *m, dfcclComm_t ecomm, const void *sbuf,
-                                    void *rbuf, size_t rcount, dfcclDataType_t etype, dfcclRedOp_t eop,
-                                    mca_coll_dfccl_op_t *o);
+int mca_coll_dfccl_rsb_engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_plan_t *p,
+                                    const void *sbuf, void *rbuf, size_t rcount, mca_coll_dfccl_op_t *o);
 
 /* Size in bytes of count elements of dtype (the payload coll_dfccl_check compares). */
 static inline int64_t mca_coll_dfccl_bytes(struct ompi_datatype_t *dtype, size_t count)
@@ -155,7 +138,7 @@ static inline bool mca_coll_dfccl_blocks_prepare(mca_coll_dfccl_module_t *m, con
     rec->bytes = mca_coll_dfccl_bytes(a->rdtype, (size_t)a->rcount);
     rec->types = mca_coll_dfccl_types(a->rdtype);
     if (rec->bytes)
-        rec->kind = mca_coll_dfccl_kind2(in_place ? NULL : (const char *)a->sbuf + p->soff,
+        rec->kind = mca_coll_dfccl_kinds(p, in_place ? NULL : (const char *)a->sbuf + p->soff,
                                          (char *)a->rbuf + p->roff);
     return ok && p->bytes > 0;
 }
@@ -165,18 +148,19 @@ static inline bool mca_coll_dfccl_blocks_prepare(mca_coll_dfccl_module_t *m, con
  *        root's unused side): the buffers with data decide, else any buffer passed, else
  *        the communicator's latest call (so every rank takes the same path).
  */
-static inline mca_coll_dfccl_mem_t mca_coll_dfccl_kind_v(mca_coll_dfccl_module_t *m, const void *s,
-                                                         bool s_used, const void *r, bool r_used)
+static inline mca_coll_dfccl_mem_t mca_coll_dfccl_kind_v(mca_coll_dfccl_module_t *m, mca_coll_dfccl_plan_t *p,
+                                                         const void *s, bool s_used, const void *r,
+                                                         bool r_used)
 {
-    if (s == MPI_IN_PLACE)
-        s = NULL;
+    const mca_coll_dfccl_mem_t any = mca_coll_dfccl_kinds(p, s, r);
     if (s_used || r_used) {
-        const mca_coll_dfccl_mem_t k = mca_coll_dfccl_kind2(s_used ? s : NULL, r_used ? r : NULL);
-        m->last_kind = k;
-        return k;
+        const bool dev = (s_used && p->skind == MCA_COLL_DFCCL_MEM_DEVICE) ||
+                         (r_used && p->rkind == MCA_COLL_DFCCL_MEM_DEVICE);
+        m->last_kind = dev ? MCA_COLL_DFCCL_MEM_DEVICE : MCA_COLL_DFCCL_MEM_HOST;
+        return (mca_coll_dfccl_mem_t)m->last_kind;
     }
-    if (s || r)
-        return mca_coll_dfccl_kind2(s, r);
+    if ((s && s != MPI_IN_PLACE) || r)
+        return any;
     return (mca_coll_dfccl_mem_t)m->last_kind;
 }
 
@@ -184,18 +168,15 @@ static inline mca_coll_dfccl_mem_t mca_coll_dfccl_kind_v(mca_coll_dfccl_module_t
  * @brief One side of an engine data-movement call: @p n blocks of counts[i] (or, with
  *        counts NULL, @p uniform) elements of dt (or dts[i]) at displs[i] (in extents,
  *        or bytes with dts; with counts NULL at i * uniform). Contiguous blocks are
- *        viewed where they are; others are packed (coll_dfccl_pack.c). Out: the engine's
+ *        viewed where they are; others are packed (coll_dfccl_pack.c). @p kind: the
+ *        memory kind of @p user, as the call decided it. Out: the engine's
  *        buffer *@p ebuf_p and each block's bytes and offset in it. @p keep: a receive
  *        side whose current contents matter (in place). Arrays must outlive the call.
  */
-int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, bool recv, bool keep, void *user, int n,
-                               const int *counts, int uniform, const int *displs, struct ompi_datatype_t *dt,
-                               struct ompi_datatype_t *const *dts, size_t *bcount, size_t *boff,
-                               void **ebuf_p);
-/** @brief At the end of a call: unpack its packed receive sides (when @p rc is success),
- *         free its packed buffers. Returns @p rc or the first failure. */
-int mca_coll_dfccl_packs_finish(mca_coll_dfccl_op_t *o, int rc);
-
+int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, mca_coll_dfccl_mem_t kind, bool recv, bool keep,
+                               void *user, int n, const int *counts, int uniform, const int *displs,
+                               struct ompi_datatype_t *dt, struct ompi_datatype_t *const *dts, size_t *bcount,
+                               size_t *boff, void **ebuf_p);
 /** @brief Byte arrays for an engine v-call: 4 arrays of n, freed with free(). */
 static inline size_t *mca_coll_dfccl_vtab(int n)
 {
@@ -203,8 +184,8 @@ static inline size_t *mca_coll_dfccl_vtab(int n)
 }
 
 /*
- * Drivers around a start call. A start call stages buffers, then submits to the
- * engine (engine path) or calls the previous module on the host copies (staged
+ * Drivers around a start call. A start call views its buffers and submits to the
+ * engine (engine path) or calls the previous module on host copies (staged
  * path): blocking when its inner-request argument is NULL, non-blocking otherwise.
  * _o names the mca_coll_dfccl_op_t pointer the start call uses, _inner_p the inner
  * request pointer (NULL on the engine path and in blocking calls).

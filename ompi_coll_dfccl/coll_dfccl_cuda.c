@@ -12,6 +12,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +82,7 @@ static void cu_load(void)
         return;
     }
     cu.handle = h;
-    DFCCL_VERBOSE(1, "CUDA driver loaded: device buffers are staged through host memory");
+    DFCCL_VERBOSE(1, "CUDA driver loaded: device buffers are recognised");
 }
 
 static const char *cu_error_string(dfccl_cu_result_t res)
@@ -169,7 +170,7 @@ static bool cu_async_alloc(void)
     return cu.mem_alloc_async && cu.mem_free_async;
 }
 
-int mca_coll_dfccl_copy(void *dst, const void *src, size_t len)
+int mca_coll_dfccl_copy(void *dst, const void *src, size_t len, bool dst_device)
 {
     if (!len || dst == src)
         return OMPI_SUCCESS;
@@ -185,7 +186,7 @@ int mca_coll_dfccl_copy(void *dst, const void *src, size_t len)
     /* from pageable memory the copy may return before its DMA lands: wait for the
      * legacy stream it ran on, so that the data is in place when MPI returns even
      * for work the application then puts on a non-blocking stream */
-    if (res == 0 && mca_coll_dfccl_mem_kind(dst) == MCA_COLL_DFCCL_MEM_DEVICE)
+    if (res == 0 && dst_device)
         res = cu.stream_synchronize(NULL);
     cu_pop(pushed);
     if (res != 0) {

@@ -1,15 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Memory kinds and staging. Device memory is recognised through the CUDA driver,
+ * Memory kinds and copies. Device memory is recognised through the CUDA driver,
  * opened with dlopen at the first query, so the component loads and passes every
- * call through on a machine without a GPU or driver. Until the GPU backend exists,
- * device buffers are staged: copied into host memory, run on the engine's CPU
- * backend (or the previous module), copied back. Everything CUDA-specific lives in
- * coll_dfccl_cuda.c so that the GPU backend can replace the staging there.
+ * call through on a machine without a GPU or driver. Device buffers run on the GPU
+ * daemon as they are; they are copied through host memory only where the engine
+ * communicator has no GPU part, for the previous module (a call the engine can't
+ * run, coll_dfccl_device_staged=1) and for packing. Everything CUDA-specific lives
+ * in coll_dfccl_cuda.c.
+ *
+ * mca_coll_dfccl_mem_kind is the component's one detector, asked once per buffer and
+ * call (mca_coll_dfccl_kinds): the driver API without cuInit, so a process that never
+ * used CUDA gets "host" without a CUDA context being created for it, and managed
+ * memory counts as host, which the CPU (previous module, CPU daemon) may touch as it is.
  */
 #ifndef MCA_COLL_DFCCL_CUDA_H
 #define MCA_COLL_DFCCL_CUDA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef enum {
@@ -21,8 +28,10 @@ typedef enum {
  *         Device memory gets the driver's SYNC_MEMOPS attribute the first time. */
 mca_coll_dfccl_mem_t mca_coll_dfccl_mem_kind(const void *ptr);
 
-/** @brief Copy @p len bytes; either side may be device memory. OMPI_SUCCESS or OMPI_ERROR. */
-int mca_coll_dfccl_copy(void *dst, const void *src, size_t len);
+/** @brief Copy @p len bytes; either side may be device memory (@p dst_device: @p dst
+ *         is, as the caller decided; the copy has then landed when this returns).
+ *         OMPI_SUCCESS or OMPI_ERROR. */
+int mca_coll_dfccl_copy(void *dst, const void *src, size_t len, bool dst_device);
 
 /** @brief With coll_dfccl_device_sync: wait for the calling context's legacy default
  *         stream. OMPI_SUCCESS or OMPI_ERROR. */

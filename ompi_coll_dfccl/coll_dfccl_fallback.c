@@ -105,8 +105,9 @@ static int fb_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, s
 static int fb_reduce_local(const void *inbuf, void *inoutbuf, int count, struct ompi_datatype_t *dt,
                            struct ompi_op_t *op, mca_coll_base_module_t *module)
 {
-    if (mca_coll_dfccl_mem_kind(inbuf) == MCA_COLL_DFCCL_MEM_HOST &&
-        mca_coll_dfccl_mem_kind(inoutbuf) == MCA_COLL_DFCCL_MEM_HOST)
+    const mca_coll_dfccl_mem_t kin = mca_coll_dfccl_mem_kind(inbuf),
+                               kinout = mca_coll_dfccl_mem_kind(inoutbuf);
+    if (kin == MCA_COLL_DFCCL_MEM_HOST && kinout == MCA_COLL_DFCCL_MEM_HOST)
         return mca_coll_base_reduce_local(inbuf, inoutbuf, count, dt, op, module);
     /* Open MPI's ops run on the CPU: host copies of the span each buffer covers */
     mca_coll_dfccl_op_t o;
@@ -115,9 +116,9 @@ static int fb_reduce_local(const void *inbuf, void *inoutbuf, int count, struct 
     size_t len;
     void *hin = (void *)inbuf, *hinout = inoutbuf;
     mca_coll_dfccl_span(dt, (size_t)(count > 0 ? count : 0), &lo, &len);
-    int rc = mca_coll_dfccl_view(&o, inoutbuf, lo, len, true, 0, len, &hinout);
+    int rc = mca_coll_dfccl_view(&o, kinout, inoutbuf, lo, len, true, 0, len, &hinout);
     if (rc == OMPI_SUCCESS)
-        rc = mca_coll_dfccl_view(&o, inbuf, lo, len, true, 0, 0, &hin);
+        rc = mca_coll_dfccl_view(&o, kin, inbuf, lo, len, true, 0, 0, &hin);
     if (rc == OMPI_SUCCESS)
         rc = mca_coll_base_reduce_local(hin, hinout, count, dt, op, module);
     return mca_coll_dfccl_op_finish(&o, rc);

@@ -28,7 +28,7 @@ static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, 
         for (int i = 0; i < m->size; i++)
             rbytes += (size_t)mca_coll_dfccl_bytes(
                 a->rdtype, (size_t)(v ? (a->rcounts[i] > 0 ? a->rcounts[i] : 0) : a->rcount));
-    rec->kind = mca_coll_dfccl_kind_v(m, a->sbuf, sbytes > 0, root ? a->rbuf : NULL, rbytes > 0);
+    rec->kind = mca_coll_dfccl_kind_v(m, p, a->sbuf, sbytes > 0, root ? a->rbuf : NULL, rbytes > 0);
     return true;
 }
 
@@ -44,14 +44,14 @@ static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
         return MPI_ERR_NO_MEM;
     mca_coll_dfccl_op_engine(o, p->ecomm);
     if (root)
-        rc = mca_coll_dfccl_engine_side(o, true, in_place, a->rbuf, n, v ? a->rcounts : NULL, a->rcount,
-                                        v ? a->rdispls : NULL, a->rdtype, NULL, tab, tab + n, &hr);
+        rc = mca_coll_dfccl_engine_side(o, p->rkind, true, in_place, a->rbuf, n, v ? a->rcounts : NULL,
+                                        a->rcount, v ? a->rdispls : NULL, a->rdtype, NULL, tab, tab + n, &hr);
     if (rc == OMPI_SUCCESS && in_place) {
         sb = tab[a->root];
         hs = (char *)hr + tab[n + a->root];
     } else if (rc == OMPI_SUCCESS) {
-        rc = mca_coll_dfccl_engine_side(o, false, false, (void *)a->sbuf, 1, NULL, a->scount, NULL, a->sdtype,
-                                        NULL, &sb, &so, &hs);
+        rc = mca_coll_dfccl_engine_side(o, p->skind, false, false, (void *)a->sbuf, 1, NULL, a->scount, NULL,
+                                        a->sdtype, NULL, &sb, &so, &hs);
         hs = (char *)hs + so;
     }
     if (rc == OMPI_SUCCESS) {
@@ -74,13 +74,13 @@ static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, con
         return engine_start(m, a, p, o, v);
     const bool root = mca_coll_dfccl_is_root(m, a->root);
     void *hs = (void *)a->sbuf, *hr = a->rbuf;
-    int rc = mca_coll_dfccl_stage_blocks(o, (void *)a->sbuf, 1, (size_t)a->scount, NULL, NULL, false,
-                                         a->sdtype, NULL, true, false, &hs);
+    int rc = mca_coll_dfccl_stage_blocks(o, p->skind, (void *)a->sbuf, 1, (size_t)a->scount, NULL, NULL,
+                                         false, a->sdtype, NULL, true, false, &hs);
     if (rc == OMPI_SUCCESS && root)
-        rc = v ? mca_coll_dfccl_stage_blocks(o, a->rbuf, m->size, 0, a->rcounts, a->rdispls, false, a->rdtype,
-                                             NULL, true, true, &hr)
-               : mca_coll_dfccl_stage_blocks(o, a->rbuf, 1, (size_t)a->rcount * (size_t)m->size, NULL, NULL,
-                                             false, a->rdtype, NULL, true, true, &hr);
+        rc = v ? mca_coll_dfccl_stage_blocks(o, p->rkind, a->rbuf, m->size, 0, a->rcounts, a->rdispls, false,
+                                             a->rdtype, NULL, true, true, &hr)
+               : mca_coll_dfccl_stage_blocks(o, p->rkind, a->rbuf, 1, (size_t)a->rcount * (size_t)m->size,
+                                             NULL, NULL, false, a->rdtype, NULL, true, true, &hr);
     if (rc != OMPI_SUCCESS)
         return rc;
     if (v) {

@@ -90,10 +90,10 @@ static bool vblocks(int n, const int *counts, const int *displs, int uniform, st
     return true;
 }
 
-int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, bool recv, bool keep, void *user, int n,
-                               const int *counts, int uniform, const int *displs, struct ompi_datatype_t *dt,
-                               struct ompi_datatype_t *const *dts, size_t *bcount, size_t *boff,
-                               void **ebuf_p)
+int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, mca_coll_dfccl_mem_t kind, bool recv, bool keep,
+                               void *user, int n, const int *counts, int uniform, const int *displs,
+                               struct ompi_datatype_t *dt, struct ompi_datatype_t *const *dts, size_t *bcount,
+                               size_t *boff, void **ebuf_p)
 {
     int *ucounts = NULL;
     int rc = OMPI_SUCCESS;
@@ -122,7 +122,7 @@ int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, bool recv, bool keep, voi
     if (dense && vblocks(n, counts, displs, uniform, dt, dts, bcount, boff, &lo, &len)) {
         /* a host copy of a receive span is read in when it has gaps between blocks,
          * which its copy back must leave as they were */
-        rc = mca_coll_dfccl_view(o, user, lo, len, !recv || keep || n > 1, 0, recv ? len : 0, ebuf_p);
+        rc = mca_coll_dfccl_view(o, kind, user, lo, len, !recv || keep || n > 1, 0, recv ? len : 0, ebuf_p);
         goto out;
     }
 
@@ -166,7 +166,8 @@ int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, bool recv, bool keep, voi
     /* the host view of the blocks' span: a host copy of device memory, read in (its
      * gaps survive the copy back), copied back for a receive side */
     k->view = user;
-    if (span_hi > span_lo && mca_coll_dfccl_mem_kind((char *)user + span_lo) == MCA_COLL_DFCCL_MEM_DEVICE) {
+    const bool device = span_hi > span_lo && kind == MCA_COLL_DFCCL_MEM_DEVICE;
+    if (device) {
         void *v;
         const size_t slen = (size_t)(span_hi - span_lo);
         if ((rc = mca_coll_dfccl_stage_in(o, user, span_lo, slen, true, 0, recv ? slen : 0, &v)) !=
@@ -182,14 +183,13 @@ int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, bool recv, bool keep, voi
     if ((!recv || keep) && (rc = copy_blocks(k, true)) != OMPI_SUCCESS)
         goto out;
     *ebuf_p = k->packed;
-    if (o->device_direct && span_hi > span_lo &&
-        mca_coll_dfccl_mem_kind((char *)user + span_lo) == MCA_COLL_DFCCL_MEM_DEVICE) {
+    if (o->device_direct && device) {
         /* the GPU daemon runs the call: the packed blocks go to device memory */
         if (!(k->dev = mca_coll_dfccl_device_alloc(k->total, (char *)user + span_lo))) {
             rc = MPI_ERR_NO_MEM;
             goto out;
         }
-        if ((!recv || keep) && (rc = mca_coll_dfccl_copy(k->dev, k->packed, k->total)) != OMPI_SUCCESS)
+        if ((!recv || keep) && (rc = mca_coll_dfccl_copy(k->dev, k->packed, k->total, true)) != OMPI_SUCCESS)
             goto out;
         *ebuf_p = k->dev;
     }
@@ -205,7 +205,7 @@ int mca_coll_dfccl_packs_finish(mca_coll_dfccl_op_t *o, int rc)
         o->packs = k->next;
         if (rc == OMPI_SUCCESS && k->recv) {
             if (k->dev)
-                rc = mca_coll_dfccl_copy(k->packed, k->dev, k->total);
+                rc = mca_coll_dfccl_copy(k->packed, k->dev, k->total, false);
             if (rc == OMPI_SUCCESS)
                 rc = copy_blocks(k, false);
         }

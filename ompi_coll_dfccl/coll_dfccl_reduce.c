@@ -11,8 +11,7 @@ static bool reduce_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args
     rec->bytes = mca_coll_dfccl_bytes(a->sdtype, (size_t)a->scount);
     rec->types = mca_coll_dfccl_types(a->sdtype);
     if (rec->bytes)
-        rec->kind =
-            mca_coll_dfccl_is_root(m, a->root) ? mca_coll_dfccl_kind2(a->sbuf, a->rbuf) : mca_coll_dfccl_mem_kind(a->sbuf);
+        rec->kind = mca_coll_dfccl_kinds(p, a->sbuf, mca_coll_dfccl_is_root(m, a->root) ? a->rbuf : NULL);
     return rec->bytes > 0 && mca_coll_dfccl_reduction_map(a->sdtype, a->op, &p->etype, &p->eop);
 }
 
@@ -33,11 +32,12 @@ static int reduce_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
         mca_coll_dfccl_op_engine(o, p->ecomm);
         const size_t bytes = (size_t)count * dfcclTypeSize(p->etype);
         hr = NULL;
-        if (is_root && (rc = mca_coll_dfccl_view(o, rbuf, 0, bytes, in_place, 0, bytes, &hr)) != OMPI_SUCCESS)
+        if (is_root &&
+            (rc = mca_coll_dfccl_view(o, p->rkind, rbuf, 0, bytes, in_place, 0, bytes, &hr)) != OMPI_SUCCESS)
             return rc;
         if (in_place)
             hs = hr;
-        else if ((rc = mca_coll_dfccl_view(o, sbuf, 0, bytes, true, 0, 0, &hs)) != OMPI_SUCCESS)
+        else if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, 0, bytes, true, 0, 0, &hs)) != OMPI_SUCCESS)
             return rc;
         dfcclResult_t res = dfcclReduce(hs, hr, (size_t)count, p->etype, p->eop, root, p->ecomm, &o->ereq);
         return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Reduce", res);
@@ -46,9 +46,9 @@ static int reduce_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
     ptrdiff_t lo;
     size_t len;
     mca_coll_dfccl_span(dtype, (size_t)count, &lo, &len);
-    if (is_root && (rc = mca_coll_dfccl_view(o, rbuf, lo, len, true, 0, len, &hr)) != OMPI_SUCCESS)
+    if (is_root && (rc = mca_coll_dfccl_view(o, p->rkind, rbuf, lo, len, true, 0, len, &hr)) != OMPI_SUCCESS)
         return rc;
-    if (!in_place && (rc = mca_coll_dfccl_view(o, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
+    if (!in_place && (rc = mca_coll_dfccl_view(o, p->skind, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
         return rc;
     if (inner_p)
         return m->previous_ireduce(hs, hr, count, dtype, op, root, m->comm, inner_p,

@@ -26,7 +26,7 @@ static bool rs_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *
     rec->types = mca_coll_dfccl_types(a->sdtype);
     rec->counts_hash = hash;
     if (rec->bytes)
-        rec->kind = mca_coll_dfccl_kind2(a->sbuf, a->rbuf);
+        rec->kind = mca_coll_dfccl_kinds(p, a->sbuf, a->rbuf);
     return rec->bytes > 0 && mca_coll_dfccl_reduction_map(a->sdtype, a->op, &p->etype, &p->eop);
 }
 
@@ -39,16 +39,15 @@ static int rs_engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_plan
     int rc;
 
     if (p->equal)
-        return mca_coll_dfccl_rsb_engine_start(m, p->ecomm, sbuf, rbuf, (size_t)rcounts[0], p->etype, p->eop,
-                                               o);
+        return mca_coll_dfccl_rsb_engine_start(m, p, sbuf, rbuf, (size_t)rcounts[0], o);
     if (!(o->tmp = malloc(all)))
         return MPI_ERR_NO_MEM;
     if (sbuf == MPI_IN_PLACE) {
-        if ((rc = mca_coll_dfccl_view(o, rbuf, 0, all, true, 0, mine, &hr)) != OMPI_SUCCESS)
+        if ((rc = mca_coll_dfccl_view(o, p->rkind, rbuf, 0, all, true, 0, mine, &hr)) != OMPI_SUCCESS)
             return rc;
         hs = hr;
-    } else if ((rc = mca_coll_dfccl_view(o, sbuf, 0, all, true, 0, 0, &hs)) != OMPI_SUCCESS ||
-               (rc = mca_coll_dfccl_view(o, rbuf, 0, mine, false, 0, mine, &hr)) != OMPI_SUCCESS) {
+    } else if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, 0, all, true, 0, 0, &hs)) != OMPI_SUCCESS ||
+               (rc = mca_coll_dfccl_view(o, p->rkind, rbuf, 0, mine, false, 0, mine, &hr)) != OMPI_SUCCESS) {
         return rc;
     }
     /* at completion: this rank's part of the full result, then staged out */
@@ -75,11 +74,11 @@ static int rs_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
     size_t len;
     int rc;
     mca_coll_dfccl_span(dtype, sbuf == MPI_IN_PLACE ? p->total : (size_t)rcounts[m->rank], &lo, &len);
-    if ((rc = mca_coll_dfccl_view(o, rbuf, lo, len, true, 0, len, &hr)) != OMPI_SUCCESS)
+    if ((rc = mca_coll_dfccl_view(o, p->rkind, rbuf, lo, len, true, 0, len, &hr)) != OMPI_SUCCESS)
         return rc;
     if (sbuf != MPI_IN_PLACE) {
         mca_coll_dfccl_span(dtype, p->total, &lo, &len);
-        if ((rc = mca_coll_dfccl_view(o, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
+        if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
             return rc;
     }
     if (inner_p)

@@ -9,20 +9,20 @@
  */
 #include "coll_dfccl_common.h"
 
-int mca_coll_dfccl_rsb_engine_start(mca_coll_dfccl_module_t *m, dfcclComm_t ecomm, const void *sbuf,
-                                    void *rbuf, size_t rcount, dfcclDataType_t etype, dfcclRedOp_t eop,
-                                    mca_coll_dfccl_op_t *o)
+int mca_coll_dfccl_rsb_engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_plan_t *p,
+                                    const void *sbuf, void *rbuf, size_t rcount, mca_coll_dfccl_op_t *o)
 {
+    const dfcclDataType_t etype = p->etype;
     const size_t bytes = rcount * dfcclTypeSize(etype), all = bytes * (size_t)m->lsize;
     void *hs, *hr;
     int rc;
 
-    mca_coll_dfccl_op_engine(o, ecomm);
+    mca_coll_dfccl_op_engine(o, p->ecomm);
     if (sbuf == MPI_IN_PLACE) {
         o->device_direct = false; /* the block move at completion is a host copy */
         void *hall;
         /* all of recvbuf goes in; only its first block comes back */
-        if ((rc = mca_coll_dfccl_view(o, rbuf, 0, all, true, 0, bytes, &hall)) != OMPI_SUCCESS)
+        if ((rc = mca_coll_dfccl_view(o, p->rkind, rbuf, 0, all, true, 0, bytes, &hall)) != OMPI_SUCCESS)
             return rc;
         hs = hall;
         hr = (char *)hall + (size_t)m->rank * bytes;
@@ -32,11 +32,11 @@ int mca_coll_dfccl_rsb_engine_start(mca_coll_dfccl_module_t *m, dfcclComm_t ecom
             o->move_len = bytes;
         }
     } else {
-        if ((rc = mca_coll_dfccl_view(o, sbuf, 0, all, true, 0, 0, &hs)) != OMPI_SUCCESS ||
-            (rc = mca_coll_dfccl_view(o, rbuf, 0, bytes, false, 0, bytes, &hr)) != OMPI_SUCCESS)
+        if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, 0, all, true, 0, 0, &hs)) != OMPI_SUCCESS ||
+            (rc = mca_coll_dfccl_view(o, p->rkind, rbuf, 0, bytes, false, 0, bytes, &hr)) != OMPI_SUCCESS)
             return rc;
     }
-    dfcclResult_t res = dfcclReduceScatter(hs, hr, rcount, etype, eop, ecomm, &o->ereq);
+    dfcclResult_t res = dfcclReduceScatter(hs, hr, rcount, etype, p->eop, p->ecomm, &o->ereq);
     return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Reduce_scatter_block", res);
 }
 
@@ -48,7 +48,7 @@ static bool rsb_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
     rec->bytes = mca_coll_dfccl_bytes(a->sdtype, (size_t)a->rcount);
     rec->types = mca_coll_dfccl_types(a->sdtype);
     if (rec->bytes)
-        rec->kind = mca_coll_dfccl_kind2(a->sbuf, a->rbuf);
+        rec->kind = mca_coll_dfccl_kinds(p, a->sbuf, a->rbuf);
     return rec->bytes > 0 && mca_coll_dfccl_reduction_map(a->sdtype, a->op, &p->etype, &p->eop);
 }
 
@@ -61,7 +61,7 @@ static int rsb_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
     struct ompi_datatype_t *dtype = a->sdtype;
     struct ompi_op_t *op = a->op;
     if (p->path == MCA_COLL_DFCCL_PATH_ENGINE)
-        return mca_coll_dfccl_rsb_engine_start(m, p->ecomm, sbuf, rbuf, (size_t)rcount, p->etype, p->eop, o);
+        return mca_coll_dfccl_rsb_engine_start(m, p, sbuf, rbuf, (size_t)rcount, o);
 
     const size_t all = (size_t)rcount * (size_t)m->lsize;
     void *hs = (void *)sbuf, *hr = rbuf;
@@ -69,11 +69,11 @@ static int rsb_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
     size_t len;
     int rc;
     mca_coll_dfccl_span(dtype, sbuf == MPI_IN_PLACE ? all : (size_t)rcount, &lo, &len);
-    if ((rc = mca_coll_dfccl_view(o, rbuf, lo, len, true, 0, len, &hr)) != OMPI_SUCCESS)
+    if ((rc = mca_coll_dfccl_view(o, p->rkind, rbuf, lo, len, true, 0, len, &hr)) != OMPI_SUCCESS)
         return rc;
     if (sbuf != MPI_IN_PLACE) {
         mca_coll_dfccl_span(dtype, all, &lo, &len);
-        if ((rc = mca_coll_dfccl_view(o, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
+        if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
             return rc;
     }
     if (inner_p)

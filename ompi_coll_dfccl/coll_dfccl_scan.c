@@ -16,7 +16,7 @@ static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, 
     rec->op = mca_coll_dfccl_op_index(a->op);
     rec->bytes = mca_coll_dfccl_bytes(a->sdtype, (size_t)a->scount);
     rec->types = mca_coll_dfccl_types(a->sdtype);
-    rec->kind = rec->bytes ? mca_coll_dfccl_kind2(a->sbuf, a->rbuf) : MCA_COLL_DFCCL_MEM_HOST;
+    rec->kind = rec->bytes ? mca_coll_dfccl_kinds(p, a->sbuf, a->rbuf) : MCA_COLL_DFCCL_MEM_HOST;
     return rec->bytes > 0 && mca_coll_dfccl_reduction_map(a->sdtype, a->op, &p->etype, &p->eop);
 }
 
@@ -31,22 +31,22 @@ static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, con
         const size_t bytes = (size_t)a->scount * dfcclTypeSize(p->etype);
         /* exscan leaves rank 0's output as it was: a host copy of it is read in */
         const bool keep = in_place || (ex && m->rank == 0);
-        if ((rc = mca_coll_dfccl_view(o, a->rbuf, 0, bytes, keep, 0, bytes, &hr)) != OMPI_SUCCESS)
+        if ((rc = mca_coll_dfccl_view(o, p->rkind, a->rbuf, 0, bytes, keep, 0, bytes, &hr)) != OMPI_SUCCESS)
             return rc;
         if (in_place)
             hs = hr;
-        else if ((rc = mca_coll_dfccl_view(o, a->sbuf, 0, bytes, true, 0, 0, &hs)) != OMPI_SUCCESS)
+        else if ((rc = mca_coll_dfccl_view(o, p->skind, a->sbuf, 0, bytes, true, 0, 0, &hs)) != OMPI_SUCCESS)
             return rc;
         dfcclResult_t res = ex ? dfcclExscan(hs, hr, (size_t)a->scount, p->etype, p->eop, p->ecomm, &o->ereq)
                                : dfcclScan(hs, hr, (size_t)a->scount, p->etype, p->eop, p->ecomm, &o->ereq);
         return res == dfcclSuccess ? OMPI_SUCCESS
                                    : mca_coll_dfccl_engine_error(ex ? "MPI_Exscan" : "MPI_Scan", res);
     }
-    rc = mca_coll_dfccl_stage_blocks(o, (void *)a->sbuf, 1, (size_t)a->scount, NULL, NULL, false, a->sdtype,
-                                     NULL, true, false, &hs);
+    rc = mca_coll_dfccl_stage_blocks(o, p->skind, (void *)a->sbuf, 1, (size_t)a->scount, NULL, NULL, false,
+                                     a->sdtype, NULL, true, false, &hs);
     if (rc == OMPI_SUCCESS)
-        rc = mca_coll_dfccl_stage_blocks(o, a->rbuf, 1, (size_t)a->scount, NULL, NULL, false, a->sdtype, NULL,
-                                         true, true, &hr);
+        rc = mca_coll_dfccl_stage_blocks(o, p->rkind, a->rbuf, 1, (size_t)a->scount, NULL, NULL, false,
+                                         a->sdtype, NULL, true, true, &hr);
     if (rc != OMPI_SUCCESS)
         return rc;
     if (ex) {

@@ -29,7 +29,7 @@ static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, 
             sbytes += (size_t)mca_coll_dfccl_bytes(
                 a->sdtype, (size_t)(v ? (a->scounts[i] > 0 ? a->scounts[i] : 0) : a->scount));
     rec->kind =
-        mca_coll_dfccl_kind_v(m, root ? a->sbuf : NULL, sbytes > 0, in_place ? NULL : a->rbuf, rbytes > 0);
+        mca_coll_dfccl_kind_v(m, p, root ? a->sbuf : NULL, sbytes > 0, in_place ? NULL : a->rbuf, rbytes > 0);
     return true;
 }
 
@@ -45,15 +45,15 @@ static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
         return MPI_ERR_NO_MEM;
     mca_coll_dfccl_op_engine(o, p->ecomm);
     if (root)
-        rc = mca_coll_dfccl_engine_side(o, false, false, (void *)a->sbuf, n, v ? a->scounts : NULL, a->scount,
-                                        v ? a->sdispls : NULL, a->sdtype, NULL, tab, tab + n, &hs);
+        rc = mca_coll_dfccl_engine_side(o, p->skind, false, false, (void *)a->sbuf, n, v ? a->scounts : NULL,
+                                        a->scount, v ? a->sdispls : NULL, a->sdtype, NULL, tab, tab + n, &hs);
     if (rc == OMPI_SUCCESS && in_place) {
         /* the root's block stays where it is in sendbuf */
         rb = tab[a->root];
         hr = (char *)hs + tab[n + a->root];
     } else if (rc == OMPI_SUCCESS) {
-        rc = mca_coll_dfccl_engine_side(o, true, false, a->rbuf, 1, NULL, a->rcount, NULL, a->rdtype, NULL,
-                                        &rb, &ro, &hr);
+        rc = mca_coll_dfccl_engine_side(o, p->rkind, true, false, a->rbuf, 1, NULL, a->rcount, NULL,
+                                        a->rdtype, NULL, &rb, &ro, &hr);
         hr = (char *)hr + ro;
     }
     if (rc == OMPI_SUCCESS) {
@@ -77,13 +77,14 @@ static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, con
     void *hs = (void *)a->sbuf, *hr = a->rbuf;
     int rc = OMPI_SUCCESS;
     if (root)
-        rc = v ? mca_coll_dfccl_stage_blocks(o, (void *)a->sbuf, m->size, 0, a->scounts, a->sdispls, false,
-                                             a->sdtype, NULL, true, false, &hs)
-               : mca_coll_dfccl_stage_blocks(o, (void *)a->sbuf, 1, (size_t)a->scount * (size_t)m->size, NULL,
-                                             NULL, false, a->sdtype, NULL, true, false, &hs);
+        rc = v ? mca_coll_dfccl_stage_blocks(o, p->skind, (void *)a->sbuf, m->size, 0, a->scounts, a->sdispls,
+                                             false, a->sdtype, NULL, true, false, &hs)
+               : mca_coll_dfccl_stage_blocks(o, p->skind, (void *)a->sbuf, 1,
+                                             (size_t)a->scount * (size_t)m->size, NULL, NULL, false,
+                                             a->sdtype, NULL, true, false, &hs);
     if (rc == OMPI_SUCCESS)
-        rc = mca_coll_dfccl_stage_blocks(o, a->rbuf, 1, (size_t)a->rcount, NULL, NULL, false, a->rdtype, NULL,
-                                         true, true, &hr);
+        rc = mca_coll_dfccl_stage_blocks(o, p->rkind, a->rbuf, 1, (size_t)a->rcount, NULL, NULL, false,
+                                         a->rdtype, NULL, true, true, &hr);
     if (rc != OMPI_SUCCESS)
         return rc;
     if (v) {
