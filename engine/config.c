@@ -119,7 +119,8 @@ static int name_distance(const char *a, size_t la, const char *b)
 }
 
 /* read where they are used: the host name (comm.c) and the timeline (trace.c) */
-static const char *const other_vars[] = {"DFCCL_HOST", "DFCCL_TRACE"};
+static const char *const other_vars[] = {"DFCCL_HOST", "DFCCL_TRACE", "DFCCL_DEBUG", "DFCCL_DEBUG_SUBSYS",
+                                         "DFCCL_DEBUG_FILE"};
 #define NOTHER ((int)(sizeof(other_vars) / sizeof(other_vars[0])))
 
 /* Every variable dfccl reads is a knob or one of other_vars. Names under DFCCL_DEMO_ and
@@ -149,8 +150,6 @@ static void warn_unknown_vars(void)
         }
         if (known)
             continue;
-        if (len == 11 && !strncmp(*e, "DFCCL_DEBUG", 11))
-            best = "DFCCL_LOG_LEVEL";
         dfccl_warn("%.*s is not a dfccl variable and is ignored%s%s%s", (int)len, *e,
                    best ? " (did you mean " : "", best ? best : "", best ? "?)" : "");
     }
@@ -171,10 +170,23 @@ static dfcclResult_t bad_value(const knob_t *k, const char *name, const char *va
 }
 
 /* The variable of knob k into *out (its default when unset). */
+static int banner; /* DFCCL_DEBUG=VERSION: the banner even below info */
+
 static int env_value(const knob_t *k, uint64_t *out)
 {
     const char *s = getenv(k->env);
+    const char *name = k->env;
     *out = k->def;
+    if ((!s || !*s) && k == &knobs[K_LEVEL]) {
+        /* NCCL's spelling of the same knob (DFCCL_LOG_LEVEL wins when both are set);
+         * its VERSION prints the banner and keeps warnings */
+        s = getenv("DFCCL_DEBUG");
+        name = "DFCCL_DEBUG";
+        if (s && !strcasecmp(s, "version")) {
+            banner = 1;
+            return 0;
+        }
+    }
     if (!s || !*s)
         return 0;
     if (k->words) {
@@ -193,9 +205,32 @@ static int env_value(const knob_t *k, uint64_t *out)
             return 0;
         }
     }
-    bad_value(k, k->env, s);
+    bad_value(k, name, s);
     dfccl_error("%s", dfcclGetLastError());
     return -1;
+}
+
+/* At info (or DFCCL_DEBUG=VERSION): the version, the process and every DFCCL_* variable
+ * set, once, like NCCL's banner. */
+static void print_banner(void)
+{
+    extern char **environ;
+    char vars[768] = "";
+    size_t n = 0;
+    for (char **e = environ; e && *e && n < sizeof vars - 1; e++)
+        if (!strncmp(*e, "DFCCL_", 6))
+            n += (size_t)snprintf(vars + n, sizeof vars - n, "%s%s", n ? " " : "", *e);
+    if (n >= sizeof vars)
+        n = sizeof vars - 1;
+    char host[128] = "";
+    gethostname(host, sizeof host - 1);
+    const int lvl = eng_log_level;
+    if (lvl < DFCCL_LOG_INFO)
+        eng_log_level = DFCCL_LOG_INFO;
+    dfccl_info("dfccl %d.%d.%d, pid %d on %s; settings from the environment: %s", DFCCL_VERSION_CODE / 10000,
+               DFCCL_VERSION_CODE / 100 % 100, DFCCL_VERSION_CODE % 100, (int)getpid(), host,
+               n ? vars : "none (defaults; dfcclConfig_t fields still apply)");
+    eng_log_level = lvl;
 }
 
 /* The field of knob k in cfg: 0 unset, 1 set (*out), -1 a bad value (error set). Fields
@@ -323,6 +358,9 @@ static void read_env(void)
     /* the level applies from here on: the warnings below and the rest of the set-up */
     if (!env_status)
         eng_log_level = (int)env_v[K_LEVEL];
+    eng_log_setup();
+    if (banner || eng_log_level >= DFCCL_LOG_INFO)
+        print_banner();
     warn_unknown_vars();
     env_read = 1;
 }

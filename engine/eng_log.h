@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Leveled logging that costs nothing when off: the level is checked before any
- * formatting (UCX log_def.h). DFCCL_LOG_LEVEL=error|warn|info|debug|trace. */
+ * formatting (UCX log_def.h). DFCCL_LOG_LEVEL=error|warn|info|debug|trace, or NCCL's
+ * spelling DFCCL_DEBUG; DFCCL_DEBUG_SUBSYS narrows info and below to some subsystems,
+ * DFCCL_DEBUG_FILE sends the lines to a file (log.c). */
 #ifndef DFCCL_ENG_LOG_H
 #define DFCCL_ENG_LOG_H
 
@@ -9,6 +11,9 @@
 enum { DFCCL_LOG_ERROR = 0, DFCCL_LOG_WARN, DFCCL_LOG_INFO, DFCCL_LOG_DEBUG, DFCCL_LOG_TRACE };
 
 extern int eng_log_level;
+
+/* DFCCL_DEBUG_FILE and DFCCL_DEBUG_SUBSYS, read once with the other variables. */
+void eng_log_setup(void);
 
 void eng_log(int level, const char *file, int line, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

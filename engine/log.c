@@ -2,12 +2,98 @@
 /* Logging, last-error text and result strings. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "eng_log.h"
 
 int eng_log_level = DFCCL_LOG_WARN;
+
+/* Subsystems, named by the file a line comes from (NCCL_DEBUG_SUBSYS's idea). */
+enum { SUB_INIT, SUB_COLL, SUB_SHM, SUB_NET, SUB_GPU, SUB_NUM };
+static const char *const sub_names[SUB_NUM] = {"INIT", "COLL", "SHM", "NET", "GPU"};
+static unsigned sub_mask = (1u << SUB_NUM) - 1; /* info and below pass for these */
+static FILE *log_file;                          /* DFCCL_DEBUG_FILE, else stderr */
+
+static int subsystem(const char *base)
+{
+    if (!strncmp(base, "ucx_", 4) || !strncmp(base, "net_", 4))
+        return SUB_NET;
+    if (!strncmp(base, "gpu_", 4) || strstr(base, ".cu"))
+        return SUB_GPU;
+    if (!strcmp(base, "shm.c") || !strcmp(base, "heartbeat.c"))
+        return SUB_SHM;
+    if (!strcmp(base, "comm.c") || !strcmp(base, "config.c") || !strcmp(base, "log.c"))
+        return SUB_INIT;
+    return SUB_COLL; /* the daemon, the API, the timeline */
+}
+
+/* "INIT,NET" takes those, "^SHM" all but those, "ALL" all (case ignored). */
+static void parse_subsys(const char *s)
+{
+    const int invert = *s == '^';
+    unsigned m = 0;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", s + invert);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int found = !strcasecmp(t, "ALL");
+        if (found)
+            m = (1u << SUB_NUM) - 1;
+        for (int i = 0; i < SUB_NUM && !found; i++)
+            if (!strcasecmp(t, sub_names[i])) {
+                m |= 1u << i;
+                found = 1;
+            }
+        if (!found)
+            fprintf(stderr,
+                    "[dfccl %d] WARN DFCCL_DEBUG_SUBSYS: no subsystem %s (INIT, COLL, SHM, NET, GPU, ALL): "
+                    "ignored\n",
+                    (int)getpid(), t);
+    }
+    sub_mask = invert ? ~m & ((1u << SUB_NUM) - 1) : m;
+}
+
+/* DFCCL_DEBUG_FILE=path, %h the host name and %p the pid (NCCL_DEBUG_FILE's). */
+static void open_file(const char *pattern)
+{
+    char path[512], host[128] = "host";
+    size_t n = 0;
+    gethostname(host, sizeof host - 1);
+    for (const char *p = pattern; *p && n < sizeof path - 1; p++) {
+        if (p[0] == '%' && (p[1] == 'h' || p[1] == 'p')) {
+            if (p[1] == 'h')
+                n += (size_t)snprintf(path + n, sizeof path - n, "%s", host);
+            else
+                n += (size_t)snprintf(path + n, sizeof path - n, "%d", (int)getpid());
+            if (n >= sizeof path)
+                n = sizeof path - 1;
+            p++;
+        } else {
+            path[n++] = *p;
+        }
+    }
+    path[n < sizeof path ? n : sizeof path - 1] = 0;
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        fprintf(stderr, "[dfccl %d] WARN DFCCL_DEBUG_FILE=%s: cannot open %s: logging to stderr\n",
+                (int)getpid(), pattern, path);
+        return;
+    }
+    setvbuf(f, NULL, _IOLBF, 0);
+    log_file = f;
+}
+
+void eng_log_setup(void)
+{
+    const char *s = getenv("DFCCL_DEBUG_SUBSYS");
+    if (s && *s)
+        parse_subsys(s);
+    const char *f = getenv("DFCCL_DEBUG_FILE");
+    if (f && *f && !log_file)
+        open_file(f);
+}
 
 static _Thread_local char eng_last_error[512] = "no error";
 
@@ -21,8 +107,11 @@ void eng_log(int level, const char *file, int line, const char *func, const char
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     const char *base = strrchr(file, '/');
-    fprintf(stderr, "[dfccl %d] %s %s:%d %s() %s\n", (int)getpid(), eng_level_names[level],
-            base ? base + 1 : file, line, func, msg);
+    base = base ? base + 1 : file;
+    if (level >= DFCCL_LOG_INFO && !(sub_mask >> subsystem(base) & 1))
+        return;
+    fprintf(log_file ? log_file : stderr, "[dfccl %d] %s %s:%d %s() %s\n", (int)getpid(),
+            eng_level_names[level], base, line, func, msg);
 }
 
 dfcclResult_t eng_set_error(dfcclResult_t res, const char *func, const char *fmt, ...)

@@ -342,17 +342,18 @@ bad_config_case() {
 }
 bad_config_case DFCCL_LOG_LEVEL verbose
 bad_config_case DFCCL_SLOTS two
+bad_config_case DFCCL_DEBUG loud
 
 # A DFCCL_ name dfccl does not read is a warning naming it and the closest real one (the
 # job runs); DFCCL_DEMO_ / DFCCL_BENCH_ names belong to the example and benchmark programs.
 unknown_var_case() {
-    local id="unknown_var[DFCCL_CHANELS,DFCCL_DEBUG] np=2"
+    local id="unknown_var[DFCCL_CHANELS,DFCCL_DEBUG_FIL] np=2"
     selected "$id" || return 0
     local log="$LOGDIR/unknown_var.log"
-    run_mpi "$log" 60 2 -x DFCCL_CHANELS=2 -x DFCCL_DEBUG=INFO -x DFCCL_DEMO_ANYTHING=1 -- t_matrix --quick
+    run_mpi "$log" 60 2 -x DFCCL_CHANELS=2 -x DFCCL_DEBUG_FIL=x -x DFCCL_DEMO_ANYTHING=1 -- t_matrix --quick
     if [ "$RC" -eq 0 ] && grep -qx OK "$log" &&
         grep -q 'DFCCL_CHANELS is not a dfccl variable and is ignored (did you mean DFCCL_CHANNELS?)' "$log" &&
-        grep -q 'DFCCL_DEBUG is not a dfccl variable and is ignored (did you mean DFCCL_LOG_LEVEL?)' "$log" &&
+        grep -q 'DFCCL_DEBUG_FIL is not a dfccl variable and is ignored (did you mean DFCCL_DEBUG_FILE?)' "$log" &&
         ! grep -q 'DFCCL_DEMO_ANYTHING' "$log"; then
         pass "$id (warned, with the names meant; DFCCL_DEMO_ left alone)"
     else
@@ -360,6 +361,39 @@ unknown_var_case() {
     fi
 }
 unknown_var_case
+
+# NCCL's diagnostics conventions: DFCCL_DEBUG=INFO (NCCL's spelling of DFCCL_LOG_LEVEL)
+# gives the version banner and the info lines without a warning; DFCCL_DEBUG_FILE with
+# %h and %p takes them off stderr into one file per process; DFCCL_DEBUG_SUBSYS=NET drops
+# the INIT lines that INIT keeps; DFCCL_DEBUG=VERSION prints the banner alone.
+debug_vars_case() {
+    local id="debug_vars[DFCCL_DEBUG,DFCCL_DEBUG_FILE,DFCCL_DEBUG_SUBSYS] np=2"
+    selected "$id" || return 0
+    local log="$LOGDIR/debug_vars.log" dir="$LOGDIR/debug_files" why=
+    rm -rf "$dir" && mkdir -p "$dir"
+    run_mpi "$log.info" 60 2 -x DFCCL_DEBUG=INFO -- t_matrix --quick
+    { [ "$RC" -eq 0 ] && [ "$(grep -c 'INFO config.c.*print_banner() dfccl [0-9.]*, pid' "$log.info")" -eq 2 ] &&
+        grep -q 'INFO comm.c.*transport shm' "$log.info" && ! grep -q 'not a dfccl variable' "$log.info"; } ||
+        why="$why DFCCL_DEBUG=INFO: no banner or info lines, or a warning;"
+    run_mpi "$log.file" 60 2 -x DFCCL_DEBUG=INFO -x DFCCL_DEBUG_FILE="$dir/log.%h.%p" -- t_matrix --quick
+    local files=("$dir"/log.*)
+    { [ "$RC" -eq 0 ] && [ "${#files[@]}" -eq 2 ] && ! grep -q '^\[dfccl' "$log.file" &&
+        grep -q 'transport shm' "${files[0]}" && [[ "${files[0]}" == "$dir/log.$(hostname)."* ]]; } ||
+        why="$why DFCCL_DEBUG_FILE: ${#files[@]} files, or lines still on stderr;"
+    run_mpi "$log.net" 60 2 -x DFCCL_DEBUG=INFO -x DFCCL_DEBUG_SUBSYS=NET -- t_matrix --quick
+    { [ "$RC" -eq 0 ] && ! grep -q 'INFO comm.c' "$log.net"; } || why="$why DFCCL_DEBUG_SUBSYS=NET kept INIT lines;"
+    run_mpi "$log.init" 60 2 -x DFCCL_DEBUG=INFO -x DFCCL_DEBUG_SUBSYS=INIT -- t_matrix --quick
+    { [ "$RC" -eq 0 ] && grep -q 'INFO comm.c' "$log.init"; } || why="$why DFCCL_DEBUG_SUBSYS=INIT dropped them;"
+    run_mpi "$log.version" 60 2 -x DFCCL_DEBUG=VERSION -- t_matrix --quick
+    { [ "$RC" -eq 0 ] && [ "$(grep -c '^\[dfccl' "$log.version")" -eq 2 ] && grep -q 'print_banner' "$log.version"; } ||
+        why="$why DFCCL_DEBUG=VERSION: not the banner alone;"
+    if [ -z "$why" ]; then
+        pass "$id (banner, info lines, one file per process, subsystem filter)"
+    else
+        fail "$id" "$why logs $log.*" "$log.info"
+    fi
+}
+debug_vars_case
 
 # DFCCL_TRACE: the deadlock demo's timeline (4 ranks, 8 communicators in a different
 # order on every rank), checked by tools/dfccl-trace: every collective submitted and
