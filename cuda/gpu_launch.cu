@@ -6,6 +6,7 @@
  * synchronizations return; the next submission or progress call brings it back, and a
  * context the kernel lost fails what waits on it instead of hanging (context_check). */
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "gpu_backend.h"
@@ -90,6 +91,33 @@ static int gpu_init_locked(void)
 fail:
     dfccl_warn("GPU backend unavailable: %s", dfcclGetLastError());
     return 0;
+}
+
+extern "C" int eng_gpu_built(void)
+{
+    return 1;
+}
+
+extern "C" int eng_gpu_describe(char *buf, size_t len)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        snprintf(buf, len, "no CUDA device: %s", cudaGetErrorString(e));
+        cudaGetLastError();
+        return -1;
+    }
+    size_t off = 0;
+    buf[0] = 0;
+    for (int d = 0; d < n && off < len; d++) {
+        cudaDeviceProp p;
+        if (cudaGetDeviceProperties(&p, d) != cudaSuccess)
+            continue;
+        off += (size_t)snprintf(buf + off, len - off, "%sdevice %d: %s, %d SMs, compute %d.%d, %.1f GiB",
+                                off ? "\n" : "", d, p.name, p.multiProcessorCount, p.major, p.minor,
+                                (double)p.totalGlobalMem / (1024.0 * 1024 * 1024));
+    }
+    return n;
 }
 
 extern "C" int eng_gpu_available(void)

@@ -97,6 +97,91 @@ static const knob_t knobs[K_COUNT] = {
     [K_LEVEL] = {"DFCCL_LOG_LEVEL", F32(logLevel), DFCCL_LOG_WARN, 0, 4, level_words},
 };
 
+/* What dfcclGetConfigEntry says of each variable: unit and one line (the README's
+ * table says more). */
+typedef struct {
+    const char *unit, *help;
+} knob_doc_t;
+
+static const knob_doc_t knob_docs[K_COUNT] = {
+    [K_PREEMPT] = {"0/1",
+                   "1: preempt a collective stalled on its peers; 0: run each to completion (deadlocks)"},
+    [K_BASE_NS] = {"ns", "how long a fresh collective may wait at a peer before it is preempted"},
+    [K_MAX_NS] = {"ns", "cap of the adaptive preemption threshold"},
+    [K_GROWTH] = {"factor", "a satisfied wait of w ns raises the threshold toward this x w"},
+    [K_HEAD] = {"factor", "the oldest runnable collective waits this many times longer before it yields"},
+    [K_SLOTS] = {"slots", "collectives of one communicator in flight at once"},
+    [K_CHANNELS] = {"channels", "parts a collective is split into, scheduled independently (CPU daemon)"},
+    [K_CHUNK] = {"bytes", "bytes per FIFO step of the CPU daemon (rounded down to 64)"},
+    [K_DEPTH] = {"steps", "FIFO steps per connection"},
+    [K_ONESHOT] = {"bytes", "allreduces up to this size use one-shot, larger ones the ring"},
+    [K_STALL] = {"ms", "a collective stalled this long logs which ranks have not arrived (0: never)"},
+    [K_TIMEOUT] = {"ms", "fail a collective stalled this long and abort its communicator (0: never)"},
+    [K_IDLE] = {"us", "the CPU daemon polls this long after its last work, then sleeps"},
+    [K_GPU_CHANNELS] = {"blocks",
+                        "blocks of the GPU daemon kernel (0: as many as the ranks sharing the GPU leave)"},
+    [K_GPU_THREADS] = {"threads", "threads per GPU daemon block (whole warps)"},
+    [K_GPU_IDLE] = {"us", "the GPU daemon exits after this long with nothing to do"},
+    [K_GPU_STALL] = {"us", "the GPU daemon exits after every collective it holds stalled this long"},
+    [K_GPU] = {"0/1", "0 keeps the GPU backend off (no CUDA initialization; device buffers refused)"},
+    [K_GPU_CHUNK] = {"bytes", "bytes per FIFO step of the GPU daemon"},
+    [K_SYS_SCOPE] = {"0/1", "1: system-scope flags even between ranks on one GPU (a diagnostic)"},
+    [K_LL] = {"bytes", "allreduces and barriers up to this size use the LL one-shot"},
+    [K_TRACE] = {"0/1", "1: the GPU daemon time-stamps each collective's stages (logged at destroy)"},
+    [K_CPU_THREADS] = {"threads", "threads of the CPU daemon; channel c runs on thread c mod this"},
+    [K_NET_THREADS] = {"threads",
+                       "proxy threads of the UCX transport (0: one per 2 cores of the rank, up to 4)"},
+    [K_NET_PIECE] = {"bytes", "eager message size of steps to same-host peers over UCX"},
+    [K_GPU_NET_CHUNK] = {"bytes", "GPU FIFO step on communicators with peers over UCX"},
+    [K_NET] = {"auto/ucx",
+               "auto: other hosts over UCX, same host over shared memory; ucx: every peer over UCX"},
+    [K_LEVEL] = {"error/warn/info/debug/trace", "log verbosity; info starts with a banner"},
+};
+
+/* read where they are used: the host name (comm.c), the timeline (trace.c), the log */
+static const struct {
+    const char *name, *def, *unit, *help;
+} other_docs[] = {
+    {"DFCCL_HOST", "the host name", "string", "the host name this rank reports for locality"},
+    {"DFCCL_TRACE", "unset", "path prefix",
+     "write the CPU daemon's timeline to PREFIX.<pid>.json (dfccl-trace)"},
+    {"DFCCL_DEBUG", "unset", "error/warn/info/debug/trace/version", "NCCL's spelling of DFCCL_LOG_LEVEL"},
+    {"DFCCL_DEBUG_SUBSYS", "ALL", "INIT,COLL,SHM,NET,GPU,ALL (^ excludes)",
+     "subsystems whose info lines print"},
+    {"DFCCL_DEBUG_FILE", "unset (stderr)", "path, %h host, %p pid", "log lines go to this file"},
+};
+#define NOTHER ((int)(sizeof(other_docs) / sizeof(other_docs[0])))
+
+dfcclResult_t dfcclGetConfigEntry(int index, dfcclConfigEntry_t *entry)
+{
+    static char def[24];
+    if (!entry)
+        return DFCCL_ARG_ERROR("entry is NULL");
+    if (index < 0 || index >= K_COUNT + NOTHER)
+        return DFCCL_ARG_ERROR("index %d: the entries are 0 to %d", index, K_COUNT + NOTHER - 1);
+    if (index < K_COUNT) {
+        const knob_t *k = &knobs[index];
+        if (k->words)
+            snprintf(def, sizeof def, "%s", k->words[k->def]);
+        else
+            snprintf(def, sizeof def, "%llu", (unsigned long long)k->def);
+        *entry = (dfcclConfigEntry_t){.name = k->env,
+                                      .field = k->field,
+                                      .defaultValue = def,
+                                      .value = getenv(k->env),
+                                      .unit = knob_docs[index].unit,
+                                      .help = knob_docs[index].help};
+    } else {
+        const int o = index - K_COUNT;
+        *entry = (dfcclConfigEntry_t){.name = other_docs[o].name,
+                                      .defaultValue = other_docs[o].def,
+                                      .value = getenv(other_docs[o].name),
+                                      .unit = other_docs[o].unit,
+                                      .help = other_docs[o].help};
+    }
+    return dfcclSuccess;
+}
+
 /* edit distance of two short names (capped at 9) */
 static int name_distance(const char *a, size_t la, const char *b)
 {
@@ -118,12 +203,7 @@ static int name_distance(const char *a, size_t la, const char *b)
     return prev[lb];
 }
 
-/* read where they are used: the host name (comm.c) and the timeline (trace.c) */
-static const char *const other_vars[] = {"DFCCL_HOST", "DFCCL_TRACE", "DFCCL_DEBUG", "DFCCL_DEBUG_SUBSYS",
-                                         "DFCCL_DEBUG_FILE"};
-#define NOTHER ((int)(sizeof(other_vars) / sizeof(other_vars[0])))
-
-/* Every variable dfccl reads is a knob or one of other_vars. Names under DFCCL_DEMO_ and
+/* Every variable dfccl reads is a knob or one of other_docs. Names under DFCCL_DEMO_ and
  * DFCCL_BENCH_ belong to the example and benchmark programs; any other DFCCL_ name is a
  * typo or a habit from another library (DFCCL_DEBUG for NCCL_DEBUG), said once at the
  * first dfcclCommInit: a warning, since a misspelled knob must not stop a job. */
@@ -140,7 +220,7 @@ static void warn_unknown_vars(void)
         int best_d = 4; /* suggest only close names */
         int known = 0;
         for (int i = 0; i < K_COUNT + NOTHER && !known; i++) {
-            const char *name = i < K_COUNT ? knobs[i].env : other_vars[i - K_COUNT];
+            const char *name = i < K_COUNT ? knobs[i].env : other_docs[i - K_COUNT].name;
             known = strlen(name) == len && !strncmp(*e, name, len);
             const int d = name_distance(*e, len, name);
             if (d < best_d) {

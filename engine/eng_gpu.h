@@ -18,6 +18,11 @@ typedef struct eng_gpu_comm eng_gpu_comm_t;
 
 /* 1 when the GPU backend is built and this process sees a CUDA device. */
 int eng_gpu_available(void);
+/* 1 when the GPU backend was built in (0: gpu_none.c). */
+int eng_gpu_built(void);
+/* The CUDA devices this process sees, one line each, into buf (dfcclGetBuildInfo);
+ * returns how many, or -1 with the reason in buf. */
+int eng_gpu_describe(char *buf, size_t len);
 
 /* 1 when p points to device (or managed) memory. */
 int eng_gpu_is_device_ptr(const void *p);

@@ -1,10 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The GPU backend of a build without CUDA: no device memory exists, so every pointer is
  * host memory and no communicator has a GPU part. */
+#include <stdio.h>
 #include <string.h>
 
 #include "eng_gpu.h"
 #include "eng_log.h"
+
+int eng_gpu_built(void)
+{
+    return 0;
+}
+
+int eng_gpu_describe(char *buf, size_t len)
+{
+    snprintf(buf, len, "libdfccl was built without CUDA");
+    return -1;
+}
 
 int eng_gpu_available(void)
 {

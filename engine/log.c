@@ -7,7 +7,9 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "eng_gpu.h"
 #include "eng_log.h"
+#include "eng_net.h"
 
 int eng_log_level = DFCCL_LOG_WARN;
 
@@ -148,6 +150,18 @@ const char *dfcclGetErrorString(dfcclResult_t result)
     case dfcclBootstrapError: return "bootstrap all-gather failed";
     }
     return "unknown result code";
+}
+
+dfcclResult_t dfcclGetBuildInfo(dfcclBuildInfo_t *info)
+{
+    if (!info)
+        return DFCCL_ARG_ERROR("info is NULL");
+    memset(info, 0, sizeof(*info));
+    info->version = DFCCL_VERSION_CODE;
+    info->gpuBackend = eng_gpu_built();
+    info->netTransport = eng_net_built();
+    info->gpuDevices = eng_gpu_describe(info->devices, sizeof(info->devices));
+    return dfcclSuccess;
 }
 
 dfcclResult_t dfcclGetVersion(int *version_p)

@@ -203,6 +203,42 @@ const char *dfcclGetLastError(void);
  */
 dfcclResult_t dfcclGetVersion(int *version_p);
 
+/** One variable of dfccl's configuration, as `dfccl-info` lists it. The strings stay
+ *  valid until the next call of dfcclGetConfigEntry. */
+typedef struct {
+    const char *name;         /**< the environment variable, e.g. "DFCCL_SLOTS" */
+    const char *field;        /**< its dfcclConfig_t field, or NULL (environment only) */
+    const char *defaultValue; /**< the default, as text */
+    const char *value;        /**< its value in this process's environment, or NULL if unset */
+    const char *unit;         /**< the unit, or the words it takes */
+    const char *help;         /**< what it does, one line */
+} dfcclConfigEntry_t;
+
+/**
+ * @brief Entry @p index (0, 1, ...) of the variables dfccl reads.
+ * @param [in]  index  0 up to the count, which is where this returns dfcclInvalidArgument
+ * @param [out] entry  the variable's description
+ * @return dfcclSuccess, dfcclInvalidArgument (past the last entry, or NULL @p entry)
+ */
+dfcclResult_t dfcclGetConfigEntry(int index, dfcclConfigEntry_t *entry);
+
+/** How the library was built, and what it sees (dfcclGetBuildInfo). */
+typedef struct {
+    int version;        /**< DFCCL_VERSION_CODE of the library */
+    int gpuBackend;     /**< 1: built with the GPU backend (CUDA) */
+    int netTransport;   /**< 1: built with the UCX net transport */
+    int gpuDevices;     /**< CUDA devices this process sees; -1: none, or no GPU backend */
+    char devices[1024]; /**< one line per device, or why there is none */
+} dfcclBuildInfo_t;
+
+/**
+ * @brief The library's build options and the CUDA devices it sees (this initializes
+ *        CUDA in the calling process when the GPU backend is built in).
+ * @param [out] info  filled in
+ * @return dfcclSuccess, dfcclInvalidArgument (NULL @p info)
+ */
+dfcclResult_t dfcclGetBuildInfo(dfcclBuildInfo_t *info);
+
 /**
  * @brief Create a communicator of @p nranks ranks; this process is @p rank.
  * @param [out] comm_p     the new communicator

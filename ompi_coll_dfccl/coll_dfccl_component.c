@@ -296,6 +296,6 @@ void mca_coll_dfccl_engine_config(dfcclConfig_t *cfg)
     }
     /* verbose 2 (engine communicators): let the engine say which transport each peer
      * uses, unless DFCCL_LOG_LEVEL was given */
-    if (cm->verbose >= 2 && !getenv("DFCCL_LOG_LEVEL"))
+    if (cm->verbose >= 2 && !getenv("DFCCL_LOG_LEVEL") && !getenv("DFCCL_DEBUG"))
         cfg->logLevel = dfcclLogInfo;
 }

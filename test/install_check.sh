@@ -31,10 +31,10 @@ if ! (cd "$B" && { [ -f Makefile ] || "$SRC/configure" --prefix="$P" --without-c
 fi
 missing=
 for f in lib/libdfccl.so include/dfccl.h include/dfccl_mpi.h lib/pkgconfig/dfccl.pc lib/openmpi/mca_coll_dfccl.so \
-    bin/dfccl-bench; do
+    bin/dfccl-bench bin/dfccl-info bin/dfccl-trace; do
     [ -e "$P/$f" ] || missing="$missing $f"
 done
-[ -z "$missing" ] && pass "make install: library, headers, pkg-config file, component, dfccl-bench" ||
+[ -z "$missing" ] && pass "make install: library, headers, pkg-config file, component, dfccl-bench, dfccl-info, dfccl-trace" ||
     fail "make install left out:$missing"
 
 # the installed benchmark, as a user runs it: every collective, a short checked sweep,
@@ -55,6 +55,20 @@ done
     fail "installed dfccl-bench:$bad (logs $LOGDIR/bench_*.err)"
 "$P/bin/dfccl-bench" -h 2> /dev/null | grep -q -- '-k COLL' && pass "dfccl-bench -h prints its options" ||
     fail "dfccl-bench -h"
+
+# the installed dfccl-info: version and build, every variable with a variable set in the
+# environment marked with its value, and every variable it lists documented in the README
+info=$(env -u LD_LIBRARY_PATH DFCCL_SLOTS=3 "$P/bin/dfccl-info" 2>&1)
+names=$(sed -n 's/^[* ] \(DFCCL_[A-Z_]*\) .*/\1/p' <<< "$info")
+undocumented=
+for n in $names; do grep -q "^| \`$n\`" "$SRC/README.md" || undocumented="$undocumented $n"; done
+if grep -q '^dfccl [0-9]*\.[0-9]*\.[0-9]*$' <<< "$info" && grep -q '^build: ' <<< "$info" &&
+    grep -qE '^\* DFCCL_SLOTS +2 +3 ' <<< "$info" && [ "$(wc -w <<< "$names")" -ge 30 ] && [ -z "$undocumented" ]; then
+    pass "installed dfccl-info: version, build, $(wc -w <<< "$names") variables (a set one marked), each in the README's table"
+else
+    echo "$info" | head -20
+    fail "installed dfccl-info${undocumented:+: not in the README table:$undocumented}"
+fi
 
 # the README's build line, as written (app.c is the file name it uses)
 line=$(grep -m1 '^mpicc app.c ' "$SRC/README.md")
