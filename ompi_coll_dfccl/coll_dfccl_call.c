@@ -45,6 +45,43 @@ static mca_coll_dfccl_path_t fallback_path(const mca_coll_dfccl_check_t *rec)
     return rec->kind == MCA_COLL_DFCCL_MEM_HOST ? MCA_COLL_DFCCL_PATH_PREVIOUS : MCA_COLL_DFCCL_PATH_STAGED;
 }
 
+/* Each kind of fallback is said once at warning level, so that a job that gets less of
+ * dfccl than it expects can read why: device buffers staged (once per process), and
+ * host buffers left to Open MPI (once per job, on the world's rank 0: every GPU job
+ * takes that one). An engine set-up that failed is said where it fails (boot.c). */
+static void note_fallback(const mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_t *rec,
+                          mca_coll_dfccl_path_t path, bool engine_ok)
+{
+    static int said_staged, said_host;
+    const mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+    if (!rec->bytes)
+        return;
+    char name[40];
+    if (path == MCA_COLL_DFCCL_PATH_STAGED && !__atomic_exchange_n(&said_staged, 1, __ATOMIC_RELAXED)) {
+        mca_coll_dfccl_call_name(name, sizeof name, rec->coll, rec->nonblocking);
+        const char *why = m->inter            ? "an intercommunicator"
+                          : !engine_ok        ? (rec->op < 0 ? "a user-defined op"
+                                                             : "a datatype or op without an engine equivalent, or "
+                                                               "a non-contiguous datatype")
+                          : cm->device_staged ? "coll_dfccl_device_staged=1"
+                                              : "no engine communicator";
+        DFCCL_WARN(
+            "MPI_%s on device buffers of %s is staged through host memory for Open MPI's own "
+            "algorithms (%s); later staged calls are not reported (coll_dfccl_verbose 3 names the path "
+            "of every call)",
+            name, m->comm->c_name, why);
+    } else if (path == MCA_COLL_DFCCL_PATH_PREVIOUS && rec->kind == MCA_COLL_DFCCL_MEM_HOST &&
+               !cm->host_buffers && ompi_comm_rank(&ompi_mpi_comm_world.comm) == 0 &&
+               !__atomic_exchange_n(&said_host, 1, __ATOMIC_RELAXED)) {
+        DFCCL_WARN(
+            "host buffers go to Open MPI's own collectives (coll_dfccl_host_buffers 0, the default)%s; "
+            "--mca coll_dfccl_host_buffers 1 runs them on dfccl's CPU daemon",
+            mca_coll_dfccl_cuda_driver() ? ""
+                                         : ", and with no CUDA driver on this node that is every "
+                                           "collective: dfccl takes none here");
+    }
+}
+
 /* The engine state, as the progress side last published it. */
 static mca_coll_dfccl_engine_state_t engine_state(mca_coll_dfccl_module_t *m)
 {
@@ -221,6 +258,7 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
         if (state == MCA_COLL_DFCCL_ENGINE_FAILED && !queue_busy(m))
             plan.path = fallback_path(&rec);
     }
+    note_fallback(m, &rec, plan.path, engine_ok);
     const bool wait = (cm->check && !m->inter) || (plan.path == MCA_COLL_DFCCL_PATH_ENGINE &&
                                                    (state != MCA_COLL_DFCCL_ENGINE_LIVE || queue_busy(m)));
 

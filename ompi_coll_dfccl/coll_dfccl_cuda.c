@@ -85,6 +85,12 @@ static void cu_load(void)
     DFCCL_VERBOSE(1, "CUDA driver loaded: device buffers are recognised");
 }
 
+bool mca_coll_dfccl_cuda_driver(void)
+{
+    pthread_once(&cu.once, cu_load);
+    return cu.handle != NULL && cu.pointer_get_attributes != NULL;
+}
+
 static const char *cu_error_string(dfccl_cu_result_t res)
 {
     const char *s = NULL;

@@ -37,6 +37,9 @@ int mca_coll_dfccl_copy(void *dst, const void *src, size_t len, bool dst_device)
  *         stream. OMPI_SUCCESS or OMPI_ERROR. */
 int mca_coll_dfccl_device_ready(void);
 
+/** @brief true when a CUDA driver is loaded here (device buffers can occur). */
+bool mca_coll_dfccl_cuda_driver(void);
+
 /** @brief The calling thread's current CUDA context (NULL without one). */
 void *mca_coll_dfccl_cuda_context(void);
 /** @brief Make @p ctx current on the calling thread (a thread working for the caller

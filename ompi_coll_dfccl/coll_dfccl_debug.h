@@ -19,6 +19,9 @@ extern int mca_coll_dfccl_output;
                         ##__VA_ARGS__)
 
 /* Level 0 prints whatever coll_dfccl_verbose is. */
+#define DFCCL_WARN(_fmt, ...)                                                                                \
+    opal_output_verbose(0, mca_coll_dfccl_output, "%s:%d - %s() WARNING: " _fmt, __FILE__, __LINE__,         \
+                        __func__, ##__VA_ARGS__)
 #define DFCCL_ERROR(_fmt, ...)                                                                               \
     opal_output_verbose(0, mca_coll_dfccl_output, "%s:%d - %s() ERROR: " _fmt, __FILE__, __LINE__, __func__, \
                         ##__VA_ARGS__)

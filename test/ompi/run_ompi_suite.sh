@@ -194,8 +194,9 @@ run 120 2 --mca coll_dfccl_verbose 3 -- t_colls --quick --comms world,dup
 rc=$?
 # (verbose lines of the other rank may share a line with the OK: no ^ anchor here)
 if [ $rc = 0 ] && grep -q 'OK t_colls' "$WORK/out" && ! grep -q -- '-> engine' "$WORK/out" &&
-    grep -q -- '-> previous module (host memory' "$WORK/out" && ! grep -qi 'error' "$WORK/out"; then
-    pass "pass-through: host buffers, host_buffers=0, nothing on the engine np=2"
+    grep -q -- '-> previous module (host memory' "$WORK/out" && ! grep -qi 'error' "$WORK/out" &&
+    [ "$(grep -c "WARNING: host buffers go to Open MPI's own collectives" "$WORK/out")" = 1 ]; then
+    pass "pass-through: host buffers, host_buffers=0, nothing on the engine, said once for the job np=2"
     echo "    $(grep -c -- '-> previous module (host memory' "$WORK/out") calls to the previous module, $(grep -c -- '-> engine' "$WORK/out") on the engine"
 else
     fail "pass-through: host buffers, host_buffers=0 np=2" "rc $rc, $(grep -c -- '-> engine' "$WORK/out") engine calls"
@@ -257,7 +258,10 @@ for np in 1 4; do
     run 120 $np "${ALONE[@]}" "${FAKE[@]}" --mca coll_dfccl_verbose 3 -- t_allcolls
     check_lines "dfccl alone, staged (device buffers, emulated): every collective through the fallbacks np=$np" $? \
         'OK t_allcolls' \
-        'MPI_Ialltoallw on .*-> previous module (staged through host)'
+        'MPI_Ialltoallw on .*-> previous module (staged through host)' \
+        'WARNING: MPI_.* on device buffers of .* is staged through host memory'
+    [ "$(grep -c 'WARNING: MPI_.* on device buffers of .* is staged through host memory' "$WORK/out")" -le "$np" ] ||
+        fail "staged device buffers said once per process np=$np" "$(grep -c 'is staged through host memory' "$WORK/out") lines"
 done
 for np in 3 8; do
     run 120 $np "${ALONE[@]}" "${FAKE[@]}" -- t_alone
