@@ -905,7 +905,8 @@ int main(int argc, char **argv)
         MPI_Reduce(mine, sum, 6, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
         if (g_rank == 0)
             printf("# dfccl stats (summed over %d ranks): submitted %" PRIu64 " completed %" PRIu64
-                   " preemptions %" PRIu64 " stalls %" PRIu64 " stall_ms %.3f shm_bytes %" PRIu64 "\n",
+                   " preemptions %" PRIu64 " (with nothing moved %" PRIu64
+                   ") waited_ms %.3f shm_bytes %" PRIu64 "\n",
                    g_nranks, sum[0], sum[1], sum[2], sum[3], (double)sum[4] / 1e6, sum[5]);
     }
     if (g_rank == 0)

@@ -97,8 +97,8 @@ typedef struct {
     uint64_t submitted;       /**< collectives submitted on this rank */
     uint64_t completed;       /**< collectives completed (with success or error) */
     uint64_t preemptions;     /**< times a running collective was preempted at a wait */
-    uint64_t stalls;          /**< scheduling attempts that made no progress */
-    uint64_t stall_ns;        /**< total time spent waiting before a preemption, ns */
+    uint64_t stalls;          /**< preemptions of a collective that had moved nothing since it last ran */
+    uint64_t stall_ns;        /**< time spent waiting at peers before all the preemptions, ns */
     uint64_t shm_bytes;       /**< host shared memory this rank holds for the communicator */
     uint64_t device_bytes;    /**< GPU memory this rank holds for the communicator */
     uint64_t daemon_launches; /**< GPU daemon kernel launches in this process so far */

@@ -138,11 +138,13 @@ void mca_coll_dfccl_engine_destroy(mca_coll_dfccl_module_t *m)
 
     dfcclStats_t st;
     if (dfcclCommGetStats(ecomm, &st) == dfcclSuccess)
-        DFCCL_VERBOSE(2,
-                      "engine communicator of cid %u destroyed: %llu collectives, %llu preemptions, "
-                      "%llu stalls (%.3f ms stalled)",
-                      m->comm->c_contextid, (unsigned long long)st.completed,
-                      (unsigned long long)st.preemptions, (unsigned long long)st.stalls, st.stall_ns / 1e6);
+        DFCCL_VERBOSE(
+            2,
+            "engine communicator of cid %u destroyed: %llu collectives, %llu preemptions (%llu of "
+            "them with nothing moved since the collective last ran), %.3f ms waited at peers before "
+            "them",
+            m->comm->c_contextid, (unsigned long long)st.completed, (unsigned long long)st.preemptions,
+            (unsigned long long)st.stalls, st.stall_ns / 1e6);
     dfcclResult_t res = dfcclCommDestroy(ecomm);
     if (res != dfcclSuccess)
         DFCCL_ERROR("dfcclCommDestroy: %s (%s)", dfcclGetErrorString(res), dfcclGetLastError());
