@@ -98,7 +98,7 @@ static void stat_add(uint64_t *p, uint64_t v)
     dfccl_fetch_add_relaxed(p, v); /* several workers count into one comm */
 }
 
-static const char *const coll_names[ENG_COLL_NUM] = {
+const char *const eng_coll_names[ENG_COLL_NUM] = {
     "allreduce", "reduce",  "bcast",    "allgather",  "reduce_scatter", "alltoall",  "barrier", "gather",
     "scatter",   "gatherv", "scatterv", "allgatherv", "alltoallv",      "alltoallw", "scan",    "exscan"};
 
@@ -379,7 +379,7 @@ static void report_stall(eng_task_t *t, uint64_t waited_ns)
         }
     }
     dfccl_warn("%s seq %llu on communicator %016llx (rank %d of %d) stalled for %llu ms; %s%s",
-               coll_names[t->args.coll], (unsigned long long)t->seq, (unsigned long long)c->uid, c->rank,
+               eng_coll_names[t->args.coll], (unsigned long long)t->seq, (unsigned long long)c->uid, c->rank,
                c->nranks, (unsigned long long)(waited_ns / 1000000),
                nmissing ? "ranks that have not arrived: "
                         : "every rank has arrived (a peer is busy elsewhere)",
@@ -408,7 +408,7 @@ static int check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now, uint64_t r
             eng_shm_peer_desc(c, dead, now, who, sizeof who);
             dfccl_error("communicator %016llx (rank %d): peer rank %d (%s) died; %s seq %llu and every "
                         "later collective on it fail",
-                        (unsigned long long)c->uid, c->rank, dead, who, coll_names[t->args.coll],
+                        (unsigned long long)c->uid, c->rank, dead, who, eng_coll_names[t->args.coll],
                         (unsigned long long)t->seq);
         }
         task_fail(t, dfcclCommAborted);
@@ -423,7 +423,7 @@ static int check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now, uint64_t r
     if (eng_config.timeout_ms && waited > eng_config.timeout_ms * 1000000ull) {
         dfccl_error("%s seq %llu on communicator %016llx timed out after %llu ms (DFCCL_TIMEOUT); the "
                     "communicator is aborted",
-                    coll_names[t->args.coll], (unsigned long long)t->seq, (unsigned long long)c->uid,
+                    eng_coll_names[t->args.coll], (unsigned long long)t->seq, (unsigned long long)c->uid,
                     (unsigned long long)eng_config.timeout_ms);
         /* the connection counters are now out of step with the peers: nothing more can
          * run on this communicator (the other workers drop their parts on seeing it).

@@ -127,6 +127,9 @@ void eng_shm_clean_stale(void);
 /* daemon_cpu.c */
 dfcclResult_t eng_daemon_acquire(void);
 void eng_daemon_release(void);
+/* The collectives' names for messages and the timeline, by eng_coll_t (daemon_cpu.c). */
+extern const char *const eng_coll_names[ENG_COLL_NUM];
+
 /* Submit a collective (assigns its sequence number) or a destroy marker. */
 dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const eng_coll_args_t *args,
                                 struct dfccl_request *req);

@@ -22,9 +22,11 @@ typedef struct {
     uint64_t uid, seq;
     uint64_t late; /* stalled: bit r set for rank r (< 64) that had not submitted seq */
     int32_t rank, nranks, coll, worker;
-    int32_t kind;    /* 0 submit, 1 run, 2 complete */
+    int32_t kind;    /* REC_SUBMIT, REC_RUN or REC_COMPLETE */
     int32_t outcome; /* run: ENG_TR_*; complete: the result */
 } rec_t;
+
+enum { REC_SUBMIT, REC_RUN, REC_COMPLETE };
 
 static pthread_mutex_t tr_lock = PTHREAD_MUTEX_INITIALIZER;
 static rec_t *recs;
@@ -32,10 +34,6 @@ static size_t nrecs, cap;
 static char prefix[512];
 static int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at set-up */
 static int proc_id;             /* the "pid" of the events */
-
-static const char *const coll_names[ENG_COLL_NUM] = {
-    "allreduce", "reduce",  "bcast",    "allgather",  "reduce_scatter", "alltoall",  "barrier", "gather",
-    "scatter",   "gatherv", "scatterv", "allgatherv", "alltoallv",      "alltoallw", "scan",    "exscan"};
 
 static void flush_at_exit(void)
 {
@@ -87,17 +85,24 @@ static void add(const rec_t *r)
     pthread_mutex_unlock(&tr_lock);
 }
 
+/* A record of collective (c, coll, seq) from t0 to t1 (eng_now_ns). */
+static rec_t rec_of(const struct dfccl_comm *c, int coll, uint64_t seq, int kind, uint64_t t0, uint64_t t1)
+{
+    return (rec_t){.t0 = t0,
+                   .t1 = t1,
+                   .uid = c->uid,
+                   .seq = seq,
+                   .rank = c->rank,
+                   .nranks = c->nranks,
+                   .coll = coll,
+                   .kind = kind};
+}
+
 void eng_trace_submit(const struct dfccl_comm *c, int coll, uint64_t seq)
 {
     const uint64_t now = eng_now_ns();
-    add(&(rec_t){.t0 = now,
-                 .t1 = now,
-                 .uid = c->uid,
-                 .seq = seq,
-                 .rank = c->rank,
-                 .nranks = c->nranks,
-                 .coll = coll,
-                 .kind = 0});
+    rec_t r = rec_of(c, coll, seq, REC_SUBMIT, now, now);
+    add(&r);
 }
 
 /* The ranks that had not submitted seq yet (shared-memory peers; net peers unknown). */
@@ -112,33 +117,19 @@ static uint64_t late_ranks(const struct dfccl_comm *c, uint64_t seq)
 
 void eng_trace_run(const struct eng_task *t, uint32_t w, uint64_t t0_ns, uint64_t t1_ns, int outcome)
 {
-    const struct dfccl_comm *c = t->comm;
-    add(&(rec_t){.t0 = t0_ns,
-                 .t1 = t1_ns,
-                 .uid = c->uid,
-                 .seq = t->seq,
-                 .rank = c->rank,
-                 .nranks = c->nranks,
-                 .coll = t->args.coll,
-                 .worker = (int32_t)w,
-                 .kind = 1,
-                 .outcome = outcome,
-                 .late = outcome == ENG_TR_STALLED ? late_ranks(c, t->seq) : 0});
+    rec_t r = rec_of(t->comm, t->args.coll, t->seq, REC_RUN, t0_ns, t1_ns);
+    r.worker = (int32_t)w;
+    r.outcome = outcome;
+    r.late = outcome == ENG_TR_STALLED ? late_ranks(t->comm, t->seq) : 0;
+    add(&r);
 }
 
 void eng_trace_complete(const struct eng_task *t, int result)
 {
-    const struct dfccl_comm *c = t->comm;
     const uint64_t now = eng_now_ns();
-    add(&(rec_t){.t0 = now,
-                 .t1 = now,
-                 .uid = c->uid,
-                 .seq = t->seq,
-                 .rank = c->rank,
-                 .nranks = c->nranks,
-                 .coll = t->args.coll,
-                 .kind = 2,
-                 .outcome = result});
+    rec_t r = rec_of(t->comm, t->args.coll, t->seq, REC_COMPLETE, now, now);
+    r.outcome = result;
+    add(&r);
 }
 
 static double us(uint64_t mono_ns)
@@ -174,13 +165,13 @@ void eng_trace_flush(void)
         /* one row per communicator (and daemon thread): the low bits of its uid */
         const unsigned tid = (unsigned)(r->uid & 0xffffff) * 8u + (unsigned)(r->worker & 7);
         char name[64];
-        snprintf(name, sizeof name, "%s #%llu", coll_names[r->coll], (unsigned long long)r->seq);
+        snprintf(name, sizeof name, "%s #%llu", eng_coll_names[r->coll], (unsigned long long)r->seq);
         const char *common =
             "\"comm\": \"%016llx\", \"rank\": %d, \"nranks\": %d, \"seq\": %llu, \"coll\": \"%s\"";
         char args[256];
         snprintf(args, sizeof args, common, (unsigned long long)r->uid, r->rank, r->nranks,
-                 (unsigned long long)r->seq, coll_names[r->coll]);
-        if (r->kind == 1) {
+                 (unsigned long long)r->seq, eng_coll_names[r->coll]);
+        if (r->kind == REC_RUN) {
             char late[400] = "";
             size_t len = 0;
             for (int p = 0; p < 64; p++)
@@ -193,9 +184,9 @@ void eng_trace_flush(void)
                     name, us(r->t0), (double)(r->t1 - r->t0) / 1e3, proc_id, tid, args, outcomes[r->outcome],
                     r->worker, late);
         } else {
-            const char *what = r->kind == 0 ? "submit" : "complete";
+            const char *what = r->kind == REC_SUBMIT ? "submit" : "complete";
             char result[32] = "";
-            if (r->kind == 2)
+            if (r->kind == REC_COMPLETE)
                 snprintf(result, sizeof result, ", \"result\": %d", r->outcome);
             fprintf(f,
                     ",\n{\"name\": \"%s %s\", \"cat\": \"%s\", \"ph\": \"i\", \"s\": \"t\", \"ts\": %.3f, "
