@@ -14,11 +14,13 @@
 #include <time.h>
 
 extern "C" {
+#include "../engine/eng_clock.h"
 #include "../engine/eng_config.h"
 #include "../engine/eng_gpu.h"
 #include "../engine/eng_gpu_layout.h"
 #include "../engine/eng_log.h"
 #include "../engine/eng_net.h"
+#include "../engine/transport.h"
 }
 
 #include "gpu_daemon.h"
@@ -101,13 +103,6 @@ typedef struct {
     cudaIpcMemHandle_t handle;
 } gpu_boot_t;
 
-static inline uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Check a CUDA call: on failure, record which call and why (dfcclSystemError) and jump
  * to _label. */
 #define CUDA_TRY(_call, _label)                                                                              \
@@ -140,19 +135,45 @@ int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const e
  * callback or some rank's step failed. */
 dfcclResult_t gather_status(gpu_boot_t *mine, gpu_boot_t *all, int nranks, dfcclAllgatherFn_t ag, void *ctx);
 
-/* gpu_ipc.cu: the CUDA IPC transport between processes on one host. */
-void ipc_fifo_create(eng_gpu_comm_t *gc, const gpu_geom_t *geo, gpu_boot_t *mine);
-int32_t ipc_map_peers(eng_gpu_comm_t *gc, const gpu_boot_t *all, const uint8_t *is_net);
-void ipc_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int p, const gpu_boot_t *peer,
-                  const gpu_boot_t *mine, eng_conn_t *cn);
-void ipc_destroy(eng_gpu_comm_t *gc);
+/* The GPU daemon's instance of a transport (engine/transport.h), for the peers the
+ * locality decision gave to it (tp[p] == its id). gpu_comm.cu's table lists them by id. */
+typedef struct gpu_transport {
+    const char *name;
+    /* Local, before the ranks agree (an all-gather of every rank's status follows): map
+     * or allocate what its peers need. 0, or the error (recorded). */
+    int32_t (*prepare)(eng_gpu_comm_t *gc, const gpu_boot_t *all, const uint8_t *tp);
+    /* Collective (NULL: nothing to do): every rank calls it when any rank uses it. */
+    dfcclResult_t (*connect)(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t uid, const gpu_geom_t *geo,
+                             dfcclAllgatherFn_t ag, void *ctx);
+    /* Connection group g (slot x channel) with peer p. */
+    void (*conn_set)(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int p, const gpu_boot_t *all,
+                     eng_conn_t *cn);
+    /* Local; safe on a communicator it never prepared. */
+    void (*close)(eng_gpu_comm_t *gc);
+} gpu_transport_t;
 
-/* gpu_net.cu: host-staged FIFOs for peers on the net. */
-int32_t net_seg_create(eng_gpu_comm_t *gc);
-dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *is_net, uint64_t uid, const gpu_geom_t *geo,
-                         dfcclAllgatherFn_t ag, void *ctx);
-void net_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int p, eng_conn_t *cn);
-void net_destroy(eng_gpu_comm_t *gc);
+/* gpu_ipc.cu: CUDA IPC between processes on one host (shm's peers). Every rank's receive
+ * FIFOs live in its own device memory, made before any transport prepares (their IPC
+ * handle travels in the first all-gather). */
+extern const gpu_transport_t gpu_tp_ipc;
+void ipc_fifo_create(eng_gpu_comm_t *gc, const gpu_geom_t *geo, gpu_boot_t *mine);
+
+/* gpu_net.cu: host-staged FIFOs for peers on the net, moved by the UCX transport. */
+extern const gpu_transport_t gpu_tp_staged;
+
+/* The backend's calls (eng_gpu_backend_t): gpu_launch.cu and gpu_comm.cu. */
+int gpu_available(void);
+int gpu_describe(char *buf, size_t len);
+int gpu_is_device_ptr(const void *ptr);
+dfcclResult_t gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid, const uint8_t *tp,
+                              uint32_t used, dfcclAllgatherFn_t ag, void *ctx);
+void gpu_comm_destroy(eng_gpu_comm_t *gc);
+void gpu_comm_abort(eng_gpu_comm_t *gc, dfcclResult_t code);
+void gpu_comm_stats(eng_gpu_comm_t *gc, dfcclStats_t *s);
+dfcclResult_t gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks, uint32_t **done_p,
+                         int32_t **result_p, int *id_p);
+void gpu_progress(void);
+void gpu_release(int id);
 
 /* gpu_trace.cu, with G_lock held: log DFCCL_GPU_TRACE's medians and clear the records. */
 void trace_report(void);

@@ -61,7 +61,7 @@ static dfcclResult_t comm_channels(int rank, int nranks, dfcclAllgatherFn_t ag, 
     if (!all)
         return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory");
     memset(&mine, 0, sizeof(mine));
-    if (eng_gpu_available()) {
+    if (gpu_available()) {
         mine.ok = 1;
         mine.sms = G.sms;
         mine.uuid = G.uuid;
@@ -131,11 +131,23 @@ static dfcclResult_t host_only(dfcclResult_t res)
     return res == dfcclBootstrapError ? res : dfcclSuccess;
 }
 
+/* The GPU daemon's transports by id (transport.h): its instance of each transport the
+ * locality decision may pick. A build without UCX has no host-staged entry. */
+static_assert(ENG_TP_SHM == 0 && ENG_TP_UCX == 1 && ENG_TP_NUM == 2, "gpu_transports lists every id");
+static const gpu_transport_t *const gpu_transports[ENG_TP_NUM] = {
+    &gpu_tp_ipc,
+#ifdef DFCCL_HAVE_UCX
+    &gpu_tp_staged,
+#else
+    NULL,
+#endif
+};
+
 /* The connections of every (slot, channel) group with every peer, and what the daemon
  * reads of the communicator, in device memory (gc->dev says where). all: every rank's
- * device. */
-static dfcclResult_t comm_dev_create(eng_gpu_comm_t *gc, const gpu_geom_t *geo, uint64_t uid,
-                                     const uint8_t *is_net, const gpu_boot_t *all, const gpu_boot_t *mine)
+ * device; tp: the transport of each peer. */
+static dfcclResult_t comm_dev_create(eng_gpu_comm_t *gc, const gpu_geom_t *geo, uint64_t uid, const uint8_t *tp,
+                                     const gpu_boot_t *all)
 {
     const int rank = gc->rank, nranks = gc->nranks, C = geo->channels;
     const uint32_t S = geo->slots;
@@ -151,10 +163,7 @@ static dfcclResult_t comm_dev_create(eng_gpu_comm_t *gc, const gpu_geom_t *geo, 
                 cn->rchunk = eng_gpu_step(p, rank, nranks, geo->chunk, geo->small);
                 cn->schunk = eng_gpu_step(rank, p, nranks, geo->chunk, geo->small);
                 cn->ll_salt = eng_ll_salt(uid);
-                if (is_net && is_net[p] && p != rank)
-                    net_conn_set(gc, geo, g, p, cn);
-                else
-                    ipc_conn_set(gc, geo, g, p, &all[p], mine, cn);
+                gpu_transports[tp[p]]->conn_set(gc, geo, g, p, all, cn);
             }
         }
 
@@ -214,10 +223,10 @@ static void comm_id_release(eng_gpu_comm_t *gc)
     int id = submit_locked(GPU_SQ_DESTROY, gc, 0, NULL, 0);
     pthread_mutex_unlock(&G_lock);
     while (!__atomic_load_n(&G.done[id], __ATOMIC_ACQUIRE)) {
-        eng_gpu_progress();
+        gpu_progress();
         sched_yield();
     }
-    eng_gpu_release(id);
+    gpu_release(id);
     pthread_mutex_lock(&G_lock);
     G.comm_used[gc->id] = 0;
     if (G.params.trace)
@@ -225,13 +234,13 @@ static void comm_id_release(eng_gpu_comm_t *gc)
     pthread_mutex_unlock(&G_lock);
 }
 
-extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid,
-                                             const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx)
+dfcclResult_t gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid, const uint8_t *tp,
+                              uint32_t used, dfcclAllgatherFn_t ag, void *ctx)
 {
     *gc_p = NULL;
     gpu_boot_t mine, *all = (gpu_boot_t *)calloc((size_t)nranks, sizeof(gpu_boot_t));
     eng_gpu_comm_t *gc = (eng_gpu_comm_t *)calloc(1, sizeof(*gc));
-    gpu_geom_t geo = comm_geom(is_net != NULL);
+    gpu_geom_t geo = comm_geom((used >> ENG_TP_UCX & 1) != 0);
     dfcclResult_t res;
     memset(&mine, 0, sizeof(mine));
     mine.status = -1;
@@ -242,6 +251,13 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
         free(gc);
         return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory");
     }
+    for (int t = 0; t < ENG_TP_NUM; t++)
+        if ((used >> t & 1) && !gpu_transports[t]) {
+            free(all);
+            free(gc);
+            return eng_set_error(dfcclUnsupported, "dfcclCommInit", "the GPU daemon has no instance of transport %s",
+                                 eng_transports[t] ? eng_transports[t]->name : "?");
+        }
     /* 1. the channels, the same on every rank */
     res = comm_channels(rank, nranks, ag, ctx, &geo.channels);
     if (res != dfcclSuccess) {
@@ -263,21 +279,22 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
         res = host_only(res);
         goto fail;
     }
-    /* 3. the abort word (the net transport's error handler writes it), the host-staged
-     * FIFOs, and the local peers' FIFOs mapped; every rank agrees before going on */
+    /* 3. the abort word (the net transport's error handler writes it), and what each
+     * transport in use maps or allocates; every rank agrees before going on */
     mine.status = 0;
     if (!(gc->abort_code = mapped_alloc<int32_t>(1, NULL)))
         mine.status = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no mapped memory for the abort word");
-    if (is_net && mine.status == 0)
-        mine.status = net_seg_create(gc);
-    if (mine.status == 0)
-        mine.status = ipc_map_peers(gc, all, is_net);
+    for (int t = 0; t < ENG_TP_NUM && mine.status == 0; t++)
+        if (used >> t & 1)
+            mine.status = gpu_transports[t]->prepare(gc, all, tp);
     if ((res = gather_agree(&mine, nranks, ag, ctx)) != dfcclSuccess)
         goto fail;
-    /* 4. the net transport, 5. the connections in device memory, 6. an id */
-    if (is_net && (res = net_create(gc, is_net, uid, &geo, ag, ctx)) != dfcclSuccess)
-        goto fail;
-    if ((res = comm_dev_create(gc, &geo, uid, is_net, all, &mine)) != dfcclSuccess)
+    /* 4. the transports' collective steps, 5. the connections in device memory, 6. an id */
+    for (int t = 0; t < ENG_TP_NUM; t++)
+        if ((used >> t & 1) && gpu_transports[t]->connect &&
+            (res = gpu_transports[t]->connect(gc, tp, uid, &geo, ag, ctx)) != dfcclSuccess)
+            goto fail;
+    if ((res = comm_dev_create(gc, &geo, uid, tp, all)) != dfcclSuccess)
         goto fail;
     if ((res = comm_id_take(gc)) != dfcclSuccess)
         goto fail;
@@ -286,24 +303,25 @@ extern "C" dfcclResult_t eng_gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, in
     return dfcclSuccess;
 fail:
     free(all);
-    eng_gpu_comm_destroy(gc);
+    gpu_comm_destroy(gc);
     return res;
 }
 
-extern "C" void eng_gpu_comm_abort(eng_gpu_comm_t *gc, dfcclResult_t code)
+void gpu_comm_abort(eng_gpu_comm_t *gc, dfcclResult_t code)
 {
     if (gc && gc->abort_code)
         __atomic_store_n(gc->abort_code, (int32_t)code, __ATOMIC_RELEASE);
 }
 
-extern "C" void eng_gpu_comm_destroy(eng_gpu_comm_t *gc)
+void gpu_comm_destroy(eng_gpu_comm_t *gc)
 {
     if (!gc)
         return;
     if (gc->id < GPU_MAX_COMMS)
         comm_id_release(gc);
-    net_destroy(gc);
-    ipc_destroy(gc);
+    for (int t = ENG_TP_NUM - 1; t >= 0; t--)
+        if (gpu_transports[t])
+            gpu_transports[t]->close(gc);
     if (gc->conns_dev)
         cudaFree(gc->conns_dev);
     if (gc->completed_dev)
@@ -316,7 +334,7 @@ extern "C" void eng_gpu_comm_destroy(eng_gpu_comm_t *gc)
     free(gc);
 }
 
-extern "C" void eng_gpu_comm_stats(eng_gpu_comm_t *gc, dfcclStats_t *s)
+void gpu_comm_stats(eng_gpu_comm_t *gc, dfcclStats_t *s)
 {
     memset(s, 0, sizeof(*s));
     if (!gc)

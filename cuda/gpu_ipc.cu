@@ -29,13 +29,12 @@ void ipc_fifo_create(eng_gpu_comm_t *gc, const gpu_geom_t *geo, gpu_boot_t *mine
     }
 }
 
-/* Map every local peer's FIFOs (all: their handles); net peers' go through host-staged
- * ones. 0, or the error (recorded). */
-int32_t ipc_map_peers(eng_gpu_comm_t *gc, const gpu_boot_t *all, const uint8_t *is_net)
+/* Map every local peer's FIFOs (all: their handles). 0, or the error (recorded). */
+static int32_t ipc_map_peers(eng_gpu_comm_t *gc, const gpu_boot_t *all, const uint8_t *tp)
 {
     gc->peer_fifo[gc->rank] = gc->fifo;
     for (int p = 0; p < gc->nranks; p++) {
-        if (p == gc->rank || (is_net && is_net[p]))
+        if (p == gc->rank || tp[p] != ENG_TP_SHM)
             continue;
         cudaError_t e =
             cudaIpcOpenMemHandle((void **)&gc->peer_fifo[p], all[p].handle, cudaIpcMemLazyEnablePeerAccess);
@@ -51,8 +50,8 @@ int32_t ipc_map_peers(eng_gpu_comm_t *gc, const gpu_boot_t *all, const uint8_t *
 
 /* Connection group g with local peer p (mine too): I receive in my FIFOs and send into
  * p's; system scope when p is on another device (or DFCCL_GPU_SYS_SCOPE). */
-void ipc_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int p, const gpu_boot_t *peer,
-                  const gpu_boot_t *mine, eng_conn_t *cn)
+static void ipc_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int p, const gpu_boot_t *all,
+                         eng_conn_t *cn)
 {
     const size_t ctrl = ENG_GPU_CTRL_BYTES;
     const int rank = gc->rank, nranks = gc->nranks;
@@ -62,11 +61,11 @@ void ipc_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int
     cn->send_ctrl = (eng_conn_ctrl_t *)(gc->peer_fifo[p] +
                                         eng_gpu_fifo_off(g, rank, p, nranks, geo->big_conn, geo->small_conn));
     cn->send_data = (char *)cn->send_ctrl + ctrl;
-    cn->sys = eng_config.gpu_sys_scope || memcmp(&peer->uuid, &mine->uuid, sizeof(mine->uuid)) != 0;
+    cn->sys = eng_config.gpu_sys_scope || memcmp(&all[p].uuid, &all[rank].uuid, sizeof(all[p].uuid)) != 0;
 }
 
 /* Unmap the peers' FIFOs and free mine. */
-void ipc_destroy(eng_gpu_comm_t *gc)
+static void ipc_close(eng_gpu_comm_t *gc)
 {
     if (gc->peer_fifo) {
         for (int p = 0; p < gc->nranks; p++)
@@ -77,3 +76,5 @@ void ipc_destroy(eng_gpu_comm_t *gc)
     if (gc->fifo)
         cudaFree(gc->fifo);
 }
+
+const gpu_transport_t gpu_tp_ipc = {"cuda-ipc", ipc_map_peers, NULL, ipc_conn_set, ipc_close};

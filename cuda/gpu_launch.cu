@@ -93,12 +93,7 @@ fail:
     return 0;
 }
 
-extern "C" int eng_gpu_built(void)
-{
-    return 1;
-}
-
-extern "C" int eng_gpu_describe(char *buf, size_t len)
+int gpu_describe(char *buf, size_t len)
 {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
@@ -120,7 +115,7 @@ extern "C" int eng_gpu_describe(char *buf, size_t len)
     return n;
 }
 
-extern "C" int eng_gpu_available(void)
+int gpu_available(void)
 {
     pthread_mutex_lock(&G_lock);
     int ok = gpu_init_locked();
@@ -128,7 +123,7 @@ extern "C" int eng_gpu_available(void)
     return ok;
 }
 
-extern "C" int eng_gpu_is_device_ptr(const void *ptr)
+int gpu_is_device_ptr(const void *ptr)
 {
     if (G.state <= 0 || !ptr)
         return 0;
@@ -158,7 +153,7 @@ static int context_check_locked(void)
 {
     if (G.lost)
         return 1;
-    const uint64_t now = now_ns();
+    const uint64_t now = eng_now_ns();
     if (!G.launched || now - G.last_check_ns < 10000000ull)
         return 0;
     G.last_check_ns = now;
@@ -195,7 +190,7 @@ static void kick_locked(int from_progress)
         if (__atomic_load_n(G.exited, __ATOMIC_ACQUIRE) != G.gen)
             return;
         /* relaunching a daemon that quit on stalled work: back off a little */
-        if (from_progress && now_ns() - G.last_launch_ns < 20000)
+        if (from_progress && eng_now_ns() - G.last_launch_ns < 20000)
             return;
     }
     G.params.gen = ++G.gen;
@@ -207,10 +202,10 @@ static void kick_locked(int from_progress)
     }
     G.launched = 1;
     G.launches++;
-    G.last_launch_ns = now_ns();
+    G.last_launch_ns = eng_now_ns();
 }
 
-extern "C" void eng_gpu_progress(void)
+void gpu_progress(void)
 {
     if (G.state <= 0)
         return;
@@ -220,7 +215,7 @@ extern "C" void eng_gpu_progress(void)
     pthread_mutex_unlock(&G_lock);
 }
 
-extern "C" void eng_gpu_release(int id)
+void gpu_release(int id)
 {
     pthread_mutex_lock(&G_lock);
     G.free_ids[G.nfree++] = id;
@@ -315,7 +310,7 @@ int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const e
     return id;
 }
 
-extern "C" dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks,
+dfcclResult_t gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks,
                                         uint32_t **done_p, int32_t **result_p, int *id_p)
 {
     pthread_mutex_lock(&G_lock);
@@ -331,3 +326,9 @@ extern "C" dfcclResult_t eng_gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_
     *id_p = id;
     return dfcclSuccess;
 }
+
+/* The backend as the engine calls it (eng_gpu, engine/transport.c). */
+extern "C" const eng_gpu_backend_t eng_gpu_cuda = {
+    gpu_available,  gpu_describe,   gpu_is_device_ptr, gpu_comm_create, gpu_comm_destroy,
+    gpu_comm_abort, gpu_comm_stats, gpu_submit,        gpu_progress,    gpu_release,
+};

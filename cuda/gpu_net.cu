@@ -44,8 +44,9 @@ static char *host_map(void *h, size_t bytes)
 /* My receive segment for the net peers (its header page, then the device FIFOs' layout),
  * host-pinned and mapped into the device, and the tables of my shadows: 0, or the
  * error (recorded) when there is no memory for them. */
-int32_t net_seg_create(eng_gpu_comm_t *gc)
+static int32_t net_seg_create(eng_gpu_comm_t *gc, const gpu_boot_t *all, const uint8_t *tp)
 {
+    (void)all, (void)tp;
     int32_t status = 0;
     gc->hseg_bytes = GPU_NET_HDR + gc->fifo_bytes;
     gc->shadow_size = (size_t *)calloc((size_t)gc->nranks, sizeof(size_t));
@@ -69,8 +70,8 @@ int32_t net_seg_create(eng_gpu_comm_t *gc)
  * peer p holds my connections to p, one per (slot, channel) group. The proxy moves steps
  * between them; the daemon reads and writes them through their device mappings with
  * system-scope flags. */
-dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *is_net, uint64_t uid, const gpu_geom_t *geo,
-                         dfcclAllgatherFn_t ag, void *ctx)
+static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t uid, const gpu_geom_t *geo,
+                                dfcclAllgatherFn_t ag, void *ctx)
 {
     const int N = gc->nranks, me = gc->rank;
     const size_t ctrl = ENG_GPU_CTRL_BYTES, depth = eng_config.fifo_depth;
@@ -79,14 +80,14 @@ dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *is_net, uint64_t uid
     const uint64_t chunk = geo->chunk, small = geo->small;
     size_t nconn = 0;
     for (int p = 0; p < N; p++)
-        nconn += p != me && is_net[p] ? groups : 0;
+        nconn += p != me && tp[p] == ENG_TP_UCX ? groups : 0;
     eng_net_conn_desc_t *d = (eng_net_conn_desc_t *)calloc(nconn ? nconn : 1, sizeof(*d)), *k = d;
     if (!d || !gc->shadow_size || !gc->shadow_dev) {
         free(d);
         return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
     }
     for (int p = 0; p < N; p++) {
-        if (p == me || !is_net[p])
+        if (p == me || tp[p] != ENG_TP_UCX)
             continue;
         const uint64_t schunk = eng_gpu_step(me, p, N, chunk, small);
         gc->shadow_size[p] = net_shadow_off(groups, depth, schunk);
@@ -131,8 +132,10 @@ dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *is_net, uint64_t uid
 }
 
 /* Connection group g with net peer p: host-staged, system scope. */
-void net_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int p, eng_conn_t *cn)
+static void net_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int p, const gpu_boot_t *all,
+                         eng_conn_t *cn)
 {
+    (void)all;
     const size_t ctrl = ENG_GPU_CTRL_BYTES;
     cn->recv_ctrl = (eng_conn_ctrl_t *)(gc->hseg_dev + net_recv_off(g, p, gc->rank, gc->nranks, geo->big_conn,
                                                                     geo->small_conn));
@@ -143,7 +146,7 @@ void net_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int
 }
 
 /* Stop the net transport and free the host-staged FIFOs. */
-void net_destroy(eng_gpu_comm_t *gc)
+static void net_close(eng_gpu_comm_t *gc)
 {
     if (gc->net) {
         /* unpinned first: the net transport frees the shadows */
@@ -161,3 +164,5 @@ void net_destroy(eng_gpu_comm_t *gc)
     free(gc->shadow_size);
     free(gc->shadow_dev);
 }
+
+const gpu_transport_t gpu_tp_staged = {"ucx (host-staged)", net_seg_create, net_create, net_conn_set, net_close};

@@ -10,6 +10,7 @@
 #include "eng_gpu.h"
 #include "eng_gpu_layout.h"
 #include "eng_log.h"
+#include "transport.h"
 #include "reduce.h"
 #include "algo.h"
 
@@ -55,14 +56,14 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
      * communicators with net peers never use LL */
     const uint64_t min_step =
         on_gpu ? eng_gpu_small_chunk(eng_config.oneshot_max, eng_config.ll_max, eng_config.fifo_depth,
-                                     eng_gpu_chunk(comm->net != NULL))
+                                     eng_gpu_chunk(comm->tp_used >> ENG_TP_UCX & 1))
                : eng_config.chunk_size;
     const uint64_t oneshot_max = DFCCL_MIN(eng_config.oneshot_max, min_step * eng_config.fifo_depth);
-    const uint64_t ll_max = comm->net ? 0 : DFCCL_MIN(eng_config.ll_max, min_step / 2);
+    const uint64_t ll_max = comm->tp_used >> ENG_TP_UCX & 1 ? 0 : DFCCL_MIN(eng_config.ll_max, min_step / 2);
     a->algo = (uint8_t)eng_algo_select(a, N, oneshot_max, ll_max);
     if (on_gpu) {
         /* the GPU daemon reads a mapped copy of the table, made here */
-        dfcclResult_t r = eng_gpu_submit(comm->gpu, a, (size_t)N, &req->done_p, &req->result_p, &req->gpu_id);
+        dfcclResult_t r = eng_gpu->submit(comm->gpu, a, (size_t)N, &req->done_p, &req->result_p, &req->gpu_id);
         free(blocks);
         if (r != dfcclSuccess) {
             free(req);
@@ -194,8 +195,8 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
         return r;
 
     /* the memory kind picks the daemon; every rank passes the same kind (usage rule) */
-    const int dev_send = bytes && sendbuf && eng_gpu_is_device_ptr(sendbuf);
-    const int dev_recv = bytes && recvbuf && eng_gpu_is_device_ptr(recvbuf);
+    const int dev_send = bytes && sendbuf && eng_is_device_ptr(sendbuf);
+    const int dev_recv = bytes && recvbuf && eng_is_device_ptr(recvbuf);
     const int on_gpu = dev_send || dev_recv;
     /* the side a rank does not use (MPI leaves it undefined there) */
     const int send_unused = (coll == ENG_COLL_BCAST || coll == ENG_COLL_SCATTER) && me != root;
@@ -439,13 +440,13 @@ static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t
     /* the memory kind picks the daemon; every rank passes the same kind (usage rule). A
      * rank that moves nothing goes by the buffers it passed anyway, else with the
      * communicator's latest collective. */
-    const int dev_send = shi > slo && eng_gpu_is_device_ptr(s0);
-    const int dev_recv = rhi > rlo && eng_gpu_is_device_ptr(r0);
+    const int dev_send = shi > slo && eng_is_device_ptr(s0);
+    const int dev_recv = rhi > rlo && eng_is_device_ptr(r0);
     int on_gpu = dev_send || dev_recv;
     if (shi == slo && rhi == rlo) {
         if (sendbuf || recvbuf)
             on_gpu =
-                (sendbuf && eng_gpu_is_device_ptr(sendbuf)) || (recvbuf && eng_gpu_is_device_ptr(recvbuf));
+                (sendbuf && eng_is_device_ptr(sendbuf)) || (recvbuf && eng_is_device_ptr(recvbuf));
         else
             on_gpu = comm->last_on_gpu;
         on_gpu = on_gpu && comm->gpu; /* nothing to move: never an error */
@@ -571,7 +572,7 @@ static void gpu_watch_peers(struct dfccl_request *req)
 {
     const uint64_t now = eng_now_ns();
     if (now - req->since_ns >= ENG_PEER_CHECK_NS && eng_comm_watch_peers(req->comm, now) >= 0)
-        eng_gpu_progress(); /* a daemon that quit on the stalled work comes back to fail it */
+        eng_gpu->progress(); /* a daemon that quit on the stalled work comes back to fail it */
 }
 
 static dfcclResult_t request_reap(dfcclRequest_t *request_p)
@@ -579,7 +580,7 @@ static dfcclResult_t request_reap(dfcclRequest_t *request_p)
     struct dfccl_request *req = *request_p;
     dfcclResult_t res = (dfcclResult_t)DFCCL_READ_ONCE(*req->result_p);
     if (req->gpu_id >= 0)
-        eng_gpu_release(req->gpu_id);
+        eng_gpu->release(req->gpu_id);
     free(req->blocks);
     if (res < 0) /* the daemon logged the details; the caller's thread gets the reason too */
         eng_set_error(res, "dfcclWait", "the collective failed: %s", dfcclGetErrorString(res));
@@ -601,7 +602,7 @@ dfcclResult_t dfcclTest(dfcclRequest_t *request_p, int *done_p)
     /* acquire: pairs with the daemon's release of the completion word */
     if (!dfccl_load_acquire32((*request_p)->done_p)) {
         if ((*request_p)->gpu_id >= 0) {
-            eng_gpu_progress(); /* relaunch a daemon that quit on stalled work */
+            eng_gpu->progress(); /* relaunch a daemon that quit on stalled work */
             gpu_watch_peers(*request_p);
         } else {
             eng_daemon_kick(*request_p);
@@ -625,7 +626,7 @@ dfcclResult_t dfcclWait(dfcclRequest_t *request_p)
     } else {
         for (unsigned i = 0; !dfccl_load_acquire32(req->done_p); i++) {
             if (i % 64 == 63) {
-                eng_gpu_progress();
+                eng_gpu->progress();
                 gpu_watch_peers(req);
             }
             if (i < 4096)

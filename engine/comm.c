@@ -11,8 +11,8 @@
 
 #include "eng_comm.h"
 #include "eng_gpu.h"
-#include "eng_net.h"
 #include "eng_log.h"
+#include "transport.h"
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct dfccl_comm *live_head;
@@ -63,7 +63,8 @@ int eng_comm_watch_peers(dfcclComm_t handle, uint64_t now)
                     "the GPU and every later one fail",
                     (unsigned long long)c->uid, c->rank, dead, who);
         dfccl_store_release(&c->aborted, dfcclCommAborted);
-        eng_gpu_comm_abort(c->gpu, dfcclCommAborted);
+        if (c->gpu)
+            eng_gpu->comm_abort(c->gpu, dfcclCommAborted);
     }
     pthread_mutex_unlock(&live_lock);
     return dead;
@@ -111,72 +112,37 @@ static int live_remove(struct dfccl_comm *c)
     return found;
 }
 
-/* The CPU daemon's connections with net peers: the shared-memory segment's layout, my
- * shadow of each net peer a whole segment of the same shape. */
-static dfcclResult_t net_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx)
+/* Connect every transport some pair of ranks uses, in the table's order (every rank
+ * alike: each connect is collective); on a failure, close those connected. */
+static dfcclResult_t tp_connect(struct dfccl_comm *c, dfcclAllgatherFn_t ag, void *ctx)
 {
-    _Static_assert(sizeof(dfcclResult_t) == sizeof(int32_t), "the abort word is an int32_t");
-    const int N = c->nranks, me = c->rank;
-    size_t nconn = 0;
-    for (int p = 0; p < N; p++)
-        nconn += is_net[p] ? (size_t)c->slots * c->channels : 0;
-    size_t *shadow_size = calloc((size_t)N, sizeof(size_t));
-    eng_net_conn_desc_t *d = calloc(nconn ? nconn : 1, sizeof(*d)), *k = d;
-    if (!shadow_size || !d) {
-        free(shadow_size);
-        free(d);
-        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
-    }
-    for (int p = 0; p < N; p++) {
-        if (!is_net[p])
+    uint8_t *peers = calloc((size_t)c->nranks, 1);
+    if (!peers)
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for a communicator");
+    dfcclResult_t res = dfcclSuccess;
+    int t;
+    for (t = 0; t < ENG_TP_NUM && res == dfcclSuccess; t++) {
+        if (!(c->tp_used >> t & 1))
             continue;
-        shadow_size[p] = c->seg_size;
-        for (uint32_t s = 0; s < c->slots; s++)
-            for (uint32_t ch = 0; ch < c->channels; ch++, k++) {
-                k->peer = p;
-                k->shadow_off = eng_conn_offset(c, s, ch, me);
-                k->recv_off = eng_conn_offset(c, s, ch, p);
-                k->schunk = k->rchunk = c->chunk;
-                k->lane = ch;
-            }
+        for (int p = 0; p < c->nranks; p++)
+            peers[p] = p != c->rank && c->tp[p] == t;
+        res = eng_transports[t]->connect(c, peers, ag, ctx);
     }
-    const eng_net_layout_t L = {.uid = c->uid,
-                                .rank = me,
-                                .nranks = N,
-                                .seg = c->segs[me],
-                                .shadow_size = shadow_size,
-                                .ctrl_bytes = eng_conn_ctrl_bytes(),
-                                .depth = c->depth,
-                                .conns = d,
-                                .nconns = nconn,
-                                .abort_words = {(int32_t *)&c->aborted, NULL}};
-    dfcclResult_t res = eng_net_setup(&L, ag, ctx, &c->net);
-    free(shadow_size);
-    /* my sends to net peers go into the shadows, where the descriptors (in the same
-     * order) placed them */
-    k = d;
-    for (int p = 0; p < N && res == dfcclSuccess; p++) {
-        if (!is_net[p])
-            continue;
-        char *shadow = eng_net_shadow(c->net, p);
-        for (uint32_t s = 0; s < c->slots; s++)
-            for (uint32_t ch = 0; ch < c->channels; ch++, k++) {
-                eng_conn_t *cn = &eng_comm_conns(c, s, ch)[p];
-                cn->send_ctrl = (eng_conn_ctrl_t *)(shadow + k->shadow_off);
-                cn->send_data = (char *)cn->send_ctrl + eng_conn_ctrl_bytes();
-                cn->bell = NULL; /* the proxy rings the peer's */
-            }
-    }
-    free(d);
+    free(peers);
+    /* the failed one cleaned up after itself */
+    for (t -= 2; res != dfcclSuccess && t >= 0; t--)
+        if (c->tp_used >> t & 1)
+            eng_transports[t]->close(c);
     return res;
 }
 
-/* Before the segments go: receives from the net that never finished still land in mine,
- * which then stays mapped (leaked) rather than take their writes unmapped, or reused. */
-static void net_teardown(struct dfccl_comm *c)
+/* Local, backwards: a transport may keep memory of an earlier one (ucx: receives still
+ * landing in shm's segment). */
+static void tp_close(struct dfccl_comm *c)
 {
-    if (eng_net_teardown(c->net) && c->segs)
-        c->segs[c->rank] = NULL;
+    for (int t = ENG_TP_NUM - 1; t >= 0; t--)
+        if (c->tp_used >> t & 1)
+            eng_transports[t]->close(c);
 }
 
 /* The knobs that shape a communicator's FIFOs and pick its algorithms: a rank whose value
@@ -200,11 +166,9 @@ static void shape_of(uint64_t v[ENG_SHAPE_KNOBS])
 }
 
 typedef struct {
-    int16_t net_force; /* DFCCL_NET=ucx on this rank */
-    int16_t net_built; /* this rank's library has the UCX transport */
+    eng_tp_card_t card; /* for the locality decision */
     uint64_t uid;
     uint64_t shape[ENG_SHAPE_KNOBS]; /* shape_of() */
-    char host[64];
 } eng_boot_info_t;
 
 static uint64_t fresh_uid(void)
@@ -254,9 +218,7 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
 
     memset(&me, 0, sizeof(me));
     me.uid = fresh_uid();
-    me.net_force = (int16_t)eng_config.net_force;
-    me.net_built = (int16_t)eng_net_built();
-    snprintf(me.host, sizeof(me.host), "%s", eng_config.host);
+    eng_tp_card(&me.card);
     shape_of(me.shape);
     if (allgather(&me, all, sizeof(me), ctx) != 0) {
         res = eng_set_error(dfcclBootstrapError, __func__, "allgather callback failed");
@@ -275,41 +237,21 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
                 goto err_free;
             }
     c->uid = all[0].uid; /* rank 0 names the communicator */
-    /* locality: every rank computes the same table from the same gathered data */
-    uint8_t *is_net = calloc((size_t)nranks, 1);
-    if (!is_net) {
+    /* locality: every rank decides the same from the same cards */
+    if (!(c->tp = calloc((size_t)nranks, 1))) {
         res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
         goto err_free;
     }
-    int any_net = 0, net_missing = -1;
-    for (int p = 0; p < nranks; p++) {
-        for (int q = 0; q < nranks; q++) {
-            int net = p != q && (all[p].net_force || all[q].net_force ||
-                                 strncmp(all[p].host, all[q].host, sizeof(me.host)));
-            if (net && (!all[p].net_built || !all[q].net_built))
-                net_missing = all[p].net_built ? q : p;
-            any_net |= net;
-            if (p == rank)
-                is_net[q] = (uint8_t)net;
-        }
-    }
-    if (net_missing >= 0) {
-        free(is_net);
-        res =
-            eng_set_error(dfcclUnsupported, __func__,
-                          "rank %d (host '%.64s') must be reached over the net, but its dfccl (or this one) "
-                          "has no UCX transport (configure --with-ucx)",
-                          net_missing, all[net_missing].host);
+    if ((res = eng_tp_pick(&all[0].card, sizeof(*all), nranks, rank, c->tp, &c->tp_used)) != dfcclSuccess)
         goto err_free;
-    }
     for (int p = 0; p < nranks; p++)
         if (p != rank)
-            dfccl_info("communicator %016llx rank %d: peer %d: transport %s", (unsigned long long)c->uid,
-                       rank, p, is_net[p] ? "ucx" : "shm");
+            dfccl_info("communicator %016llx rank %d: peer %d: transport %s (GPU daemon: %s)",
+                       (unsigned long long)c->uid, rank, p, eng_transports[c->tp[p]]->name,
+                       eng_transports[c->tp[p]]->gpu_name);
 
     c->slot_next = calloc(c->slots, sizeof(uint64_t));
     if (!c->slot_next) {
-        free(is_net);
         res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
         goto err_free;
     }
@@ -317,25 +259,16 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
         c->slot_next[s] = s;
 
     eng_shm_clean_stale();
-    DFCCL_CHECK_GOTO(eng_daemon_acquire(), res, err_net);
-    DFCCL_CHECK_GOTO(eng_shm_setup(c, is_net, allgather, ctx), res, err_daemon);
-    if (any_net) {
-        res = net_setup(c, is_net, allgather, ctx);
+    DFCCL_CHECK_GOTO(eng_daemon_acquire(), res, err_free);
+    DFCCL_CHECK_GOTO(tp_connect(c, allgather, ctx), res, err_daemon);
+    /* the GPU daemon's connections: its instance of each peer's transport */
+    if (eng_config.gpu && eng_gpu) {
+        res = eng_gpu->comm_create(&c->gpu, rank, nranks, c->uid, c->tp, c->tp_used, allgather, ctx);
         if (res < 0) {
-            eng_shm_teardown(c);
+            tp_close(c);
             goto err_daemon;
         }
     }
-    /* device FIFOs: CUDA IPC with local peers, host-staged ones with net peers */
-    if (eng_config.gpu) {
-        res = eng_gpu_comm_create(&c->gpu, rank, nranks, c->uid, any_net ? is_net : NULL, allgather, ctx);
-        if (res < 0) {
-            net_teardown(c);
-            eng_shm_teardown(c);
-            goto err_daemon;
-        }
-    }
-    free(is_net);
     free(all);
     c->magic = ENG_COMM_MAGIC;
     /* user-space addresses fit 48 bits here; where one would not, the bare address is
@@ -352,11 +285,11 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
 
 err_daemon:
     eng_daemon_release();
-err_net:
-    free(is_net);
 err_free:
-    if (c)
+    if (c) {
         free(c->slot_next);
+        free(c->tp);
+    }
     free(c);
     free(all);
     return res;
@@ -373,10 +306,11 @@ dfcclResult_t dfcclCommDestroy(dfcclComm_t handle)
     if (comm->segs && comm->segs[comm->rank])
         dfccl_store_release64(&eng_seg_hdr(comm, comm->rank)->closed, 1);
     comm->magic = 0;
-    eng_gpu_comm_destroy(comm->gpu);
-    net_teardown(comm);
-    eng_shm_teardown(comm);
+    if (comm->gpu)
+        eng_gpu->comm_destroy(comm->gpu);
+    tp_close(comm);
     free(comm->slot_next);
+    free(comm->tp);
     free(comm);
     eng_daemon_release();
     return dfcclSuccess;
@@ -424,7 +358,9 @@ dfcclResult_t dfcclCommGetStats(dfcclComm_t handle, dfcclStats_t *stats_p)
         return DFCCL_ARG_ERROR("stats_p is NULL");
     /* the daemons write these words alone; a slightly stale copy is fine */
     dfcclStats_t g;
-    eng_gpu_comm_stats(comm->gpu, &g);
+    memset(&g, 0, sizeof(g));
+    if (comm->gpu)
+        eng_gpu->comm_stats(comm->gpu, &g);
     stats_p->submitted = DFCCL_READ_ONCE(comm->stats.submitted);
     stats_p->completed = DFCCL_READ_ONCE(comm->stats.completed) + g.completed;
     stats_p->preemptions = DFCCL_READ_ONCE(comm->stats.preemptions) + g.preemptions;

@@ -97,7 +97,11 @@ struct dfccl_comm {
     struct eng_gpu_comm *gpu; /* device FIFOs; NULL when some rank has no GPU */
     int last_on_gpu;          /* the daemon of the latest collective submitted: a rank
                                  that moves nothing in a v-collective follows it */
-    struct eng_net_comm *net; /* net peers' shadows and endpoints; NULL without net peers */
+    /* transports (transport.h): the one of each peer ([nranks]), those in use by any pair
+     * of ranks (bits by id), and the UCX transport's state (net_conn.c) */
+    uint8_t *tp;
+    uint32_t tp_used;
+    struct eng_net_comm *net;
 };
 
 DFCCL_INLINE eng_seg_hdr_t *eng_seg_hdr(const struct dfccl_comm *c, int r)
@@ -119,9 +123,7 @@ DFCCL_INLINE eng_conn_t *eng_comm_conns(const struct dfccl_comm *c, uint32_t slo
     return c->conns + ((size_t)slot * c->channels + ch) * (size_t)c->nranks;
 }
 
-/* shm.c */
-dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx);
-void eng_shm_teardown(struct dfccl_comm *c);
+/* shm.c: remove the segments of dead processes of this pid namespace. */
 void eng_shm_clean_stale(void);
 
 /* daemon_cpu.c */

@@ -6,8 +6,7 @@
 
 #include <stdint.h>
 
-/* The monotonic clock every wait and timeout of the engine is measured with, in ns. */
-uint64_t eng_now_ns(void);
+#include "eng_clock.h"
 
 /* One yield of a waiting loop. 1: block instead of spinning on. That is when the cores
  * are already known contended (then it does not yield), or when this yield took long

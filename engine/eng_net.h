@@ -6,8 +6,8 @@
  * receiver's `consumed` counter travels back into the sender's shadow the same way. The
  * algorithms never know. Both backends use it: the CPU daemon with its shared-memory
  * segment, the GPU daemon with host-pinned FIFOs mapped into the device (host-staged);
- * the layout says where each connection lives. Built without UCX, engine/net_none.c
- * answers "no net transport". */
+ * the layout says where each connection lives (engine/net_conn.c, cuda/gpu_net.cu).
+ * Built only with UCX: transport.c's table then has its entry. */
 #ifndef DFCCL_ENG_NET_H
 #define DFCCL_ENG_NET_H
 
@@ -45,9 +45,6 @@ typedef struct {
     size_t nconns;
     int32_t *abort_words[2]; /* set to dfcclCommAborted when a peer fails (NULL: unused) */
 } eng_net_layout_t;
-
-/* 1 when this build has the UCX transport. */
-int eng_net_built(void);
 
 /* Collective over the communicator's ranks (every rank calls it, in the same order as
  * every other net setup). Allocates my shadows of the net peers (zeroed, page-aligned,

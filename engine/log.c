@@ -9,7 +9,7 @@
 
 #include "eng_gpu.h"
 #include "eng_log.h"
-#include "eng_net.h"
+#include "transport.h"
 
 int eng_log_level = DFCCL_LOG_WARN;
 
@@ -158,9 +158,14 @@ dfcclResult_t dfcclGetBuildInfo(dfcclBuildInfo_t *info)
         return DFCCL_ARG_ERROR("info is NULL");
     memset(info, 0, sizeof(*info));
     info->version = DFCCL_VERSION_CODE;
-    info->gpuBackend = eng_gpu_built();
-    info->netTransport = eng_net_built();
-    info->gpuDevices = eng_gpu_describe(info->devices, sizeof(info->devices));
+    info->gpuBackend = eng_gpu != NULL;
+    info->netTransport = eng_transports[ENG_TP_UCX] != NULL;
+    if (eng_gpu) {
+        info->gpuDevices = eng_gpu->describe(info->devices, sizeof(info->devices));
+    } else {
+        snprintf(info->devices, sizeof(info->devices), "libdfccl was built without CUDA");
+        info->gpuDevices = -1;
+    }
     return dfcclSuccess;
 }
 

@@ -28,6 +28,7 @@
 
 #include "eng_comm.h"
 #include "eng_log.h"
+#include "transport.h"
 
 #define SEG_NAME_MAX 112
 
@@ -205,7 +206,10 @@ static void *create_segment(char *name, size_t len, size_t size, dfcclResult_t *
     return NULL;
 }
 
-dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAllgatherFn_t ag, void *ctx)
+static void shm_close(struct dfccl_comm *c);
+
+/* Connect (transport.h): my segment, and those of peers[p] mapped. */
+static dfcclResult_t shm_connect(struct dfccl_comm *c, const uint8_t *peers, dfcclAllgatherFn_t ag, void *ctx)
 {
     const int N = c->nranks;
     const size_t ctrl = eng_conn_ctrl_bytes();
@@ -249,8 +253,8 @@ dfcclResult_t eng_shm_setup(struct dfccl_comm *c, const uint8_t *is_net, dfcclAl
         goto err_unlink;
     }
     for (int p = 0; p < N && res == dfcclSuccess; p++) {
-        if (p == c->rank || is_net[p])
-            continue; /* net peers: the net transport points their connections at shadows */
+        if (p == c->rank || !peers[p])
+            continue; /* another transport points their connections elsewhere */
         char pname[SEG_NAME_MAX];
         snprintf(pname, sizeof(pname), "%.*s", (int)sizeof(pname) - 1, cards[p].name);
         if (strncmp(pname, "/dfccl-", 7) != 0 || strchr(pname + 1, '/')) {
@@ -322,7 +326,7 @@ err_unlink:
     if (c->segs && c->segs[c->rank])
         shm_unlink(name);
 err_unmap:
-    eng_shm_teardown(c);
+    shm_close(c);
     return all < 0 ? all : res;
 }
 
@@ -383,7 +387,7 @@ void eng_shm_peer_desc(const struct dfccl_comm *c, int p, uint64_t now, char *bu
         snprintf(buf, len, "pid %d", c->peer_pid ? c->peer_pid[p] : 0);
 }
 
-void eng_shm_teardown(struct dfccl_comm *c)
+static void shm_close(struct dfccl_comm *c)
 {
     if (c->beating) /* before the segment goes: the thread writes into it */
         eng_beat_stop(c);
@@ -408,3 +412,23 @@ void eng_shm_teardown(struct dfccl_comm *c)
     free(c->conns);
     c->conns = NULL;
 }
+
+/* Ranks on one host reach each other through shared memory, unless one of them asked for
+ * the net (DFCCL_NET=ucx). */
+static int shm_reaches(const eng_tp_card_t *a, const eng_tp_card_t *b)
+{
+    return !a->net_only && !b->net_only && strncmp(a->host, b->host, sizeof(a->host)) == 0;
+}
+
+static void shm_describe(const struct dfccl_comm *c, int p, char *buf, size_t len)
+{
+    snprintf(buf, len, "shm (segment of pid %d mapped)", c->peer_pid ? c->peer_pid[p] : 0);
+}
+
+const eng_transport_t eng_tp_shm = {.id = ENG_TP_SHM,
+                                    .name = "shm",
+                                    .gpu_name = "cuda-ipc",
+                                    .reaches = shm_reaches,
+                                    .connect = shm_connect,
+                                    .close = shm_close,
+                                    .describe = shm_describe};

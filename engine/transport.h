@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Transports: how a rank's daemons reach a peer.
+ *
+ * Every connection speaks one memory protocol, whatever carries it (eng_conn_t and its
+ * FIFO, eng_types.h): a daemon posts a step by writing the FIFO slot and then the step
+ * counter (`sent`), and polls by reading the peer's counters. That is the data path of
+ * every transport, and it is not a call: a function pointer per step would sit in the
+ * hottest loop of both daemons. What a transport decides is where that memory lives and
+ * what moves it, so its interface is about connections:
+ *
+ *   reaches   the locality decision: can it carry steps between these two ranks
+ *   connect   collective: point this rank's connections with its peers at memory that
+ *             reaches them (and start whatever moves the steps)
+ *   close     local: stop moving, release
+ *   describe  one line for logs: how it reaches a peer
+ *
+ * Instances, in the table's order (engine/transport.c), which is the order of preference
+ * and of connecting; closing runs backwards:
+ *
+ *   shm  engine/shm.c        same host: each rank's segment, mapped by its peers; nothing
+ *                            moves the steps. Always first and always connected: it makes
+ *                            this rank's segment, where every transport's receives land.
+ *   ucx  engine/net_conn.c   other hosts (or DFCCL_NET=ucx): steps go into a local shadow
+ *        + ucx_transport/    of the peer's segment, and a proxy thread sends them.
+ *
+ * A build without UCX has no ucx entry (no stub). The GPU daemon reaches the same peers
+ * with the same decision, through its own instances of each entry (gpu_name: CUDA IPC for
+ * shm's peers, host-staged FIFOs over ucx; cuda/gpu_comm.cu's table). A new transport is
+ * a new file with its eng_transport_t, an id below, and an entry in the table. */
+#ifndef DFCCL_TRANSPORT_H
+#define DFCCL_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dfccl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct dfccl_comm;
+
+/* A transport's id: the same in every build, so ranks with different builds agree on
+ * what each other has (eng_tp_card_t.built). */
+typedef enum { ENG_TP_SHM = 0, ENG_TP_UCX = 1, ENG_TP_NUM } eng_tp_id_t;
+
+/* What a rank tells the others about itself for the locality decision (part of
+ * dfcclCommInit's first all-gather). */
+typedef struct {
+    char host[64];     /* DFCCL_HOST or the host name */
+    uint32_t built;    /* bit (1 << id) for each transport this rank's library has */
+    uint32_t net_only; /* DFCCL_NET=ucx: reach every other rank over the net */
+} eng_tp_card_t;
+
+typedef struct eng_transport {
+    eng_tp_id_t id;
+    const char *name;     /* the CPU daemon's connections: "shm", "ucx" */
+    const char *gpu_name; /* the GPU daemon's instance for the same peers */
+    int (*reaches)(const eng_tp_card_t *a, const eng_tp_card_t *b);
+    /* peers[p] != 0: p is mine on this transport (possibly none on this rank: every rank
+     * calls it when any rank uses the transport) */
+    dfcclResult_t (*connect)(struct dfccl_comm *c, const uint8_t *peers, dfcclAllgatherFn_t ag, void *ctx);
+    void (*close)(struct dfccl_comm *c);
+    void (*describe)(const struct dfccl_comm *c, int peer, char *buf, size_t len);
+} eng_transport_t;
+
+/* The transports of this build, by id (NULL: not built). */
+extern const eng_transport_t *const eng_transports[ENG_TP_NUM];
+
+/* This rank's card (the host and net_only from the configuration). */
+void eng_tp_card(eng_tp_card_t *card);
+
+/* The locality decision, the same on every rank from the same cards (cards: nranks of
+ * them, stride bytes apart): tp[q] is the transport rank me uses with q (me itself:
+ * shm), *used_p the bit set of transports some pair of ranks uses. dfcclUnsupported,
+ * naming the rank, when no transport both ends have reaches a pair. */
+dfcclResult_t eng_tp_pick(const eng_tp_card_t *cards, size_t stride, int nranks, int me, uint8_t *tp,
+                          uint32_t *used_p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
