@@ -146,8 +146,8 @@ static const gpu_transport_t *const gpu_transports[ENG_TP_NUM] = {
 /* The connections of every (slot, channel) group with every peer, and what the daemon
  * reads of the communicator, in device memory (gc->dev says where). all: every rank's
  * device; tp: the transport of each peer. */
-static dfcclResult_t comm_dev_create(eng_gpu_comm_t *gc, const gpu_geom_t *geo, uint64_t uid, const uint8_t *tp,
-                                     const gpu_boot_t *all)
+static dfcclResult_t comm_dev_create(eng_gpu_comm_t *gc, const gpu_geom_t *geo, uint64_t uid,
+                                     const uint8_t *tp, const gpu_boot_t *all)
 {
     const int rank = gc->rank, nranks = gc->nranks, C = geo->channels;
     const uint32_t S = geo->slots;
@@ -255,7 +255,8 @@ dfcclResult_t gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint6
         if ((used >> t & 1) && !gpu_transports[t]) {
             free(all);
             free(gc);
-            return eng_set_error(dfcclUnsupported, "dfcclCommInit", "the GPU daemon has no instance of transport %s",
+            return eng_set_error(dfcclUnsupported, "dfcclCommInit",
+                                 "the GPU daemon has no instance of transport %s",
                                  eng_transports[t] ? eng_transports[t]->name : "?");
         }
     /* 1. the channels, the same on every rank */

@@ -50,8 +50,8 @@ static int32_t ipc_map_peers(eng_gpu_comm_t *gc, const gpu_boot_t *all, const ui
 
 /* Connection group g with local peer p (mine too): I receive in my FIFOs and send into
  * p's; system scope when p is on another device (or DFCCL_GPU_SYS_SCOPE). */
-static void ipc_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int p, const gpu_boot_t *all,
-                         eng_conn_t *cn)
+static void ipc_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int p,
+                         const gpu_boot_t *all, eng_conn_t *cn)
 {
     const size_t ctrl = ENG_GPU_CTRL_BYTES;
     const int rank = gc->rank, nranks = gc->nranks;

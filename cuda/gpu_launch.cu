@@ -310,8 +310,8 @@ int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const e
     return id;
 }
 
-dfcclResult_t gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks,
-                                        uint32_t **done_p, int32_t **result_p, int *id_p)
+dfcclResult_t gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks, uint32_t **done_p,
+                         int32_t **result_p, int *id_p)
 {
     pthread_mutex_lock(&G_lock);
     int id = submit_locked(GPU_SQ_COLL, gc, gc->next_seq, a, nblocks);

@@ -132,8 +132,8 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
 }
 
 /* Connection group g with net peer p: host-staged, system scope. */
-static void net_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int p, const gpu_boot_t *all,
-                         eng_conn_t *cn)
+static void net_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t g, int p,
+                         const gpu_boot_t *all, eng_conn_t *cn)
 {
     (void)all;
     const size_t ctrl = ENG_GPU_CTRL_BYTES;
@@ -165,4 +165,5 @@ static void net_close(eng_gpu_comm_t *gc)
     free(gc->shadow_dev);
 }
 
-const gpu_transport_t gpu_tp_staged = {"ucx (host-staged)", net_seg_create, net_create, net_conn_set, net_close};
+const gpu_transport_t gpu_tp_staged = {"ucx (host-staged)", net_seg_create, net_create, net_conn_set,
+                                       net_close};

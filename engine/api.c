@@ -63,7 +63,8 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
     a->algo = (uint8_t)eng_algo_select(a, N, oneshot_max, ll_max);
     if (on_gpu) {
         /* the GPU daemon reads a mapped copy of the table, made here */
-        dfcclResult_t r = eng_gpu->submit(comm->gpu, a, (size_t)N, &req->done_p, &req->result_p, &req->gpu_id);
+        dfcclResult_t r =
+            eng_gpu->submit(comm->gpu, a, (size_t)N, &req->done_p, &req->result_p, &req->gpu_id);
         free(blocks);
         if (r != dfcclSuccess) {
             free(req);
@@ -445,8 +446,7 @@ static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t
     int on_gpu = dev_send || dev_recv;
     if (shi == slo && rhi == rlo) {
         if (sendbuf || recvbuf)
-            on_gpu =
-                (sendbuf && eng_is_device_ptr(sendbuf)) || (recvbuf && eng_is_device_ptr(recvbuf));
+            on_gpu = (sendbuf && eng_is_device_ptr(sendbuf)) || (recvbuf && eng_is_device_ptr(recvbuf));
         else
             on_gpu = comm->last_on_gpu;
         on_gpu = on_gpu && comm->gpu; /* nothing to move: never an error */

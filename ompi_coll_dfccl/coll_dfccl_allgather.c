@@ -46,22 +46,14 @@ static int allgather_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args
         if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
             return rc;
     }
-    if (inner_p)
-        return m->previous_iallgather(hs, scount, sdtype, hr, rcount, rdtype, m->comm, inner_p,
-                                      m->previous_iallgather_module);
-    o->rc =
-        m->previous_allgather(hs, scount, sdtype, hr, rcount, rdtype, m->comm, m->previous_allgather_module);
-    return OMPI_SUCCESS;
+    return MCA_COLL_DFCCL_STAGED_PREVIOUS(m, allgather, o, inner_p, hs, scount, sdtype, hr, rcount, rdtype);
 }
 
 static int allgather_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
                               ompi_request_t **request)
 {
-    if (request)
-        return m->previous_iallgather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, m->comm,
-                                      request, m->previous_iallgather_module);
-    return m->previous_allgather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, m->comm,
-                                 m->previous_allgather_module);
+    return MCA_COLL_DFCCL_PREVIOUS(m, allgather, request, a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount,
+                                   a->rdtype);
 }
 
 static const mca_coll_dfccl_coll_desc_t allgather_desc = {MCA_COLL_DFCCL_ALLGATHER, allgather_prepare,

@@ -70,22 +70,16 @@ static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, con
                                          a->rdtype, NULL, true, true, &hr);
     if (rc != OMPI_SUCCESS)
         return rc;
-    if (inner_p)
-        return m->previous_iallgatherv(hs, a->scount, a->sdtype, hr, a->rcounts, a->rdispls, a->rdtype,
-                                       m->comm, inner_p, m->previous_iallgatherv_module);
-    o->rc = m->previous_allgatherv(hs, a->scount, a->sdtype, hr, a->rcounts, a->rdispls, a->rdtype, m->comm,
-                                   m->previous_allgatherv_module);
-    return OMPI_SUCCESS;
+    return MCA_COLL_DFCCL_STAGED_PREVIOUS(m, allgatherv, o, inner_p, hs, a->scount, a->sdtype, hr, a->rcounts,
+                                          a->rdispls, a->rdtype);
 }
 
 static int previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, ompi_request_t **request,
                     bool unused)
 {
     (void)unused;
-    return request ? m->previous_iallgatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls,
-                                             a->rdtype, m->comm, request, m->previous_iallgatherv_module)
-                   : m->previous_allgatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls,
-                                            a->rdtype, m->comm, m->previous_allgatherv_module);
+    return MCA_COLL_DFCCL_PREVIOUS(m, allgatherv, request, a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts,
+                                   a->rdispls, a->rdtype);
 }
 
 MCA_COLL_DFCCL_VARIANT_DESC(allgatherv, MCA_COLL_DFCCL_ALLGATHERV, false);

@@ -47,21 +47,13 @@ static int allreduce_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args
         return rc;
     if (!in_place && (rc = mca_coll_dfccl_view(o, p->skind, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
         return rc;
-    if (inner_p)
-        return m->previous_iallreduce(hs, hr, count, dtype, op, m->comm, inner_p,
-                                      m->previous_iallreduce_module);
-    o->rc = m->previous_allreduce(hs, hr, count, dtype, op, m->comm, m->previous_allreduce_module);
-    return OMPI_SUCCESS;
+    return MCA_COLL_DFCCL_STAGED_PREVIOUS(m, allreduce, o, inner_p, hs, hr, count, dtype, op);
 }
 
 static int allreduce_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
                               ompi_request_t **request)
 {
-    if (request)
-        return m->previous_iallreduce(a->sbuf, a->rbuf, a->scount, a->sdtype, a->op, m->comm, request,
-                                      m->previous_iallreduce_module);
-    return m->previous_allreduce(a->sbuf, a->rbuf, a->scount, a->sdtype, a->op, m->comm,
-                                 m->previous_allreduce_module);
+    return MCA_COLL_DFCCL_PREVIOUS(m, allreduce, request, a->sbuf, a->rbuf, a->scount, a->sdtype, a->op);
 }
 
 static const mca_coll_dfccl_coll_desc_t allreduce_desc = {MCA_COLL_DFCCL_ALLREDUCE, allreduce_prepare,

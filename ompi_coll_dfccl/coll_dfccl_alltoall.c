@@ -60,22 +60,14 @@ static int alltoall_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_
         if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
             return rc;
     }
-    if (inner_p)
-        return m->previous_ialltoall(hs, scount, sdtype, hr, rcount, rdtype, m->comm, inner_p,
-                                     m->previous_ialltoall_module);
-    o->rc =
-        m->previous_alltoall(hs, scount, sdtype, hr, rcount, rdtype, m->comm, m->previous_alltoall_module);
-    return OMPI_SUCCESS;
+    return MCA_COLL_DFCCL_STAGED_PREVIOUS(m, alltoall, o, inner_p, hs, scount, sdtype, hr, rcount, rdtype);
 }
 
 static int alltoall_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
                              ompi_request_t **request)
 {
-    if (request)
-        return m->previous_ialltoall(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, m->comm,
-                                     request, m->previous_ialltoall_module);
-    return m->previous_alltoall(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, m->comm,
-                                m->previous_alltoall_module);
+    return MCA_COLL_DFCCL_PREVIOUS(m, alltoall, request, a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount,
+                                   a->rdtype);
 }
 
 static const mca_coll_dfccl_coll_desc_t alltoall_desc = {MCA_COLL_DFCCL_ALLTOALL, alltoall_prepare,

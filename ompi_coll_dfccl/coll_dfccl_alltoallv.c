@@ -67,36 +67,21 @@ static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, con
     if (rc != OMPI_SUCCESS)
         return rc;
     if (w) {
-        if (inner_p)
-            return m->previous_ialltoallw(hs, a->scounts, a->sdispls, a->sdtypes, hr, a->rcounts, a->rdispls,
-                                          a->rdtypes, m->comm, inner_p, m->previous_ialltoallw_module);
-        o->rc = m->previous_alltoallw(hs, a->scounts, a->sdispls, a->sdtypes, hr, a->rcounts, a->rdispls,
-                                      a->rdtypes, m->comm, m->previous_alltoallw_module);
-        return OMPI_SUCCESS;
+        return MCA_COLL_DFCCL_STAGED_PREVIOUS(m, alltoallw, o, inner_p, hs, a->scounts, a->sdispls,
+                                              a->sdtypes, hr, a->rcounts, a->rdispls, a->rdtypes);
     }
-    if (inner_p)
-        return m->previous_ialltoallv(hs, a->scounts, a->sdispls, a->sdtype, hr, a->rcounts, a->rdispls,
-                                      a->rdtype, m->comm, inner_p, m->previous_ialltoallv_module);
-    o->rc = m->previous_alltoallv(hs, a->scounts, a->sdispls, a->sdtype, hr, a->rcounts, a->rdispls,
-                                  a->rdtype, m->comm, m->previous_alltoallv_module);
-    return OMPI_SUCCESS;
+    return MCA_COLL_DFCCL_STAGED_PREVIOUS(m, alltoallv, o, inner_p, hs, a->scounts, a->sdispls, a->sdtype, hr,
+                                          a->rcounts, a->rdispls, a->rdtype);
 }
 
 static int previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, ompi_request_t **request,
                     bool w)
 {
     if (w)
-        return request
-                   ? m->previous_ialltoallw(a->sbuf, a->scounts, a->sdispls, a->sdtypes, a->rbuf, a->rcounts,
-                                            a->rdispls, a->rdtypes, m->comm, request,
-                                            m->previous_ialltoallw_module)
-                   : m->previous_alltoallw(a->sbuf, a->scounts, a->sdispls, a->sdtypes, a->rbuf, a->rcounts,
-                                           a->rdispls, a->rdtypes, m->comm, m->previous_alltoallw_module);
-    return request ? m->previous_ialltoallv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcounts,
-                                            a->rdispls, a->rdtype, m->comm, request,
-                                            m->previous_ialltoallv_module)
-                   : m->previous_alltoallv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcounts,
-                                           a->rdispls, a->rdtype, m->comm, m->previous_alltoallv_module);
+        return MCA_COLL_DFCCL_PREVIOUS(m, alltoallw, request, a->sbuf, a->scounts, a->sdispls, a->sdtypes,
+                                       a->rbuf, a->rcounts, a->rdispls, a->rdtypes);
+    return MCA_COLL_DFCCL_PREVIOUS(m, alltoallv, request, a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf,
+                                   a->rcounts, a->rdispls, a->rdtype);
 }
 
 MCA_COLL_DFCCL_VARIANT_DESC(alltoallv, MCA_COLL_DFCCL_ALLTOALLV, false);

@@ -43,19 +43,13 @@ static int bcast_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *
     if ((rc = mca_coll_dfccl_view(o, p->rkind, buf, lo, len, true, 0, is_root ? 0 : len, &hb)) !=
         OMPI_SUCCESS)
         return rc;
-    if (inner_p)
-        return m->previous_ibcast(hb, count, dtype, root, m->comm, inner_p, m->previous_ibcast_module);
-    o->rc = m->previous_bcast(hb, count, dtype, root, m->comm, m->previous_bcast_module);
-    return OMPI_SUCCESS;
+    return MCA_COLL_DFCCL_STAGED_PREVIOUS(m, bcast, o, inner_p, hb, count, dtype, root);
 }
 
 static int bcast_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
                           ompi_request_t **request)
 {
-    if (request)
-        return m->previous_ibcast(a->rbuf, a->scount, a->sdtype, a->root, m->comm, request,
-                                  m->previous_ibcast_module);
-    return m->previous_bcast(a->rbuf, a->scount, a->sdtype, a->root, m->comm, m->previous_bcast_module);
+    return MCA_COLL_DFCCL_PREVIOUS(m, bcast, request, a->rbuf, a->scount, a->sdtype, a->root);
 }
 
 static const mca_coll_dfccl_coll_desc_t bcast_desc = {MCA_COLL_DFCCL_BCAST, bcast_prepare, bcast_start,

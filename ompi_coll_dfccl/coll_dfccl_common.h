@@ -255,6 +255,19 @@ static inline size_t *mca_coll_dfccl_vtab(int n)
     {                                                                                                        \
         __VA_ARGS__                                                                                          \
     }
+/* The previous module's _name (the arguments are the collective's own, in MPI's order):
+ * its non-blocking form when _request is not NULL, else the blocking one. */
+#define MCA_COLL_DFCCL_PREVIOUS(_m, _name, _request, ...)                                                    \
+    ((_request)                                                                                              \
+         ? (_m)->previous_i##_name(__VA_ARGS__, (_m)->comm, (_request), (_m)->previous_i##_name##_module)    \
+         : (_m)->previous_##_name(__VA_ARGS__, (_m)->comm, (_m)->previous_##_name##_module))
+
+/* A staged call handed to the previous module on host copies: non-blocking into
+ * *_inner_p, else blocking with its result in _o->rc. */
+#define MCA_COLL_DFCCL_STAGED_PREVIOUS(_m, _name, _o, _inner_p, ...)                                         \
+    ((_inner_p) ? MCA_COLL_DFCCL_PREVIOUS(_m, _name, _inner_p, __VA_ARGS__)                                  \
+                : ((_o)->rc = MCA_COLL_DFCCL_PREVIOUS(_m, _name, NULL, __VA_ARGS__), OMPI_SUCCESS))
+
 #define MCA_COLL_DFCCL_ENTRIES(_name, _desc, _init, ...)                                                     \
     int mca_coll_dfccl_##_name(__VA_ARGS__, struct ompi_communicator_t *comm,                                \
                                mca_coll_base_module_t *module)                                               \

@@ -84,34 +84,21 @@ static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, con
     if (rc != OMPI_SUCCESS)
         return rc;
     if (v) {
-        if (inner_p)
-            return m->previous_igatherv(hs, a->scount, a->sdtype, hr, a->rcounts, a->rdispls, a->rdtype,
-                                        a->root, m->comm, inner_p, m->previous_igatherv_module);
-        o->rc = m->previous_gatherv(hs, a->scount, a->sdtype, hr, a->rcounts, a->rdispls, a->rdtype, a->root,
-                                    m->comm, m->previous_gatherv_module);
-        return OMPI_SUCCESS;
+        return MCA_COLL_DFCCL_STAGED_PREVIOUS(m, gatherv, o, inner_p, hs, a->scount, a->sdtype, hr,
+                                              a->rcounts, a->rdispls, a->rdtype, a->root);
     }
-    if (inner_p)
-        return m->previous_igather(hs, a->scount, a->sdtype, hr, a->rcount, a->rdtype, a->root, m->comm,
-                                   inner_p, m->previous_igather_module);
-    o->rc = m->previous_gather(hs, a->scount, a->sdtype, hr, a->rcount, a->rdtype, a->root, m->comm,
-                               m->previous_gather_module);
-    return OMPI_SUCCESS;
+    return MCA_COLL_DFCCL_STAGED_PREVIOUS(m, gather, o, inner_p, hs, a->scount, a->sdtype, hr, a->rcount,
+                                          a->rdtype, a->root);
 }
 
 static int previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, ompi_request_t **request,
                     bool v)
 {
     if (v)
-        return request
-                   ? m->previous_igatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls,
-                                          a->rdtype, a->root, m->comm, request, m->previous_igatherv_module)
-                   : m->previous_gatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls,
-                                         a->rdtype, a->root, m->comm, m->previous_gatherv_module);
-    return request ? m->previous_igather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype,
-                                         a->root, m->comm, request, m->previous_igather_module)
-                   : m->previous_gather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root,
-                                        m->comm, m->previous_gather_module);
+        return MCA_COLL_DFCCL_PREVIOUS(m, gatherv, request, a->sbuf, a->scount, a->sdtype, a->rbuf,
+                                       a->rcounts, a->rdispls, a->rdtype, a->root);
+    return MCA_COLL_DFCCL_PREVIOUS(m, gather, request, a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount,
+                                   a->rdtype, a->root);
 }
 
 MCA_COLL_DFCCL_VARIANT_DESC(gather, MCA_COLL_DFCCL_GATHER, false);

@@ -50,21 +50,14 @@ static int reduce_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
         return rc;
     if (!in_place && (rc = mca_coll_dfccl_view(o, p->skind, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
         return rc;
-    if (inner_p)
-        return m->previous_ireduce(hs, hr, count, dtype, op, root, m->comm, inner_p,
-                                   m->previous_ireduce_module);
-    o->rc = m->previous_reduce(hs, hr, count, dtype, op, root, m->comm, m->previous_reduce_module);
-    return OMPI_SUCCESS;
+    return MCA_COLL_DFCCL_STAGED_PREVIOUS(m, reduce, o, inner_p, hs, hr, count, dtype, op, root);
 }
 
 static int reduce_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
                            ompi_request_t **request)
 {
-    if (request)
-        return m->previous_ireduce(a->sbuf, a->rbuf, a->scount, a->sdtype, a->op, a->root, m->comm, request,
-                                   m->previous_ireduce_module);
-    return m->previous_reduce(a->sbuf, a->rbuf, a->scount, a->sdtype, a->op, a->root, m->comm,
-                              m->previous_reduce_module);
+    return MCA_COLL_DFCCL_PREVIOUS(m, reduce, request, a->sbuf, a->rbuf, a->scount, a->sdtype, a->op,
+                                   a->root);
 }
 
 static const mca_coll_dfccl_coll_desc_t reduce_desc = {MCA_COLL_DFCCL_REDUCE, reduce_prepare, reduce_start,

@@ -81,21 +81,13 @@ static int rs_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
         if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
             return rc;
     }
-    if (inner_p)
-        return m->previous_ireduce_scatter(hs, hr, rcounts, dtype, op, m->comm, inner_p,
-                                           m->previous_ireduce_scatter_module);
-    o->rc =
-        m->previous_reduce_scatter(hs, hr, rcounts, dtype, op, m->comm, m->previous_reduce_scatter_module);
-    return OMPI_SUCCESS;
+    return MCA_COLL_DFCCL_STAGED_PREVIOUS(m, reduce_scatter, o, inner_p, hs, hr, rcounts, dtype, op);
 }
 
 static int rs_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, ompi_request_t **request)
 {
-    if (request)
-        return m->previous_ireduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->sdtype, a->op, m->comm, request,
-                                           m->previous_ireduce_scatter_module);
-    return m->previous_reduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->sdtype, a->op, m->comm,
-                                      m->previous_reduce_scatter_module);
+    return MCA_COLL_DFCCL_PREVIOUS(m, reduce_scatter, request, a->sbuf, a->rbuf, a->rcounts, a->sdtype,
+                                   a->op);
 }
 
 static const mca_coll_dfccl_coll_desc_t rs_desc = {MCA_COLL_DFCCL_REDUCE_SCATTER, rs_prepare, rs_start,

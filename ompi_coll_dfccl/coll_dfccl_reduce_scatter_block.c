@@ -76,21 +76,13 @@ static int rsb_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
         if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, lo, len, true, 0, 0, &hs)) != OMPI_SUCCESS)
             return rc;
     }
-    if (inner_p)
-        return m->previous_ireduce_scatter_block(hs, hr, rcount, dtype, op, m->comm, inner_p,
-                                                 m->previous_ireduce_scatter_block_module);
-    o->rc = m->previous_reduce_scatter_block(hs, hr, rcount, dtype, op, m->comm,
-                                             m->previous_reduce_scatter_block_module);
-    return OMPI_SUCCESS;
+    return MCA_COLL_DFCCL_STAGED_PREVIOUS(m, reduce_scatter_block, o, inner_p, hs, hr, rcount, dtype, op);
 }
 
 static int rsb_previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, ompi_request_t **request)
 {
-    if (request)
-        return m->previous_ireduce_scatter_block(a->sbuf, a->rbuf, a->rcount, a->sdtype, a->op, m->comm,
-                                                 request, m->previous_ireduce_scatter_block_module);
-    return m->previous_reduce_scatter_block(a->sbuf, a->rbuf, a->rcount, a->sdtype, a->op, m->comm,
-                                            m->previous_reduce_scatter_block_module);
+    return MCA_COLL_DFCCL_PREVIOUS(m, reduce_scatter_block, request, a->sbuf, a->rbuf, a->rcount, a->sdtype,
+                                   a->op);
 }
 
 static const mca_coll_dfccl_coll_desc_t rsb_desc = {MCA_COLL_DFCCL_REDUCE_SCATTER_BLOCK, rsb_prepare,

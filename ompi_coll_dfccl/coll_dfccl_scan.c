@@ -50,31 +50,17 @@ static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, con
     if (rc != OMPI_SUCCESS)
         return rc;
     if (ex) {
-        if (inner_p)
-            return m->previous_iexscan(hs, hr, a->scount, a->sdtype, a->op, m->comm, inner_p,
-                                       m->previous_iexscan_module);
-        o->rc = m->previous_exscan(hs, hr, a->scount, a->sdtype, a->op, m->comm, m->previous_exscan_module);
-        return OMPI_SUCCESS;
+        return MCA_COLL_DFCCL_STAGED_PREVIOUS(m, exscan, o, inner_p, hs, hr, a->scount, a->sdtype, a->op);
     }
-    if (inner_p)
-        return m->previous_iscan(hs, hr, a->scount, a->sdtype, a->op, m->comm, inner_p,
-                                 m->previous_iscan_module);
-    o->rc = m->previous_scan(hs, hr, a->scount, a->sdtype, a->op, m->comm, m->previous_scan_module);
-    return OMPI_SUCCESS;
+    return MCA_COLL_DFCCL_STAGED_PREVIOUS(m, scan, o, inner_p, hs, hr, a->scount, a->sdtype, a->op);
 }
 
 static int previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, ompi_request_t **request,
                     bool ex)
 {
     if (ex)
-        return request ? m->previous_iexscan(a->sbuf, a->rbuf, a->scount, a->sdtype, a->op, m->comm, request,
-                                             m->previous_iexscan_module)
-                       : m->previous_exscan(a->sbuf, a->rbuf, a->scount, a->sdtype, a->op, m->comm,
-                                            m->previous_exscan_module);
-    return request ? m->previous_iscan(a->sbuf, a->rbuf, a->scount, a->sdtype, a->op, m->comm, request,
-                                       m->previous_iscan_module)
-                   : m->previous_scan(a->sbuf, a->rbuf, a->scount, a->sdtype, a->op, m->comm,
-                                      m->previous_scan_module);
+        return MCA_COLL_DFCCL_PREVIOUS(m, exscan, request, a->sbuf, a->rbuf, a->scount, a->sdtype, a->op);
+    return MCA_COLL_DFCCL_PREVIOUS(m, scan, request, a->sbuf, a->rbuf, a->scount, a->sdtype, a->op);
 }
 
 MCA_COLL_DFCCL_VARIANT_DESC(scan, MCA_COLL_DFCCL_SCAN, false);

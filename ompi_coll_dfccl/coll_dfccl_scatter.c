@@ -88,34 +88,21 @@ static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, con
     if (rc != OMPI_SUCCESS)
         return rc;
     if (v) {
-        if (inner_p)
-            return m->previous_iscatterv(hs, a->scounts, a->sdispls, a->sdtype, hr, a->rcount, a->rdtype,
-                                         a->root, m->comm, inner_p, m->previous_iscatterv_module);
-        o->rc = m->previous_scatterv(hs, a->scounts, a->sdispls, a->sdtype, hr, a->rcount, a->rdtype, a->root,
-                                     m->comm, m->previous_scatterv_module);
-        return OMPI_SUCCESS;
+        return MCA_COLL_DFCCL_STAGED_PREVIOUS(m, scatterv, o, inner_p, hs, a->scounts, a->sdispls, a->sdtype,
+                                              hr, a->rcount, a->rdtype, a->root);
     }
-    if (inner_p)
-        return m->previous_iscatter(hs, a->scount, a->sdtype, hr, a->rcount, a->rdtype, a->root, m->comm,
-                                    inner_p, m->previous_iscatter_module);
-    o->rc = m->previous_scatter(hs, a->scount, a->sdtype, hr, a->rcount, a->rdtype, a->root, m->comm,
-                                m->previous_scatter_module);
-    return OMPI_SUCCESS;
+    return MCA_COLL_DFCCL_STAGED_PREVIOUS(m, scatter, o, inner_p, hs, a->scount, a->sdtype, hr, a->rcount,
+                                          a->rdtype, a->root);
 }
 
 static int previous(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, ompi_request_t **request,
                     bool v)
 {
     if (v)
-        return request
-                   ? m->previous_iscatterv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcount,
-                                           a->rdtype, a->root, m->comm, request, m->previous_iscatterv_module)
-                   : m->previous_scatterv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcount,
-                                          a->rdtype, a->root, m->comm, m->previous_scatterv_module);
-    return request ? m->previous_iscatter(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype,
-                                          a->root, m->comm, request, m->previous_iscatter_module)
-                   : m->previous_scatter(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype,
-                                         a->root, m->comm, m->previous_scatter_module);
+        return MCA_COLL_DFCCL_PREVIOUS(m, scatterv, request, a->sbuf, a->scounts, a->sdispls, a->sdtype,
+                                       a->rbuf, a->rcount, a->rdtype, a->root);
+    return MCA_COLL_DFCCL_PREVIOUS(m, scatter, request, a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount,
+                                   a->rdtype, a->root);
 }
 
 MCA_COLL_DFCCL_VARIANT_DESC(scatter, MCA_COLL_DFCCL_SCATTER, false);

@@ -187,11 +187,6 @@ static void unlock_proxies(void)
         pthread_mutex_unlock(&U.px[i].lock);
 }
 
-int eng_net_built(void)
-{
-    return 1;
-}
-
 static dfcclResult_t ucs_error(const char *what, ucs_status_t st)
 {
     return eng_set_error(dfcclSystemError, "ucx", "%s failed: %s", what, ucs_status_string(st));
