@@ -323,186 +323,6 @@ take_input(const gpu_daemon_params_t &p, int b, gpu_task_t *tasks, uint64_t fpos
     s_progress = 0;
 }
 
-/* The run step (the CPU daemon's run_task): task i of the block's list, from staging it
- * in shared memory through the algorithm loop, with its preempt and abort decisions, to
- * the trace update. Every thread of the block calls it and reaches its barriers in the
- * same order. Returns 1 if the task finished (res: its result, in thread 0), 0 if it was
- * preempted (thread 0 saved its context) or skipped; the caller's barrier follows. */
-static __device__ __forceinline__ int run_task(const gpu_daemon_params_t &p, int b, bool t0,
-                                               gpu_task_t *tasks, uint32_t i, int &head_seen, int32_t &res,
-                                               gpu_task_t &s_task, const uint32_t *s_key, int &s_dec,
-                                               int &s_progress, int &s_fresh, uint64_t *&s_fresh_rec,
-                                               uint64_t *&s_trec, uint32_t &s_tries, uint64_t &s_moved_ns)
-{
-    /* thread 0 stages the task and its communicator in shared memory: the other
-     * warps never read the task table, which thread 0 rewrites */
-    gpu_task_t *t = &tasks[i];
-    if (t0) {
-        if (p.trace && i == 0) { /* DFCCL_GPU_TRACE */
-            if (s_fresh_rec && s_fresh)
-                s_fresh_rec[GPU_TR_PASS] = globaltimer_ns();
-            else
-                s_fresh_rec = NULL;
-        }
-        int blocked = 0;
-        for (uint32_t j = 0; j < i && !blocked; j++)
-            blocked = s_key[j] == s_key[i];
-        if (!blocked && !(i == 0 && s_fresh))
-            s_task = *t;
-        prim_block_cache_reset();
-        s_fresh = 0;
-        s_dec = blocked;
-    }
-    __syncthreads();
-    if (s_dec)
-        return 0; /* its slot still holds an earlier collective of the communicator */
-    const int is_head = !head_seen;
-    head_seen = 1;
-    eng_coll_args_t args = s_task.args;
-    eng_ctx_t x = s_task.ctx; /* every thread steps its own copy identically */
-    eng_chan_view_t v;
-    v.rank = s_task.rank;
-    v.nranks = s_task.nranks;
-    v.depth = s_task.depth;
-    v.chunk = s_task.chunk;
-    v.conns = s_task.conns;
-    uint64_t threshold = s_task.threshold_ns, wait_start = 0, budget = 0;
-    int spins = 0, moved = 0;
-    if (t0) {
-        wait_start = globaltimer_ns();
-        budget = sched_budget(&p.sp, threshold, is_head);
-        if (p.trace) { /* DFCCL_GPU_TRACE: the fresh task's record is at hand */
-            uint64_t *rec = NULL;
-            if (b == 0 && s_task.nchan == 1) {
-                rec = s_fresh_rec && i == 0
-                          ? s_fresh_rec
-                          : p.trace + p.trace[GPU_TRACE_IDX_OFF + s_task.req_id] * GPU_TRACE_WORDS;
-                if (!rec[GPU_TR_RUN])
-                    rec[GPU_TR_RUN] = wait_start;
-            }
-            s_trec = rec;
-            s_fresh_rec = NULL;
-            s_tries = 0;
-            s_moved_ns = 0;
-        }
-    }
-    int finished = x.done;
-    while (!finished) {
-        eng_prog_t r = eng_algo_progress(&args, &v, &x);
-        if (p.trace && t0 && s_trec) {
-            s_tries++;
-            if (r != ENG_WAIT && !s_moved_ns)
-                s_moved_ns = globaltimer_ns();
-        }
-        if (r == ENG_DONE) {
-            finished = 1;
-            break;
-        }
-        if (t0) {
-            uint64_t now = globaltimer_ns();
-            int dec = DEC_CONTINUE;
-            /* the abort word is host memory: a PCIe read, so only while waiting,
-             * every 64 spins and before a preemption */
-            int32_t ab = 0;
-            if (r != ENG_PROGRESS && (spins % 64 == 63 || now - wait_start >= budget))
-                ab = *(volatile int32_t *)s_task.abort_code;
-            if (ab) {
-                dec = DEC_ABORT;
-                res = ab;
-            } else if (r == ENG_PROGRESS) {
-                if (spins)
-                    threshold = sched_adapt(&p.sp, threshold, now - wait_start);
-                budget = sched_budget(&p.sp, threshold, is_head);
-                wait_start = now;
-                spins = 0;
-                moved = 1;
-                s_progress = 1;
-            } else if (now - wait_start >= budget) {
-                dec = DEC_PREEMPT;
-                uint64_t *st = s_task.stats; /* device memory */
-                st[GPU_STAT_PREEMPT]++;
-                if (!moved)
-                    st[GPU_STAT_STALLS]++;
-                st[GPU_STAT_STALL_NS] += now - wait_start;
-            } else {
-                spins++;
-            }
-            s_dec = dec;
-        }
-        __syncthreads();
-        const int dec = s_dec;
-        __syncthreads();
-        if (dec == DEC_PREEMPT) {
-            if (t0) {
-                t->ctx = x; /* save the context; data in FIFOs stays there */
-                t->threshold_ns = threshold;
-            }
-            break;
-        }
-        if (dec == DEC_ABORT) {
-            finished = 1;
-            break;
-        }
-    }
-    if (p.trace && t0 && s_trec) { /* DFCCL_GPU_TRACE: this run's share (finished or preempted) */
-        s_trec[GPU_TR_TRIES] += s_tries;
-        if (s_moved_ns && !s_trec[GPU_TR_MOVED])
-            s_trec[GPU_TR_MOVED] = s_moved_ns;
-    }
-    return finished;
-}
-
-/* The completion step (the CPU daemon's part_finish): task i finished with result res;
- * thread 0 posts this channel's share and drops the task from the list, so that task i
- * is now the next one. Every thread of the block calls it (two barriers). */
-static __device__ __forceinline__ void task_finish(const gpu_daemon_params_t &p, bool t0, gpu_task_t *tasks,
-                                                   uint32_t i, int32_t res, const gpu_task_t &s_task,
-                                                   uint32_t *s_key, uint32_t &s_n, int &s_progress)
-{
-    __syncthreads(); /* every thread's writes of the last step are done */
-    if (t0) {
-        channel_done(p, s_task.req_id, res, s_task.completed, s_task.nchan);
-        uint32_t n = s_n;
-        task_remove(tasks, s_key, &n, i);
-        s_n = n;
-        s_progress = 1;
-    }
-    __syncthreads();
-}
-
-/* The quit step (the CPU daemon's stop check in worker_main): block 0 decides for the
- * daemon, every block follows. Every thread of the block calls it (one barrier, after
- * which s_dec is the same for all). Returns nonzero when the kernel returns. */
-static __device__ __forceinline__ int should_exit(const gpu_daemon_params_t &p, int b, bool t0, bool fetcher,
-                                                  uint64_t fpos, const uint32_t &s_n, const int &s_progress,
-                                                  int &s_dec, uint64_t &last_move, uint64_t &last_check)
-{
-    if (t0) {
-        const uint64_t now = globaltimer_ns();
-        if (s_progress) {
-            last_move = now;
-            st_volatile_u64(&p.block_active[b], now);
-            st_volatile_u32(&p.ntasks[b], s_n);
-        }
-        /* block 0 looks at the others at most every 20 us, and only once it is still */
-        s_dec = b == 0 ? (now - last_move > 20000 && now - last_check > 20000 ? 2 : 0)
-                       : ld_volatile_u32(p.quit) == p.gen;
-        if (s_dec == 2)
-            last_check = now;
-    }
-    if (fetcher) {
-        __syncwarp();
-        if (s_dec == 2) { /* the same in every lane */
-            const int q = daemon_quit(p, __shfl_sync(0xffffffffu, globaltimer_ns(), 0), fpos);
-            __syncwarp();
-            if (threadIdx.x == 0)
-                s_dec = q;
-        }
-    }
-    __syncthreads();
-    return s_dec;
-}
-
 __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemon_params_t p)
 {
     const int b = blockIdx.x;
@@ -559,18 +379,166 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
         /* ---- one pass over the task list, in submission order ---- */
         int head_seen = 0;
         for (uint32_t i = 0; i < s_n;) {
+            /* thread 0 stages the task and its communicator in shared memory: the other
+             * warps never read the task table, which thread 0 rewrites */
+            gpu_task_t *t = &tasks[i];
+            if (t0) {
+                if (p.trace && i == 0) { /* DFCCL_GPU_TRACE */
+                    if (s_fresh_rec && s_fresh)
+                        s_fresh_rec[GPU_TR_PASS] = globaltimer_ns();
+                    else
+                        s_fresh_rec = NULL;
+                }
+                int blocked = 0;
+                for (uint32_t j = 0; j < i && !blocked; j++)
+                    blocked = s_key[j] == s_key[i];
+                if (!blocked && !(i == 0 && s_fresh))
+                    s_task = *t;
+                prim_block_cache_reset();
+                s_fresh = 0;
+                s_dec = blocked;
+            }
+            __syncthreads();
+            if (s_dec) {
+                __syncthreads();
+                i++; /* its slot still holds an earlier collective of the communicator */
+                continue;
+            }
+            const int is_head = !head_seen;
+            head_seen = 1;
+            eng_coll_args_t args = s_task.args;
+            eng_ctx_t x = s_task.ctx; /* every thread steps its own copy identically */
+            eng_chan_view_t v;
+            v.rank = s_task.rank;
+            v.nranks = s_task.nranks;
+            v.depth = s_task.depth;
+            v.chunk = s_task.chunk;
+            v.conns = s_task.conns;
+            uint64_t threshold = s_task.threshold_ns, wait_start = 0, budget = 0;
+            int spins = 0, moved = 0;
+            if (t0) {
+                wait_start = globaltimer_ns();
+                budget = sched_budget(&p.sp, threshold, is_head);
+                if (p.trace) { /* DFCCL_GPU_TRACE: the fresh task's record is at hand */
+                    uint64_t *rec = NULL;
+                    if (b == 0 && s_task.nchan == 1) {
+                        rec = s_fresh_rec && i == 0
+                                  ? s_fresh_rec
+                                  : p.trace + p.trace[GPU_TRACE_IDX_OFF + s_task.req_id] * GPU_TRACE_WORDS;
+                        if (!rec[GPU_TR_RUN])
+                            rec[GPU_TR_RUN] = wait_start;
+                    }
+                    s_trec = rec;
+                    s_fresh_rec = NULL;
+                    s_tries = 0;
+                    s_moved_ns = 0;
+                }
+            }
+            int finished = x.done;
             int32_t res = dfcclSuccess;
-            if (run_task(p, b, t0, tasks, i, head_seen, res, s_task, s_key, s_dec, s_progress, s_fresh,
-                         s_fresh_rec, s_trec, s_tries, s_moved_ns)) {
-                task_finish(p, t0, tasks, i, res, s_task, s_key, s_n, s_progress);
+            while (!finished) {
+                eng_prog_t r = eng_algo_progress(&args, &v, &x);
+                if (p.trace && t0 && s_trec) {
+                    s_tries++;
+                    if (r != ENG_WAIT && !s_moved_ns)
+                        s_moved_ns = globaltimer_ns();
+                }
+                if (r == ENG_DONE) {
+                    finished = 1;
+                    break;
+                }
+                if (t0) {
+                    uint64_t now = globaltimer_ns();
+                    int dec = DEC_CONTINUE;
+                    /* the abort word is host memory: a PCIe read, so only while waiting,
+                     * every 64 spins and before a preemption */
+                    int32_t ab = 0;
+                    if (r != ENG_PROGRESS && (spins % 64 == 63 || now - wait_start >= budget))
+                        ab = *(volatile int32_t *)s_task.abort_code;
+                    if (ab) {
+                        dec = DEC_ABORT;
+                        res = ab;
+                    } else if (r == ENG_PROGRESS) {
+                        if (spins)
+                            threshold = sched_adapt(&p.sp, threshold, now - wait_start);
+                        budget = sched_budget(&p.sp, threshold, is_head);
+                        wait_start = now;
+                        spins = 0;
+                        moved = 1;
+                        s_progress = 1;
+                    } else if (now - wait_start >= budget) {
+                        dec = DEC_PREEMPT;
+                        uint64_t *st = s_task.stats; /* device memory */
+                        st[GPU_STAT_PREEMPT]++;
+                        if (!moved)
+                            st[GPU_STAT_STALLS]++;
+                        st[GPU_STAT_STALL_NS] += now - wait_start;
+                    } else {
+                        spins++;
+                    }
+                    s_dec = dec;
+                }
+                __syncthreads();
+                const int dec = s_dec;
+                __syncthreads();
+                if (dec == DEC_PREEMPT) {
+                    if (t0) {
+                        t->ctx = x; /* save the context; data in FIFOs stays there */
+                        t->threshold_ns = threshold;
+                    }
+                    break;
+                }
+                if (dec == DEC_ABORT) {
+                    finished = 1;
+                    break;
+                }
+            }
+            if (p.trace && t0 && s_trec) { /* DFCCL_GPU_TRACE: this run's share (finished or preempted) */
+                s_trec[GPU_TR_TRIES] += s_tries;
+                if (s_moved_ns && !s_trec[GPU_TR_MOVED])
+                    s_trec[GPU_TR_MOVED] = s_moved_ns;
+            }
+            if (finished) {
+                __syncthreads(); /* every thread's writes of the last step are done */
+                if (t0) {
+                    channel_done(p, s_task.req_id, res, s_task.completed, s_task.nchan);
+                    uint32_t n = s_n;
+                    task_remove(tasks, s_key, &n, i);
+                    s_n = n;
+                    s_progress = 1;
+                }
+                __syncthreads();
                 continue; /* task i is now the next one */
             }
             __syncthreads();
-            i++; /* preempted, or skipped: the next task */
+            i++;
         }
 
         /* ---- exit: block 0 decides for the daemon, every block follows ---- */
-        if (should_exit(p, b, t0, fetcher, f.fpos, s_n, s_progress, s_dec, last_move, last_check))
+        if (t0) {
+            const uint64_t now = globaltimer_ns();
+            if (s_progress) {
+                last_move = now;
+                st_volatile_u64(&p.block_active[b], now);
+                st_volatile_u32(&p.ntasks[b], s_n);
+            }
+            /* block 0 looks at the others at most every 20 us, and only once it is still */
+            s_dec = b == 0 ? (now - last_move > 20000 && now - last_check > 20000 ? 2 : 0)
+                           : ld_volatile_u32(p.quit) == p.gen;
+            if (s_dec == 2)
+                last_check = now;
+        }
+        if (fetcher) {
+            __syncwarp();
+            if (s_dec == 2) { /* the same in every lane */
+                const int q = daemon_quit(p, __shfl_sync(0xffffffffu, globaltimer_ns(), 0), f.fpos);
+                __syncwarp();
+                if (threadIdx.x == 0)
+                    s_dec = q;
+            }
+        }
+        __syncthreads();
+        if (s_dec)
             return;
     }
 }
