@@ -14,6 +14,7 @@
 #include <time.h>
 
 extern "C" {
+#include "../engine/eng_atomic.h"
 #include "../engine/eng_clock.h"
 #include "../engine/eng_config.h"
 #include "../engine/eng_gpu.h"

@@ -100,7 +100,7 @@ static dfcclResult_t comm_channels(int rank, int nranks, dfcclAllgatherFn_t ag, 
     const int have = G.channels;
     pthread_mutex_unlock(&G_lock);
     static int warned;
-    if (share_me * have > G.sms && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+    if (share_me * have > G.sms && !dfccl_exchange_relaxed(&warned, 1))
         dfccl_warn("%d ranks share this GPU and each daemon has %d blocks, more than the GPU's %d SMs: "
                    "collectives wait for blocks to become resident; set DFCCL_GPU_CHANNELS to at most %d",
                    share_me, have, G.sms, G.sms / share_me);
@@ -222,7 +222,7 @@ static void comm_id_release(eng_gpu_comm_t *gc)
     pthread_mutex_lock(&G_lock);
     int id = submit_locked(GPU_SQ_DESTROY, gc, 0, NULL, 0);
     pthread_mutex_unlock(&G_lock);
-    while (!__atomic_load_n(&G.done[id], __ATOMIC_ACQUIRE)) {
+    while (!dfccl_load_acquire(&G.done[id])) {
         gpu_progress();
         sched_yield();
     }
@@ -311,7 +311,7 @@ fail:
 void gpu_comm_abort(eng_gpu_comm_t *gc, dfcclResult_t code)
 {
     if (gc && gc->abort_code)
-        __atomic_store_n(gc->abort_code, (int32_t)code, __ATOMIC_RELEASE);
+        dfccl_store_release(gc->abort_code, (int32_t)code);
 }
 
 void gpu_comm_destroy(eng_gpu_comm_t *gc)

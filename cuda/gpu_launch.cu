@@ -139,7 +139,7 @@ int gpu_is_device_ptr(const void *ptr)
 static void fail_request_locked(int id, dfcclResult_t res)
 {
     G.result[id] = (int32_t)res;
-    __atomic_store_n(&G.done[id], 1u, __ATOMIC_RELEASE);
+    dfccl_store_release(&G.done[id], 1u);
 }
 
 /* A daemon whose kernel ended in an error (a sticky context error) completes nothing
@@ -167,7 +167,7 @@ static int context_check_locked(void)
         in_use[G.free_ids[i]] = 0;
     int failed = 0;
     for (int id = 0; id < GPU_MAX_REQS; id++)
-        if (in_use[id] && !__atomic_load_n(&G.done[id], __ATOMIC_ACQUIRE)) {
+        if (in_use[id] && !dfccl_load_acquire(&G.done[id])) {
             fail_request_locked(id, dfcclSystemError);
             failed++;
         }
@@ -187,7 +187,7 @@ static void kick_locked(int from_progress)
     if (G.lost)
         return;
     if (G.launched) {
-        if (__atomic_load_n(G.exited, __ATOMIC_ACQUIRE) != G.gen)
+        if (dfccl_load_acquire(G.exited) != G.gen)
             return;
         /* relaunching a daemon that quit on stalled work: back off a little */
         if (from_progress && eng_now_ns() - G.last_launch_ns < 20000)
@@ -260,7 +260,7 @@ int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const e
                   size_t nblocks)
 {
     for (;;) {
-        if (G.nfree > 0 && (G.lost || G.tail - __atomic_load_n(G.fetched, __ATOMIC_ACQUIRE) < GPU_RING))
+        if (G.nfree > 0 && (G.lost || G.tail - dfccl_load_acquire(G.fetched) < GPU_RING))
             break;
         /* full: the daemon drains it; make sure one runs, then let it (a lost context
          * never drains it: then only an id is waited for, freed by a reaped request) */
@@ -302,9 +302,9 @@ int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const e
     gpu_sq_slot_t *sl = &G.ring[G.tail & (GPU_RING - 1)];
     const uint64_t flag = (uint64_t)(uint32_t)(G.tail + 1) << 32;
     for (int i = 0; i < GPU_SQ_WORDS; i++)
-        __atomic_store_n(&sl->w[i], flag | u.w[i], __ATOMIC_RELAXED);
+        dfccl_store_relaxed(&sl->w[i], flag | u.w[i]);
     G.tail++;
-    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the slot before reading `exited` */
+    dfccl_fence_seq_cst(); /* the slot before reading `exited` */
     G.pending++;
     kick_locked(0);
     return id;

@@ -6,47 +6,48 @@
 #ifndef DFCCL_ENG_ATOMIC_H
 #define DFCCL_ENG_ATOMIC_H
 
-#include <stdatomic.h>
 #include <stdint.h>
 
-#include "eng_inline.h"
+/* GCC's __atomic builtins, not <stdatomic.h>: the GPU backend's host code (nvcc, C++)
+ * uses the same vocabulary. Host code only. */
+#define DFCCL_ATOMIC_INLINE static inline
 
 #define DFCCL_READ_ONCE(_var)        (*(volatile __typeof__(_var) *)&(_var))
 #define DFCCL_WRITE_ONCE(_var, _val) (*(volatile __typeof__(_var) *)&(_var) = (_val))
 
-DFCCL_INLINE uint64_t dfccl_load_acquire64(const uint64_t *p)
+DFCCL_ATOMIC_INLINE uint64_t dfccl_load_acquire64(const uint64_t *p)
 {
-    return atomic_load_explicit((_Atomic uint64_t *)p, memory_order_acquire);
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
-DFCCL_INLINE void dfccl_store_release64(uint64_t *p, uint64_t v)
+DFCCL_ATOMIC_INLINE void dfccl_store_release64(uint64_t *p, uint64_t v)
 {
-    atomic_store_explicit((_Atomic uint64_t *)p, v, memory_order_release);
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
-DFCCL_INLINE uint64_t dfccl_load_relaxed64(const uint64_t *p)
+DFCCL_ATOMIC_INLINE uint64_t dfccl_load_relaxed64(const uint64_t *p)
 {
-    return atomic_load_explicit((_Atomic uint64_t *)p, memory_order_relaxed);
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
-DFCCL_INLINE void dfccl_store_relaxed64(uint64_t *p, uint64_t v)
+DFCCL_ATOMIC_INLINE void dfccl_store_relaxed64(uint64_t *p, uint64_t v)
 {
-    atomic_store_explicit((_Atomic uint64_t *)p, v, memory_order_relaxed);
+    __atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 
-DFCCL_INLINE uint32_t dfccl_load_acquire32(const uint32_t *p)
+DFCCL_ATOMIC_INLINE uint32_t dfccl_load_acquire32(const uint32_t *p)
 {
-    return atomic_load_explicit((_Atomic uint32_t *)p, memory_order_acquire);
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
-DFCCL_INLINE void dfccl_store_release32(uint32_t *p, uint32_t v)
+DFCCL_ATOMIC_INLINE void dfccl_store_release32(uint32_t *p, uint32_t v)
 {
-    atomic_store_explicit((_Atomic uint32_t *)p, v, memory_order_release);
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
-DFCCL_INLINE uint64_t dfccl_fetch_add64(uint64_t *p, uint64_t v)
+DFCCL_ATOMIC_INLINE uint64_t dfccl_fetch_add64(uint64_t *p, uint64_t v)
 {
-    return atomic_fetch_add_explicit((_Atomic uint64_t *)p, v, memory_order_relaxed);
+    return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 
 /* The same for words of any type (flags of int32, enums, pointers, counters), named for
@@ -56,6 +57,7 @@ DFCCL_INLINE uint64_t dfccl_fetch_add64(uint64_t *p, uint64_t v)
 #define dfccl_load_relaxed(_p)          __atomic_load_n((_p), __ATOMIC_RELAXED)
 #define dfccl_load_seq_cst(_p)          __atomic_load_n((_p), __ATOMIC_SEQ_CST)
 #define dfccl_store_release(_p, _v)     __atomic_store_n((_p), (_v), __ATOMIC_RELEASE)
+#define dfccl_store_relaxed(_p, _v)     __atomic_store_n((_p), (_v), __ATOMIC_RELAXED)
 #define dfccl_store_seq_cst(_p, _v)     __atomic_store_n((_p), (_v), __ATOMIC_SEQ_CST)
 #define dfccl_fetch_add_relaxed(_p, _v) __atomic_fetch_add((_p), (_v), __ATOMIC_RELAXED)
 #define dfccl_fetch_add_release(_p, _v) __atomic_fetch_add((_p), (_v), __ATOMIC_RELEASE)
@@ -69,12 +71,12 @@ DFCCL_INLINE uint64_t dfccl_fetch_add64(uint64_t *p, uint64_t v)
 #define dfccl_cas_relaxed(_p, _expected, _desired)                                                           \
     __atomic_compare_exchange_n((_p), (_expected), (_desired), 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)
 
-DFCCL_INLINE void dfccl_fence_seq_cst(void)
+DFCCL_ATOMIC_INLINE void dfccl_fence_seq_cst(void)
 {
-    atomic_thread_fence(memory_order_seq_cst);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
-DFCCL_INLINE void dfccl_cpu_relax(void)
+DFCCL_ATOMIC_INLINE void dfccl_cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
