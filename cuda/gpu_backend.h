@@ -165,7 +165,6 @@ extern const gpu_transport_t gpu_tp_staged;
 /* The backend's calls (eng_gpu_backend_t): gpu_launch.cu and gpu_comm.cu. */
 int gpu_available(void);
 int gpu_describe(char *buf, size_t len);
-int gpu_is_device_ptr(const void *ptr);
 dfcclResult_t gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid, const uint8_t *tp,
                               uint32_t used, dfcclAllgatherFn_t ag, void *ctx);
 void gpu_comm_destroy(eng_gpu_comm_t *gc);

@@ -123,18 +123,6 @@ int gpu_available(void)
     return ok;
 }
 
-int gpu_is_device_ptr(const void *ptr)
-{
-    if (G.state <= 0 || !ptr)
-        return 0;
-    cudaPointerAttributes a;
-    if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
-    }
-    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
-}
-
 /* A request id's completion, written by the host: the daemon will never write it. */
 static void fail_request_locked(int id, dfcclResult_t res)
 {
@@ -329,6 +317,6 @@ dfcclResult_t gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nb
 
 /* The backend as the engine calls it (eng_gpu, engine/transport.c). */
 extern "C" const eng_gpu_backend_t eng_gpu_cuda = {
-    gpu_available,  gpu_describe,   gpu_is_device_ptr, gpu_comm_create, gpu_comm_destroy,
-    gpu_comm_abort, gpu_comm_stats, gpu_submit,        gpu_progress,    gpu_release,
+    gpu_available,  gpu_describe, gpu_comm_create, gpu_comm_destroy, gpu_comm_abort,
+    gpu_comm_stats, gpu_submit,   gpu_progress,    gpu_release,
 };

@@ -10,6 +10,7 @@
 #include "eng_gpu.h"
 #include "eng_gpu_layout.h"
 #include "eng_log.h"
+#include "eng_memkind.h"
 #include "transport.h"
 #include "reduce.h"
 #include "algo.h"
@@ -196,8 +197,8 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
         return r;
 
     /* the memory kind picks the daemon; every rank passes the same kind (usage rule) */
-    const int dev_send = bytes && sendbuf && eng_is_device_ptr(sendbuf);
-    const int dev_recv = bytes && recvbuf && eng_is_device_ptr(recvbuf);
+    const int dev_send = bytes && sendbuf && eng_gpu_buffer(sendbuf, comm->gpu != NULL);
+    const int dev_recv = bytes && recvbuf && eng_gpu_buffer(recvbuf, comm->gpu != NULL);
     const int on_gpu = dev_send || dev_recv;
     /* the side a rank does not use (MPI leaves it undefined there) */
     const int send_unused = (coll == ENG_COLL_BCAST || coll == ENG_COLL_SCATTER) && me != root;
@@ -441,12 +442,13 @@ static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t
     /* the memory kind picks the daemon; every rank passes the same kind (usage rule). A
      * rank that moves nothing goes by the buffers it passed anyway, else with the
      * communicator's latest collective. */
-    const int dev_send = shi > slo && eng_is_device_ptr(s0);
-    const int dev_recv = rhi > rlo && eng_is_device_ptr(r0);
+    const int dev_send = shi > slo && eng_gpu_buffer(s0, comm->gpu != NULL);
+    const int dev_recv = rhi > rlo && eng_gpu_buffer(r0, comm->gpu != NULL);
     int on_gpu = dev_send || dev_recv;
     if (shi == slo && rhi == rlo) {
         if (sendbuf || recvbuf)
-            on_gpu = (sendbuf && eng_is_device_ptr(sendbuf)) || (recvbuf && eng_is_device_ptr(recvbuf));
+            on_gpu = (sendbuf && eng_gpu_buffer(sendbuf, comm->gpu != NULL)) ||
+                     (recvbuf && eng_gpu_buffer(recvbuf, comm->gpu != NULL));
         else
             on_gpu = comm->last_on_gpu;
         on_gpu = on_gpu && comm->gpu; /* nothing to move: never an error */

@@ -24,8 +24,6 @@ typedef struct eng_gpu_backend {
     /* The CUDA devices this process sees, one line each, into buf (dfcclGetBuildInfo);
      * returns how many, or -1 with the reason in buf. */
     int (*describe)(char *buf, size_t len);
-    /* 1 when p points to device (or managed) memory. */
-    int (*is_device_ptr)(const void *p);
     /* Collective over the communicator's ranks (uses the bootstrap all-gather). Every
      * rank must call it; *gc_p is NULL on every rank when any rank cannot use its GPU.
      * tp[p]: the transport (transport.h) that reaches peer p, whose GPU instance the
@@ -49,12 +47,6 @@ typedef struct eng_gpu_backend {
 } eng_gpu_backend_t;
 
 extern const eng_gpu_backend_t *const eng_gpu;
-
-/* 1 when p is device memory (0 in a build without CUDA). */
-static inline int eng_is_device_ptr(const void *p)
-{
-    return eng_gpu && p && eng_gpu->is_device_ptr(p);
-}
 
 #ifdef __cplusplus
 }

@@ -652,6 +652,28 @@ dfcclResult_t dfcclWait(dfcclRequest_t *request_p);
  */
 dfcclResult_t dfcclWaitAll(int n, dfcclRequest_t *requests);
 
+/** Where a buffer lives (dfcclPointerGetKind). */
+typedef enum {
+    dfcclMemHost = 0,    /**< host memory (pageable or pinned), or unknown to CUDA */
+    dfcclMemDevice = 1,  /**< device memory: the GPU daemon runs collectives on it */
+    dfcclMemManaged = 2, /**< CUDA managed memory: the GPU daemon runs it where the
+                              communicator has a GPU part, else the CPU daemon */
+} dfcclMemKind_t;
+
+/**
+ * @brief The kind of memory @p ptr points to, as dfccl sees it: the one test the library
+ *        (which daemon runs a collective) and the Open MPI component (which path a call
+ *        takes) both use. It asks the CUDA driver (opened on first use, never
+ *        initialised by dfccl, so a process that has not used CUDA gets dfcclMemHost and
+ *        no CUDA context); without a driver every pointer is host memory. Device memory
+ *        gets the driver's SYNC_MEMOPS attribute the first time it is seen, so that a
+ *        synchronous cudaMemcpy into it has landed when it returns.
+ * @param [in]  ptr     any address (NULL: dfcclMemHost)
+ * @param [out] kind_p  its kind
+ * @return dfcclSuccess, dfcclInvalidArgument (NULL @p kind_p)
+ */
+dfcclResult_t dfcclPointerGetKind(const void *ptr, dfcclMemKind_t *kind_p);
+
 /**
  * @brief Size of one element of @p datatype.
  * @param [in] datatype  an element type

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The CUDA driver, opened with dlopen: pointer kinds and staging copies.
+ * The CUDA driver, opened with dlopen: staging copies, scratch memory and the context of
+ * a device pointer. Pointer kinds come from libdfccl (dfcclPointerGetKind), the one
+ * detector the engine uses too.
  *
- * The driver is loaded at the first query and never initialised by us (no cuInit):
- * a process that has not initialised CUDA itself can't hold device memory, and
- * cuPointerGetAttributes answers CUDA_ERROR_NOT_INITIALIZED there, which reads as
- * "host". That keeps a plain MPI program on a GPU machine free of a CUDA context.
- * The few prototypes are declared here, so building needs no CUDA headers.
+ * The driver is loaded at the first use and never initialised by us (no cuInit), which
+ * keeps a plain MPI program on a GPU machine free of a CUDA context. The few prototypes
+ * are declared here, so building needs no CUDA headers.
  */
 #include "ompi_config.h"
 
@@ -27,11 +27,7 @@ typedef unsigned long long dfccl_cu_deviceptr_t; /* CUdeviceptr on 64-bit hosts 
 typedef struct dfccl_cu_ctx_st *dfccl_cu_context_t;
 
 /* values of CUpointer_attribute and CUmemorytype (stable driver ABI) */
-#define DFCCL_CU_POINTER_ATTRIBUTE_CONTEXT     1
-#define DFCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
-#define DFCCL_CU_POINTER_ATTRIBUTE_SYNC_MEMOPS 6
-#define DFCCL_CU_POINTER_ATTRIBUTE_IS_MANAGED  8
-#define DFCCL_CU_MEMORYTYPE_DEVICE             2
+#define DFCCL_CU_POINTER_ATTRIBUTE_CONTEXT 1
 
 static struct {
     pthread_once_t once;
@@ -45,7 +41,6 @@ static struct {
     dfccl_cu_result_t (*ctx_pop_current)(dfccl_cu_context_t *ctx_p);
     dfccl_cu_result_t (*get_error_string)(dfccl_cu_result_t res, const char **str_p);
     dfccl_cu_result_t (*stream_synchronize)(void *stream);
-    dfccl_cu_result_t (*pointer_set_attribute)(const void *value, int attr, dfccl_cu_deviceptr_t ptr);
     dfccl_cu_result_t (*mem_alloc)(dfccl_cu_deviceptr_t *ptr_p, size_t len);
     dfccl_cu_result_t (*mem_free)(dfccl_cu_deviceptr_t ptr);
     dfccl_cu_result_t (*mem_alloc_async)(dfccl_cu_deviceptr_t *ptr_p, size_t len, void *stream);
@@ -68,13 +63,12 @@ static void cu_load(void)
     *(void **)&cu.ctx_pop_current = dlsym(h, "cuCtxPopCurrent_v2");
     *(void **)&cu.get_error_string = dlsym(h, "cuGetErrorString");
     *(void **)&cu.stream_synchronize = dlsym(h, "cuStreamSynchronize");
-    *(void **)&cu.pointer_set_attribute = dlsym(h, "cuPointerSetAttribute");
     *(void **)&cu.mem_alloc = dlsym(h, "cuMemAlloc_v2");
     *(void **)&cu.mem_free = dlsym(h, "cuMemFree_v2");
     *(void **)&cu.mem_alloc_async = dlsym(h, "cuMemAllocAsync");
     *(void **)&cu.mem_free_async = dlsym(h, "cuMemFreeAsync");
     if (!cu.pointer_get_attributes || !cu.memcpy || !cu.ctx_get_current || !cu.ctx_set_current ||
-        !cu.ctx_push_current || !cu.ctx_pop_current || !cu.stream_synchronize || !cu.pointer_set_attribute) {
+        !cu.ctx_push_current || !cu.ctx_pop_current || !cu.stream_synchronize) {
         DFCCL_VERBOSE(1, "CUDA driver too old (a symbol is missing): every buffer is host memory");
         memset((char *)&cu + offsetof(__typeof__(cu), pointer_get_attributes), 0,
                sizeof(cu) - offsetof(__typeof__(cu), pointer_get_attributes));
@@ -105,37 +99,11 @@ mca_coll_dfccl_mem_t mca_coll_dfccl_mem_kind(const void *ptr)
         return MCA_COLL_DFCCL_MEM_HOST;
     if (mca_coll_dfccl_component.fake_device)
         return MCA_COLL_DFCCL_MEM_DEVICE;
-    pthread_once(&cu.once, cu_load);
-    if (!cu.handle)
-        return MCA_COLL_DFCCL_MEM_HOST;
-
-    /* IS_MANAGED and SYNC_MEMOPS may write a bool: keep them zeroed */
-    unsigned int mem_type = 0, managed = 0, sync_memops = 0;
-    int attrs[3] = {DFCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, DFCCL_CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                    DFCCL_CU_POINTER_ATTRIBUTE_SYNC_MEMOPS};
-    void *data[3] = {&mem_type, &managed, &sync_memops};
-    const dfccl_cu_deviceptr_t dptr = (dfccl_cu_deviceptr_t)(uintptr_t)ptr;
-    /* unknown (plain host) pointers succeed with zeroed attributes; an uninitialised
-     * driver fails: both are host */
-    if (cu.pointer_get_attributes(3, attrs, data, dptr) != 0)
-        return MCA_COLL_DFCCL_MEM_HOST;
-    /* managed memory is reachable from the CPU: the CPU backend can use it as is */
-    if (mem_type != DFCCL_CU_MEMORYTYPE_DEVICE || managed)
-        return MCA_COLL_DFCCL_MEM_HOST;
-    /* The GPU daemon reads device buffers on its own, unordered with the application's
-     * streams. A synchronous cudaMemcpy from pageable memory (or cudaMemset) may return
-     * before it has landed; with SYNC_MEMOPS on the allocation it returns after, and
-     * setting it waits for any such operation still pending. Once per allocation, as
-     * Open MPI's own CUDA support does for the buffers it registers. */
-    if (!sync_memops) {
-        const unsigned int one = 1;
-        if (cu.pointer_set_attribute(&one, DFCCL_CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, dptr) != 0)
-            DFCCL_VERBOSE(1,
-                          "cuPointerSetAttribute(SYNC_MEMOPS, %p) failed: synchronous copies into it "
-                          "may still be in flight when the daemon reads it",
-                          ptr);
-    }
-    return MCA_COLL_DFCCL_MEM_DEVICE;
+    /* libdfccl's detector, the engine's own; managed memory counts as host here: the
+     * CPU (the previous module, the CPU daemon) may touch it as it is */
+    dfcclMemKind_t k = dfcclMemHost;
+    dfcclPointerGetKind(ptr, &k);
+    return k == dfcclMemDevice ? MCA_COLL_DFCCL_MEM_DEVICE : MCA_COLL_DFCCL_MEM_HOST;
 }
 
 /* The context owning a device pointer, for threads that have none current. */

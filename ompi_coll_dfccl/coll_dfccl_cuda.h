@@ -8,10 +8,10 @@
  * run, coll_dfccl_device_staged=1) and for packing. Everything CUDA-specific lives
  * in coll_dfccl_cuda.c.
  *
- * mca_coll_dfccl_mem_kind is the component's one detector, asked once per buffer and
- * call (mca_coll_dfccl_kinds): the driver API without cuInit, so a process that never
- * used CUDA gets "host" without a CUDA context being created for it, and managed
- * memory counts as host, which the CPU (previous module, CPU daemon) may touch as it is.
+ * mca_coll_dfccl_mem_kind is asked once per buffer and call (mca_coll_dfccl_kinds); it
+ * is libdfccl's detector (dfcclPointerGetKind: the driver API without cuInit, so a
+ * process that never used CUDA gets "host" without a CUDA context), with managed memory
+ * counted as host, which the CPU (previous module, CPU daemon) may touch as it is.
  */
 #ifndef MCA_COLL_DFCCL_CUDA_H
 #define MCA_COLL_DFCCL_CUDA_H

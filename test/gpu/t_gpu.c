@@ -476,6 +476,33 @@ int main(int argc, char **argv)
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &lrank);
     CU(cudaSetDevice(lrank % ndev));
+    /* the memory-kind query, on every kind of allocation, before any communicator */
+    {
+        void *d = NULL, *m = NULL, *h = NULL, *pg = malloc(64);
+        CU(cudaMalloc(&d, 64));
+        CU(cudaMallocManaged(&m, 64, cudaMemAttachGlobal));
+        CU(cudaMallocHost(&h, 64));
+        const struct {
+            const void *p;
+            dfcclMemKind_t want;
+            const char *what;
+        } k[] = {{d, dfcclMemDevice, "cudaMalloc"},
+                 {(char *)d + 8, dfcclMemDevice, "inside a cudaMalloc"},
+                 {m, dfcclMemManaged, "cudaMallocManaged"},
+                 {h, dfcclMemHost, "cudaMallocHost"},
+                 {pg, dfcclMemHost, "malloc"},
+                 {NULL, dfcclMemHost, "NULL"}};
+        for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+            dfcclMemKind_t got = (dfcclMemKind_t)-1;
+            CHECK(dfcclPointerGetKind(k[i].p, &got));
+            if (got != k[i].want)
+                TC_FAIL("dfcclPointerGetKind(%s) = %d, expected %d", k[i].what, (int)got, (int)k[i].want);
+        }
+        CU(cudaFree(d));
+        CU(cudaFree(m));
+        CU(cudaFreeHost(h));
+        free(pg);
+    }
     dfcclComm_t comm;
     CHECK(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
     int fail = 0;

@@ -121,6 +121,16 @@ int main(int argc, char **argv)
     BAD_STALE(dfcclCommGetStats(C, &stats));
     BAD_STALE(dfcclCommDestroy(C));
     good_on(A, "stale handle tests");
+    /* the memory-kind query: its one argument, and host memory (what this suite has) */
+    BAD("kind_p", dfcclPointerGetKind(sb, NULL));
+    dfcclMemKind_t kind = dfcclMemDevice;
+    CHECK(dfcclPointerGetKind(sb, &kind));
+    if (kind != dfcclMemHost)
+        TC_FAIL("dfcclPointerGetKind(malloc'd buffer) = %d, expected dfcclMemHost", (int)kind);
+    kind = dfcclMemDevice;
+    CHECK(dfcclPointerGetKind(NULL, &kind));
+    if (kind != dfcclMemHost)
+        TC_FAIL("dfcclPointerGetKind(NULL) = %d, expected dfcclMemHost", (int)kind);
     /* a new communicator, most likely at the destroyed one's address (malloc reuses it):
      * the old handle still names nothing, the new one works */
     dfcclComm_t D;
