@@ -74,19 +74,10 @@ struct dfccl_comm {
     uint64_t chunk;
     /* shared memory: one segment per rank, mapped by everyone */
     size_t seg_size;
-    char **segs;       /* [nranks] */
-    eng_conn_t *conns; /* [slots][channels][nranks] */
-    /* shared-memory peers' processes (from their segments' names), so that one that dies
-     * without leaving is found while a collective waits on it: pid 0 for peers on the
-     * net; start time 0 when unknown. A peer in another pid namespace (its pid means
-     * nothing here) is watched through its segment's heartbeat instead (heartbeat.c). */
-    int *peer_pid;                  /* [nranks] */
-    unsigned long long *peer_start; /* [nranks] */
-    uint8_t *peer_other_ns;         /* [nranks]: 1 for a peer in another pid namespace */
-    uint64_t *peer_beat;            /* [nranks]: its heartbeat as last seen, */
-    uint64_t *peer_beat_ns;         /* and when it was seen to change (0: not yet) */
-    int beating;                    /* this communicator is on the heartbeat list */
-    uint64_t peer_check_ns;         /* the latest look (atomic: the waiters share it) */
+    char **segs;            /* [nranks] */
+    eng_conn_t *conns;      /* [slots][channels][nranks] */
+    struct eng_shm *shm;    /* shm.c's watch on the shared-memory peers' processes */
+    uint64_t peer_check_ns; /* the latest look (atomic: the waiters share it) */
     /* host side, under the daemon's submission lock */
     uint64_t next_seq;
     /* daemon side */

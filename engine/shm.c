@@ -30,6 +30,23 @@
 #include "eng_log.h"
 #include "transport.h"
 
+/* The shared-memory peers' processes (from their segments' names), so that one that dies
+ * without leaving is found while a collective waits on it: pid 0 for peers on another
+ * transport; start time 0 when unknown. A peer in another pid namespace (its pid means
+ * nothing here) is watched through its segment's heartbeat instead (heartbeat.c). */
+struct eng_shm_peer {
+    int pid;
+    unsigned long long start;
+    uint8_t other_ns; /* 1: another pid namespace */
+    uint64_t beat;    /* its heartbeat as last seen, */
+    uint64_t beat_ns; /* and when it was seen to change (0: not yet) */
+};
+
+struct eng_shm {
+    int beating; /* the communicator is on the heartbeat list */
+    struct eng_shm_peer peer[];
+};
+
 #define SEG_NAME_MAX 112
 
 /* A process's start time (clock ticks after boot, /proc/<pid>/stat field 22), 0 if
@@ -270,13 +287,8 @@ static dfcclResult_t shm_connect(struct dfccl_comm *c, const uint8_t *peers, dfc
     }
     /* the peers' processes, named by their segments; those of another pid namespace
      * (or that name none) are watched through their heartbeat */
-    c->peer_pid = calloc((size_t)N, sizeof(int));
-    c->peer_start = calloc((size_t)N, sizeof(unsigned long long));
-    c->peer_other_ns = calloc((size_t)N, 1);
-    c->peer_beat = calloc((size_t)N, sizeof(uint64_t));
-    c->peer_beat_ns = calloc((size_t)N, sizeof(uint64_t));
-    if (res == dfcclSuccess &&
-        (!c->peer_pid || !c->peer_start || !c->peer_other_ns || !c->peer_beat || !c->peer_beat_ns))
+    c->shm = calloc(1, sizeof(struct eng_shm) + (size_t)N * sizeof(struct eng_shm_peer));
+    if (res == dfcclSuccess && !c->shm)
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for %d peers", N);
     int other_ns = 0;
     for (int p = 0; p < N && res == dfcclSuccess; p++) {
@@ -286,16 +298,16 @@ static dfcclResult_t shm_connect(struct dfccl_comm *c, const uint8_t *peers, dfc
             continue;
         if (sscanf(cards[p].name, "/dfccl-%d-%llu-%llu-", &pid, &start, &ns) == 3 && pid > 0 && ns &&
             ns == pid_ns()) {
-            c->peer_pid[p] = pid;
-            c->peer_start[p] = start;
+            c->shm->peer[p].pid = pid;
+            c->shm->peer[p].start = start;
         } else {
-            c->peer_pid[p] = sscanf(cards[p].name, "/dfccl-%d-", &pid) == 1 ? pid : 0; /* for messages */
-            c->peer_other_ns[p] = 1;
+            c->shm->peer[p].pid = sscanf(cards[p].name, "/dfccl-%d-", &pid) == 1 ? pid : 0; /* for messages */
+            c->shm->peer[p].other_ns = 1;
             other_ns = 1;
         }
     }
     if (res == dfcclSuccess && other_ns && (res = eng_beat_start(c)) == dfcclSuccess)
-        c->beating = 1;
+        c->shm->beating = 1;
     /* everyone mapped every segment: the names can go */
     free(cards);
     cards = NULL;
@@ -335,26 +347,27 @@ err_unmap:
 static int beat_stopped(struct dfccl_comm *c, int p, uint64_t now)
 {
     const uint64_t b = dfccl_load_acquire64(&eng_seg_hdr(c, p)->beat);
-    if (!c->peer_beat_ns[p] || b != c->peer_beat[p]) {
-        c->peer_beat[p] = b;
-        c->peer_beat_ns[p] = now;
+    struct eng_shm_peer *q = &c->shm->peer[p];
+    if (!q->beat_ns || b != q->beat) {
+        q->beat = b;
+        q->beat_ns = now;
         return 0;
     }
-    return now - c->peer_beat_ns[p] > ENG_BEAT_DEAD_NS;
+    return now - q->beat_ns > ENG_BEAT_DEAD_NS;
 }
 
 int eng_shm_dead_peer(struct dfccl_comm *c, uint64_t now)
 {
-    if (!c->peer_pid)
+    if (!c->shm)
         return -1;
     for (int p = 0; p < c->nranks; p++) {
-        const int pid = c->peer_pid[p];
+        const int pid = c->shm->peer[p].pid;
         if (p == c->rank || !c->segs[p])
             continue;
         /* a peer that destroyed the communicator said so in its segment: it owes nothing */
         if (dfccl_load_acquire64(&eng_seg_hdr(c, p)->closed))
             continue;
-        if (c->peer_other_ns[p]) {
+        if (c->shm->peer[p].other_ns) {
             if (beat_stopped(c, p, now))
                 return p;
             continue;
@@ -366,7 +379,8 @@ int eng_shm_dead_peer(struct dfccl_comm *c, uint64_t now)
         /* a zombie (dead, not reaped yet), or the pid now another process's */
         char state;
         const unsigned long long start = proc_stat(pid, &state);
-        if (state == 'Z' || state == 'X' || (c->peer_start[p] && start && start != c->peer_start[p]))
+        if (state == 'Z' || state == 'X' ||
+            (c->shm->peer[p].start && start && start != c->shm->peer[p].start))
             return p;
     }
     return -1;
@@ -380,28 +394,20 @@ int eng_peer_check_due(struct dfccl_comm *c, uint64_t now)
 
 void eng_shm_peer_desc(const struct dfccl_comm *c, int p, uint64_t now, char *buf, size_t len)
 {
-    if (c->peer_other_ns && c->peer_other_ns[p])
-        snprintf(buf, len, "pid %d in another pid namespace, no heartbeat for %.1f s", c->peer_pid[p],
-                 c->peer_beat_ns[p] ? (double)(now - c->peer_beat_ns[p]) / 1e9 : 0.0);
+    const struct eng_shm_peer *q = c->shm ? &c->shm->peer[p] : NULL;
+    if (q && q->other_ns)
+        snprintf(buf, len, "pid %d in another pid namespace, no heartbeat for %.1f s", q->pid,
+                 q->beat_ns ? (double)(now - q->beat_ns) / 1e9 : 0.0);
     else
-        snprintf(buf, len, "pid %d", c->peer_pid ? c->peer_pid[p] : 0);
+        snprintf(buf, len, "pid %d", q ? q->pid : 0);
 }
 
 static void shm_close(struct dfccl_comm *c)
 {
-    if (c->beating) /* before the segment goes: the thread writes into it */
+    if (c->shm && c->shm->beating) /* before the segment goes: the thread writes into it */
         eng_beat_stop(c);
-    c->beating = 0;
-    free(c->peer_pid);
-    free(c->peer_start);
-    free(c->peer_other_ns);
-    free(c->peer_beat);
-    free(c->peer_beat_ns);
-    c->peer_pid = NULL;
-    c->peer_start = NULL;
-    c->peer_other_ns = NULL;
-    c->peer_beat = NULL;
-    c->peer_beat_ns = NULL;
+    free(c->shm);
+    c->shm = NULL;
     if (c->segs) {
         for (int p = 0; p < c->nranks; p++)
             if (c->segs[p])
@@ -422,7 +428,7 @@ static int shm_reaches(const eng_tp_card_t *a, const eng_tp_card_t *b)
 
 static void shm_describe(const struct dfccl_comm *c, int p, char *buf, size_t len)
 {
-    snprintf(buf, len, "shm (segment of pid %d mapped)", c->peer_pid ? c->peer_pid[p] : 0);
+    snprintf(buf, len, "shm (segment of pid %d mapped)", c->shm ? c->shm->peer[p].pid : 0);
 }
 
 const eng_transport_t eng_tp_shm = {.id = ENG_TP_SHM,
