@@ -25,6 +25,11 @@
  * size is the total buffer size in bytes and count the count argument of the
  * dfccl call, as in nccl-tests (for allgather, reduce_scatter and alltoall that
  * is the per-rank block, and size = count * nranks * typesize).
+ *
+ * -m device puts the buffers in cudaMalloc memory (inputs and the check go through
+ * host copies, outside the timed region); -a mpi times the MPI collective on the
+ * same buffers instead of the dfccl call, so that one program compares dfccl, MPI
+ * through the dfccl Open MPI component and plain MPI.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -43,8 +48,18 @@
 
 #include <mpi.h>
 
+#ifdef DFCCL_BENCH_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "dfccl.h"
 #include "dfccl_mpi.h"
+
+#if defined(OPEN_MPI) && defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h> /* MPIX_Query_cuda_support */
+#endif
+#endif
 
 extern char **environ;
 
@@ -76,10 +91,17 @@ struct opts {
     int format;  /* FMT_TEXT, FMT_CSV or FMT_JSON */
     int stats;
     int sync; /* before each timed call: SYNC_MPI, SYNC_DFCCL or SYNC_NONE */
+    int mem;  /* MEM_HOST or MEM_DEVICE */
+    int api;  /* API_DFCCL or API_MPI */
 };
 
 enum { SYNC_MPI, SYNC_DFCCL, SYNC_NONE };
 enum { FMT_TEXT, FMT_CSV, FMT_JSON };
+enum { MEM_HOST, MEM_DEVICE };
+enum { API_DFCCL, API_MPI };
+
+static const char *const mem_names[] = {"host", "device"};
+static const char *const api_names[] = {"dfccl", "mpi"};
 
 static int g_rank, g_nranks;
 
@@ -104,6 +126,126 @@ static void die(const char *fmt, ...)
         if (r_ != dfcclSuccess)                                                                              \
             die("%s failed: %s (%d): %s", #call, dfcclGetErrorString(r_), (int)r_, dfcclGetLastError());     \
     } while (0)
+
+/* ------------------------------------------------------------------------- */
+/* Buffer memory. Host memory is read and written in place; device memory only
+ * through cudaMemcpy/cudaMemset, so the inputs and the reference stay host code.  */
+
+#ifdef DFCCL_BENCH_CUDA
+#define CUCHECK(call)                                                                                        \
+    do {                                                                                                     \
+        cudaError_t e_ = (call);                                                                             \
+        if (e_ != cudaSuccess)                                                                               \
+            die("%s failed: %s", #call, cudaGetErrorString(e_));                                             \
+    } while (0)
+#endif
+
+static void *buf_alloc(int mem, size_t bytes)
+{
+#ifdef DFCCL_BENCH_CUDA
+    if (mem == MEM_DEVICE) {
+        void *p = NULL;
+        return cudaMalloc(&p, bytes) == cudaSuccess ? p : NULL;
+    }
+#endif
+    (void)mem;
+    return malloc(bytes);
+}
+
+static void buf_free(int mem, void *p)
+{
+#ifdef DFCCL_BENCH_CUDA
+    if (mem == MEM_DEVICE) {
+        if (p)
+            cudaFree(p);
+        return;
+    }
+#endif
+    (void)mem;
+    free(p);
+}
+
+/* dst (a benchmark buffer) = the host bytes src. */
+static void buf_put(int mem, void *dst, const void *src, size_t bytes)
+{
+#ifdef DFCCL_BENCH_CUDA
+    if (mem == MEM_DEVICE) {
+        CUCHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+        return;
+    }
+#endif
+    (void)mem;
+    memcpy(dst, src, bytes);
+}
+
+static void buf_get(int mem, void *dst, const void *src, size_t bytes)
+{
+#ifdef DFCCL_BENCH_CUDA
+    if (mem == MEM_DEVICE) {
+        CUCHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+        return;
+    }
+#endif
+    (void)mem;
+    memcpy(dst, src, bytes);
+}
+
+static void buf_set(int mem, void *p, int byte, size_t bytes)
+{
+#ifdef DFCCL_BENCH_CUDA
+    if (mem == MEM_DEVICE) {
+        CUCHECK(cudaMemset(p, byte, bytes));
+        return;
+    }
+#endif
+    (void)mem;
+    memset(p, byte, bytes);
+}
+
+/* Before a timed call: the daemon and MPI use their own streams, so the copies and
+ * the memset must have landed (cudaMemset may return before it has). */
+static void buf_settle(int mem)
+{
+#ifdef DFCCL_BENCH_CUDA
+    if (mem == MEM_DEVICE)
+        CUCHECK(cudaDeviceSynchronize());
+#endif
+    (void)mem;
+}
+
+/* -m device: this rank's GPU (local rank modulo the devices, as bench/gpu_bench),
+ * chosen before the dfccl communicator exists so that it gets a GPU part.
+ * 0, or -1 with the reason in err. */
+static int device_init(char *err, size_t len, char *name, size_t nlen)
+{
+#ifdef DFCCL_BENCH_CUDA
+    int ndev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess || ndev == 0) {
+        snprintf(err, len, "-m device: no CUDA device on this node (cudaGetDeviceCount: %s)",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+        return -1;
+    }
+    MPI_Comm local;
+    int lrank;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &lrank);
+    MPI_Comm_free(&local);
+    struct cudaDeviceProp prop;
+    if ((e = cudaSetDevice(lrank % ndev)) != cudaSuccess ||
+        (e = cudaGetDeviceProperties(&prop, lrank % ndev)) != cudaSuccess) {
+        snprintf(err, len, "-m device: cudaSetDevice(%d): %s", lrank % ndev, cudaGetErrorString(e));
+        return -1;
+    }
+    snprintf(name, nlen, "GPU %d of %d: %.200s", lrank % ndev, ndev, prop.name);
+    return 0;
+#else
+    (void)name;
+    (void)nlen;
+    snprintf(err, len, "-m device: this dfccl-bench was built without CUDA");
+    return -1;
+#endif
+}
 
 /* ------------------------------------------------------------------------- */
 /* Element conversion. Values are small integers, exactly representable.      */
@@ -345,6 +487,76 @@ static void wait_req(const struct opts *o, dfcclRequest_t *req, size_t count)
             type_names[o->type], dfcclGetErrorString(r), (int)r, dfcclGetLastError());
 }
 
+/* -a mpi: the MPI datatype and op of the dfccl ones. MPI_DATATYPE_NULL where MPI has
+ * none (Open MPI 4.1 has no 16-bit floating point type). */
+static MPI_Datatype mpi_type(dfcclDataType_t t)
+{
+    switch (t) {
+    case dfcclInt8: return MPI_INT8_T;
+    case dfcclUint8: return MPI_UINT8_T;
+    case dfcclInt32: return MPI_INT32_T;
+    case dfcclUint32: return MPI_UINT32_T;
+    case dfcclInt64: return MPI_INT64_T;
+    case dfcclUint64: return MPI_UINT64_T;
+    case dfcclFloat32: return MPI_FLOAT;
+    case dfcclFloat64: return MPI_DOUBLE;
+    default: return MPI_DATATYPE_NULL;
+    }
+}
+
+static MPI_Op mpi_op(dfcclRedOp_t op)
+{
+    switch (op) {
+    case dfcclSum: return MPI_SUM;
+    case dfcclProd: return MPI_PROD;
+    case dfcclMax: return MPI_MAX;
+    case dfcclMin: return MPI_MIN;
+    case dfcclBand: return MPI_BAND;
+    case dfcclBor: return MPI_BOR;
+    case dfcclBxor: return MPI_BXOR;
+    default: return MPI_OP_NULL;
+    }
+}
+
+static const char *const mpi_names[C_NUM] = {
+    "MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather", "MPI_Bcast", "MPI_Reduce", "MPI_Alltoall",
+};
+
+/* One blocking MPI collective on the benchmark's MPI communicator (errors returned).
+ * In place: MPI_IN_PLACE, with the data where MPI wants it (pass_bufs). */
+static void mpi_call(const struct opts *o, MPI_Comm mc, const void *s, void *r, size_t count, int inplace)
+{
+    const MPI_Datatype dt = mpi_type(o->type);
+    const MPI_Op op = mpi_op(o->op);
+    const int n = (int)count; /* parse_opts keeps count <= INT_MAX */
+    const void *src = inplace ? MPI_IN_PLACE : s;
+    int rc;
+    switch (o->coll) {
+    case C_ALLREDUCE: rc = MPI_Allreduce(src, r, n, dt, op, mc); break;
+    case C_REDUCE_SCATTER: rc = MPI_Reduce_scatter_block(src, r, n, dt, op, mc); break;
+    case C_ALLGATHER:
+        rc = inplace ? MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, n, dt, mc)
+                     : MPI_Allgather(s, n, dt, r, n, dt, mc);
+        break;
+    case C_BCAST: rc = MPI_Bcast(g_rank == o->root ? (void *)s : r, n, dt, o->root, mc); break;
+    case C_REDUCE: /* MPI_IN_PLACE is the root's alone; the others send from their buffer */
+        rc = MPI_Reduce(inplace && g_rank == o->root ? MPI_IN_PLACE : s, r, n, dt, op, o->root, mc);
+        break;
+    case C_ALLTOALL:
+    default:
+        rc = inplace ? MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, n, dt, mc)
+                     : MPI_Alltoall(s, n, dt, r, n, dt, mc);
+        break;
+    }
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        die("%s of %zu x %s%s failed: %s", mpi_names[o->coll], count, type_names[o->type],
+            inplace ? " (MPI_IN_PLACE)" : "", msg);
+    }
+}
+
 /* nccl-tests bus bandwidth factors. */
 static double bus_factor(enum coll c, int n)
 {
@@ -462,31 +674,55 @@ static int parse_type(const char *s)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mpirun -np N dfccl-bench [options]\n"
-               "  -b MINBYTES  smallest size (default 8; K, M, G suffixes allowed)\n"
-               "  -e MAXBYTES  largest size (default 64M)\n"
-               "  -f FACTOR    multiply the size by FACTOR between steps (default 2)\n"
-               "  -k COLL      allreduce (default), reduce_scatter, allgather, bcast, reduce, alltoall\n"
-               "  -d TYPE      float (default), half|float16, bfloat16, double, int8, uint8, int32,\n"
-               "               uint32, int64, uint64\n"
-               "  -o OP        sum (default), prod, max, min, band, bor, bxor (bitwise: integer types)\n"
-               "  -r ROOT      root of bcast and reduce (default 0)\n"
-               "  -w WARMUP    untimed iterations per size (default 5)\n"
-               "  -n ITERS     timed iterations per size (default 20; scaled down from 16 MiB)\n"
-               "  -c 0|1       check the result of every timed iteration (default 1)\n"
-               "  -I 0|1       also time the in-place form (default 1)\n"
-               "  -F FORMAT    text (default: nccl-tests' columns), csv (a header row, then one row a\n"
-               "               size) or json (one object a size, one a line)\n"
-               "  -p           print dfccl statistics summed over ranks at the end\n"
-               "  -s SYNC      before each timed call: mpi (default: MPI_Barrier), dfccl\n"
-               "               (dfcclBarrier on the benchmark's communicator) or none (calls back to\n"
-               "               back): where MPI's barrier spins, it sets the time on busy cores\n"
-               "  -h           this help\n"
-               "Buffers are host memory (the CPU daemon); bench/gpu_bench times device buffers.\n"
-               "Columns: out of place, time is the median over iterations of the per-iteration\n"
-               "maximum over ranks, min(us) the minimum, p99(us) and max(us) the 99th percentile\n"
-               "and the slowest; then in place, time, algbw, busbw and #wrong. #wrong counts wrong\n"
-               "elements over ranks and iterations; the exit status is 1 when any is wrong.\n");
+    fprintf(f,
+            "usage: mpirun -np N dfccl-bench [options]\n"
+            "  -b MINBYTES  smallest size in bytes (default 8; K, M, G suffixes: powers of 1024)\n"
+            "  -e MAXBYTES  largest size in bytes (default 64M)\n"
+            "  -f FACTOR    multiply the size by FACTOR between steps (default 2)\n"
+            "  -k COLL      allreduce (default), reduce_scatter, allgather, bcast, reduce, alltoall\n"
+            "  -d TYPE      float (default), half|float16, bfloat16, double, int8, uint8, int32,\n"
+            "               uint32, int64, uint64\n"
+            "  -o OP        sum (default), prod, max, min, band, bor, bxor (bitwise: integer types)\n"
+            "  -r ROOT      root of bcast and reduce (default 0)\n"
+            "  -w WARMUP    untimed iterations per size (default 5)\n"
+            "  -n ITERS     timed iterations per size (default 20; scaled down from 16 MiB)\n"
+            "  -c 0|1       check the result of every timed iteration (default 1)\n"
+            "  -I 0|1       also time the in-place form (default 1)\n"
+            "  -F FORMAT    text (default: nccl-tests' columns), csv (a header row, then one row a\n"
+            "               size) or json (one object a size, one a line)\n"
+            "  -p           print dfccl statistics summed over ranks at the end\n"
+            "  -s SYNC      before each timed call: mpi (default: MPI_Barrier), dfccl\n"
+            "               (dfcclBarrier on the benchmark's communicator; not with -a mpi) or none\n"
+            "               (calls back to back): where MPI's barrier spins, it sets the time on\n"
+            "               busy cores\n"
+            "  -m MEMORY    host (default: malloc, the CPU daemon) or device (cudaMalloc on the\n"
+            "               GPU of local rank modulo devices, the GPU daemon; filled and checked\n"
+            "               through cudaMemcpy outside the timed region)\n"
+            "               (this build: %s)\n"
+            "  -a API       dfccl (default: dfcclAllReduce, ... on a dfccl communicator of all\n"
+            "               ranks) or mpi (MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather,\n"
+            "               MPI_Bcast, MPI_Reduce, MPI_Alltoall on a duplicate of MPI_COMM_WORLD;\n"
+            "               MPI_IN_PLACE in the in-place columns, alltoall's too; MPI_Bcast has one\n"
+            "               buffer: out of place the root sends from its send buffer). Open MPI\n"
+            "               picks the component that runs them: with mca_coll_dfccl installed (or\n"
+            "               its directory in --mca mca_base_component_path) dfccl takes device\n"
+            "               buffers, and host buffers with --mca coll_dfccl_host_buffers 1; with\n"
+            "               --mca coll ^dfccl, or no component, it times plain Open MPI. No half or\n"
+            "               bfloat16 (MPI has no such type), no -s dfccl, no -p; device buffers\n"
+            "               need the component or a CUDA-aware MPI\n"
+            "  -h           this help\n"
+            "Sizes are bytes; times are microseconds (us), bandwidths GB/s (1e9 bytes/s).\n"
+            "Columns: out of place, time is the median over iterations of the per-iteration\n"
+            "maximum over ranks, min(us) the minimum, p99(us) and max(us) the 99th percentile\n"
+            "and the slowest; then in place, time, algbw, busbw and #wrong. #wrong counts wrong\n"
+            "elements over ranks and iterations; the exit status is 1 when any is wrong, 2 on a\n"
+            "bad option or an error.\n",
+#ifdef DFCCL_BENCH_CUDA
+            "with CUDA"
+#else
+            "no CUDA, so -m device fails"
+#endif
+    );
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -505,10 +741,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->format = FMT_TEXT;
     o->stats = 0;
     o->sync = SYNC_MPI;
+    o->mem = MEM_HOST;
+    o->api = API_DFCCL;
 
     int c, v;
     opterr = 0;
-    while ((c = getopt(argc, argv, ":b:e:f:k:d:o:r:w:n:c:I:F:ps:h")) != -1) {
+    while ((c = getopt(argc, argv, ":b:e:f:k:d:o:r:w:n:c:I:F:ps:m:a:h")) != -1) {
         switch (c) {
         case 'b':
             if (parse_size(optarg, &o->minbytes))
@@ -589,6 +827,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             else
                 die("-s %s: expected mpi, dfccl or none", optarg);
             break;
+        case 'm':
+            if ((v = lookup(optarg, mem_names, 2)) < 0)
+                goto bad;
+            o->mem = v;
+            break;
+        case 'a':
+            if ((v = lookup(optarg, api_names, 2)) < 0)
+                goto bad;
+            o->api = v;
+            break;
         case 'h':
             if (g_rank == 0)
                 usage(stdout);
@@ -624,6 +872,32 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             fprintf(stderr, "dfccl-bench: -o %s needs an integer type\n", op_names[o->op]);
         return -1;
     }
+#ifndef DFCCL_BENCH_CUDA
+    if (o->mem == MEM_DEVICE) {
+        if (g_rank == 0)
+            fprintf(stderr,
+                    "dfccl-bench: -m device: this dfccl-bench was built without CUDA (configure found "
+                    "no nvcc); only -m host works\n");
+        return -1;
+    }
+#endif
+    if (o->api == API_MPI) {
+        char why[160] = "";
+        if (mpi_type(o->type) == MPI_DATATYPE_NULL)
+            snprintf(why, sizeof why, "-d %s: MPI has no such type (use -a dfccl or another -d)",
+                     type_names[o->type]);
+        else if (o->sync == SYNC_DFCCL)
+            snprintf(why, sizeof why, "-s dfccl needs a dfccl communicator, which -a mpi does not create");
+        else if (o->stats)
+            snprintf(why, sizeof why, "-p reports the dfccl communicator, which -a mpi does not create");
+        else if (geometry(o->coll, o->maxbytes, dfcclTypeSize(o->type)).count > INT_MAX)
+            snprintf(why, sizeof why, "-e %zu: a count over INT_MAX, MPI's limit", o->maxbytes);
+        if (why[0]) {
+            if (g_rank == 0)
+                fprintf(stderr, "dfccl-bench: -a mpi: %s\n", why);
+            return -1;
+        }
+    }
     if (o->root >= g_nranks) {
         if (g_rank == 0)
             fprintf(stderr, "dfccl-bench: -r %d but only %d ranks\n", o->root, g_nranks);
@@ -649,22 +923,33 @@ static void scaled_iters(const struct opts *o, size_t bytes, int *warm, int *ite
 }
 
 /* One pass's buffers: out of place the two buffers; in place where dfccl.h puts the
- * input inside the output. 0: the collective has no in-place form. */
+ * input inside the output, or for -a mpi where MPI_IN_PLACE has it. 0: the
+ * collective has no in-place form. */
 static int pass_bufs(const struct opts *o, const struct geom *g, int inplace, char *sendbuf, char *recvbuf,
                      char **s, char **r)
 {
     const size_t blk = g->count * dfcclTypeSize(o->type) * (size_t)g_rank;
+    const int mpi = o->api == API_MPI;
     *s = sendbuf;
     *r = recvbuf;
-    if (!inplace)
+    if (!inplace) {
+        if (mpi && o->coll == C_BCAST && g_rank == o->root)
+            *r = sendbuf; /* MPI_Bcast's one buffer: the root's result is its input */
         return 1;
+    }
     switch (o->coll) {
     case C_ALLREDUCE:
     case C_BCAST:
     case C_REDUCE: *s = recvbuf; return 1;
-    case C_REDUCE_SCATTER: *r = sendbuf + blk; return 1;
+    case C_REDUCE_SCATTER: /* MPI: the whole input, the result at its start */
+        *r = mpi ? sendbuf : sendbuf + blk;
+        return 1;
     case C_ALLGATHER: *s = recvbuf + blk; return 1;
-    default: return 0;
+    default: /* alltoall: MPI's in-place form exchanges the blocks of one buffer */
+        if (!mpi)
+            return 0;
+        *s = recvbuf;
+        return 1;
     }
 }
 
@@ -674,46 +959,89 @@ struct pass {
     int ran;                   /* 0: no in-place form */
 };
 
+/* What the timed calls run on: a dfccl communicator or (-a mpi) an MPI one. */
+struct target {
+    dfcclComm_t comm;
+    MPI_Comm mc;
+};
+
+/* One collective to completion. */
+static void run_coll(const struct opts *o, const struct target *t, const char *s, char *r, size_t count,
+                     int inplace)
+{
+    if (o->api == API_MPI) {
+        mpi_call(o, t->mc, s, r, count, inplace);
+        return;
+    }
+    dfcclRequest_t req = NULL;
+    submit(o, t->comm, s, r, count, &req);
+    wait_req(o, &req, count);
+}
+
+/* Host scratch of one run: the send buffer's image (device memory only) and the
+ * receive buffer read back (device memory only), the reference, the times. */
+struct scratch {
+    void *send_img, *recv_img, *expected;
+    double *times, *maxtimes;
+};
+
+/* The send data into s: host memory written in place, device memory copied from
+ * its image (computed once per pass). */
+static void load_send(const struct opts *o, const struct geom *g, char *s, const struct scratch *h)
+{
+    if (o->mem == MEM_HOST)
+        fill_send(o, s, g);
+    else
+        buf_put(o->mem, s, h->send_img, g->send_elems * dfcclTypeSize(o->type));
+}
+
 /* Warm-up and timed iterations of one size, out of place or in place. */
-static struct pass measure(const struct opts *o, dfcclComm_t comm, const struct geom *g, int inplace,
-                           char *sendbuf, char *recvbuf, const void *expected, int have_ref, double *times,
-                           double *maxtimes)
+static struct pass measure(const struct opts *o, const struct target *t, const struct geom *g, int inplace,
+                           char *sendbuf, char *recvbuf, int have_ref, const struct scratch *h)
 {
     struct pass res = {0};
     char *s, *r;
     if (!(res.ran = pass_bufs(o, g, inplace, sendbuf, recvbuf, &s, &r)))
         return res;
     const size_t tsize = dfcclTypeSize(o->type);
+    const int aliased = inplace || s == r; /* the poison overwrites the input */
     int warm, iters;
     scaled_iters(o, g->size_bytes, &warm, &iters);
-    fill_send(o, s, g);
-    for (int w = 0; w < warm; w++) {
-        dfcclRequest_t req = NULL;
-        submit(o, comm, s, r, g->count, &req);
-        wait_req(o, &req, g->count);
-    }
+    if (o->mem == MEM_DEVICE)
+        fill_send(o, h->send_img, g);
+    load_send(o, g, s, h);
+    buf_settle(o->mem);
+    for (int w = 0; w < warm; w++)
+        run_coll(o, t, s, r, g->count, inplace);
     uint64_t wrong = 0;
     for (int it = 0; it < iters; it++) {
         if (have_ref) { /* poison the output; in place, the input goes back over it */
-            memset(r, 0xA5, g->recv_elems * tsize);
-            if (inplace)
-                fill_send(o, s, g);
+            buf_set(o->mem, r, 0xA5, g->recv_elems * tsize);
+            if (aliased)
+                load_send(o, g, s, h);
+            buf_settle(o->mem);
         }
-        dfcclRequest_t req = NULL;
         if (o->sync == SYNC_MPI) {
             MPI_Barrier(MPI_COMM_WORLD);
         } else if (o->sync == SYNC_DFCCL) {
-            if (dfcclBarrier(comm, &req) != dfcclSuccess || dfcclWait(&req) != dfcclSuccess)
+            dfcclRequest_t req = NULL;
+            if (dfcclBarrier(t->comm, &req) != dfcclSuccess || dfcclWait(&req) != dfcclSuccess)
                 die("dfcclBarrier: %s", dfcclGetLastError());
         }
         double t0 = MPI_Wtime();
-        submit(o, comm, s, r, g->count, &req);
-        wait_req(o, &req, g->count);
-        times[it] = MPI_Wtime() - t0;
-        if (have_ref)
-            wrong += count_wrong(r, expected, g->recv_elems, tsize);
+        run_coll(o, t, s, r, g->count, inplace);
+        h->times[it] = MPI_Wtime() - t0;
+        if (have_ref) {
+            const void *got = r;
+            if (o->mem == MEM_DEVICE) {
+                buf_get(o->mem, h->recv_img, r, g->recv_elems * tsize);
+                got = h->recv_img;
+            }
+            wrong += count_wrong(got, h->expected, g->recv_elems, tsize);
+        }
     }
-    MPI_Allreduce(times, maxtimes, iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double *maxtimes = h->maxtimes;
+    MPI_Allreduce(h->times, maxtimes, iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(&wrong, &res.wrong, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     res.min = maxtimes[0];
     for (int it = 1; it < iters; it++)
@@ -740,16 +1068,19 @@ static void print_row(const struct opts *o, const struct geom *g, const char *re
                type_names[o->type], redop, root, op->med * 1e6, ob, obus, ow, op->min * 1e6, op->p99 * 1e6,
                op->max * 1e6);
         if (ip->ran)
-            printf("%.3f,%.4f,%.4f,%s\n", ip->med * 1e6, ib, ibus, iw);
+            printf("%.3f,%.4f,%.4f,%s,", ip->med * 1e6, ib, ibus, iw);
         else
-            printf(",,,N/A\n");
+            printf(",,,N/A,");
+        printf("%s,%s\n", mem_names[o->mem], api_names[o->api]);
     } else if (o->format == FMT_JSON) {
-        printf("{\"collective\": \"%s\", \"size_bytes\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": "
-               "\"%s\", \"root\": %d, \"ranks\": %d, \"out_of_place\": {\"time_us\": %.3f, \"algbw_gbs\": "
-               "%.4f, \"busbw_gbs\": %.4f, \"wrong\": %s, \"min_us\": %.3f, \"p99_us\": %.3f, \"max_us\": "
-               "%.3f}, \"in_place\": ",
-               coll_names[o->coll], g->size_bytes, g->count, type_names[o->type], redop, root, g_nranks,
-               op->med * 1e6, ob, obus, o->check ? ow : "null", op->min * 1e6, op->p99 * 1e6, op->max * 1e6);
+        printf(
+            "{\"collective\": \"%s\", \"size_bytes\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": "
+            "\"%s\", \"root\": %d, \"ranks\": %d, \"memory\": \"%s\", \"api\": \"%s\", \"out_of_place\": "
+            "{\"time_us\": %.3f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, \"wrong\": %s, \"min_us\": %.3f, "
+            "\"p99_us\": %.3f, \"max_us\": %.3f}, \"in_place\": ",
+            coll_names[o->coll], g->size_bytes, g->count, type_names[o->type], redop, root, g_nranks,
+            mem_names[o->mem], api_names[o->api], op->med * 1e6, ob, obus, o->check ? ow : "null",
+            op->min * 1e6, op->p99 * 1e6, op->max * 1e6);
         if (ip->ran)
             printf("{\"time_us\": %.3f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, \"wrong\": %s}}\n",
                    ip->med * 1e6, ib, ibus, o->check ? iw : "null");
@@ -773,13 +1104,38 @@ static void print_row(const struct opts *o, const struct geom *g, const char *re
     fflush(stdout);
 }
 
-static void print_header(const struct opts *o)
+/* Whether Open MPI's dfccl coll component is mapped into this process: loaded is not
+ * selected (priority, coll_dfccl_host_buffers), but without it -a mpi is plain Open MPI. */
+static int dfccl_component_loaded(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[4096];
+    int found = 0;
+    if (!f)
+        return -1;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, "mca_coll_dfccl") != NULL;
+    fclose(f);
+    return found;
+}
+
+/* Whether MPI itself takes device pointers (Open MPI's CUDA extension). */
+static int mpi_cuda_aware(void)
+{
+#if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+    return MPIX_Query_cuda_support();
+#else
+    return 0;
+#endif
+}
+
+static void print_header(const struct opts *o, const char *device)
 {
     if (g_rank != 0)
         return;
     if (o->format == FMT_CSV) {
         printf("size_bytes,count,type,redop,root,time_us,algbw_gbs,busbw_gbs,wrong,min_us,p99_us,max_us,"
-               "inplace_time_us,inplace_algbw_gbs,inplace_busbw_gbs,inplace_wrong\n");
+               "inplace_time_us,inplace_algbw_gbs,inplace_busbw_gbs,inplace_wrong,memory,api\n");
         return;
     }
     if (o->format == FMT_JSON)
@@ -792,6 +1148,18 @@ static void print_header(const struct opts *o)
            version % 100, g_nranks, host);
     printf("# collective %s, type %s, op %s, root %d\n", coll_names[o->coll], type_names[o->type],
            op_names[o->op], o->root);
+    if (o->mem == MEM_DEVICE)
+        printf("# memory device (cudaMalloc; rank 0: %s), api %s\n", device, api_names[o->api]);
+    else
+        printf("# memory host (malloc), api %s\n", api_names[o->api]);
+    if (o->api == API_MPI) {
+        int loaded = dfccl_component_loaded();
+        printf("# api mpi: %s on a duplicate of MPI_COMM_WORLD; Open MPI coll component dfccl %s\n",
+               mpi_names[o->coll],
+               loaded > 0    ? "loaded (host buffers reach the engine only with coll_dfccl_host_buffers 1)"
+               : loaded == 0 ? "not loaded: plain Open MPI"
+                             : "(unknown)");
+    }
     printf("# minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %d iters: %d "
            "(scaled down from 16 MiB) check: %d\n",
            o->minbytes, o->maxbytes, o->factor, o->warmup, o->iters, o->check);
@@ -804,6 +1172,9 @@ static void print_header(const struct opts *o)
     for (char **e = environ; *e; e++)
         if (!strncmp(*e, "DFCCL_", 6) && strncmp(*e, "DFCCL_PREEMPT=", 14) &&
             strncmp(*e, "DFCCL_CHUNK_SIZE=", 17) && strncmp(*e, "DFCCL_ONESHOT_MAX=", 18))
+            printf("# env %s\n", *e);
+    for (char **e = environ; o->api == API_MPI && *e; e++) /* what selects and sets the component */
+        if (!strncmp(*e, "OMPI_MCA_coll", 13) || !strncmp(*e, "OMPI_MCA_mca_base_component_path=", 33))
             printf("# env %s\n", *e);
     printf("# sync before each timed call: %s\n", o->sync == SYNC_MPI     ? "MPI_Barrier"
                                                   : o->sync == SYNC_DFCCL ? "dfcclBarrier"
@@ -840,23 +1211,67 @@ int main(int argc, char **argv)
     if (tsize == 0)
         die("dfcclTypeSize(%s) returned 0", type_names[o.type]);
 
-    dfcclComm_t comm;
-    DFCHECK(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
+    /* -m device -a mpi with nothing in MPI that takes device pointers: refused rather
+     * than crashing in Open MPI's host code. */
+    if (o.mem == MEM_DEVICE && o.api == API_MPI) {
+        int unable = dfccl_component_loaded() == 0 && !mpi_cuda_aware(), any;
+        MPI_Allreduce(&unable, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (any) {
+            if (g_rank == 0)
+                fprintf(stderr,
+                        "dfccl-bench: -m device -a mpi: Open MPI's coll component dfccl is not loaded and "
+                        "this MPI is not CUDA-aware (it would read device buffers as host memory)\n");
+            MPI_Finalize();
+            return 2;
+        }
+    }
 
-    print_header(&o);
+    /* -m device without a usable GPU: one message (the lowest failing rank's) and
+     * exit status 2 on every rank, as for a bad option. */
+    char device[256] = "";
+    if (o.mem == MEM_DEVICE) {
+        char err[256] = "";
+        int bad = device_init(err, sizeof err, device, sizeof device) ? g_rank : g_nranks, first;
+        MPI_Allreduce(&bad, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (first < g_nranks) {
+            if (g_rank == first)
+                fprintf(stderr, "dfccl-bench: rank %d: %s\n", g_rank, err);
+            MPI_Finalize();
+            return 2;
+        }
+    }
+
+    /* -a mpi creates no dfccl communicator: its daemon would share the cores with
+     * the MPI being timed. */
+    struct target tgt = {NULL, MPI_COMM_NULL};
+    if (o.api == API_MPI) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &tgt.mc);
+        MPI_Comm_set_errhandler(tgt.mc, MPI_ERRORS_RETURN);
+    } else {
+        DFCHECK(dfcclCommInitMPI(&tgt.comm, MPI_COMM_WORLD));
+    }
+
+    print_header(&o, device);
 
     /* Buffers sized for the largest step. */
     struct geom gmax = geometry(o.coll, o.maxbytes, tsize);
     size_t alloc_send = (gmax.send_elems ? gmax.send_elems : 1) * tsize;
     size_t alloc_recv = (gmax.recv_elems ? gmax.recv_elems : 1) * tsize;
-    void *sendbuf = malloc(alloc_send);
-    void *recvbuf = malloc(alloc_recv);
-    void *expected = o.check ? malloc(alloc_recv) : NULL;
-    double *times = malloc(sizeof(double) * (size_t)(o.iters > 0 ? o.iters : 1));
-    double *maxtimes = malloc(sizeof(double) * (size_t)(o.iters > 0 ? o.iters : 1));
-    if (!sendbuf || !recvbuf || (o.check && !expected) || !times || !maxtimes)
-        die("out of memory allocating %zu + %zu bytes", alloc_send, alloc_recv);
-    memset(recvbuf, 0, alloc_recv);
+    const int dev = o.mem == MEM_DEVICE;
+    void *sendbuf = buf_alloc(o.mem, alloc_send);
+    void *recvbuf = buf_alloc(o.mem, alloc_recv);
+    struct scratch h = {
+        .send_img = dev ? malloc(alloc_send) : NULL,
+        .recv_img = dev && o.check ? malloc(alloc_recv) : NULL,
+        .expected = o.check ? malloc(alloc_recv) : NULL,
+        .times = malloc(sizeof(double) * (size_t)(o.iters > 0 ? o.iters : 1)),
+        .maxtimes = malloc(sizeof(double) * (size_t)(o.iters > 0 ? o.iters : 1)),
+    };
+    if (!sendbuf || !recvbuf || (dev && !h.send_img) || (dev && o.check && !h.recv_img) ||
+        (o.check && !h.expected) || !h.times || !h.maxtimes)
+        die("out of memory allocating %zu + %zu bytes of %s memory", alloc_send, alloc_recv,
+            mem_names[o.mem]);
+    buf_set(o.mem, recvbuf, 0, alloc_recv);
 
     const char *redop =
         (o.coll == C_ALLREDUCE || o.coll == C_REDUCE_SCATTER || o.coll == C_REDUCE) ? op_names[o.op] : "none";
@@ -873,11 +1288,11 @@ int main(int argc, char **argv)
                 fprintf(o.format == FMT_TEXT ? stdout : stderr,
                         "# %zu B: fewer than one %s per rank, skipped\n", bytes, type_names[o.type]);
         } else {
-            int have_ref = o.check ? fill_expected(&o, expected, &g) : 0;
-            struct pass op = measure(&o, comm, &g, 0, sendbuf, recvbuf, expected, have_ref, times, maxtimes);
+            int have_ref = o.check ? fill_expected(&o, h.expected, &g) : 0;
+            struct pass op = measure(&o, &tgt, &g, 0, sendbuf, recvbuf, have_ref, &h);
             struct pass ip = {0};
             if (o.inplace)
-                ip = measure(&o, comm, &g, 1, sendbuf, recvbuf, expected, have_ref, times, maxtimes);
+                ip = measure(&o, &tgt, &g, 1, sendbuf, recvbuf, have_ref, &h);
             total_wrong += op.wrong + ip.wrong;
             bw_sum += (double)g.size_bytes / 1e9 / op.med * bus_factor(o.coll, g_nranks);
             bw_n++;
@@ -899,7 +1314,7 @@ int main(int argc, char **argv)
 
     if (o.stats) {
         dfcclStats_t st;
-        DFCHECK(dfcclCommGetStats(comm, &st));
+        DFCHECK(dfcclCommGetStats(tgt.comm, &st));
         uint64_t mine[6] = {st.submitted, st.completed, st.preemptions, st.stalls, st.stall_ns, st.shm_bytes};
         uint64_t sum[6] = {0};
         MPI_Reduce(mine, sum, 6, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -912,12 +1327,17 @@ int main(int argc, char **argv)
     if (g_rank == 0)
         fflush(stdout);
 
-    DFCHECK(dfcclCommDestroy(comm));
-    free(sendbuf);
-    free(recvbuf);
-    free(expected);
-    free(times);
-    free(maxtimes);
+    if (tgt.comm)
+        DFCHECK(dfcclCommDestroy(tgt.comm));
+    if (tgt.mc != MPI_COMM_NULL)
+        MPI_Comm_free(&tgt.mc);
+    buf_free(o.mem, sendbuf);
+    buf_free(o.mem, recvbuf);
+    free(h.send_img);
+    free(h.recv_img);
+    free(h.expected);
+    free(h.times);
+    free(h.maxtimes);
     MPI_Finalize();
     return total_wrong ? 1 : 0;
 }

@@ -6,7 +6,8 @@
 # with PKG_CONFIG_PATH=P/lib/pkgconfig, on the complete example
 # examples/allreduce_minimal.c, then that program on 2 ranks without LD_LIBRARY_PATH
 # (the rpath of the build line must find the library). Also what `make install` puts in
-# P: the library, its headers, pkg-config file, and the component.
+# P: the library, its headers, pkg-config file, the component, and the man pages (each
+# naming every option its program's help lists).
 # One line per case, "PASS: ..." / "FAIL: ...", and "N passed, N failed" at the end.
 #
 # usage: install_check.sh BUILD_DIR      (configured, built and installed here)
@@ -45,8 +46,9 @@ for k in allreduce reduce_scatter allgather bcast reduce alltoall; do
         -k "$k" -b 8 -e 64K -f 32 -n 5 -w 1 -c 1 -F csv 2> "$LOGDIR/bench_$k.err")
     rc=$?
     rows=$(tail -n +2 <<< "$csv" | grep -c .)
-    # a row: 16 fields; #wrong (field 9) 0, in place (field 16) 0 or N/A (alltoall)
-    okrows=$(tail -n +2 <<< "$csv" | awk -F, 'NF == 16 && $9 == "0" && ($16 == "0" || $16 == "N/A")' | grep -c .)
+    # a row: 18 fields; #wrong (field 9) 0, in place (field 16) 0 or N/A (alltoall), memory and api the defaults
+    okrows=$(tail -n +2 <<< "$csv" | awk -F, 'NF == 18 && $9 == "0" && ($16 == "0" || $16 == "N/A") &&
+        $17 == "host" && $18 == "dfccl"' | grep -c .)
     if [ $rc -ne 0 ] || [ "$rows" -lt 2 ] || [ "$okrows" -ne "$rows" ] || ! head -n 1 <<< "$csv" | grep -q '^size_bytes,'; then
         bad="$bad $k(rc $rc, $okrows of $rows rows right)"
     fi
@@ -69,6 +71,41 @@ else
     echo "$info" | head -20
     fail "installed dfccl-info${undocumented:+: not in the README table:$undocumented}"
 fi
+
+# the man pages: installed under share/man/man1, each naming every option flag its
+# program's help lists (read from the help's option column: "  -x ARG  text" or
+# argparse's "  -x X, --long X"; dfccl-trace: its commands and each command's help too)
+help_flags() { sed -nE 's/^ {1,4}(-[^ ].*)$/\1/p' | sed -E 's/  .*//' | grep -oE '(^|[ ,])--?[A-Za-z][A-Za-z0-9-]*' | tr -d ' ,' | sort -u; }
+manbad='' mansaid=''
+for prog in dfccl-bench dfccl-info dfccl-trace; do
+    page="$P/share/man/man1/$prog.1"
+    if [ ! -f "$page" ]; then
+        manbad="$manbad $prog.1(not installed)"
+        continue
+    fi
+    words=
+    if [ "$prog" = dfccl-trace ]; then
+        words=$("$P/bin/dfccl-trace" -h 2> /dev/null | grep -m1 -oE '\{[a-z,]+\}' | tr -d '{}' | tr , ' ')
+        flags=$(for c in "" $words; do "$P/bin/dfccl-trace" ${c:+"$c"} -h 2> /dev/null; done | help_flags)
+    else
+        flags=$(env -u LD_LIBRARY_PATH "$P/bin/$prog" -h 2> /dev/null | help_flags)
+    fi
+    # roff source as text: \- is a dash, \fB \fI \fR \fP switch fonts
+    text=$(sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' "$page")
+    missing=
+    for f in $flags $words; do
+        grep -qE -- "(^|[^A-Za-z0-9-])$f([^A-Za-z0-9-]|\$)" <<< "$text" || missing="$missing $f"
+    done
+    n=$(wc -w <<< "$flags")
+    if [ "$n" -lt 3 ]; then
+        manbad="$manbad $prog(only $n options read from its help)"
+    elif [ -n "$missing" ]; then
+        manbad="$manbad $prog.1(lacks$missing)"
+    fi
+    mansaid="$mansaid $prog ($n options${words:+, commands $words})"
+done
+[ -z "$manbad" ] && pass "man pages installed, each naming every option of its program's help:$mansaid" ||
+    fail "man pages:$manbad"
 
 # the README's build line, as written (app.c is the file name it uses)
 line=$(grep -m1 '^mpicc app.c ' "$SRC/README.md")
