@@ -99,6 +99,11 @@ mca_coll_dfccl_mem_t mca_coll_dfccl_mem_kind(const void *ptr)
         return MCA_COLL_DFCCL_MEM_HOST;
     if (mca_coll_dfccl_component.fake_device)
         return MCA_COLL_DFCCL_MEM_DEVICE;
+    /* the copies and contexts this file gives for device buffers need the driver here
+     * too (without it no buffer is device memory to the component, as before) */
+    pthread_once(&cu.once, cu_load);
+    if (!cu.handle)
+        return MCA_COLL_DFCCL_MEM_HOST;
     /* libdfccl's detector, the engine's own; managed memory counts as host here: the
      * CPU (the previous module, the CPU daemon) may touch it as it is */
     dfcclMemKind_t k = dfcclMemHost;
