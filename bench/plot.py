@@ -7,8 +7,9 @@
 Inputs (the format is recognised line by line, so logs with mpirun's chatter mixed in
 are fine, and one file may hold several runs):
   - dfccl-bench output: its default text table (nccl-tests' columns), -F csv (a header
-    row, then one row a size) or -F json (one object a line). Series: out-of-place and
-    in-place. Text and json name the collective and the rank count; csv does not.
+    row, then one row a size) or -F json (one object a line), with or without the memory
+    and api of -m and -a. Series: out-of-place and in-place. Text and json name the
+    collective and the rank count; csv does not.
   - gpu_bench output (bench/gpu_bench.sh's log): blocks that start with a
     "# gpu_bench: COLL float32 ..., N ranks, ..., DFCCL_PREEMPT=P" line. Series: dfccl,
     and NCCL, staged MPI and MPI_* through dfccl where the block has those columns; the
@@ -55,9 +56,12 @@ BENCH_TEXT_HEADER = ("size count type redop root time algbw busbw #wrong min p99
 BENCH_CSV_HEADER = ("size_bytes,count,type,redop,root,time_us,algbw_gbs,busbw_gbs,wrong,min_us,"
                     "p99_us,max_us,inplace_time_us,inplace_algbw_gbs,inplace_busbw_gbs,"
                     "inplace_wrong").split(",")
+BENCH_CSV_MEM_API = ["memory", "api"]  # the last two columns, where dfccl-bench has -m and -a
 BENCH_RUN_RE = re.compile(r"dfccl-bench: dfccl \S+, (\d+) ranks, host (\S*)")
 BENCH_COLL_RE = re.compile(r"collective (\S+), type (\S+), op (\S+), root")
 BENCH_PREEMPT_RE = re.compile(r"env DFCCL_PREEMPT=(.*)")
+BENCH_MEM_RE = re.compile(r"memory (\S+) \((.*)\), api (\S+)$")
+BENCH_GPU_RE = re.compile(r"GPU \d+ of \d+: (.+)$")
 
 # gpu_bench: a block's first line, its copy rate, the columns a table may have
 GPU_BLOCK_RE = re.compile(r"gpu_bench: (\S+) (\S+)(?: (\S+))?, (\d+) ranks, (\d+) device\(s\) per node, "
@@ -103,9 +107,10 @@ class Block:
         self.path, self.line, self.tool = path, line, tool
         self.collective = self.dtype = self.op = None
         self.ranks = self.preempt = self.machine = self.copy_rate = None
+        self.memory = self.api = None  # dfccl-bench -m (host, device) and -a (dfccl, mpi)
         self.series = {}   # name -> [(bytes, time_us, busbw GB/s or None)]
         self.traffic = []  # [(bytes, traffic GB/s)], gpu_bench's dfccl only
-        self.json_key = None  # dfccl-bench json: (collective, type, redop, ranks) of the run
+        self.json_key = None  # dfccl-bench json: (collective, type, redop, ranks, memory, api)
 
     def where(self):
         return f"{self.path}:{self.line}"
@@ -135,11 +140,14 @@ def number(tok, where, what, kind=float, suffix=""):
     return v
 
 
-def bench_row(block, fields, where):
-    """One dfccl-bench row (text or csv: the same 16 fields) into block."""
-    if len(fields) != len(BENCH_CSV_HEADER):
+def bench_row(block, fields, where, columns):
+    """One dfccl-bench row (text or csv: the same 16 fields, in csv perhaps memory and api
+    after them) into block; columns: the names of the fields."""
+    if len(fields) != len(columns):
         raise InputError(f"{where}: malformed dfccl-bench row: {len(fields)} fields, expected "
-                         f"{len(BENCH_CSV_HEADER)} ({' '.join(BENCH_TEXT_HEADER)})")
+                         f"{len(columns)} ({' '.join(columns)})")
+    if len(fields) > len(BENCH_CSV_HEADER):
+        block.memory, block.api = block.memory or fields[16], block.api or fields[17]
     nbytes = number(fields[0], where, "size", int)
     block.dtype = block.dtype or TYPE_NAMES.get(fields[2], fields[2])
     block.op = block.op or (fields[3] if fields[3] != "none" else None)
@@ -156,7 +164,8 @@ def bench_row(block, fields, where):
 def json_row(obj, where):
     """One dfccl-bench -F json line: (key of its run, size, {series: (time, busbw)})."""
     try:
-        key = (obj["collective"], obj["type"], obj["redop"], int(obj["ranks"]))
+        key = (obj["collective"], obj["type"], obj["redop"], int(obj["ranks"]), obj.get("memory"),
+               obj.get("api"))
         nbytes = int(obj["size_bytes"])
         out = {}
         for name, field in (("out-of-place", "out_of_place"), ("in-place", "in_place")):
@@ -201,13 +210,14 @@ def parse_file(path):
         raise InputError(f"cannot read {path}: {e.strerror}") from None
     blocks = []
     block = None
-    table = None  # None, "skip", "text", "csv", or the gpu_bench column names (a tuple)
+    table = None  # None, "skip", "text", or the column names (a tuple) of a csv or gpu_bench table
 
     def new_block(lineno, tool, like=None):
         nonlocal block
         block = Block(path, lineno, tool)
         if like is not None:  # a second table in one run: the same settings
-            for a in ("collective", "dtype", "op", "ranks", "preempt", "machine", "copy_rate"):
+            for a in ("collective", "dtype", "op", "ranks", "preempt", "machine", "copy_rate", "memory",
+                      "api"):
                 setattr(block, a, getattr(like, a))
         blocks.append(block)
         return block
@@ -254,6 +264,13 @@ def parse_file(path):
                     block.op = m.group(3) if block.collective in ("allreduce", "reduce_scatter",
                                                                   "reduce") else None
                     continue
+                m = BENCH_MEM_RE.match(body)
+                if m:
+                    block.memory, block.api = m.group(1), m.group(3)
+                    gpu = BENCH_GPU_RE.search(m.group(2))
+                    if gpu:
+                        block.machine += f", {gpu.group(1)}"
+                    continue
                 m = BENCH_PREEMPT_RE.match(body)
                 if m:
                     v = m.group(1)
@@ -286,7 +303,7 @@ def parse_file(path):
                     or nbytes <= last):
                 b = new_block(lineno, "dfccl-bench json")
                 b.json_key = key
-                b.collective, b.ranks = key[0], key[3]
+                b.collective, b.ranks, b.memory, b.api = key[0], key[3], key[4], key[5]
                 b.dtype = TYPE_NAMES.get(key[1], key[1])
                 b.op = key[2] if key[2] != "none" else None
             for name, (us, busbw) in parts.items():
@@ -294,9 +311,10 @@ def parse_file(path):
             table = None
             continue
         if line.startswith("size_bytes,"):
-            if line.split(",") == BENCH_CSV_HEADER:
+            header = line.split(",")
+            if header in (BENCH_CSV_HEADER, BENCH_CSV_HEADER + BENCH_CSV_MEM_API):
                 new_block(lineno, "dfccl-bench csv")
-                table = "csv"
+                table = tuple(header)
             else:
                 warn(f"{where}: csv header not recognised, its rows are skipped: {line}")
                 table = "skip"
@@ -307,10 +325,10 @@ def parse_file(path):
             continue
         if table is None:
             raise InputError(f"{where}: a data row outside any table this script knows: {line}")
-        if table == "csv":
-            bench_row(block, line.split(","), where)
-        elif table == "text":
-            bench_row(block, line.split(), where)
+        if table == "text":
+            bench_row(block, line.split(), where, BENCH_TEXT_HEADER)
+        elif block.tool == "dfccl-bench csv":
+            bench_row(block, line.split(","), where, table)
         else:
             gpu_row(block, table, line.split(), where)
 
@@ -388,6 +406,9 @@ class Figures:
         if self.several_files:
             parts.append(os.path.basename(b.path))
         parts.append(f"{b.ranks} ranks" if b.ranks else "ranks unknown")
+        if b.api or b.memory:  # dfccl-bench -a and -m
+            api = {"dfccl": "dfccl", "mpi": "MPI"}.get(b.api, b.api or "")
+            parts.append(" on ".join(w for w in (api, f"{b.memory} buffers" if b.memory else "") if w))
         return ", ".join(parts)
 
     def series_label(self, b, name):
@@ -619,4 +640,10 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # the list of files written went to a closed pipe (| head)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
