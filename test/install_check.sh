@@ -7,8 +7,10 @@
 # examples/allreduce_minimal.c, then that program on 2 ranks without LD_LIBRARY_PATH
 # (the rpath of the build line must find the library). Also what `make install` puts in
 # P: the library, its headers, pkg-config file, the component, and the man pages (each
-# naming every option its program's help lists).
-# One line per case, "PASS: ..." / "FAIL: ...", and "N passed, N failed" at the end.
+# naming every option its program's help lists). And bench/plot.py on dfccl-bench's csv,
+# where a python3 with matplotlib is found (else a SKIP line).
+# One line per case, "PASS: ..." / "FAIL: ..." (or "SKIP: ..."), and "N passed, N failed"
+# at the end.
 #
 # usage: install_check.sh BUILD_DIR      (configured, built and installed here)
 set -u
@@ -45,6 +47,7 @@ for k in allreduce reduce_scatter allgather bcast reduce alltoall; do
     csv=$(env -u LD_LIBRARY_PATH timeout 60 mpirun --oversubscribe --bind-to none -np 3 "$P/bin/dfccl-bench" \
         -k "$k" -b 8 -e 64K -f 32 -n 5 -w 1 -c 1 -F csv 2> "$LOGDIR/bench_$k.err")
     rc=$?
+    printf '%s\n' "$csv" > "$LOGDIR/bench_$k.csv"
     rows=$(tail -n +2 <<< "$csv" | grep -c .)
     # a row: 18 fields; #wrong (field 9) 0, in place (field 16) 0 or N/A (alltoall), memory and api the defaults
     okrows=$(tail -n +2 <<< "$csv" | awk -F, 'NF == 18 && $9 == "0" && ($16 == "0" || $16 == "N/A") &&
@@ -57,6 +60,39 @@ done
     fail "installed dfccl-bench:$bad (logs $LOGDIR/bench_*.err)"
 "$P/bin/dfccl-bench" -h 2> /dev/null | grep -q -- '-k COLL' && pass "dfccl-bench -h prints its options" ||
     fail "dfccl-bench -h"
+
+# bench/plot.py on csv: a hand-written one (in place not run at the last size) and the
+# installed benchmark's allreduce above, each into two SVGs; a row short of a field stops
+# it with the file and line, not a Python traceback
+py=
+for p in python3 /usr/bin/python3; do
+    "$p" -c 'import matplotlib' 2> /dev/null && py=$p && break
+done
+if [ -z "$py" ]; then
+    echo "SKIP: bench/plot.py (no python3 with matplotlib; Debian: apt-get install python3-matplotlib)"
+else
+    D="$LOGDIR/plot"
+    mkdir -p "$D"
+    cat > "$D/tiny.csv" << 'EOF'
+size_bytes,count,type,redop,root,time_us,algbw_gbs,busbw_gbs,wrong,min_us,p99_us,max_us,inplace_time_us,inplace_algbw_gbs,inplace_busbw_gbs,inplace_wrong
+8,2,float,sum,-1,4.000,0.0020,0.0030,0,3.900,4.500,5.000,4.100,0.0020,0.0029,0
+1024,256,float,sum,-1,5.000,0.2048,0.3072,0,4.800,5.500,6.000,5.100,0.2008,0.3012,0
+1048576,262144,float,sum,-1,400.000,2.6214,3.9322,0,390.000,420.000,450.000,,,,N/A
+EOF
+    { head -n 3 "$D/tiny.csv" && echo '2048,512,float,sum,-1,6.0,0.3,0.5,0,5.9,6.1,6.2,6.0,0.3,0.5'; } > "$D/bad.csv"
+    cp "$LOGDIR/bench_allreduce.csv" "$D/" 2> /dev/null
+    bad=
+    for f in tiny bench_allreduce; do
+        { "$py" "$SRC/bench/plot.py" -o "$D/$f" "$D/$f.csv" && grep -q '<svg' "$D/$f/$f-unknown-latency.svg" &&
+            grep -q '<svg' "$D/$f/$f-unknown-busbw.svg"; } > "$D/$f.out" 2>&1 || bad="$bad $f.csv"
+    done
+    "$py" "$SRC/bench/plot.py" -o "$D/bad" "$D/bad.csv" > "$D/bad.out" 2>&1
+    rc=$?
+    { [ $rc -eq 1 ] && grep -q "bad.csv:4: malformed" "$D/bad.out" && ! grep -q Traceback "$D/bad.out"; } ||
+        bad="$bad bad.csv(rc $rc)"
+    [ -z "$bad" ] && pass "bench/plot.py: dfccl-bench csv into latency and bus-bandwidth SVGs, a malformed row named" ||
+        fail "bench/plot.py:$bad (output in $D/*.out)"
+fi
 
 # the installed dfccl-info: version and build, every variable with a variable set in the
 # environment marked with its value, and every variable it lists documented in the README
