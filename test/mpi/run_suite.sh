@@ -398,7 +398,9 @@ debug_vars_case
 # DFCCL_TRACE: the deadlock demo's timeline (4 ranks, 8 communicators in a different
 # order on every rank), checked by tools/dfccl-trace: every collective submitted and
 # completed, every stretch set aside resumed, every rank named late really late; and the
-# same check must fail on a copy with one completion taken out (it bites).
+# same check must fail on a copy with one completion taken out (it bites). Then
+# `dfccl-trace svg` draws it: well-formed XML with one lane (<g class="lane">) per rank,
+# each with run stretches drawn in it.
 trace_case() {
     local id="trace[deadlock demo, DFCCL_TRACE] np=4"
     selected "$id" || return 0
@@ -407,7 +409,7 @@ trace_case() {
     demo="$BIN/../../examples/deadlock_demo"
     rm -rf "$dir" && mkdir -p "$dir/cut"
     run_mpi "$log" 120 4 -x DFCCL_TRACE="$dir/demo" -x DFCCL_GPU=0 -- "$demo"
-    local files=("$dir"/demo.*.json) out cut
+    local files=("$dir"/demo.*.json) out cut lanes
     if [ "$RC" -ne 0 ] || [ "${#files[@]}" -ne 4 ] || [ ! -f "${files[0]}" ]; then
         fail "$id" "exit $RC, ${#files[@]} trace files; log $log" "$log"
         return
@@ -423,6 +425,20 @@ trace_case() {
         fail "$id" "$(tail -n 1 <<< "$out"); log $log" "$log"
     elif python3 "$tool" check "${cut[@]}" > "$dir/cut.log" 2>&1; then
         fail "$id" "the check passed a trace with a completion taken out; $dir/cut.log" "$log"
+    elif ! python3 "$tool" svg -o "$dir/demo.svg" "${files[@]}" >> "$log" 2>&1; then
+        fail "$id" "dfccl-trace svg failed; log $log" "$log"
+    elif ! lanes=$(python3 - "$dir/demo.svg" 2>> "$log" << 'EOF'
+import sys
+import xml.dom.minidom
+doc = xml.dom.minidom.parse(sys.argv[1])  # raises on XML that is not well-formed
+lanes = [g for g in doc.getElementsByTagName("g") if g.getAttribute("class") == "lane"]
+# a lane counts when it has bars in it: an empty one would be no picture of that rank
+print(sum(1 for g in lanes if any(r.getAttribute("class").startswith("run ") for r in g.getElementsByTagName("rect"))),
+      len(lanes))
+EOF
+    ) || [ "$lanes" != "4 4" ]; then
+        fail "$id" "$dir/demo.svg: not well-formed XML, or not 4 rank lanes with bars (${lanes:-none}); log $log" \
+            "$log"
     else
         pass "$id ($(sed -n 's/^dfccl-trace check: //p' <<< "$out"))"
     fi
