@@ -820,9 +820,11 @@ dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
          * communicator's collectives in sequence order */
         e->seq = comm->next_seq++;
         comm->stats.submitted++;
+        dfccl_store_release64(&eng_seg_hdr(comm, comm->rank)->arrived, comm->next_seq);
+        /* stamped after the peers can see it: a peer that still named this rank late
+         * looked before the stamp, as the timeline's check expects */
         if (eng_trace_on)
             eng_trace_submit(comm, args->coll, e->seq);
-        dfccl_store_release64(&eng_seg_hdr(comm, comm->rank)->arrived, comm->next_seq);
     }
     /* on contended cores the wake would make the daemon's thread preempt the caller,
      * which is about to run the collective itself (help): the first wait or test on

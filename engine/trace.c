@@ -130,6 +130,10 @@ void eng_trace_complete(const struct eng_task *t, int result)
     rec_t r = rec_of(t->comm, t->args.coll, t->seq, REC_COMPLETE, now, now);
     r.outcome = result;
     add(&r);
+    /* a failure is often followed by MPI_Abort, which runs no exit handler: what led to
+     * it is written now */
+    if (result != 0)
+        eng_trace_flush();
 }
 
 static double us(uint64_t mono_ns)

@@ -445,6 +445,30 @@ EOF
 }
 trace_case
 
+# The same demo with preemption off hangs (every rank on another communicator) until
+# DFCCL_TIMEOUT fails it; the processes then end through MPI_Abort, which runs no exit
+# handler, so the trace must have been written when the collective failed: each file
+# that exists ends with a failed completion, and at least one exists.
+trace_hang_case() {
+    local id="trace[deadlock demo, DFCCL_PREEMPT=0: the trace of the hang] np=4"
+    selected "$id" || return 0
+    local log="$LOGDIR/trace_hang.log" dir="$LOGDIR/trace_hang" demo nfailed
+    demo="$BIN/../../examples/deadlock_demo"
+    rm -rf "$dir" && mkdir -p "$dir"
+    run_mpi "$log" 60 4 -x DFCCL_TRACE="$dir/off" -x DFCCL_GPU=0 -x DFCCL_PREEMPT=0 -x DFCCL_TIMEOUT=2000 \
+        -- "$demo"
+    local files=("$dir"/off.*.json)
+    nfailed=$(cat "${files[@]}" 2>/dev/null | grep -c '"cat": "complete".*"result": -')
+    if [ "$RC" -eq 0 ]; then
+        fail "$id" "the demo exited 0 without preemption (it must hang until the timeout); log $log" "$log"
+    elif [ ! -f "${files[0]}" ] || [ "$nfailed" -lt 1 ]; then
+        fail "$id" "exit $RC, ${#files[@]} trace files, $nfailed failed completions in them; log $log" "$log"
+    else
+        pass "$id (exit $RC, ${#files[@]} trace files, $nfailed failed completions)"
+    fi
+}
+trace_hang_case
+
 # ------------------------------------------------------------------ summary
 kill_orphans
 echo "$npass passed, $nfail failed"
