@@ -10,7 +10,7 @@
 #include "eng_gpu.h"
 #include "eng_gpu_layout.h"
 #include "eng_log.h"
-#include "eng_memkind.h"
+#include "memkind.h"
 #include "transport.h"
 #include "reduce.h"
 #include "algo.h"

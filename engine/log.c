@@ -7,9 +7,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "eng_gpu.h"
 #include "eng_log.h"
-#include "transport.h"
 
 int eng_log_level = DFCCL_LOG_WARN;
 
@@ -150,23 +148,6 @@ const char *dfcclGetErrorString(dfcclResult_t result)
     case dfcclBootstrapError: return "bootstrap all-gather failed";
     }
     return "unknown result code";
-}
-
-dfcclResult_t dfcclGetBuildInfo(dfcclBuildInfo_t *info)
-{
-    if (!info)
-        return DFCCL_ARG_ERROR("info is NULL");
-    memset(info, 0, sizeof(*info));
-    info->version = DFCCL_VERSION_CODE;
-    info->gpuBackend = eng_gpu != NULL;
-    info->netTransport = eng_transports[ENG_TP_UCX] != NULL;
-    if (eng_gpu) {
-        info->gpuDevices = eng_gpu->describe(info->devices, sizeof(info->devices));
-    } else {
-        snprintf(info->devices, sizeof(info->devices), "libdfccl was built without CUDA");
-        info->gpuDevices = -1;
-    }
-    return dfcclSuccess;
 }
 
 dfcclResult_t dfcclGetVersion(int *version_p)

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "eng_log.h"
-#include "eng_memkind.h"
+#include "memkind.h"
 
 /* values of CUpointer_attribute and CUmemorytype (stable driver ABI) */
 #define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2

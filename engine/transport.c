@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* What this build has: its transports (transport.h) and its GPU backend (eng_gpu.h), as
- * table entries that are absent when not built; and the locality decision, which peer
- * each rank reaches through which transport. */
+ * table entries that are absent when not built (dfcclGetBuildInfo reports them); and the
+ * locality decision, which peer each rank reaches through which transport. */
 #include <stdio.h>
 #include <string.h>
 
@@ -74,5 +74,22 @@ dfcclResult_t eng_tp_pick(const eng_tp_card_t *cards, size_t stride, int nranks,
                 tp[q] = (uint8_t)pick;
         }
     *used_p = used;
+    return dfcclSuccess;
+}
+
+dfcclResult_t dfcclGetBuildInfo(dfcclBuildInfo_t *info)
+{
+    if (!info)
+        return DFCCL_ARG_ERROR("info is NULL");
+    memset(info, 0, sizeof(*info));
+    info->version = DFCCL_VERSION_CODE;
+    info->gpuBackend = eng_gpu != NULL;
+    info->netTransport = eng_transports[ENG_TP_UCX] != NULL;
+    if (eng_gpu) {
+        info->gpuDevices = eng_gpu->describe(info->devices, sizeof(info->devices));
+    } else {
+        snprintf(info->devices, sizeof(info->devices), "libdfccl was built without CUDA");
+        info->gpuDevices = -1;
+    }
     return dfcclSuccess;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The memory kind of a buffer (engine/memkind.c), for the engine's choice of daemon. */
-#ifndef DFCCL_ENG_MEMKIND_H
-#define DFCCL_ENG_MEMKIND_H
+#ifndef DFCCL_MEMKIND_H
+#define DFCCL_MEMKIND_H
 
 #include "dfccl.h"
 
