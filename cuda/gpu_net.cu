@@ -116,6 +116,13 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
     free(d);
     if (res != dfcclSuccess)
         return res;
+    char what[160];
+    const int cuda = eng_net_describe(what, sizeof what);
+    dfccl_info(
+        "communicator %016llx rank %d: the GPU daemon's net peers go through host-staged FIFOs (%s: %s)",
+        (unsigned long long)uid, me, what,
+        cuda ? "it carries device memory, but every step is staged through host memory here"
+             : "no device memory");
     /* the shadows, mapped into the device; every rank agrees before the first step */
     gpu_boot_t mine, *all = (gpu_boot_t *)calloc((size_t)N, sizeof(gpu_boot_t));
     memset(&mine, 0, sizeof(mine));

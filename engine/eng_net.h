@@ -51,6 +51,10 @@ typedef struct {
  * with a header first), connects, and hands the connections to the proxy thread. */
 dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, void *ctx, eng_net_t **net_p);
 
+/* Which UCX is in use and the memory types it carries ("UCX 1.13.1, memory types:
+ * host"), once a communicator has net peers; 1 when CUDA device memory is among them. */
+int eng_net_describe(char *buf, size_t len);
+
 /* My shadow of peer p (NULL when p is not on the net). */
 char *eng_net_shadow(eng_net_t *net, int p);
 

@@ -57,6 +57,11 @@ static dfcclResult_t ucx_connect(struct dfccl_comm *c, const uint8_t *peers, dfc
                                 .abort_words = {(int32_t *)&c->aborted, NULL}};
     dfcclResult_t res = eng_net_setup(&L, ag, ctx, &c->net);
     free(shadow_size);
+    if (res == dfcclSuccess) {
+        char what[160];
+        eng_net_describe(what, sizeof what);
+        dfccl_info("communicator %016llx rank %d: net transport: %s", (unsigned long long)c->uid, me, what);
+    }
     /* my sends to net peers go into the shadows, where the descriptors (in the same
      * order) placed them */
     k = d;

@@ -166,7 +166,8 @@ static struct {
     struct eng_net_comm *comms;
     struct eng_net_comm *by_id[NET_MAX_COMMS];
     uint32_t next_id;
-    uint64_t dropped; /* messages for no live communicator here (atomic: every proxy's) */
+    uint64_t dropped;   /* messages for no live communicator here (atomic: every proxy's) */
+    uint64_t mem_types; /* what the context carries (ucp_context_query), by ucs_memory_type_t */
 } U = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Proxy i's endpoint to peer p's worker i. */
@@ -709,6 +710,12 @@ static dfcclResult_t proxy_acquire_locked(void)
         U.refs--;
         return ucs_error("ucp_init", st);
     }
+    /* the memory types this UCX carries: CUDA ones only where it was built with CUDA and
+     * its cuda transports loaded (eng_net_describe says so) */
+    ucp_context_attr_t ca;
+    memset(&ca, 0, sizeof(ca));
+    ca.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    U.mem_types = ucp_context_query(U.ctx, &ca) == UCS_OK ? ca.memory_types : UCS_BIT(UCS_MEMORY_TYPE_HOST);
     U.stop = 0;
     uint32_t made = 0, running = 0;
     dfcclResult_t res = dfcclSuccess;
@@ -1200,6 +1207,25 @@ local_done:;
                                            : "");
     *net_p = nc;
     return dfcclSuccess;
+}
+
+int eng_net_describe(char *buf, size_t len)
+{
+    static const struct {
+        ucs_memory_type_t t;
+        const char *name;
+    } kinds[] = {{UCS_MEMORY_TYPE_HOST, "host"},
+                 {UCS_MEMORY_TYPE_CUDA, "cuda"},
+                 {UCS_MEMORY_TYPE_CUDA_MANAGED, "cuda-managed"},
+                 {UCS_MEMORY_TYPE_ROCM, "rocm"}};
+    pthread_mutex_lock(&U.lock);
+    const uint64_t types = U.mem_types;
+    pthread_mutex_unlock(&U.lock);
+    size_t off = (size_t)snprintf(buf, len, "UCX %s, memory types:", ucp_get_version_string());
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]) && off < len; i++)
+        if (types & UCS_BIT(kinds[i].t))
+            off += (size_t)snprintf(buf + off, len - off, " %s", kinds[i].name);
+    return (types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
 }
 
 char *eng_net_shadow(eng_net_t *nc, int p)

@@ -315,6 +315,12 @@ if ! transport_lines "$probe_log" | grep -q .; then
     echo "$npass passed, $nfail failed"
     exit 1
 fi
+# the UCX in use and the memory types it carries, said once per communicator and rank
+if [ "$(grep -cE 'net transport: UCX [0-9][0-9.]*, memory types: host' "$probe_log")" -lt 2 ]; then
+    fail "probe[net=ucx] np=2" "no 'net transport: UCX <version>, memory types: host ...' line per rank at DFCCL_LOG_LEVEL=info; log $probe_log" "$probe_log"
+    echo "$npass passed, $nfail failed"
+    exit 1
+fi
 why=$(check_transports "$probe_log" ucx 2)
 if [ -n "$why" ]; then
     fail "probe[net=ucx] np=2" "$why; log $probe_log" "$probe_log"
