@@ -242,7 +242,8 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
         res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
         goto err_free;
     }
-    if ((res = eng_tp_pick(&all[0].card, sizeof(*all), nranks, rank, c->tp, &c->tp_used)) != dfcclSuccess)
+    if ((res = eng_tp_pick(eng_transports, &all[0].card, sizeof(*all), nranks, rank, c->tp, &c->tp_used)) !=
+        dfcclSuccess)
         goto err_free;
     for (int p = 0; p < nranks; p++)
         if (p != rank)

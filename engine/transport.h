@@ -71,12 +71,13 @@ extern const eng_transport_t *const eng_transports[ENG_TP_NUM];
 /* This rank's card (the host and net_only from the configuration). */
 void eng_tp_card(eng_tp_card_t *card);
 
-/* The locality decision, the same on every rank from the same cards (cards: nranks of
- * them, stride bytes apart): tp[q] is the transport rank me uses with q (me itself:
- * shm), *used_p the bit set of transports some pair of ranks uses. dfcclUnsupported,
- * naming the rank, when no transport both ends have reaches a pair. */
-dfcclResult_t eng_tp_pick(const eng_tp_card_t *cards, size_t stride, int nranks, int me, uint8_t *tp,
-                          uint32_t *used_p);
+/* The locality decision (locality.c), the same on every rank from the same cards (cards:
+ * nranks of them, stride bytes apart): tp[q] is the transport of table (the build's,
+ * eng_transports) that rank me uses with q (me itself: shm), *used_p the bit set of
+ * transports some pair of ranks uses. dfcclUnsupported, naming the rank, when no
+ * transport both ends have reaches a pair. */
+dfcclResult_t eng_tp_pick(const eng_transport_t *const table[ENG_TP_NUM], const eng_tp_card_t *cards,
+                          size_t stride, int nranks, int me, uint8_t *tp, uint32_t *used_p);
 
 #ifdef __cplusplus
 }

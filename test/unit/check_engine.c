@@ -4,6 +4,7 @@
  * step by step for N simulated ranks in one process, with injected stalls and context
  * copies, against a reference and against an uninterrupted run. */
 #include <check.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "eng_sched.h"
 #include "reduce.h"
 #include "../../ucx_transport/net_landing.h"
+#include "transport.h"
 
 /* ---- submission ring ------------------------------------------------------------------ */
 
@@ -927,6 +929,114 @@ START_TEST(net_landing_pieces)
 }
 END_TEST
 
+/* ---- the locality decision (engine/locality.c) over a table of test transports ---- */
+
+static char tp_err[512];
+
+/* locality.c's only outside call: the message it would leave for dfcclGetLastError */
+dfcclResult_t eng_set_error(dfcclResult_t res, const char *func, const char *fmt, ...)
+{
+    (void)func;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tp_err, sizeof tp_err, fmt, ap);
+    va_end(ap);
+    return res;
+}
+
+/* the reaches of shm.c and net_conn.c, as they decide */
+static int tp_same_host(const eng_tp_card_t *a, const eng_tp_card_t *b)
+{
+    return !a->net_only && !b->net_only && strncmp(a->host, b->host, sizeof(a->host)) == 0;
+}
+
+static int tp_anywhere(const eng_tp_card_t *a, const eng_tp_card_t *b)
+{
+    (void)a, (void)b;
+    return 1;
+}
+
+static const eng_transport_t tp_shm = {.id = ENG_TP_SHM, .name = "shm", .reaches = tp_same_host};
+static const eng_transport_t tp_ucx = {.id = ENG_TP_UCX, .name = "ucx", .reaches = tp_anywhere};
+static const eng_transport_t *const table_both[ENG_TP_NUM] = {&tp_shm, &tp_ucx};
+static const eng_transport_t *const table_shm[ENG_TP_NUM] = {&tp_shm, NULL};
+
+/* a card in a larger record, as comm.c gathers it */
+typedef struct {
+    uint64_t pad;
+    eng_tp_card_t card;
+    uint32_t more;
+} tp_boot_t;
+
+static void tp_cards(tp_boot_t *b, int n, const char *const *hosts, uint32_t built, int net_only_rank)
+{
+    memset(b, 0, sizeof(*b) * (size_t)n);
+    for (int r = 0; r < n; r++) {
+        snprintf(b[r].card.host, sizeof b[r].card.host, "%s", hosts[r]);
+        b[r].card.built = built;
+        b[r].card.net_only = r == net_only_rank;
+    }
+}
+
+START_TEST(locality_decisions)
+{
+    const uint32_t both = 1u << ENG_TP_SHM | 1u << ENG_TP_UCX, shm = 1u << ENG_TP_SHM;
+    tp_boot_t b[4];
+    uint8_t tp[4];
+    uint32_t used;
+    /* one host: shm between every pair, whatever the table has */
+    const char *one[4] = {"a", "a", "a", "a"};
+    tp_cards(b, 4, one, both, -1);
+    for (int me = 0; me < 4; me++) {
+        ck_assert_int_eq(eng_tp_pick(table_both, &b[0].card, sizeof b[0], 4, me, tp, &used), dfcclSuccess);
+        for (int q = 0; q < 4; q++)
+            ck_assert_int_eq(tp[q], ENG_TP_SHM);
+        ck_assert_uint_eq(used, shm);
+    }
+    /* two hosts by parity: shm within, ucx across; ranks agree pair by pair */
+    const char *two[4] = {"a", "b", "a", "b"};
+    tp_cards(b, 4, two, both, -1);
+    uint8_t all[4][4];
+    for (int me = 0; me < 4; me++) {
+        ck_assert_int_eq(eng_tp_pick(table_both, &b[0].card, sizeof b[0], 4, me, all[me], &used),
+                         dfcclSuccess);
+        ck_assert_uint_eq(used, both);
+        for (int q = 0; q < 4; q++)
+            ck_assert_int_eq(all[me][q], me % 2 == q % 2 ? ENG_TP_SHM : ENG_TP_UCX);
+    }
+    for (int p = 0; p < 4; p++)
+        for (int q = 0; q < 4; q++)
+            ck_assert_int_eq(all[p][q], all[q][p]);
+    /* DFCCL_NET=ucx on rank 2 alone: every pair with rank 2 goes over ucx, the rest shm */
+    tp_cards(b, 4, one, both, 2);
+    for (int me = 0; me < 4; me++) {
+        ck_assert_int_eq(eng_tp_pick(table_both, &b[0].card, sizeof b[0], 4, me, tp, &used), dfcclSuccess);
+        for (int q = 0; q < 4; q++)
+            ck_assert_int_eq(tp[q], q != me && (me == 2 || q == 2) ? ENG_TP_UCX : ENG_TP_SHM);
+    }
+    /* rank 3 built without UCX, on another host: every rank fails alike, naming rank 3 */
+    const char *apart[4] = {"a", "a", "a", "b"};
+    tp_cards(b, 4, apart, both, -1);
+    b[3].card.built = shm;
+    for (int me = 0; me < 4; me++) {
+        tp_err[0] = 0;
+        ck_assert_int_eq(eng_tp_pick(table_both, &b[0].card, sizeof b[0], 4, me, tp, &used),
+                         dfcclUnsupported);
+        ck_assert_msg(strstr(tp_err, "rank 3 (host 'b')") && strstr(tp_err, "no UCX transport"), "%s",
+                      tp_err);
+    }
+    /* the same in a build without UCX (no ucx entry), with every card saying so */
+    tp_cards(b, 4, apart, shm, -1);
+    tp_err[0] = 0;
+    ck_assert_int_eq(eng_tp_pick(table_shm, &b[0].card, sizeof b[0], 4, 0, tp, &used), dfcclUnsupported);
+    ck_assert_msg(strstr(tp_err, "must be reached over the net"), "%s", tp_err);
+    /* one rank: itself, over shm */
+    ck_assert_int_eq(eng_tp_pick(table_shm, &b[0].card, sizeof b[0], 1, 0, tp, &used), dfcclSuccess);
+    ck_assert_int_eq(tp[0], ENG_TP_SHM);
+    ck_assert_uint_eq(used, shm);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("engine");
@@ -963,6 +1073,7 @@ int main(void)
     tcase_add_test(t, net_landing_credit_window);
     tcase_add_test(t, net_credit_checks);
     tcase_add_test(t, net_addressed_by_key);
+    tcase_add_test(t, locality_decisions);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
