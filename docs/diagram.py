@@ -62,8 +62,8 @@ BOXES = [
 
     ("engine", "box", "engine", 40, 366, 920, 96,
      "Engine \u2013 engine/ (written once for both daemons)",
-     ["api.c: checks, requests; the memory kind picks a daemon \u00b7 "
-      "comm.c: communicators, locality",
+     ["api.c: checks, requests \u00b7 memkind.c: the memory kind picks a daemon \u00b7 "
+      "comm.c: communicators",
       "eng_ring.h: submission ring \u00b7 "
       "eng_sched.h: scheduler (slots, budgets, preemption)",
       "algo_*.h: ring, LL, one-shot, chain, pairwise, scan \u00b7 "
@@ -78,7 +78,7 @@ BOXES = [
 
     ("transport", "group", "transport", 40, 604, 920, 122,
      "engine/transport.h",
-     ["one interface: reaches, connect, close, describe; one locality decision (eng_tp_pick)"]),
+     ["one interface: reaches, connect, close, describe; one locality decision (locality.c)"]),
     ("shm", "box", "tport", 50, 614, 260, 68,
      "shm \u2013 engine/shm.c",
      ["same host, CPU daemon"]),
