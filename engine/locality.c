@@ -24,10 +24,13 @@ dfcclResult_t eng_tp_pick(const eng_transport_t *const table[ENG_TP_NUM], const 
             }
             const eng_tp_card_t *a = card_of(cards, stride, p), *b = card_of(cards, stride, q);
             int pick = -1;
-            /* the first transport, in the table's order, that reaches the pair and that
-             * both ends have */
+            /* the first transport, in the table's order, that both ends have and that
+             * reaches the pair. Each rank's card says what its build has, so the
+             * decision is the cards' alone: one this build lacks (so this rank is not an
+             * end of the pair) reaches what the ends' builds reach with it, which for the
+             * net is every pair */
             for (int t = 0; t < ENG_TP_NUM && pick < 0; t++)
-                if (table[t] && ((a->built & b->built) >> t & 1) && table[t]->reaches(a, b))
+                if (((a->built & b->built) >> t & 1) && (!table[t] || table[t]->reaches(a, b)))
                     pick = t;
             if (pick < 0) {
                 /* shm reaches every pair on one host: what is left needs the net */

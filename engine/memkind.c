@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "eng_atomic.h"
 #include "eng_log.h"
 #include "memkind.h"
 
@@ -46,15 +47,14 @@ dfcclMemKind_t eng_mem_kind(const void *ptr)
     pthread_once(&once, driver_open);
     if (!get_attrs)
         return dfcclMemHost;
-    /* IS_MANAGED and SYNC_MEMOPS may write a bool: keep them zeroed */
-    unsigned int type = 0, managed = 0, sync_memops = 0;
-    int attrs[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                    CU_POINTER_ATTRIBUTE_SYNC_MEMOPS};
-    void *data[3] = {&type, &managed, &sync_memops};
+    /* IS_MANAGED may write a bool: keep it zeroed */
+    unsigned int type = 0, managed = 0;
+    int attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    void *data[2] = {&type, &managed};
     const unsigned long long p = (unsigned long long)(uintptr_t)ptr;
     /* unknown (plain host) pointers succeed with zeroed attributes; an uninitialised
      * driver fails: both are host */
-    if (get_attrs(3, attrs, data, p) != 0)
+    if (get_attrs(2, attrs, data, p) != 0)
         return dfcclMemHost;
     if (managed)
         return dfcclMemManaged;
@@ -64,13 +64,20 @@ dfcclMemKind_t eng_mem_kind(const void *ptr)
      * streams. A synchronous cudaMemcpy from pageable memory (or a cudaMemset) may
      * return before it has landed; with SYNC_MEMOPS on the allocation it returns after,
      * and setting it waits for any such operation still pending. Once per allocation,
-     * as Open MPI's own CUDA support does for the buffers it registers. */
-    if (!sync_memops && set_attr) {
+     * as Open MPI's own CUDA support does for the buffers it registers. Asked apart
+     * from the kind, and allowed to fail: some allocations (the driver's virtual memory
+     * API) refuse the attribute, and are device memory all the same. */
+    unsigned int sync_memops = 0;
+    int sattr = CU_POINTER_ATTRIBUTE_SYNC_MEMOPS;
+    void *sdata = &sync_memops;
+    if (set_attr && get_attrs(1, &sattr, &sdata, p) == 0 && !sync_memops) {
         const unsigned int one = 1;
-        if (set_attr(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p) != 0)
-            dfccl_info("cuPointerSetAttribute(SYNC_MEMOPS, %p) failed: synchronous copies into it may still "
-                       "be in flight when the daemon reads it",
-                       ptr);
+        static int said; /* such an allocation would say it at every call */
+        if (set_attr(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p) != 0 && !dfccl_exchange_relaxed(&said, 1))
+            dfccl_info(
+                "cuPointerSetAttribute(SYNC_MEMOPS, %p) failed: synchronous copies into such memory may "
+                "still be in flight when the daemon reads it (said once)",
+                ptr);
     }
     return dfcclMemDevice;
 }

@@ -141,20 +141,30 @@ static double us(uint64_t mono_ns)
     return (double)((int64_t)mono_ns + mono_to_real_ns) / 1e3;
 }
 
+/* Serializes the writers of the file (flushes stay in order), apart from tr_lock, which
+ * the daemon's threads take for every event: the write happens outside it. */
+static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void eng_trace_flush(void)
 {
     if (!eng_trace_on)
         return;
+    pthread_mutex_lock(&file_lock);
     pthread_mutex_lock(&tr_lock);
+    rec_t *recs_out = recs;
+    const size_t n_out = nrecs;
+    recs = NULL;
+    nrecs = cap = 0;
+    pthread_mutex_unlock(&tr_lock);
     char path[600];
     snprintf(path, sizeof path, "%s.%d.json", prefix, (int)getpid());
     /* appended to across flushes: the file is a JSON array of events, which the Chrome
      * format accepts without its closing bracket */
     FILE *f = fopen(path, "a");
     if (!f) {
-        dfccl_warn("DFCCL_TRACE: cannot write %s; %zu events lost", path, nrecs);
-        nrecs = 0;
-        pthread_mutex_unlock(&tr_lock);
+        dfccl_warn("DFCCL_TRACE: cannot write %s; %zu events lost", path, n_out);
+        free(recs_out);
+        pthread_mutex_unlock(&file_lock);
         return;
     }
     if (ftell(f) == 0)
@@ -164,8 +174,8 @@ void eng_trace_flush(void)
             "%d)\"}}",
             proc_id, proc_id, (int)getpid());
     static const char *const outcomes[] = {"finished", "preempted", "stalled", "failed"};
-    for (size_t i = 0; i < nrecs; i++) {
-        const rec_t *r = &recs[i];
+    for (size_t i = 0; i < n_out; i++) {
+        const rec_t *r = &recs_out[i];
         /* one row per communicator (and daemon thread): the low bits of its uid */
         const unsigned tid = (unsigned)(r->uid & 0xffffff) * 8u + (unsigned)(r->worker & 7);
         char name[64];
@@ -199,7 +209,7 @@ void eng_trace_flush(void)
                     what, name, what, us(r->t0), proc_id, tid, args, result);
         }
     }
-    nrecs = 0;
     fclose(f);
-    pthread_mutex_unlock(&tr_lock);
+    free(recs_out);
+    pthread_mutex_unlock(&file_lock);
 }

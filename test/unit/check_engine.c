@@ -1025,6 +1025,19 @@ START_TEST(locality_decisions)
         ck_assert_msg(strstr(tp_err, "rank 3 (host 'b')") && strstr(tp_err, "no UCX transport"), "%s",
                       tp_err);
     }
+    /* hosts a, b, a with rank 2 built without UCX: ranks 0 and 1 reach each other over
+     * ucx, rank 2 reaches rank 0 over shm and rank 1 not at all; every rank, rank 2 with
+     * its own table (no ucx entry), fails alike and names rank 2 */
+    const char *aba[3] = {"a", "b", "a"};
+    tp_cards(b, 3, aba, both, -1);
+    b[2].card.built = shm;
+    for (int me = 0; me < 3; me++) {
+        tp_err[0] = 0;
+        ck_assert_int_eq(
+            eng_tp_pick(me == 2 ? table_shm : table_both, &b[0].card, sizeof b[0], 3, me, tp, &used),
+            dfcclUnsupported);
+        ck_assert_msg(strstr(tp_err, "rank 2 (host 'a')"), "rank %d: %s", me, tp_err);
+    }
     /* the same in a build without UCX (no ucx entry), with every card saying so */
     tp_cards(b, 4, apart, shm, -1);
     tp_err[0] = 0;
