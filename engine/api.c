@@ -55,12 +55,12 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
      * that runs it (one chunk per step), an LL one one step twice over (its lines carry
      * flags); the net transport's proxy copies steps without 8-byte atomicity, so
      * communicators with net peers never use LL */
-    const uint64_t min_step =
-        on_gpu ? eng_gpu_small_chunk(eng_config.oneshot_max, eng_config.ll_max, eng_config.fifo_depth,
-                                     eng_gpu_chunk(comm->tp_used >> ENG_TP_UCX & 1))
-               : eng_config.chunk_size;
+    const int any_net = comm->tp_used >> ENG_TP_UCX & 1;
+    const uint64_t min_step = on_gpu ? eng_gpu_small_chunk(eng_config.oneshot_max, eng_config.ll_max,
+                                                           eng_config.fifo_depth, eng_gpu_chunk(any_net))
+                                     : eng_config.chunk_size;
     const uint64_t oneshot_max = DFCCL_MIN(eng_config.oneshot_max, min_step * eng_config.fifo_depth);
-    const uint64_t ll_max = comm->tp_used >> ENG_TP_UCX & 1 ? 0 : DFCCL_MIN(eng_config.ll_max, min_step / 2);
+    const uint64_t ll_max = any_net ? 0 : DFCCL_MIN(eng_config.ll_max, min_step / 2);
     a->algo = (uint8_t)eng_algo_select(a, N, oneshot_max, ll_max);
     if (on_gpu) {
         /* the GPU daemon reads a mapped copy of the table, made here */
@@ -198,7 +198,9 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
 
     /* the memory kind picks the daemon; every rank passes the same kind (usage rule) */
     const int dev_send = bytes && sendbuf && eng_gpu_buffer(sendbuf, comm->gpu != NULL);
-    const int dev_recv = bytes && recvbuf && eng_gpu_buffer(recvbuf, comm->gpu != NULL);
+    /* in place: one buffer, asked once (the driver query is on every call's path) */
+    const int dev_recv =
+        recvbuf == sendbuf ? dev_send : bytes && recvbuf && eng_gpu_buffer(recvbuf, comm->gpu != NULL);
     const int on_gpu = dev_send || dev_recv;
     /* the side a rank does not use (MPI leaves it undefined there) */
     const int send_unused = (coll == ENG_COLL_BCAST || coll == ENG_COLL_SCATTER) && me != root;
