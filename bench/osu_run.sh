@@ -9,7 +9,9 @@
 #   OSU_NPS      "8"          ranks (one GPU: under MPS, started here when the GPU has none)
 #   OSU_SIZES    "8 65536 1048576 67108864"   bytes, each its own OSU run (-m S:S)
 #   OSU_MODES    "engine staged"   engine: the defaults; staged: coll_dfccl_device_staged=1
-#                (device buffers copied to host for Open MPI's own algorithms); off: coll ^dfccl
+#                (device buffers copied to host for Open MPI's own algorithms); off: coll ^dfccl;
+#                build:DIR: the defaults with the library and component built in DIR (an A/B
+#                of two builds in one call)
 #   OSU_REPEATS  3            runs per (mode, size), modes interleaved; the median is reported
 #   OSU_ARGS     "-d cuda -c -T mpi_float"   (validation on)
 # Output: one line per (benchmark, ranks, size): each mode's median µs and its ratio to
@@ -25,9 +27,12 @@ if command -v nvidia-cuda-mps-control >/dev/null && [ -z "${CUDA_MPS_PIPE_DIRECT
     trap 'echo quit | nvidia-cuda-mps-control' EXIT
 fi
 SYS=$(ompi_info --path pkglibdir 2>/dev/null | sed -e 's/.*: *//')
-# shellcheck disable=SC2054 # "self,vader" is one argument
-BASE=(mpirun --oversubscribe --mca btl self,vader --bind-to none -x "LD_LIBRARY_PATH=$B/.libs"
-    -x CUDA_MPS_PIPE_DIRECTORY --mca mca_base_component_path "$B/ompi_coll_dfccl/.libs:$SYS")
+# the launch for a build directory
+base() {
+    # shellcheck disable=SC2054 # "self,vader" is one argument
+    BASE=(mpirun --oversubscribe --mca btl self,vader --bind-to none -x "LD_LIBRARY_PATH=$1/.libs"
+        -x CUDA_MPS_PIPE_DIRECTORY --mca mca_base_component_path "$1/ompi_coll_dfccl/.libs:$SYS")
+}
 read -r -a ARGS <<< "${OSU_ARGS:--d cuda -c -T mpi_float}"
 read -r -a MODES <<< "${OSU_MODES:-engine staged}"
 
@@ -36,6 +41,7 @@ mode_args() {
     engine) ;;
     staged) echo "--mca coll_dfccl_device_staged 1" ;;
     off) echo "--mca coll ^dfccl" ;;
+    build:*) ;;
     *) echo "unknown mode $1" >&2; exit 2 ;;
     esac
 }
@@ -63,6 +69,7 @@ for bench in ${OSU_BENCH:-osu_gather osu_scatter osu_allgatherv osu_alltoallv}; 
             declare -A got=()
             for _ in $(seq 1 "${OSU_REPEATS:-3}"); do
                 for mode in "${MODES[@]}"; do
+                    case $mode in build:*) base "${mode#build:}" ;; *) base "$B" ;; esac
                     # shellcheck disable=SC2046 # word splitting wanted
                     out=$(timeout -s KILL 300 "${BASE[@]}" -np "$np" $(mode_args "$mode") "$O/blocking/$bench" \
                         "${ARGS[@]}" -m "$size:$size" $(iters "$size") 2>&1)

@@ -12,21 +12,35 @@
 #include "algo_scan.h"
 
 /* The choice depends only on arguments every rank passes identically (and on the
- * communicator), so all ranks pick the same algorithm. Allreduces up to ll_max bytes
- * run in LL lines (0: never), up to oneshot_max one-shot, the rest in a ring. */
+ * communicator), so all ranks pick the same algorithm. Every uniform collective whose
+ * piece (eng_ll_piece: what one rank sends one peer) is at most ll_max bytes runs in one
+ * round of LL lines (0: never); allreduces up to oneshot_max one-shot; the rest in a
+ * ring, chain or pairwise exchange. */
 DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, uint64_t oneshot_max,
                                         uint64_t ll_max)
 {
     if (nranks == 1)
         return a->blocks ? ENG_ALGO_PAIRWISE : ENG_ALGO_SELF; /* a table's displacements */
     const int ll = ll_max > 0 && nranks <= ENG_LL_MAX_RANKS;
+    const uint64_t piece = eng_ll_piece(a);
     switch (a->coll) {
-    case ENG_COLL_ALLREDUCE: {
-        const uint64_t bytes = a->count * eng_type_size(a->dtype);
-        if (ll && bytes <= ll_max)
+    case ENG_COLL_REDUCE:
+    case ENG_COLL_BCAST:
+    case ENG_COLL_ALLGATHER:
+    case ENG_COLL_REDUCE_SCATTER:
+    case ENG_COLL_ALLTOALL:
+    case ENG_COLL_GATHER:
+    case ENG_COLL_SCATTER:
+        if (ll && piece > 0 && piece <= ll_max && !a->blocks)
             return ENG_ALGO_LL;
-        return bytes <= oneshot_max ? ENG_ALGO_ONESHOT : ENG_ALGO_RING;
+        break;
+    default: break;
     }
+    switch (a->coll) {
+    case ENG_COLL_ALLREDUCE:
+        if (ll && piece <= ll_max)
+            return ENG_ALGO_LL;
+        return piece <= oneshot_max ? ENG_ALGO_ONESHOT : ENG_ALGO_RING;
     case ENG_COLL_BARRIER: return ll ? ENG_ALGO_LL : ENG_ALGO_ONESHOT;
     case ENG_COLL_REDUCE:
     case ENG_COLL_BCAST: return ENG_ALGO_CHAIN;

@@ -1,35 +1,90 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* LL one-shot allreduce for the smallest messages, and the barrier: each rank writes its
- * input as LL lines (eng_types.h) into every rank's FIFO step (its own included, so an
- * in-place output never feeds back into a retry), then every rank reduces the N
- * contributions line by line in rank order, so all ranks compute bit-identical results.
- * Unlike the one-shot there is no step counter to post and acquire: the flag travels
- * inside each line, so one memory round trip after the sender's store the receiver has
- * both the data and its readiness. Preemptible before the post and at the reduce, which
- * is retried as a whole (it only reads FIFO lines, which stay until it gives the steps
- * back). Runs on channel 0 only; the contribution fits one step (2 x bytes <= step). */
+/* LL one-round collectives for the smallest messages, and the barrier: each rank writes
+ * its pieces as LL lines (eng_types.h) into the FIFO steps of the peers that need them
+ * (its own included where it needs its own piece, so an in-place output never feeds back
+ * into a retry), then reads the pieces meant for it: reduced line by line in rank order
+ * (allreduce, reduce, reduce_scatter: every rank computes bit-identical results) or
+ * copied to their place in the output (bcast, allgather, alltoall, gather, scatter).
+ * One round replaces the N-1 dependent steps of a ring, chain or pairwise exchange:
+ * there is no step counter to post and acquire, the flag travels inside each line, so
+ * one memory round trip after the sender's store the receiver has both the data and its
+ * readiness. Preemptible before the writes and at the read, which is retried as a whole
+ * (it only reads FIFO lines, which stay until it gives the steps back; the writes read
+ * the input before anything is written to the output). Runs on channel 0 only; one piece
+ * fits one step (2 x bytes <= step). */
 #ifndef DFCCL_ALGO_LL_H
 #define DFCCL_ALGO_LL_H
 
 #include "eng_types.h"
 #include "prims.h"
 
+/* Bytes of the piece one rank sends one peer (what eng_algo_select compares with
+ * ll_max): the whole buffer for allreduce, reduce, bcast, a rank's block for the rest. */
+DFCCL_INLINE uint64_t eng_ll_piece(const eng_coll_args_t *a)
+{
+    return a->coll == ENG_COLL_BARRIER ? 0 : a->count * eng_type_size(a->dtype);
+}
+
+/* Who writes to whom, and where the pieces come from and go, for rank r of N. */
+DFCCL_INLINE void eng_ll_plan(const eng_coll_args_t *a, int r, int N, eng_ll_plan_t *pl)
+{
+    const uint32_t all = N >= 32 ? 0xffffffffu : (1u << N) - 1u, root = 1u << (a->root & 31);
+    const uint64_t B = eng_ll_piece(a);
+    const int is_root = r == a->root;
+    pl->bytes = B;
+    pl->sstride = pl->rstride = 0;
+    pl->smask = pl->rmask = all;
+    pl->reduce = 0;
+    switch (a->coll) {
+    case ENG_COLL_ALLREDUCE: pl->reduce = 1; break;
+    case ENG_COLL_REDUCE_SCATTER:
+        pl->reduce = 1;
+        pl->sstride = B;
+        break;
+    case ENG_COLL_REDUCE:
+        pl->reduce = 1;
+        pl->smask = root;
+        pl->rmask = is_root ? all : 0;
+        break;
+    case ENG_COLL_BCAST: /* the root too reads its own piece: its output may differ from its input */
+        pl->smask = is_root ? all : 0;
+        pl->rmask = root;
+        break;
+    case ENG_COLL_SCATTER:
+        pl->smask = is_root ? all : 0;
+        pl->rmask = root;
+        pl->sstride = B;
+        break;
+    case ENG_COLL_GATHER:
+        pl->smask = root;
+        pl->rmask = is_root ? all : 0;
+        pl->rstride = B;
+        break;
+    case ENG_COLL_ALLGATHER: pl->rstride = B; break;
+    case ENG_COLL_ALLTOALL: pl->sstride = pl->rstride = B; break;
+    default: break; /* ENG_COLL_BARRIER: one empty line to and from every rank */
+    }
+}
+
 DFCCL_DEV_INLINE eng_prog_t algo_ll_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
 {
     const int N = v->nranks;
-    const uint64_t bytes = a->coll == ENG_COLL_BARRIER ? 0 : a->count * eng_type_size(a->dtype);
+    eng_ll_plan_t pl;
+    eng_ll_plan(a, v->rank, N, &pl);
     eng_prog_t prog = ENG_WAIT;
 
     if (x->step == 0) {
-        /* every rank's step must be free (its previous use consumed) */
-        if (!prim_ll_send_all(v->conns, N, v, a->sendbuf, bytes))
+        /* every peer's step written to must be free (its previous use consumed) */
+        if (pl.smask && !prim_ll_send_all(v->conns, N, v, &pl, a->sendbuf))
             return ENG_WAIT;
         x->step = 1;
         prog = ENG_PROGRESS;
     }
-    if (!prim_ll_reduce_all(v->conns, N, v, a, bytes))
-        return prog;
-    prim_ll_recv_done_all(v->conns, N);
+    if (pl.rmask) {
+        if (!prim_ll_recv_all(v->conns, N, v, a, &pl))
+            return prog;
+        prim_ll_recv_done_all(v->conns, N, pl.rmask);
+    }
     x->off = x->hi;
     return ENG_DONE;
 }

@@ -96,22 +96,26 @@ DFCCL_DEV_INLINE void prim_recv_done_all(eng_conn_t *conns, int n)
 /* --- LL lines: each 8-byte word {4 data bytes, flag} is one atomic store, so a reader
  * that sees the flag sees its data; the words need no order among themselves -------- */
 
-/* Every connection's current step free: write the packets of src as lines into each
- * and return 1; else 0, nothing written. LL steps publish nothing else: `posted` stays
- * at the last Simple step, which is all a later Simple step's check needs (it waits for
- * its own, absolute, count). */
-DFCCL_DEV_INLINE int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_view_t *v, const void *src,
-                                      uint64_t bytes)
+/* Every peer of pl->smask has its current step free: write each its piece (src +
+ * p * sstride) as lines and return 1; else 0, nothing written. LL steps publish nothing
+ * else: `posted` stays at the last Simple step, which is all a later Simple step's check
+ * needs (it waits for its own, absolute, count). */
+DFCCL_DEV_INLINE int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
+                                      const eng_ll_plan_t *pl, const void *src)
 {
-    if (!prim_send_ready_all(conns, n, v->depth))
-        return 0;
-    const uint64_t lines = eng_ll_lines(bytes);
+    for (int p = 0; p < n; p++)
+        if ((pl->smask >> p & 1) && !prim_send_ready(&conns[p], v->depth))
+            return 0;
+    const uint64_t bytes = pl->bytes, lines = eng_ll_lines(bytes);
     for (int p = 0; p < n; p++) {
+        if (!(pl->smask >> p & 1))
+            continue;
         eng_conn_t *c = &conns[p];
         uint64_t *dst = (uint64_t *)prim_send_buf(c, v);
+        const char *s = (const char *)src + (uint64_t)p * pl->sstride;
         const uint64_t flag = (uint64_t)eng_ll_flag(c->ll_salt, c->sent + 1) << 32;
         for (uint64_t i = 0; i < lines; i++) {
-            const uint64_t pk = bytes ? eng_ll_packet_load(src, bytes, i) : 0;
+            const uint64_t pk = bytes ? eng_ll_packet_load(s, bytes, i) : 0;
             dfccl_store_relaxed64(&dst[2 * i], flag | (uint32_t)pk);
             dfccl_store_relaxed64(&dst[2 * i + 1], flag | (pk >> 32));
         }
@@ -121,14 +125,17 @@ DFCCL_DEV_INLINE int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_v
     return 1;
 }
 
-/* Every connection's current step holds all lines with its flag: reduce them in rank
- * order into recvbuf and return 1; otherwise 0 and nothing is written. */
-DFCCL_DEV_INLINE int prim_ll_reduce_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
-                                        const eng_coll_args_t *a, uint64_t bytes)
+/* Every peer of pl->rmask has all lines of its current step with their flag: reduce them
+ * in rank order into recvbuf, or copy peer p's to recvbuf + p * rstride, and return 1;
+ * otherwise 0 and nothing is written. */
+DFCCL_DEV_INLINE int prim_ll_recv_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
+                                      const eng_coll_args_t *a, const eng_ll_plan_t *pl)
 {
-    const uint64_t lines = eng_ll_lines(bytes);
+    const uint64_t bytes = pl->bytes, lines = eng_ll_lines(bytes);
     const uint64_t *src[ENG_LL_MAX_RANKS]; /* each connection's current step */
     for (int p = 0; p < n; p++) {
+        if (!(pl->rmask >> p & 1))
+            continue;
         src[p] = (const uint64_t *)prim_recv_buf(&conns[p], v, NULL);
         const uint32_t flag = eng_ll_flag(conns[p].ll_salt, conns[p].recvd + 1);
         for (uint64_t i = 0; i < 2 * lines; i++)
@@ -137,8 +144,17 @@ DFCCL_DEV_INLINE int prim_ll_reduce_all(eng_conn_t *conns, int n, const eng_chan
     }
     if (!bytes)
         return 1;
-    /* every line is in place, and stays until prim_recv_done_all gives the steps back */
-    for (uint64_t i = 0; i < lines; i++) {
+    /* every line is in place, and stays until prim_ll_recv_done_all gives the steps back */
+    for (int p = 0; p < n && !pl->reduce; p++) {
+        if (!(pl->rmask >> p & 1))
+            continue;
+        char *dst = (char *)a->recvbuf + (uint64_t)p * pl->rstride;
+        for (uint64_t i = 0; i < lines; i++)
+            eng_ll_packet_store(dst, bytes, i,
+                                (uint32_t)dfccl_load_relaxed64(&src[p][2 * i]) |
+                                    (uint64_t)(uint32_t)dfccl_load_relaxed64(&src[p][2 * i + 1]) << 32);
+    }
+    for (uint64_t i = 0; i < lines && pl->reduce; i++) { /* a reduction reads every rank */
         uint64_t acc = 0;
         for (int p = 0; p < n; p++) {
             const uint64_t pk = (uint32_t)dfccl_load_relaxed64(&src[p][2 * i]) |
@@ -150,10 +166,12 @@ DFCCL_DEV_INLINE int prim_ll_reduce_all(eng_conn_t *conns, int n, const eng_chan
     return 1;
 }
 
-/* After a reduce that returned 1: every connection's step back to its sender. */
-DFCCL_DEV_INLINE void prim_ll_recv_done_all(eng_conn_t *conns, int n)
+/* After a read that returned 1: the step of every peer of rmask back to its sender. */
+DFCCL_DEV_INLINE void prim_ll_recv_done_all(eng_conn_t *conns, int n, uint32_t rmask)
 {
-    prim_recv_done_all(conns, n);
+    for (int p = 0; p < n; p++)
+        if (rmask >> p & 1)
+            prim_recv_done(&conns[p]);
 }
 
 /* --- data movement, named in dataflow order ------------------------------------------ */

@@ -285,6 +285,10 @@ static float **run_case(const algo_case_t *k, int stall_pct, int copy_ctx, unsig
         out_elems = cnt * (size_t)N;
     if (k->coll == ENG_COLL_ALLTOALL)
         in_elems = out_elems = cnt * (size_t)N;
+    if (k->coll == ENG_COLL_GATHER)
+        out_elems = cnt * (size_t)N;
+    if (k->coll == ENG_COLL_SCATTER)
+        in_elems = cnt * (size_t)N;
     float **in = calloc((size_t)N, sizeof(float *)), **out = calloc((size_t)N, sizeof(float *));
     eng_coll_args_t *args = calloc((size_t)N, sizeof(*args));
     for (int r = 0; r < N; r++) {
@@ -296,7 +300,9 @@ static float **run_case(const algo_case_t *k, int stall_pct, int copy_ctx, unsig
         float *src = in[r];
         if (k->inplace && k->coll == ENG_COLL_ALLGATHER)
             src = out[r] + (size_t)r * cnt;
-        size_t nin = k->coll == ENG_COLL_ALLGATHER ? cnt : in_elems;
+        if (k->inplace && k->coll == ENG_COLL_GATHER && r == k->root)
+            src = out[r] + (size_t)r * cnt;
+        size_t nin = k->coll == ENG_COLL_ALLGATHER || (k->coll == ENG_COLL_GATHER && src != in[r]) ? cnt : in_elems;
         for (size_t i = 0; i < nin; i++)
             src[i] = (float)val(r, i);
         args[r] = (eng_coll_args_t){.coll = (uint8_t)k->coll,
@@ -308,6 +314,8 @@ static float **run_case(const algo_case_t *k, int stall_pct, int copy_ctx, unsig
                                     .recvbuf = out[r]};
         if (k->coll == ENG_COLL_REDUCE_SCATTER && k->inplace)
             args[r].recvbuf = out[r] + (size_t)r * cnt;
+        if (k->coll == ENG_COLL_SCATTER && k->inplace && r == k->root)
+            args[r].recvbuf = out[r] + (size_t)r * cnt; /* its own block stays where it is */
         args[r].algo = (uint8_t)eng_algo_select(&args[r], N, k->oneshot, k->ll);
     }
     sim_t sims[4];
@@ -351,6 +359,17 @@ static float **run_case(const algo_case_t *k, int stall_pct, int copy_ctx, unsig
                 break;
             }
             case ENG_COLL_ALLTOALL: want = val((int)(i / cnt), (size_t)r * cnt + i % cnt); break;
+            case ENG_COLL_GATHER:
+                check = r == k->root;
+                want = val((int)(i / cnt), i % cnt);
+                break;
+            case ENG_COLL_SCATTER: {
+                check = 0;
+                const float got = ((float *)args[r].recvbuf)[i], w = (float)val(k->root, (size_t)r * cnt + i);
+                if (i < cnt && got != w)
+                    ck_abort_msg("scatter N %d count %zu rank %d [%zu]: %g != %g", N, cnt, r, i, got, w);
+                break;
+            }
             default: want = 0; check = 0;
             }
             if (check && out[r][i] != (float)want)
@@ -413,6 +432,26 @@ static const algo_case_t cases[] = {
     {ENG_COLL_ALLREDUCE, 3, 63, 0, 1, 512, 2, 1, 1024, 0, 256},
     {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 128, 0, 128},
     {ENG_COLL_ALLREDUCE, 5, 32, 0, 1, 512, 3, 2, 0, 256, 128},
+    /* gather and scatter, pairwise */
+    {ENG_COLL_GATHER, 4, 300, 2, 0, 256, 2, 1, 0, 0, 0},
+    {ENG_COLL_GATHER, 3, 100, 1, 1, 256, 2, 2, 0, 64, 0},
+    {ENG_COLL_SCATTER, 5, 200, 0, 0, 256, 2, 2, 0, 64, 0},
+    {ENG_COLL_SCATTER, 4, 77, 3, 1, 256, 3, 1, 0, 0, 0},
+    /* one round of LL lines, every collective: odd counts, in place, roots, role-sized */
+    {ENG_COLL_BCAST, 4, 100, 2, 0, 1024, 2, 1, 0, 0, 512},
+    {ENG_COLL_BCAST, 3, 33, 1, 1, 512, 2, 2, 0, 512, 256},
+    {ENG_COLL_REDUCE, 5, 63, 3, 0, 512, 2, 1, 0, 0, 256},
+    {ENG_COLL_REDUCE, 6, 31, 0, 1, 512, 3, 2, 0, 256, 128},
+    {ENG_COLL_ALLGATHER, 4, 33, 0, 0, 512, 2, 1, 0, 0, 256},
+    {ENG_COLL_ALLGATHER, 5, 17, 0, 1, 512, 2, 2, 0, 256, 128},
+    {ENG_COLL_REDUCE_SCATTER, 4, 31, 0, 0, 512, 2, 1, 0, 0, 256},
+    {ENG_COLL_REDUCE_SCATTER, 3, 21, 0, 1, 512, 2, 1, 0, 256, 128},
+    {ENG_COLL_ALLTOALL, 4, 25, 0, 0, 512, 2, 1, 0, 0, 256},
+    {ENG_COLL_ALLTOALL, 8, 3, 0, 1, 256, 3, 1, 0, 0, 64},
+    {ENG_COLL_GATHER, 4, 21, 1, 0, 512, 2, 1, 0, 0, 256},
+    {ENG_COLL_GATHER, 7, 9, 0, 1, 512, 2, 2, 0, 256, 128},
+    {ENG_COLL_SCATTER, 5, 13, 4, 0, 512, 2, 1, 0, 0, 256},
+    {ENG_COLL_SCATTER, 3, 7, 0, 1, 256, 2, 1, 0, 128, 64},
 };
 
 START_TEST(algo_uninterrupted_vs_stalled)
@@ -424,7 +463,8 @@ START_TEST(algo_uninterrupted_vs_stalled)
      * give bit-identical results */
     float **stalled = run_case(k, 40, 1, 1234u + (unsigned)_i, &waits);
     size_t elems = k->count * (size_t)(k->coll == ENG_COLL_ALLGATHER || k->coll == ENG_COLL_ALLTOALL ||
-                                               k->coll == ENG_COLL_REDUCE_SCATTER
+                                               k->coll == ENG_COLL_REDUCE_SCATTER || k->coll == ENG_COLL_GATHER ||
+                                               k->coll == ENG_COLL_SCATTER
                                            ? k->N
                                            : 1);
     for (int r = 0; r < k->N; r++)
@@ -450,6 +490,23 @@ START_TEST(algo_select_rules)
     ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64), ENG_ALGO_CHAIN);
     a.coll = ENG_COLL_ALLTOALL;
     ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64), ENG_ALGO_PAIRWISE);
+    /* every uniform collective in one LL round while its piece fits ll_max, never a
+     * table's, never an empty one */
+    static const uint8_t ll_colls[] = {ENG_COLL_REDUCE,   ENG_COLL_BCAST,  ENG_COLL_ALLGATHER, ENG_COLL_REDUCE_SCATTER,
+                                       ENG_COLL_ALLTOALL, ENG_COLL_GATHER, ENG_COLL_SCATTER};
+    static const eng_block_t tab[4];
+    for (size_t i = 0; i < sizeof ll_colls; i++) {
+        eng_coll_args_t u = {.coll = ll_colls[i], .dtype = dfcclFloat32, .count = 16};
+        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 63), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 0), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, ENG_LL_MAX_RANKS + 1, 64, 64), ENG_ALGO_LL);
+        u.count = 0;
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64), ENG_ALGO_LL);
+        u.count = 16;
+        u.blocks = tab;
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64), ENG_ALGO_LL);
+    }
     a.coll = ENG_COLL_BARRIER;
     ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0), ENG_ALGO_ONESHOT);
     ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64), ENG_ALGO_LL);
