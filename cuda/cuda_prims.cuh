@@ -11,6 +11,7 @@
 
 #include "../engine/eng_types.h"
 #include "../engine/ll_packet.h"
+#include "../engine/ll_plan.h"
 #include "../engine/reduce.h"
 #include "cuda_atomic.cuh"
 
@@ -160,9 +161,9 @@ typedef struct {
     eng_conn_ctrl_t *rctrl[ENG_LL_MAX_RANKS]; /* where I give the step back */
     uint64_t recvd[ENG_LL_MAX_RANKS];         /* steps consumed from each peer */
     uint32_t sflag[ENG_LL_MAX_RANKS], rflag[ENG_LL_MAX_RANKS];
-    uint8_t speer[ENG_LL_MAX_RANKS];          /* the peers written to, in rank order */
-    uint8_t rpeer[ENG_LL_MAX_RANKS];          /* the peers read from */
-    int ok;         /* every peer's step is free */
+    uint8_t speer[ENG_LL_MAX_RANKS]; /* the peers written to, in rank order */
+    uint8_t rpeer[ENG_LL_MAX_RANKS]; /* the peers read from */
+    int ok;                          /* every peer's step is free */
     int recv_valid; /* src/rflag/rctrl/recvd/rpeer are this collective's: the send just set them */
 } ll_block_t;
 
@@ -193,17 +194,20 @@ __device__ __forceinline__ int ll_rank_in(uint32_t mask, int p)
 /* The LL primitives stay out of line: inlined into the daemon kernel they push it past
  * its 128 registers and spill in the ring's loops. */
 
-/* Every peer of pl->smask has its step free: write each its piece (src + p * sstride) as
- * lines (LL steps publish nothing else: `posted` stays at the last Simple step) and
- * return 1; else 0, nothing written. The receive side's steps (pl->rmask) are resolved in
- * the same round trip. One piece for every peer (sstride 0) is loaded once per line. */
+/* Every peer of the plan's smask (ll_plan.h) has its step free: write each its piece
+ * (sendbuf + p * sstride) as lines (LL steps publish nothing else: `posted` stays at the last Simple step)
+ * and return 1; else 0, nothing written. The receive side's steps (its rmask) are resolved in the same round
+ * trip. One piece for every peer (sstride 0) is loaded once per line. */
 static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
-                                                    const eng_ll_plan_t *pl, const void *src)
+                                                    const eng_coll_args_t *a)
 {
     ll_block_t *L = ll_block();
     const int tid = (int)threadIdx.x;
-    const uint64_t bytes = pl->bytes, lines = eng_ll_lines(bytes), sstride = pl->sstride;
-    const uint32_t smask = pl->smask, rmask = pl->rmask;
+    eng_ll_plan_t pl;
+    eng_ll_plan(a, v->rank, n, &pl);
+    const void *src = a->sendbuf;
+    const uint64_t bytes = pl.bytes, lines = eng_ll_lines(bytes), sstride = pl.sstride;
+    const uint32_t smask = pl.smask, rmask = pl.rmask;
     const int ns = __popc(smask);
     /* this thread's first packet, loaded while warp 0 reads the connections */
     const uint64_t pk0 =
@@ -244,6 +248,11 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
         for (uint64_t i = (uint64_t)tid; i < lines; i += blockDim.x) {
             const uint64_t pk = !bytes ? 0 : i == (uint64_t)tid ? pk0 : eng_ll_packet_load(src, bytes, i);
             const uint32_t lo = (uint32_t)pk, hi = (uint32_t)(pk >> 32);
+            if (ns == n) { /* every peer (allreduce, allgather, barrier): no indirection */
+                for (int p = 0; p < n; p++)
+                    st_volatile_v4_u32(L->dst[p] + ENG_LL_LINE * i, lo, L->sflag[p], hi, L->sflag[p]);
+                continue;
+            }
             for (int k = 0; k < ns; k++) {
                 const int p = L->speer[k];
                 st_volatile_v4_u32(L->dst[p] + ENG_LL_LINE * i, lo, L->sflag[p], hi, L->sflag[p]);
@@ -268,17 +277,19 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
 
 /* Loads of up to ENG_LL_BATCH lines are issued before any is used, so a line costs one
  * memory round trip per batch, not one per peer. Returns 1 when the current step of every
- * peer of pl->rmask holds all lines with its flag: reduced in rank order into recvbuf
- * (pl->reduce: every rank's), or peer p's copied to recvbuf + p * rstride; else 0 (a line
+ * peer of the plan's rmask holds all lines with its flag: reduced in rank order into
+ * recvbuf (its reduce: every rank's), or peer p's copied to recvbuf + p * rstride; else 0 (a line
  * not complete yet is rewritten on the retry: the output is the user's and nothing reads
  * it before completion). */
 #define ENG_LL_BATCH 4
 static __device__ __noinline__ int prim_ll_recv_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
-                                                    const eng_coll_args_t *a, const eng_ll_plan_t *pl)
+                                                    const eng_coll_args_t *a)
 {
     ll_block_t *L = ll_block();
     const int tid = (int)threadIdx.x;
-    const uint32_t rmask = pl->rmask;
+    eng_ll_plan_t pl;
+    eng_ll_plan(a, v->rank, n, &pl);
+    const uint32_t rmask = pl.rmask;
     if (!L->recv_valid) { /* a retry, or nothing sent: the steps again (one round trip) */
         if (tid < n && (rmask >> tid & 1)) {
             ll_recv_step(L, &conns[tid], tid, ld_volatile_u64(&conns[tid].recvd), v->depth);
@@ -286,10 +297,10 @@ static __device__ __noinline__ int prim_ll_recv_all(eng_conn_t *conns, int n, co
         }
         __syncthreads();
     }
-    const uint64_t bytes = pl->bytes, lines = eng_ll_lines(bytes);
+    const uint64_t bytes = pl.bytes, lines = eng_ll_lines(bytes);
     const int dtype = a->dtype, op = a->op;
     int ok = 1;
-    if (pl->reduce) { /* every rank's piece, folded in rank order */
+    if (pl.reduce) { /* every rank's piece, folded in rank order */
         for (uint64_t i = (uint64_t)tid; i < lines; i += blockDim.x) {
             const uint64_t off = ENG_LL_LINE * i;
             uint64_t acc = 0;
@@ -332,7 +343,7 @@ static __device__ __noinline__ int prim_ll_recv_all(eng_conn_t *conns, int n, co
                 const uint32_t f = L->rflag[p];
                 const int lok = (w[k].y == f) & (w[k].w == f);
                 if (lok && bytes)
-                    eng_ll_packet_store((char *)a->recvbuf + (uint64_t)p * pl->rstride, bytes, j - q * nl,
+                    eng_ll_packet_store((char *)a->recvbuf + (uint64_t)p * pl.rstride, bytes, j - q * nl,
                                         (uint64_t)w[k].x | (uint64_t)w[k].z << 32);
                 ok &= lok;
             }

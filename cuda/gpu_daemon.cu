@@ -122,7 +122,8 @@ typedef struct {
  * (`fetched`, a PCIe write) only every quarter ring or once the ring is empty, so that
  * no completion's system-scope release waits behind that write. Returns the first
  * position fetched by this call. */
-__device__ static uint64_t fetch(const gpu_daemon_params_t &p, fetcher_t &f, gpu_sq_entry_t *s_stage, bool idle)
+__device__ static uint64_t fetch(const gpu_daemon_params_t &p, fetcher_t &f, gpu_sq_entry_t *s_stage,
+                                 bool idle)
 {
     const unsigned lane = threadIdx.x;
     const uint64_t mask = GPU_RING - 1;

@@ -16,55 +16,8 @@
 #define DFCCL_ALGO_LL_H
 
 #include "eng_types.h"
+#include "ll_plan.h"
 #include "prims.h"
-
-/* Bytes of the piece one rank sends one peer (what eng_algo_select compares with
- * ll_max): the whole buffer for allreduce, reduce, bcast, a rank's block for the rest. */
-DFCCL_INLINE uint64_t eng_ll_piece(const eng_coll_args_t *a)
-{
-    return a->coll == ENG_COLL_BARRIER ? 0 : a->count * eng_type_size(a->dtype);
-}
-
-/* Who writes to whom, and where the pieces come from and go, for rank r of N. */
-DFCCL_INLINE void eng_ll_plan(const eng_coll_args_t *a, int r, int N, eng_ll_plan_t *pl)
-{
-    const uint32_t all = N >= 32 ? 0xffffffffu : (1u << N) - 1u, root = 1u << (a->root & 31);
-    const uint64_t B = eng_ll_piece(a);
-    const int is_root = r == a->root;
-    pl->bytes = B;
-    pl->sstride = pl->rstride = 0;
-    pl->smask = pl->rmask = all;
-    pl->reduce = 0;
-    switch (a->coll) {
-    case ENG_COLL_ALLREDUCE: pl->reduce = 1; break;
-    case ENG_COLL_REDUCE_SCATTER:
-        pl->reduce = 1;
-        pl->sstride = B;
-        break;
-    case ENG_COLL_REDUCE:
-        pl->reduce = 1;
-        pl->smask = root;
-        pl->rmask = is_root ? all : 0;
-        break;
-    case ENG_COLL_BCAST: /* the root too reads its own piece: its output may differ from its input */
-        pl->smask = is_root ? all : 0;
-        pl->rmask = root;
-        break;
-    case ENG_COLL_SCATTER:
-        pl->smask = is_root ? all : 0;
-        pl->rmask = root;
-        pl->sstride = B;
-        break;
-    case ENG_COLL_GATHER:
-        pl->smask = root;
-        pl->rmask = is_root ? all : 0;
-        pl->rstride = B;
-        break;
-    case ENG_COLL_ALLGATHER: pl->rstride = B; break;
-    case ENG_COLL_ALLTOALL: pl->sstride = pl->rstride = B; break;
-    default: break; /* ENG_COLL_BARRIER: one empty line to and from every rank */
-    }
-}
 
 DFCCL_DEV_INLINE eng_prog_t algo_ll_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
 {
@@ -75,13 +28,13 @@ DFCCL_DEV_INLINE eng_prog_t algo_ll_progress(const eng_coll_args_t *a, eng_chan_
 
     if (x->step == 0) {
         /* every peer's step written to must be free (its previous use consumed) */
-        if (pl.smask && !prim_ll_send_all(v->conns, N, v, &pl, a->sendbuf))
+        if (pl.smask && !prim_ll_send_all(v->conns, N, v, a))
             return ENG_WAIT;
         x->step = 1;
         prog = ENG_PROGRESS;
     }
     if (pl.rmask) {
-        if (!prim_ll_recv_all(v->conns, N, v, a, &pl))
+        if (!prim_ll_recv_all(v->conns, N, v, a))
             return prog;
         prim_ll_recv_done_all(v->conns, N, pl.rmask);
     }

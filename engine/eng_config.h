@@ -29,7 +29,7 @@ typedef struct {
     uint64_t chunk_size;        /* DFCCL_CHUNK_SIZE: bytes per FIFO step */
     uint32_t fifo_depth;        /* DFCCL_FIFO_DEPTH: FIFO steps per connection */
     uint64_t oneshot_max;       /* DFCCL_ONESHOT_MAX: allreduce bytes run one-shot */
-    uint64_t ll_max;            /* DFCCL_LL_MAX: allreduce bytes run in LL lines (0: never) */
+    uint64_t ll_max;            /* DFCCL_LL_MAX: piece bytes run in one LL round (0: never) */
     uint64_t stall_report_ms;   /* DFCCL_STALL_REPORT: report a stalled collective after */
     uint64_t timeout_ms;        /* DFCCL_TIMEOUT: fail a stalled collective after (0=off) */
     uint64_t idle_sleep_us;     /* DFCCL_IDLE_US: daemon sleeps after this long idle */

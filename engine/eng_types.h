@@ -77,17 +77,6 @@ DFCCL_INLINE uint64_t eng_ll_lines(uint64_t bytes)
     return bytes ? DFCCL_DIV_UP(bytes, 8) : 1; /* a barrier sends one line of nothing */
 }
 
-/* One round of LL lines (algo_ll.h): every rank writes one piece to each peer of smask
- * and reads one from each peer of rmask (bit p: rank p, the rank itself included; the
- * two ends of a connection agree: p is in my smask exactly when I am in p's rmask). */
-typedef struct {
-    uint64_t bytes;        /* one piece */
-    uint64_t sstride;      /* the piece for peer p is sendbuf + p * sstride */
-    uint64_t rstride;      /* copied: peer p's piece lands at recvbuf + p * rstride */
-    uint32_t smask, rmask; /* peers written to, read from */
-    int reduce;            /* else copied: the pieces of every rank reduced in rank order */
-} eng_ll_plan_t;
-
 /* Control words of one connection (one direction, one slot, one channel). They live in
  * the receiver's shared segment, ahead of the FIFO data. Counters are free-running and
  * never reset, so a stale value can never be mistaken for a new one. */

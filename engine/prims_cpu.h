@@ -12,6 +12,7 @@
 #include "eng_bell.h"
 #include "eng_types.h"
 #include "ll_packet.h"
+#include "ll_plan.h"
 #include "reduce.h"
 
 /* --- readiness: never wait here; the scheduler owns every wait ---------------------- */
@@ -96,13 +97,16 @@ DFCCL_DEV_INLINE void prim_recv_done_all(eng_conn_t *conns, int n)
 /* --- LL lines: each 8-byte word {4 data bytes, flag} is one atomic store, so a reader
  * that sees the flag sees its data; the words need no order among themselves -------- */
 
-/* Every peer of pl->smask has its current step free: write each its piece (src +
- * p * sstride) as lines and return 1; else 0, nothing written. LL steps publish nothing
+/* Every peer of the plan's smask has its current step free: write each its piece
+ * (sendbuf + p * sstride) as lines and return 1; else 0, nothing written. LL steps publish nothing
  * else: `posted` stays at the last Simple step, which is all a later Simple step's check
  * needs (it waits for its own, absolute, count). */
 DFCCL_DEV_INLINE int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
-                                      const eng_ll_plan_t *pl, const void *src)
+                                      const eng_coll_args_t *a)
 {
+    eng_ll_plan_t plan, *pl = &plan;
+    eng_ll_plan(a, v->rank, n, pl);
+    const void *src = a->sendbuf;
     for (int p = 0; p < n; p++)
         if ((pl->smask >> p & 1) && !prim_send_ready(&conns[p], v->depth))
             return 0;
@@ -125,12 +129,14 @@ DFCCL_DEV_INLINE int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_v
     return 1;
 }
 
-/* Every peer of pl->rmask has all lines of its current step with their flag: reduce them
+/* Every peer of the plan's rmask has all lines of its current step with their flag: reduce them
  * in rank order into recvbuf, or copy peer p's to recvbuf + p * rstride, and return 1;
  * otherwise 0 and nothing is written. */
 DFCCL_DEV_INLINE int prim_ll_recv_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
-                                      const eng_coll_args_t *a, const eng_ll_plan_t *pl)
+                                      const eng_coll_args_t *a)
 {
+    eng_ll_plan_t plan, *pl = &plan;
+    eng_ll_plan(a, v->rank, n, pl);
     const uint64_t bytes = pl->bytes, lines = eng_ll_lines(bytes);
     const uint64_t *src[ENG_LL_MAX_RANKS]; /* each connection's current step */
     for (int p = 0; p < n; p++) {

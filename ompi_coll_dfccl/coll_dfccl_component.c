@@ -101,9 +101,10 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
              "(at most FIFO depth x the smallest FIFO step). Default 32768 (bytes)",
              32768, -1},
             {"ll_max", MCA_COLL_DFCCL_FIELD(llMax),
-             "All-reduces (and barriers) up to this size use the LL one-shot (data and flag in "
-             "each 8-byte word), at most half the smallest FIFO step; 0 turns LL off. "
-             "Default 8192 (bytes)",
+             "Collectives whose piece (what one rank sends one peer: the buffer of an "
+             "allreduce, reduce or bcast, a rank's block of the others) is up to this size, "
+             "and barriers, run in one round of LL lines (data and flag in each 8-byte word), "
+             "at most half the smallest FIFO step; 0 turns LL off. Default 8192 (bytes)",
              8192, -1},
             {"stall_report", MCA_COLL_DFCCL_FIELD(stallReportMs),
              "A collective stalled this long logs once which ranks have not arrived; 0: never. "

@@ -302,7 +302,8 @@ static float **run_case(const algo_case_t *k, int stall_pct, int copy_ctx, unsig
             src = out[r] + (size_t)r * cnt;
         if (k->inplace && k->coll == ENG_COLL_GATHER && r == k->root)
             src = out[r] + (size_t)r * cnt;
-        size_t nin = k->coll == ENG_COLL_ALLGATHER || (k->coll == ENG_COLL_GATHER && src != in[r]) ? cnt : in_elems;
+        size_t nin =
+            k->coll == ENG_COLL_ALLGATHER || (k->coll == ENG_COLL_GATHER && src != in[r]) ? cnt : in_elems;
         for (size_t i = 0; i < nin; i++)
             src[i] = (float)val(r, i);
         args[r] = (eng_coll_args_t){.coll = (uint8_t)k->coll,
@@ -463,8 +464,8 @@ START_TEST(algo_uninterrupted_vs_stalled)
      * give bit-identical results */
     float **stalled = run_case(k, 40, 1, 1234u + (unsigned)_i, &waits);
     size_t elems = k->count * (size_t)(k->coll == ENG_COLL_ALLGATHER || k->coll == ENG_COLL_ALLTOALL ||
-                                               k->coll == ENG_COLL_REDUCE_SCATTER || k->coll == ENG_COLL_GATHER ||
-                                               k->coll == ENG_COLL_SCATTER
+                                               k->coll == ENG_COLL_REDUCE_SCATTER ||
+                                               k->coll == ENG_COLL_GATHER || k->coll == ENG_COLL_SCATTER
                                            ? k->N
                                            : 1);
     for (int r = 0; r < k->N; r++)
@@ -492,8 +493,9 @@ START_TEST(algo_select_rules)
     ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64), ENG_ALGO_PAIRWISE);
     /* every uniform collective in one LL round while its piece fits ll_max, never a
      * table's, never an empty one */
-    static const uint8_t ll_colls[] = {ENG_COLL_REDUCE,   ENG_COLL_BCAST,  ENG_COLL_ALLGATHER, ENG_COLL_REDUCE_SCATTER,
-                                       ENG_COLL_ALLTOALL, ENG_COLL_GATHER, ENG_COLL_SCATTER};
+    static const uint8_t ll_colls[] = {ENG_COLL_REDUCE,         ENG_COLL_BCAST,    ENG_COLL_ALLGATHER,
+                                       ENG_COLL_REDUCE_SCATTER, ENG_COLL_ALLTOALL, ENG_COLL_GATHER,
+                                       ENG_COLL_SCATTER};
     static const eng_block_t tab[4];
     for (size_t i = 0; i < sizeof ll_colls; i++) {
         eng_coll_args_t u = {.coll = ll_colls[i], .dtype = dfcclFloat32, .count = 16};
