@@ -185,7 +185,7 @@ __device__ __forceinline__ void ll_recv_step(ll_block_t *L, const eng_conn_t *c,
     L->recvd[p] = recvd;
 }
 
-/* Lane p of warp 0: p's place among the peers of mask (it is in mask). */
+/* Thread p (< n): p's place among the peers of mask (it is in mask). */
 __device__ __forceinline__ int ll_rank_in(uint32_t mask, int p)
 {
     return __popc(mask & ((1u << p) - 1u));

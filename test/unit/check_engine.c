@@ -448,7 +448,7 @@ static const algo_case_t cases[] = {
     {ENG_COLL_REDUCE_SCATTER, 4, 31, 0, 0, 512, 2, 1, 0, 0, 256},
     {ENG_COLL_REDUCE_SCATTER, 3, 21, 0, 1, 512, 2, 1, 0, 256, 128},
     {ENG_COLL_ALLTOALL, 4, 25, 0, 0, 512, 2, 1, 0, 0, 256},
-    {ENG_COLL_ALLTOALL, 8, 3, 0, 1, 256, 3, 1, 0, 0, 64},
+    {ENG_COLL_ALLTOALL, 8, 3, 0, 0, 256, 3, 1, 0, 0, 64},
     {ENG_COLL_GATHER, 4, 21, 1, 0, 512, 2, 1, 0, 0, 256},
     {ENG_COLL_GATHER, 7, 9, 0, 1, 512, 2, 2, 0, 256, 128},
     {ENG_COLL_SCATTER, 5, 13, 4, 0, 512, 2, 1, 0, 0, 256},
