@@ -15,7 +15,28 @@
  * communicator), so all ranks pick the same algorithm. Every uniform collective whose
  * piece (eng_ll_piece: what one rank sends one peer) is at most ll_max bytes runs in one
  * round of LL lines (0: never); allreduces up to oneshot_max one-shot; the rest in a
- * ring, chain or pairwise exchange. */
+ * ring, chain or pairwise exchange. The switch points and what they rest on (one H200,
+ * 2-8 ranks under MPS; bench/RESULTS.md):
+ *
+ *   collective             piece <= DFCCL_LL_MAX (8 KiB)   above
+ *   allreduce              LL round                        one-shot to DFCCL_ONESHOT_MAX
+ *                                                          (32 KiB), then ring
+ *   reduce, bcast          LL round                        chain
+ *   allgather, red._scat.  LL round                        ring
+ *   alltoall, gather,      LL round                        pairwise
+ *   scatter
+ *   barrier                LL round (one empty line)       -
+ *   v-, w-collectives,     -                               pairwise; scan: chain
+ *   scan, exscan
+ *
+ * - LL against the one-shot for allreduce: LL faster everywhere it fits, by 0.5-2.2 us at
+ *   2 ranks and 4.8-6.3 us at 8 ("Protocol switch points"), hence 8 KiB.
+ * - one-shot against ring at 32 KiB: ring 1.5 us faster at 2 ranks, one-shot 25% / 41%
+ *   faster at 4 / 8; at 64 KiB the ring wins at every rank count, hence 32 KiB.
+ * - LL round against chain, ring and pairwise, OSU at 8 B and 4 KiB: 1.3-1.7x faster at
+ *   2 ranks, 1.9-3.3x at 4, 2.5-5.6x at 8 ("Small collectives in one LL round"); 8 KiB
+ *   itself not measured for these, the allreduce limit is reused.
+ * With net peers ll_max is 0 (the proxy's copies are not 8-byte atomic). */
 DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, uint64_t oneshot_max,
                                         uint64_t ll_max)
 {

@@ -165,13 +165,13 @@ if [ -n "$NET" ]; then
     mps_restart
 fi
 # compute-sanitizer on a small run, without MPS (the tools do not attach to MPS clients;
-# two ranks then time-slice the GPU, slow but correct): memcheck with 2 ranks (the FIFOs,
-# IPC peers, every algorithm), racecheck with 1 (shared-memory hazards of the daemon's
-# own block-level code, the same for any number of ranks)
+# two ranks then time-slice the GPU, slow but correct): memcheck and racecheck with 2
+# ranks (the FIFOs, IPC peers, every algorithm; the LL round's shared-memory state only
+# exists with peers)
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$CS" ] && [ "${SANITIZER:-1}" = 1 ] && [ -z "$NET_ONLY" ]; then
     mps_stop
-    for spec in "memcheck 2" "racecheck 1"; do
+    for spec in "memcheck 2" "racecheck 2"; do
         set -- $spec
         run "compute-sanitizer $1" ${SANITIZER_TIMEOUT:-200} ok $2 $CS --tool $1 --error-exitcode 9 $T matrix --small
         grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$LOGDIR"/compute-sanitizer_$1-np$2.log | sort | uniq -c | sed 's/^/    /'

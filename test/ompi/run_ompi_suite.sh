@@ -382,6 +382,12 @@ done
 run 120 4 "${FAKE[@]}" -- t_chaos --mix --kind split --deadline 60
 check_ok "chaos order, the new collectives on split communicators, device buffers (emulated) np=4" $?
 hang_proof "chaos order, gatherv/alltoallv/allgatherv/scatterv/scan" -- t_chaos --mix
+# the uniform collectives in the chaos order: the small blocks in one LL round each
+for np in 2 4 8; do
+    run 120 $np "${HB[@]}" -- t_chaos --uniform --deadline 60
+    check_ok "chaos order from the first call: Ibcast, Ireduce, Iallgather, Ireduce_scatter_block, Ialltoall, Igather, Iscatter on 8 dups np=$np" $?
+done
+hang_proof "chaos order, bcast/reduce/allgather/reduce_scatter_block/alltoall/gather/scatter" -- t_chaos --uniform
 for kind in split group; do
     fn=MPI_Comm_split
     [ $kind = group ] && fn=MPI_Comm_create_group
@@ -617,6 +623,8 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
     for np in 2 4 8; do
         run 300 $np -- t_chaos_dev --mix --deadline 120
         check_ok "device buffers: chaos order, Igatherv/Ialltoallv/Iallgatherv/Iscatterv/Iscan on 8 dups np=$np" $?
+        run 300 $np -- t_chaos_dev --uniform --deadline 120
+        check_ok "device buffers: chaos order, Ibcast/Ireduce/Iallgather/Ireduce_scatter_block/Ialltoall/Igather/Iscatter on 8 dups np=$np" $?
     done
     for np in 2 4 8; do
         run 300 $np -- t_chaos_dev --kind split --deadline 120
@@ -658,6 +666,9 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
     mps_restart
     run 60 4 --mca coll_dfccl_preempt 0 -- t_chaos_dev --mix --deadline 15 --iters 4
     check_hang "device buffers: chaos order of the new collectives with coll_dfccl_preempt 0, np=4," $?
+    mps_restart
+    run 60 4 --mca coll_dfccl_preempt 0 -- t_chaos_dev --uniform --deadline 15 --iters 4
+    check_hang "device buffers: chaos order of the uniform collectives with coll_dfccl_preempt 0, np=4," $?
     mps_restart
     if "$PYDEV" -c 'import mpi4py, cupy' 2>/dev/null; then
         run 90 4 --mca coll_dfccl_preempt 0 -- "$(command -v "$PYDEV")" "$SRC/t_mpi4py.py" --cupy --deadline 15 --iters 4

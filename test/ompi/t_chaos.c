@@ -25,6 +25,11 @@
  *                  MPI_Igatherv, MPI_Ialltoallv, MPI_Iallgatherv, MPI_Iscatterv, MPI_Iscan
  *                  in turn (uneven counts with gaps, a root that moves with c and the
  *                  iteration), so the hang proof bites on them alone
+ *   --uniform      the same with the uniform collectives: MPI_Ibcast, MPI_Ireduce,
+ *                  MPI_Iallgather, MPI_Ireduce_scatter_block, MPI_Ialltoall,
+ *                  MPI_Igather, MPI_Iscatter (blocks of 1, 100, 4096 and up to 70000
+ *                  elements: the small ones run in one LL round, the others in a chain,
+ *                  ring or pairwise exchange)
  *
  * Built with -DOT_DEVICE (t_chaos_dev, GPU machines) the buffers are device memory.
  *
@@ -107,10 +112,17 @@ static void make_comms(void)
 
 /* ---- --mix: the collective communicator c carries, its data and its check ------------ */
 enum { MIX_ALLREDUCE, MIX_GATHERV, MIX_ALLTOALLV, MIX_ALLGATHERV, MIX_SCATTERV, MIX_SCAN, MIX_N };
+/* --uniform */
+enum { U_BCAST = MIX_N, U_REDUCE, U_ALLGATHER, U_REDSCAT, U_ALLTOALL, U_GATHER, U_SCATTER, U_END };
+static int uniform;
+static const char *const u_names[] = {"bcast",    "reduce", "allgather", "reduce_scatter_block",
+                                      "alltoall", "gather", "scatter"};
 
 /* the collective communicator c carries: every one but the allreduce, in turn */
 static int mix_kind(int c)
 {
+    if (uniform)
+        return U_BCAST + c % (U_END - U_BCAST);
     return 1 + c % (MIX_N - 1);
 }
 
@@ -130,7 +142,32 @@ static float mix_val(int a, int b, int i, int c, int it)
 typedef struct {
     int sc[64], sd[64], rc[64], rd[64];
     int root, me, n, stotal, rtotal;
+    int b; /* --uniform: elements of one rank's block */
 } mix_t;
+
+/* --uniform: what this rank sends (in[]) for the collective of kind on communicator c */
+static void uniform_prepare(int kind, int c, int it, int count, float *in, mix_t *x)
+{
+    const int me = x->me, n = x->n;
+    x->b = count < MAXBUF / (2 * n) ? count : MAXBUF / (2 * n);
+    const int b = x->b;
+    switch (kind) {
+    case U_BCAST: /* the root's buffer; the others receive into out[] */
+    case U_REDUCE:
+    case U_ALLGATHER:
+    case U_GATHER:
+        for (int i = 0; i < b; i++)
+            in[i] = mix_val(kind == U_BCAST ? x->root : me, 0, i, c, it);
+        x->stotal = b;
+        break;
+    default: /* U_REDSCAT, U_ALLTOALL, U_SCATTER: block p for rank p */
+        for (int p = 0; p < n; p++)
+            for (int i = 0; i < b; i++)
+                in[p * b + i] = mix_val(me, p, i, c, it);
+        x->stotal = n * b;
+        break;
+    }
+}
 
 /* Fill in[] with what this rank sends and the layout; returns the elements to send. */
 static void mix_prepare(int c, int it, int count, MPI_Comm comm, float *in, mix_t *x)
@@ -140,6 +177,10 @@ static void mix_prepare(int c, int it, int count, MPI_Comm comm, float *in, mix_
     const int me = x->me, n = x->n, kind = mix_kind(c);
     x->root = (c + it) % n;
     x->stotal = x->rtotal = 0;
+    if (kind >= U_BCAST) {
+        uniform_prepare(kind, c, it, count, in, x);
+        return;
+    }
     for (int p = 0; p < n; p++) {
         int s = 0, r = 0;
         switch (kind) {
@@ -189,7 +230,15 @@ static void mix_prepare(int c, int it, int count, MPI_Comm comm, float *in, mix_
 
 static void mix_post(int c, int count, MPI_Comm comm, void *sb, void *rb, const mix_t *x, MPI_Request *q)
 {
+    const int b = x->b, root = x->root;
     switch (mix_kind(c)) {
+    case U_BCAST: OT_MPI(MPI_Ibcast(x->me == root ? sb : rb, b, MPI_FLOAT, root, comm, q)); break;
+    case U_REDUCE: OT_MPI(MPI_Ireduce(sb, rb, b, MPI_FLOAT, MPI_SUM, root, comm, q)); break;
+    case U_ALLGATHER: OT_MPI(MPI_Iallgather(sb, b, MPI_FLOAT, rb, b, MPI_FLOAT, comm, q)); break;
+    case U_REDSCAT: OT_MPI(MPI_Ireduce_scatter_block(sb, rb, b, MPI_FLOAT, MPI_SUM, comm, q)); break;
+    case U_ALLTOALL: OT_MPI(MPI_Ialltoall(sb, b, MPI_FLOAT, rb, b, MPI_FLOAT, comm, q)); break;
+    case U_GATHER: OT_MPI(MPI_Igather(sb, b, MPI_FLOAT, rb, b, MPI_FLOAT, root, comm, q)); break;
+    case U_SCATTER: OT_MPI(MPI_Iscatter(sb, b, MPI_FLOAT, rb, b, MPI_FLOAT, root, comm, q)); break;
     case MIX_ALLREDUCE: OT_MPI(MPI_Iallreduce(sb, rb, count, MPI_FLOAT, MPI_SUM, comm, q)); break;
     case MIX_GATHERV:
         OT_MPI(MPI_Igatherv(sb, x->sc[x->root], MPI_FLOAT, rb, x->rc, x->rd, MPI_FLOAT, x->root, comm, q));
@@ -207,10 +256,59 @@ static void mix_post(int c, int count, MPI_Comm comm, void *sb, void *rb, const 
     }
 }
 
+/* --uniform: out[] against what the senders put in, and nothing written past it */
+static void uniform_check(int kind, int c, int it, const float *out, const mix_t *x)
+{
+    const int me = x->me, n = x->n, b = x->b, root = x->root;
+    int len = 0; /* elements of out[] this rank receives */
+    for (int j = 0; j < n * b; j++) {
+        float want = 0;
+        int p = j / b, i = j % b;
+        switch (kind) {
+        case U_BCAST:
+            if (me == root || j >= b)
+                continue;
+            want = mix_val(root, 0, j, c, it);
+            break;
+        case U_REDUCE:
+        case U_REDSCAT:
+            if (j >= b || (kind == U_REDUCE && me != root))
+                continue;
+            for (int q = 0; q < n; q++) /* the members' values, whatever their world ranks */
+                want += kind == U_REDUCE ? mix_val(q, 0, j, c, it) : mix_val(q, me, j, c, it);
+            break;
+        case U_ALLGATHER: want = mix_val(p, 0, i, c, it); break;
+        case U_GATHER:
+            if (me != root)
+                continue;
+            want = mix_val(p, 0, i, c, it);
+            break;
+        case U_ALLTOALL: want = mix_val(p, me, i, c, it); break;
+        default: /* U_SCATTER */
+            if (j >= b)
+                continue;
+            want = mix_val(root, me, j, c, it);
+            break;
+        }
+        if (out[j] != want)
+            OT_FAIL("iter %d comm %d (%s, root %d, %d a block) element %d: got %g want %g", it, c,
+                    u_names[kind - U_BCAST], root, b, j, out[j], want);
+        len = j + 1;
+    }
+    for (int j = len; j < len + 3 && j < MAXBUF; j++)
+        if (out[j] != 0)
+            OT_FAIL("iter %d comm %d (%s): element %d past the output written (%g)", it, c,
+                    u_names[kind - U_BCAST], j, out[j]);
+}
+
 /* out[] starts at 0: every element not received stays 0 */
 static void mix_check(int c, int it, int count, const float *out, const mix_t *x)
 {
     const int kind = mix_kind(c);
+    if (kind >= U_BCAST) {
+        uniform_check(kind, c, it, out, x);
+        return;
+    }
     if (kind == MIX_SCAN) {
         /* ranks of comm in comm order: their world ranks are not needed, only the sum
          * of (world rank + 1) over comm ranks 0..me, exchanged here */
@@ -366,9 +464,10 @@ int main(int argc, char **argv)
     kind_split = !strcmp(kind, "split");
     kind_group = !strcmp(kind, "group");
     blocking_too = ot_flag(argc, argv, "--blocking");
-    mix = ot_flag(argc, argv, "--mix");
+    uniform = ot_flag(argc, argv, "--uniform");
+    mix = ot_flag(argc, argv, "--mix") || uniform;
     if (mix && (blocking_too || nthreads > 1))
-        OT_FAIL("--mix goes without --blocking and --threads");
+        OT_FAIL("--mix and --uniform go without --blocking and --threads");
     if (ncomms < 1 || ncomms > 64 || nthreads < 1 || nthreads > ncomms)
         OT_FAIL("--ncomms 1..64 and --threads 1..ncomms");
     if (nthreads > 1 && strcmp(level, "multiple"))
@@ -419,7 +518,9 @@ int main(int argc, char **argv)
         printf("OK t_chaos: %d iterations x %d %s communicators on %d ranks, %d thread(s)%s%s, every rank in "
                "its own order from the first call%s\n",
                iters, ncomms, kind, ot_size, nthreads, *level ? " at level " : "", level,
-               mix ? " (gatherv, alltoallv, allgatherv, scatterv, scan)" : "");
+               uniform ? " (bcast, reduce, allgather, reduce_scatter_block, alltoall, gather, scatter)"
+               : mix   ? " (gatherv, alltoallv, allgatherv, scatterv, scan)"
+                       : "");
     free(w), free(th), free(comms), free(nmember), free(sum_wr1);
     MPI_Finalize();
     return 0;
