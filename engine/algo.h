@@ -44,19 +44,8 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
         return a->blocks ? ENG_ALGO_PAIRWISE : ENG_ALGO_SELF; /* a table's displacements */
     const int ll = ll_max > 0 && nranks <= ENG_LL_MAX_RANKS;
     const uint64_t piece = eng_ll_piece(a);
-    switch (a->coll) {
-    case ENG_COLL_REDUCE:
-    case ENG_COLL_BCAST:
-    case ENG_COLL_ALLGATHER:
-    case ENG_COLL_REDUCE_SCATTER:
-    case ENG_COLL_ALLTOALL:
-    case ENG_COLL_GATHER:
-    case ENG_COLL_SCATTER:
-        if (ll && piece > 0 && piece <= ll_max && !a->blocks)
-            return ENG_ALGO_LL;
-        break;
-    default: break;
-    }
+    /* a uniform collective with data, whose piece fits ll_max */
+    const int ll_round = ll && piece > 0 && piece <= ll_max && !a->blocks;
     switch (a->coll) {
     case ENG_COLL_ALLREDUCE:
         if (ll && piece <= ll_max)
@@ -64,10 +53,10 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
         return piece <= oneshot_max ? ENG_ALGO_ONESHOT : ENG_ALGO_RING;
     case ENG_COLL_BARRIER: return ll ? ENG_ALGO_LL : ENG_ALGO_ONESHOT;
     case ENG_COLL_REDUCE:
-    case ENG_COLL_BCAST: return ENG_ALGO_CHAIN;
+    case ENG_COLL_BCAST: return ll_round ? ENG_ALGO_LL : ENG_ALGO_CHAIN;
     case ENG_COLL_ALLTOALL:
     case ENG_COLL_GATHER:
-    case ENG_COLL_SCATTER:
+    case ENG_COLL_SCATTER: return ll_round ? ENG_ALGO_LL : ENG_ALGO_PAIRWISE;
     case ENG_COLL_GATHERV:
     case ENG_COLL_SCATTERV:
     case ENG_COLL_ALLGATHERV:
@@ -75,6 +64,8 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
     case ENG_COLL_ALLTOALLW: return ENG_ALGO_PAIRWISE;
     case ENG_COLL_SCAN:
     case ENG_COLL_EXSCAN: return ENG_ALGO_SCAN;
+    case ENG_COLL_ALLGATHER:
+    case ENG_COLL_REDUCE_SCATTER: return ll_round ? ENG_ALGO_LL : ENG_ALGO_RING;
     default: return ENG_ALGO_RING;
     }
 }

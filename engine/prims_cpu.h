@@ -129,6 +129,13 @@ DFCCL_DEV_INLINE int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_v
     return 1;
 }
 
+/* The 8 data bytes of line i of a step (its two words' low halves). */
+DFCCL_DEV_INLINE uint64_t ll_line_packet(const uint64_t *step, uint64_t i)
+{
+    return (uint32_t)dfccl_load_relaxed64(&step[2 * i]) |
+           (uint64_t)(uint32_t)dfccl_load_relaxed64(&step[2 * i + 1]) << 32;
+}
+
 /* Every peer of the plan's rmask has all lines of its current step with their flag: reduce them
  * in rank order into recvbuf, or copy peer p's to recvbuf + p * rstride, and return 1;
  * otherwise 0 and nothing is written. */
@@ -151,23 +158,22 @@ DFCCL_DEV_INLINE int prim_ll_recv_all(eng_conn_t *conns, int n, const eng_chan_v
     if (!bytes)
         return 1;
     /* every line is in place, and stays until prim_ll_recv_done_all gives the steps back */
-    for (int p = 0; p < n && !pl->reduce; p++) {
+    if (pl->reduce) { /* a reduction reads every rank */
+        for (uint64_t i = 0; i < lines; i++) {
+            uint64_t acc = 0;
+            for (int p = 0; p < n; p++)
+                acc = p ? eng_reduce_packet(acc, ll_line_packet(src[p], i), a->dtype, a->op)
+                        : ll_line_packet(src[p], i);
+            eng_ll_packet_store(a->recvbuf, bytes, i, acc);
+        }
+        return 1;
+    }
+    for (int p = 0; p < n; p++) {
         if (!(pl->rmask >> p & 1))
             continue;
         char *dst = (char *)a->recvbuf + (uint64_t)p * pl->rstride;
         for (uint64_t i = 0; i < lines; i++)
-            eng_ll_packet_store(dst, bytes, i,
-                                (uint32_t)dfccl_load_relaxed64(&src[p][2 * i]) |
-                                    (uint64_t)(uint32_t)dfccl_load_relaxed64(&src[p][2 * i + 1]) << 32);
-    }
-    for (uint64_t i = 0; i < lines && pl->reduce; i++) { /* a reduction reads every rank */
-        uint64_t acc = 0;
-        for (int p = 0; p < n; p++) {
-            const uint64_t pk = (uint32_t)dfccl_load_relaxed64(&src[p][2 * i]) |
-                                (uint64_t)(uint32_t)dfccl_load_relaxed64(&src[p][2 * i + 1]) << 32;
-            acc = p ? eng_reduce_packet(acc, pk, a->dtype, a->op) : pk;
-        }
-        eng_ll_packet_store(a->recvbuf, bytes, i, acc);
+            eng_ll_packet_store(dst, bytes, i, ll_line_packet(src[p], i));
     }
     return 1;
 }
