@@ -18,7 +18,9 @@
  *   --count N        float32 elements of the allreduce in flight at the kill
  *                    (default 1024: one-shot; large counts use the ring)
  *   --mid            the victim posts the allreduce too and dies while it is in
- *                    flight (default: it dies without posting, the others wait on it)
+ *                    flight (default: it dies without posting, the others wait on it);
+ *                    should the victim's daemon finish it before the kill (a fast
+ *                    machine), the survivors post a second one that must fail
  *   --late-ms MS     rank 1 enters the first allreduce MS ms after the others, which
  *                    wait on it: a live peer (in another pid namespace, its heartbeat)
  *                    must not be taken for dead however long it is late
@@ -318,19 +320,22 @@ int main(int argc, char **argv)
     r = wait_polling(&reqs[0]);
     double dt = MPI_Wtime() - t0;
     alarm(0);
-#ifdef TK_DEVICE
     if (r == dfcclSuccess && mid) {
-        /* the victim posted it: its daemon kernel may finish it after the process is
-         * gone (the GPU context outlives the kill for a moment), and the result is then
-         * right. The next one, which the victim never posts, must fail. */
-        printf("t_netkill: rank %d: the allreduce the victim posted completed; posting another\n", tc_rank);
+        /* the victim posted it, and its daemon keeps moving chunks while its main
+         * thread sleeps towards the kill (the GPU's kernel even outlives the process
+         * for a moment): on a fast machine the whole allreduce can be done before the
+         * victim dies, and the result is then right. The next one, which the victim
+         * never posts, must fail. */
+        printf("t_netkill: rank %d: the allreduce the victim posted completed before the kill; posting "
+               "another\n",
+               tc_rank);
+        fflush(stdout);
         CHECK(dfcclAllReduce(send, recv, count, dfcclFloat32, dfcclSum, comms[0], &reqs[0]));
-        arm(0, deadline);
+        arm(0, deadline + 1);
         r = wait_polling(&reqs[0]);
         dt = MPI_Wtime() - t0;
         alarm(0);
     }
-#endif
     if (r == dfcclSuccess)
         TC_FAIL("the allreduce completed successfully although rank %d was killed", victim);
     char first_err[300];
