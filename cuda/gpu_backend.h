@@ -43,8 +43,10 @@ struct eng_gpu_comm {
     eng_conn_t *conns_dev;
     gpu_comm_dev_t dev; /* what every submission carries to the daemon (device pointers) */
     unsigned long long *completed_dev;
-    int32_t *abort_code; /* host-mapped */
-    uint64_t *stats_dev; /* device [channels][GPU_NSTATS] */
+    int32_t *abort_code;  /* host-mapped */
+    uint64_t *stats_dev;  /* device [channels][GPU_NSTATS] */
+    uint64_t *arrived_me; /* my count of GPU submissions, in my shared segment (or NULL) */
+    void **tl_pages;      /* DFCCL_TRACE: [nranks] peers' pages registered for the daemon */
 };
 
 /* The process's GPU backend: one daemon, one device (gpu_launch.cu). */
@@ -162,16 +164,24 @@ void ipc_fifo_create(eng_gpu_comm_t *gc, const gpu_geom_t *geo, gpu_boot_t *mine
 /* gpu_net.cu: host-staged FIFOs for peers on the net, moved by the UCX transport. */
 extern const gpu_transport_t gpu_tp_staged;
 
+/* gpu_timeline.cu: DFCCL_TRACE's GPU side (each a no-op with the timeline off). */
+void gpu_timeline_setup_locked(void);
+void gpu_timeline_comm(eng_gpu_comm_t *gc, uint64_t uid, uint64_t *const *arrived);
+void gpu_timeline_comm_done(eng_gpu_comm_t *gc);
+void gpu_timeline_drain(void);
+void gpu_timeline_poll(void);
+void gpu_timeline_sample(int id);
+
 /* The backend's calls (eng_gpu_backend_t): gpu_launch.cu and gpu_comm.cu. */
 int gpu_available(void);
 int gpu_describe(char *buf, size_t len);
 dfcclResult_t gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid, const uint8_t *tp,
-                              uint32_t used, dfcclAllgatherFn_t ag, void *ctx);
+                              uint32_t used, uint64_t *const *arrived, dfcclAllgatherFn_t ag, void *ctx);
 void gpu_comm_destroy(eng_gpu_comm_t *gc);
 void gpu_comm_abort(eng_gpu_comm_t *gc, dfcclResult_t code);
 void gpu_comm_stats(eng_gpu_comm_t *gc, dfcclStats_t *s);
 dfcclResult_t gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks, uint32_t **done_p,
-                         int32_t **result_p, int *id_p);
+                         int32_t **result_p, int *id_p, uint64_t *seq_p);
 void gpu_progress(void);
 void gpu_release(int id);
 

@@ -227,6 +227,7 @@ static void comm_id_release(eng_gpu_comm_t *gc)
         sched_yield();
     }
     gpu_release(id);
+    gpu_timeline_comm_done(gc); /* DFCCL_TRACE: its records while the id still names it */
     pthread_mutex_lock(&G_lock);
     G.comm_used[gc->id] = 0;
     if (G.params.trace)
@@ -235,7 +236,7 @@ static void comm_id_release(eng_gpu_comm_t *gc)
 }
 
 dfcclResult_t gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid, const uint8_t *tp,
-                              uint32_t used, dfcclAllgatherFn_t ag, void *ctx)
+                              uint32_t used, uint64_t *const *arrived, dfcclAllgatherFn_t ag, void *ctx)
 {
     *gc_p = NULL;
     gpu_boot_t mine, *all = (gpu_boot_t *)calloc((size_t)nranks, sizeof(gpu_boot_t));
@@ -299,6 +300,11 @@ dfcclResult_t gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint6
         goto fail;
     if ((res = comm_id_take(gc)) != dfcclSuccess)
         goto fail;
+    gc->arrived_me = arrived[rank];
+    pthread_mutex_lock(&G_lock);
+    gpu_timeline_setup_locked(); /* the first communicator: no daemon launched yet */
+    pthread_mutex_unlock(&G_lock);
+    gpu_timeline_comm(gc, uid, arrived);
     free(all);
     *gc_p = gc;
     return dfcclSuccess;

@@ -15,6 +15,7 @@
  * the next launch. */
 #include "cuda_prims.cuh"
 #include "../engine/algo.h"
+#include "../engine/eng_trace.h"
 #include "gpu_daemon.h"
 
 enum { DEC_CONTINUE = 0, DEC_PREEMPT = 1, DEC_ABORT = 2 };
@@ -61,6 +62,8 @@ __device__ static void channel_done(const gpu_daemon_params_t &p, uint32_t req, 
             p.result[req] = res;
         if (completed)
             atomicAdd(completed, 1ull);
+        if (p.tl.done_ns) /* DFCCL_TRACE: the host's sample of the device clock */
+            p.tl.done_ns[req] = globaltimer_ns();
         /* release at system scope: the block's results (the barrier came first) and the
          * result word before the word the host polls */
         st_release_sys_u32(&p.done[req], 1);
@@ -81,9 +84,41 @@ __device__ static void channel_done(const gpu_daemon_params_t &p, uint32_t req, 
         p.result[req] = atomicExch(&p.req_err[req], 0);
     if (completed)
         atomicAdd(completed, 1ull); /* no return value used: a fire-and-forget reduction */
+    if (p.tl.done_ns)
+        p.tl.done_ns[req] = globaltimer_ns();
     /* release at system scope: every channel's results (acquired above) before the word
      * the host polls */
     st_release_sys_u32(&p.done[req], 1);
+}
+
+/* Thread 0, DFCCL_TRACE: block b ran task t from t0 until now with this outcome
+ * (ENG_TR_*); one record into the block's ring, then its count for the host. A stalled
+ * stretch names the ranks whose count of GPU submissions had not passed t's number
+ * (PCIe reads of their shared segments: only here, with the timeline on). Out of line:
+ * the kernel's body stays as it is with the timeline off. */
+__device__ static __noinline__ void timeline_run(gpu_timeline_t tl, int b, const gpu_task_t *t, uint64_t t0,
+                                                 int outcome, uint64_t *head)
+{
+    const uint64_t t1 = globaltimer_ns();
+    uint64_t late = 0;
+    if (outcome == ENG_TR_STALLED && tl.arrived) {
+        const uint64_t *const *arr = tl.arrived + (size_t)t->comm_id * GPU_TL_MAX_RANKS;
+        for (int q = 0; q < t->nranks && q < GPU_TL_MAX_RANKS; q++) {
+            const uint64_t *w = arr[q];
+            if (q != t->rank && w && ld_acquire_u64(w, 1) <= t->seq)
+                late |= 1ull << q;
+        }
+    }
+    const uint64_t n = *head;
+    uint64_t *r = tl.recs + ((size_t)b * GPU_TL_RECS + (n & (GPU_TL_RECS - 1))) * GPU_TL_WORDS;
+    r[GPU_TL_T0] = t0;
+    r[GPU_TL_T1] = t1;
+    r[GPU_TL_SEQ] = t->seq;
+    r[GPU_TL_META] = (uint64_t)t->comm_id | (uint64_t)t->args.coll << 16 | (uint64_t)outcome << 24;
+    r[GPU_TL_LATE] = late;
+    *head = n + 1;
+    __threadfence(); /* the record before the count the host reads */
+    st_volatile_u64(&tl.head[b], n + 1);
 }
 
 /* Thread 0: drop task i from the block's list (and its key), keeping submission order. */
@@ -367,8 +402,9 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
     __shared__ uint64_t *s_fresh_rec, *s_trec;
     __shared__ uint32_t s_tries;
     __shared__ uint64_t s_moved_ns;
-    __shared__ gpu_sq_entry_t s_stage[2]; /* block 0: the entries the fetcher just took */
-    fetcher_t f = {0, 0, 0, 0, 0};        /* warp 0 of block 0 (the fetcher) */
+    __shared__ uint64_t s_tl_head, s_run_t0; /* DFCCL_TRACE, thread 0: records written, stretch start */
+    __shared__ gpu_sq_entry_t s_stage[2];    /* block 0: the entries the fetcher just took */
+    fetcher_t f = {0, 0, 0, 0, 0};           /* warp 0 of block 0 (the fetcher) */
     const bool fetcher = b == 0 && threadIdx.x < 32;
 
     if (fetcher) {
@@ -383,6 +419,8 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
         s_n = ld_volatile_u32(&p.ntasks[b]);
         last_move = last_check = globaltimer_ns();
         st_volatile_u64(&p.block_active[b], last_move);
+        if (p.tl.recs)
+            s_tl_head = ld_volatile_u64(&p.tl.head[b]);
     }
     __syncthreads();
     for (uint32_t i = threadIdx.x; i < s_n; i += blockDim.x) /* tasks kept from the last launch */
@@ -440,6 +478,8 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             int spins = 0, moved = 0;
             if (t0) {
                 wait_start = globaltimer_ns();
+                if (p.tl.recs)
+                    s_run_t0 = wait_start;
                 budget = sched_budget(&p.sp, threshold, is_head);
                 if (p.trace) { /* DFCCL_GPU_TRACE: the fresh task's record is at hand */
                     uint64_t *rec = NULL;
@@ -515,6 +555,12 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                     break;
                 }
             }
+            if (p.tl.recs && t0) /* DFCCL_TRACE: this stretch */
+                timeline_run(p.tl, b, &s_task, s_run_t0,
+                             finished ? (res < 0 ? ENG_TR_FAILED : ENG_TR_FINISHED)
+                             : moved  ? ENG_TR_PREEMPTED
+                                      : ENG_TR_STALLED,
+                             &s_tl_head);
             if (p.trace && t0 && s_trec) { /* DFCCL_GPU_TRACE: this run's share (finished or preempted) */
                 s_trec[GPU_TR_TRIES] += s_tries;
                 if (s_moved_ns && !s_trec[GPU_TR_MOVED])

@@ -40,6 +40,23 @@ enum {
 #define GPU_TRACE_IDX_OFF   (GPU_TRACE_FETCH_OFF + (size_t)GPU_RING * 4) /* [GPU_MAX_REQS] */
 #define GPU_TRACE_TOTAL     (GPU_TRACE_IDX_OFF + (size_t)GPU_MAX_REQS)
 
+/* DFCCL_TRACE, the timeline: thread 0 of each block appends one record per run stretch
+ * (from taking a task up to finishing it or letting it go) to its block's ring in device
+ * memory, and the host drains the rings (cuda/gpu_timeline.cu). A record is GPU_TL_WORDS
+ * words: %globaltimer at both ends, the collective's number, META (communicator id in
+ * bits 0-15, collective 16-23, ENG_TR_* outcome 24-31) and, for a stalled stretch, the
+ * ranks (bit r) whose count of GPU submissions had not passed it at the stretch's end. */
+#define GPU_TL_RECS 8192 /* per block; the host drains every millisecond or so */
+enum { GPU_TL_T0 = 0, GPU_TL_T1, GPU_TL_SEQ, GPU_TL_META, GPU_TL_LATE, GPU_TL_WORDS };
+#define GPU_TL_MAX_RANKS 64 /* ranks a stalled record can name */
+typedef struct {
+    uint64_t *recs;           /* device [channels][GPU_TL_RECS][GPU_TL_WORDS], NULL: off */
+    uint64_t *head;           /* device [channels]: records each block wrote (never reset) */
+    uint64_t *done_ns;        /* host-mapped [GPU_MAX_REQS]: %globaltimer before each completion */
+    const uint64_t **arrived; /* device [GPU_MAX_COMMS][GPU_TL_MAX_RANKS]: host-mapped
+                                 pointers to each rank's count of GPU submissions, or NULL */
+} gpu_timeline_t;
+
 /* A communicator as the daemon sees it. Every submission carries a copy, so taking an
  * entry costs no dependent lookup of a communicator table. */
 typedef struct gpu_comm_dev {
@@ -115,6 +132,7 @@ typedef struct {
     int32_t *req_err;       /* device [GPU_MAX_REQS]: worst channel result */
     gpu_task_t *tasks;      /* device [GPU_MAX_CHANNELS][GPU_MAX_TASKS] */
     uint64_t *trace;        /* device [GPU_TRACE_TOTAL] or NULL (DFCCL_GPU_TRACE) */
+    gpu_timeline_t tl;      /* DFCCL_TRACE (tl.recs NULL: off) */
     int channels;           /* blocks of the launch */
     sched_params_t sp;
     uint64_t idle_quit_ns, stall_quit_ns;

@@ -197,6 +197,7 @@ void gpu_progress(void)
 {
     if (G.state <= 0)
         return;
+    gpu_timeline_poll();
     pthread_mutex_lock(&G_lock);
     if (G.pending && !context_check_locked())
         kick_locked(1);
@@ -205,6 +206,7 @@ void gpu_progress(void)
 
 void gpu_release(int id)
 {
+    gpu_timeline_sample(id);
     pthread_mutex_lock(&G_lock);
     G.free_ids[G.nfree++] = id;
     G.pending--;
@@ -299,13 +301,19 @@ int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const e
 }
 
 dfcclResult_t gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks, uint32_t **done_p,
-                         int32_t **result_p, int *id_p)
+                         int32_t **result_p, int *id_p, uint64_t *seq_p)
 {
     pthread_mutex_lock(&G_lock);
-    int id = submit_locked(GPU_SQ_COLL, gc, gc->next_seq, a, nblocks);
-    if (id >= 0)
+    const uint64_t seq = gc->next_seq;
+    int id = submit_locked(GPU_SQ_COLL, gc, seq, a, nblocks);
+    if (id >= 0) {
         gc->next_seq++;
+        /* peers' DFCCL_TRACE reads it (under the lock: in order of the numbers) */
+        if (gc->arrived_me)
+            dfccl_store_release64(gc->arrived_me, gc->next_seq);
+    }
     pthread_mutex_unlock(&G_lock);
+    *seq_p = seq;
     if (id < 0)
         return eng_set_error(dfcclNoMemory, "gpu", "no pinned host memory for a %zu-rank block table",
                              nblocks);

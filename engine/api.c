@@ -64,14 +64,21 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
     a->algo = (uint8_t)eng_algo_select(a, N, oneshot_max, ll_max);
     if (on_gpu) {
         /* the GPU daemon reads a mapped copy of the table, made here */
+        uint64_t seq = 0;
+        const uint64_t t_submit = eng_trace_on ? eng_now_ns() : 0;
         dfcclResult_t r =
-            eng_gpu->submit(comm->gpu, a, (size_t)N, &req->done_p, &req->result_p, &req->gpu_id);
+            eng_gpu->submit(comm->gpu, a, (size_t)N, &req->done_p, &req->result_p, &req->gpu_id, &seq);
         free(blocks);
         if (r != dfcclSuccess) {
             free(req);
             return r;
         }
         comm->stats.submitted++;
+        if (eng_trace_on) {
+            req->tkey = (eng_trace_key_t){
+                .uid = comm->uid, .seq = seq, .rank = comm->rank, .nranks = N, .coll = a->coll, .gpu = 1};
+            eng_trace_submit(&req->tkey, t_submit);
+        }
     } else {
         req->blocks = blocks;
         eng_daemon_submit(ENG_SQ_COLL, comm, a, req);
@@ -583,8 +590,11 @@ static dfcclResult_t request_reap(dfcclRequest_t *request_p)
 {
     struct dfccl_request *req = *request_p;
     dfcclResult_t res = (dfcclResult_t)DFCCL_READ_ONCE(*req->result_p);
-    if (req->gpu_id >= 0)
-        eng_gpu->release(req->gpu_id);
+    if (req->gpu_id >= 0) {
+        if (eng_trace_on)
+            eng_trace_complete(&req->tkey, res);
+        eng_gpu->release(req->gpu_id); /* DFCCL_TRACE: with a sample of the GPU's clock */
+    }
     free(req->blocks);
     if (res < 0) /* the daemon logged the details; the caller's thread gets the reason too */
         eng_set_error(res, "dfcclWait", "the collective failed: %s", dfcclGetErrorString(res));

@@ -264,7 +264,13 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
     DFCCL_CHECK_GOTO(tp_connect(c, allgather, ctx), res, err_daemon);
     /* the GPU daemon's connections: its instance of each peer's transport */
     if (eng_config.gpu && eng_gpu) {
-        res = eng_gpu->comm_create(&c->gpu, rank, nranks, c->uid, c->tp, c->tp_used, allgather, ctx);
+        uint64_t **arrived = calloc((size_t)nranks, sizeof(uint64_t *));
+        for (int p = 0; p < nranks && arrived && c->segs; p++)
+            arrived[p] = c->segs[p] ? &eng_seg_hdr(c, p)->gpu_arrived : NULL;
+        res = arrived ? eng_gpu->comm_create(&c->gpu, rank, nranks, c->uid, c->tp, c->tp_used, arrived,
+                                             allgather, ctx)
+                      : eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
+        free(arrived);
         if (res < 0) {
             tp_close(c);
             goto err_daemon;

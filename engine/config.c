@@ -144,7 +144,7 @@ static const struct {
 } other_docs[] = {
     {"DFCCL_HOST", "the host name", "string", "the host name this rank reports for locality"},
     {"DFCCL_TRACE", "unset", "path prefix",
-     "write the CPU daemon's timeline to PREFIX.<pid>.json (dfccl-trace)"},
+     "write both daemons' timeline to PREFIX.<pid>.json (dfccl-trace)"},
     {"DFCCL_DEBUG", "unset", "error/warn/info/debug/trace/version", "NCCL's spelling of DFCCL_LOG_LEVEL"},
     {"DFCCL_DEBUG_SUBSYS", "ALL", "INIT,COLL,SHM,NET,GPU,ALL (^ excludes)",
      "subsystems whose info lines print"},

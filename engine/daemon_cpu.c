@@ -98,10 +98,6 @@ static void stat_add(uint64_t *p, uint64_t v)
     dfccl_fetch_add_relaxed(p, v); /* several workers count into one comm */
 }
 
-const char *const eng_coll_names[ENG_COLL_NUM] = {
-    "allreduce", "reduce",  "bcast",    "allgather",  "reduce_scatter", "alltoall",  "barrier", "gather",
-    "scatter",   "gatherv", "scatterv", "allgatherv", "alltoallv",      "alltoallw", "scan",    "exscan"};
-
 /* ---- completions --------------------------------------------------------------------- */
 
 static void post_completion(struct dfccl_request *req, dfcclResult_t res)
@@ -151,8 +147,11 @@ static void task_done(eng_task_t *t)
     dfccl_store_release64(&c->slot_next[t->slot], t->seq + c->slots);
     eng_bell_ring(&eng_seg_hdr(c, c->rank)->bell); /* the slot's next task may wait on it */
     stat_add(&c->stats.completed, 1);
-    if (eng_trace_on)
-        eng_trace_complete(t, dfccl_load_acquire(&t->result));
+    if (eng_trace_on) {
+        const eng_trace_key_t k = {
+            .uid = c->uid, .seq = t->seq, .rank = c->rank, .nranks = c->nranks, .coll = t->args.coll};
+        eng_trace_complete(&k, dfccl_load_acquire(&t->result));
+    }
     post_completion(t->req, (dfcclResult_t)dfccl_load_acquire(&t->result));
     free(t);
 }
@@ -823,8 +822,14 @@ dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
         dfccl_store_release64(&eng_seg_hdr(comm, comm->rank)->arrived, comm->next_seq);
         /* stamped after the peers can see it: a peer that still named this rank late
          * looked before the stamp, as the timeline's check expects */
-        if (eng_trace_on)
-            eng_trace_submit(comm, args->coll, e->seq);
+        if (eng_trace_on) {
+            const eng_trace_key_t k = {.uid = comm->uid,
+                                       .seq = e->seq,
+                                       .rank = comm->rank,
+                                       .nranks = comm->nranks,
+                                       .coll = args->coll};
+            eng_trace_submit(&k, eng_now_ns());
+        }
     }
     /* on contended cores the wake would make the daemon's thread preempt the caller,
      * which is about to run the collective itself (help): the first wait or test on

@@ -12,6 +12,7 @@
 #include "eng_ring.h"
 #include "eng_types.h"
 #include "eng_sched.h"
+#include "eng_trace.h"
 
 #define ENG_COMM_MAGIC 0x646663636c436f6dull /* "dfcclCom" */
 #define ENG_SEG_MAGIC  0x6466636c53656722ull
@@ -30,13 +31,14 @@ struct dfccl_request {
     int32_t result;
     uint32_t *done_p; /* the word to poll: &done, or the GPU daemon's mapped word */
     int32_t *result_p;
-    int gpu_id;          /* GPU request id, -1 for the CPU backend */
-    eng_block_t *blocks; /* a v-collective's table, read by the CPU daemon (freed with the
-                            request; the GPU daemon reads a mapped copy) */
-    dfcclComm_t comm;    /* its communicator's handle (GPU: whoever waits watches the peers) */
-    uint64_t since_ns;   /* submitted at */
-    uint32_t wake_due;   /* the CPU daemon was not woken for it (contended cores: the
-                            caller that waits runs it): the first wait or test does */
+    int gpu_id;           /* GPU request id, -1 for the CPU backend */
+    eng_block_t *blocks;  /* a v-collective's table, read by the CPU daemon (freed with the
+                             request; the GPU daemon reads a mapped copy) */
+    dfcclComm_t comm;     /* its communicator's handle (GPU: whoever waits watches the peers) */
+    uint64_t since_ns;    /* submitted at */
+    uint32_t wake_due;    /* the CPU daemon was not woken for it (contended cores: the
+                             caller that waits runs it): the first wait or test does */
+    eng_trace_key_t tkey; /* DFCCL_TRACE, GPU requests: what the completion event names */
 };
 
 /* A task as one CPU daemon thread (worker) sees it: its place in that worker's list and

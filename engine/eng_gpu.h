@@ -27,9 +27,12 @@ typedef struct eng_gpu_backend {
     /* Collective over the communicator's ranks (uses the bootstrap all-gather). Every
      * rank must call it; *gc_p is NULL on every rank when any rank cannot use its GPU.
      * tp[p]: the transport (transport.h) that reaches peer p, whose GPU instance the
-     * daemon's connection with p uses; used: the bit set of transports any pair uses. */
+     * daemon's connection with p uses; used: the bit set of transports any pair uses;
+     * arrived[p]: rank p's count of collectives submitted to its GPU daemon (in its
+     * shared segment; NULL for a net peer), which submit bumps for this rank and
+     * DFCCL_TRACE's stalled stretches read for the others. */
     dfcclResult_t (*comm_create)(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid, const uint8_t *tp,
-                                 uint32_t used, dfcclAllgatherFn_t ag, void *ctx);
+                                 uint32_t used, uint64_t *const *arrived, dfcclAllgatherFn_t ag, void *ctx);
     /* Local: fails what is pending on the communicator, frees its device memory. */
     void (*comm_destroy)(eng_gpu_comm_t *gc);
     /* Fail what is pending on the communicator, and every later collective, with code (a
@@ -38,9 +41,10 @@ typedef struct eng_gpu_backend {
     void (*comm_stats)(eng_gpu_comm_t *gc, dfcclStats_t *stats_p);
     /* Submit a collective; *done_p / *result_p are the request's completion and result
      * words (host-mapped, written by the daemon); *id_p is released by release. a->blocks
-     * (nblocks entries, or NULL) is copied into memory the daemon reads. */
+     * (nblocks entries, or NULL) is copied into memory the daemon reads; *seq_p: its
+     * number among the communicator's GPU collectives. */
     dfcclResult_t (*submit)(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks, uint32_t **done_p,
-                            int32_t **result_p, int *id_p);
+                            int32_t **result_p, int *id_p, uint64_t *seq_p);
     /* Host-side progress: relaunch the daemon when it quit with work pending. */
     void (*progress)(void);
     void (*release)(int id);

@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "eng_comm.h"
 #include "eng_log.h"
 
 int eng_log_level = DFCCL_LOG_WARN;
@@ -84,6 +85,11 @@ static void open_file(const char *pattern)
     setvbuf(f, NULL, _IOLBF, 0);
     log_file = f;
 }
+
+/* The collectives as log lines and the timeline name them. */
+const char *const eng_coll_names[ENG_COLL_NUM] = {
+    "allreduce", "reduce",  "bcast",    "allgather",  "reduce_scatter", "alltoall",  "barrier", "gather",
+    "scatter",   "gatherv", "scatterv", "allgatherv", "alltoallv",      "alltoallw", "scan",    "exscan"};
 
 void eng_log_setup(void)
 {

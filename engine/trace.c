@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The CPU daemon's timeline (eng_trace.h). Events go into one growing array under a
- * lock (the cost is paid only with DFCCL_TRACE set) and are written as Chrome trace
- * events: "pid" is the process's MPI rank where the launcher says it (else its pid), a
- * "tid" per communicator and daemon thread, timestamps in µs of CLOCK_REALTIME so that
- * the files of several hosts line up as well as their clocks do. */
+/* The daemons' timeline (eng_trace.h). Events go into one growing array under a lock
+ * (the cost is paid only with DFCCL_TRACE set) and are written as Chrome trace events:
+ * "pid" is the process's MPI rank where the launcher says it (else its pid), a "tid" per
+ * communicator and daemon thread (GPU: block), timestamps in µs of CLOCK_REALTIME so that
+ * the files of several hosts line up as well as their clocks do. The GPU daemon's
+ * stretches arrive in %globaltimer ns and are placed on the host's clock when written,
+ * by the smallest gap seen between a device time and the host seeing it. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@ typedef struct {
     int32_t rank, nranks, coll, worker;
     int32_t kind;    /* REC_SUBMIT, REC_RUN or REC_COMPLETE */
     int32_t outcome; /* run: ENG_TR_*; complete: the result */
+    int32_t gpu;     /* the GPU daemon's collective (worker: its block); run: t0, t1 in device ns */
 } rec_t;
 
 enum { REC_SUBMIT, REC_RUN, REC_COMPLETE };
@@ -34,6 +37,9 @@ static size_t nrecs, cap;
 static char prefix[512];
 static int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at set-up */
 static int proc_id;             /* the "pid" of the events */
+static int have_gap;            /* under tr_lock: dev_gap holds a bound */
+static int64_t dev_gap;         /* smallest host ns - device ns seen (eng_trace_gpu_clock) */
+static void (*gpu_drain)(void);
 
 static void flush_at_exit(void)
 {
@@ -85,23 +91,23 @@ static void add(const rec_t *r)
     pthread_mutex_unlock(&tr_lock);
 }
 
-/* A record of collective (c, coll, seq) from t0 to t1 (eng_now_ns). */
-static rec_t rec_of(const struct dfccl_comm *c, int coll, uint64_t seq, int kind, uint64_t t0, uint64_t t1)
+/* A record of collective k from t0 to t1 (eng_now_ns, or device ns for a GPU run). */
+static rec_t rec_of(const eng_trace_key_t *k, int kind, uint64_t t0, uint64_t t1)
 {
     return (rec_t){.t0 = t0,
                    .t1 = t1,
-                   .uid = c->uid,
-                   .seq = seq,
-                   .rank = c->rank,
-                   .nranks = c->nranks,
-                   .coll = coll,
-                   .kind = kind};
+                   .uid = k->uid,
+                   .seq = k->seq,
+                   .rank = k->rank,
+                   .nranks = k->nranks,
+                   .coll = k->coll,
+                   .kind = kind,
+                   .gpu = k->gpu};
 }
 
-void eng_trace_submit(const struct dfccl_comm *c, int coll, uint64_t seq)
+void eng_trace_submit(const eng_trace_key_t *k, uint64_t ns)
 {
-    const uint64_t now = eng_now_ns();
-    rec_t r = rec_of(c, coll, seq, REC_SUBMIT, now, now);
+    rec_t r = rec_of(k, REC_SUBMIT, ns, ns);
     add(&r);
 }
 
@@ -117,17 +123,49 @@ static uint64_t late_ranks(const struct dfccl_comm *c, uint64_t seq)
 
 void eng_trace_run(const struct eng_task *t, uint32_t w, uint64_t t0_ns, uint64_t t1_ns, int outcome)
 {
-    rec_t r = rec_of(t->comm, t->args.coll, t->seq, REC_RUN, t0_ns, t1_ns);
+    const eng_trace_key_t k = {.uid = t->comm->uid,
+                               .seq = t->seq,
+                               .rank = t->comm->rank,
+                               .nranks = t->comm->nranks,
+                               .coll = t->args.coll};
+    rec_t r = rec_of(&k, REC_RUN, t0_ns, t1_ns);
     r.worker = (int32_t)w;
     r.outcome = outcome;
     r.late = outcome == ENG_TR_STALLED ? late_ranks(t->comm, t->seq) : 0;
     add(&r);
 }
 
-void eng_trace_complete(const struct eng_task *t, int result)
+void eng_trace_gpu_run(const eng_trace_key_t *k, uint32_t b, uint64_t t0, uint64_t t1, int outcome,
+                       uint64_t late)
+{
+    rec_t r = rec_of(k, REC_RUN, t0, t1);
+    r.worker = (int32_t)b;
+    r.outcome = outcome;
+    r.late = late;
+    add(&r);
+}
+
+void eng_trace_gpu_clock(uint64_t host_ns, uint64_t dev_ns)
+{
+    const int64_t gap = (int64_t)(host_ns - dev_ns);
+    pthread_mutex_lock(&tr_lock);
+    if (!have_gap || gap < dev_gap)
+        dev_gap = gap;
+    have_gap = 1;
+    pthread_mutex_unlock(&tr_lock);
+}
+
+void eng_trace_set_gpu_drain(void (*drain)(void))
+{
+    pthread_mutex_lock(&tr_lock);
+    gpu_drain = drain;
+    pthread_mutex_unlock(&tr_lock);
+}
+
+void eng_trace_complete(const eng_trace_key_t *k, int result)
 {
     const uint64_t now = eng_now_ns();
-    rec_t r = rec_of(t->comm, t->args.coll, t->seq, REC_COMPLETE, now, now);
+    rec_t r = rec_of(k, REC_COMPLETE, now, now);
     r.outcome = result;
     add(&r);
     /* a failure is often followed by MPI_Abort, which runs no exit handler: what led to
@@ -151,11 +189,21 @@ void eng_trace_flush(void)
         return;
     pthread_mutex_lock(&file_lock);
     pthread_mutex_lock(&tr_lock);
+    void (*drain)(void) = gpu_drain;
+    pthread_mutex_unlock(&tr_lock);
+    if (drain)
+        drain(); /* the GPU daemon's stretches recorded so far, with a clock sample */
+    pthread_mutex_lock(&tr_lock);
     rec_t *recs_out = recs;
     const size_t n_out = nrecs;
+    const int64_t gap = dev_gap;
     recs = NULL;
     nrecs = cap = 0;
     pthread_mutex_unlock(&tr_lock);
+    if (!n_out) {
+        pthread_mutex_unlock(&file_lock);
+        return;
+    }
     char path[600];
     snprintf(path, sizeof path, "%s.%d.json", prefix, (int)getpid());
     /* appended to across flushes: the file is a JSON array of events, which the Chrome
@@ -176,15 +224,22 @@ void eng_trace_flush(void)
     static const char *const outcomes[] = {"finished", "preempted", "stalled", "failed"};
     for (size_t i = 0; i < n_out; i++) {
         const rec_t *r = &recs_out[i];
-        /* one row per communicator (and daemon thread): the low bits of its uid */
-        const unsigned tid = (unsigned)(r->uid & 0xffffff) * 8u + (unsigned)(r->worker & 7);
+        /* one row per communicator and daemon thread (GPU: block, from 64 on): the low
+         * bits of its uid */
+        const unsigned lane = r->gpu ? 64u + ((unsigned)r->worker & 63) : (unsigned)r->worker & 63;
+        const unsigned tid = (unsigned)(r->uid & 0xffffff) * 128u + lane;
         char name[64];
-        snprintf(name, sizeof name, "%s #%llu", eng_coll_names[r->coll], (unsigned long long)r->seq);
-        const char *common =
-            "\"comm\": \"%016llx\", \"rank\": %d, \"nranks\": %d, \"seq\": %llu, \"coll\": \"%s\"";
-        char args[256];
-        snprintf(args, sizeof args, common, (unsigned long long)r->uid, r->rank, r->nranks,
-                 (unsigned long long)r->seq, eng_coll_names[r->coll]);
+        snprintf(name, sizeof name, "%s%s #%llu", eng_coll_names[r->coll], r->gpu ? " (GPU)" : "",
+                 (unsigned long long)r->seq);
+        /* the GPU daemon's collectives are numbered apart: a communicator of their own
+         * to the tools ("<uid>/gpu") */
+        const char *common = "\"comm\": \"%016llx%s\", \"rank\": %d, \"nranks\": %d, \"seq\": %llu, "
+                             "\"coll\": \"%s\", \"daemon\": \"%s\"";
+        char args[320];
+        snprintf(args, sizeof args, common, (unsigned long long)r->uid, r->gpu ? "/gpu" : "", r->rank,
+                 r->nranks, (unsigned long long)r->seq, eng_coll_names[r->coll], r->gpu ? "gpu" : "cpu");
+        /* a GPU stretch in device ns, placed on the host's clock */
+        const uint64_t t0 = r->gpu && r->kind == REC_RUN ? r->t0 + (uint64_t)gap : r->t0;
         if (r->kind == REC_RUN) {
             char late[400] = "";
             size_t len = 0;
@@ -195,8 +250,8 @@ void eng_trace_flush(void)
                     ",\n{\"name\": \"%s\", \"cat\": \"run\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, "
                     "\"pid\": %d, "
                     "\"tid\": %u, \"args\": {%s, \"outcome\": \"%s\", \"worker\": %d, \"late_ranks\": [%s]}}",
-                    name, us(r->t0), (double)(r->t1 - r->t0) / 1e3, proc_id, tid, args, outcomes[r->outcome],
-                    r->worker, late);
+                    name, us(t0), (double)(r->t1 - r->t0) / 1e3, proc_id, tid, args, outcomes[r->outcome],
+                    (int)lane, late);
         } else {
             const char *what = r->kind == REC_SUBMIT ? "submit" : "complete";
             char result[32] = "";

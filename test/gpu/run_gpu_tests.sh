@@ -78,6 +78,39 @@ for np in ${VCOLLS_NPS-1 2 4 8}; do
     run "vcolls" 300 ok $np $V
 done
 [ -z "$NET_ONLY" ] && run "vcolls chaos" 180 ok 4 $V --chaos 6 --scale 400000 --deadline 120
+# DFCCL_TRACE on device buffers: the deadlock demo's timeline (4 ranks, 8 communicators
+# in a different order on every rank) with the GPU daemon's run stretches in it, checked
+# by tools/dfccl-trace as on the CPU (every collective submitted and completed, every
+# stretch set aside resumed, every rank named late really late, on the host's clock);
+# the check must fail on a copy with one completion taken out.
+trace_dev() {
+    local name="trace deadlock demo, device buffers"
+    if [ -n "${GPU_FILTER:-}" ] && ! [[ "$name" =~ $GPU_FILTER ]]; then return 0; fi
+    local dir=$LOGDIR/trace_dev tool out rc ngpu
+    tool="$(cd "$(dirname "$0")/../.." && pwd)/tools/dfccl-trace"
+    rm -rf "$dir" && mkdir -p "$dir/cut"
+    out=$(timeout -s KILL 120 $MPIRUN -np 4 -x DFCCL_TRACE="$dir/demo" "$B/examples/deadlock_demo" 2>&1); rc=$?
+    echo "$out" > "$LOGDIR/trace_dev.log"
+    local files=("$dir"/demo.*.json)
+    ngpu=$(cat "${files[@]}" 2>/dev/null | grep -c '"cat": "run".*"daemon": "gpu"')
+    out=$(python3 "$tool" check "${files[@]}" 2>&1)
+    echo "$out" >> "$LOGDIR/trace_dev.log"
+    cp "${files[@]}" "$dir/cut/" 2>/dev/null
+    local cut=("$dir"/cut/demo.*.json)
+    sed -i '0,/"cat": "complete"/{/"cat": "complete"/d}' "${cut[0]}"
+    echo "$out" | tail -n 3
+    if [ $rc -ne 0 ] || [ "${#files[@]}" -ne 4 ] || [ "$ngpu" -eq 0 ]; then
+        ko "$name np=4 (rc=$rc, ${#files[@]} files, $ngpu GPU run stretches)"
+    elif ! echo "$out" | grep -q 'consistent$' || ! echo "$out" | grep -qE '[1-9][0-9]* stretches set aside' ||
+        ! echo "$out" | grep -qE '[1-9][0-9]* late ranks named'; then
+        ko "$name np=4: $(echo "$out" | tail -n 1)"
+    elif python3 "$tool" check "${cut[@]}" > /dev/null 2>&1; then
+        ko "$name np=4: the check passed a trace with a completion taken out"
+    else
+        ok "$name np=4 ($ngpu GPU run stretches; $(echo "$out" | sed -n 's/^dfccl-trace check: //p'))"
+    fi
+}
+[ -z "$NET_ONLY" ] && trace_dev
 # the net transport with the GPU daemon (a build with UCX): every peer forced onto UCX
 # over loopback, so device buffers travel through host-staged FIFOs and the proxy; and
 # mixed locality (ranks of equal parity on "one host": CUDA IPC, the others UCX)

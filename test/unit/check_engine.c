@@ -4,15 +4,19 @@
  * step by step for N simulated ranks in one process, with injected stalls and context
  * copies, against a reference and against an uninterrupted run. */
 #include <check.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "algo.h"
 #include "eng_gpu_layout.h"
+#include "eng_log.h"
 #include "eng_ring.h"
 #include "eng_sched.h"
+#include "eng_trace.h"
 #include "reduce.h"
 #include "../../ucx_transport/net_landing.h"
 #include "transport.h"
@@ -990,17 +994,12 @@ END_TEST
 
 /* ---- the locality decision (engine/locality.c) over a table of test transports ---- */
 
-static char tp_err[512];
-
-/* locality.c's only outside call: the message it would leave for dfcclGetLastError */
-dfcclResult_t eng_set_error(dfcclResult_t res, const char *func, const char *fmt, ...)
+/* locality.c's message, as dfcclGetLastError gives it (engine/log.c); cleared before
+ * each call that must fail, so a stale one never passes */
+#define tp_err dfcclGetLastError()
+static void tp_err_clear(void)
 {
-    (void)func;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tp_err, sizeof tp_err, fmt, ap);
-    va_end(ap);
-    return res;
+    eng_set_error(dfcclSuccess, "test", "%s", "");
 }
 
 /* the reaches of shm.c and net_conn.c, as they decide */
@@ -1078,7 +1077,7 @@ START_TEST(locality_decisions)
     tp_cards(b, 4, apart, both, -1);
     b[3].card.built = shm;
     for (int me = 0; me < 4; me++) {
-        tp_err[0] = 0;
+        tp_err_clear();
         ck_assert_int_eq(eng_tp_pick(table_both, &b[0].card, sizeof b[0], 4, me, tp, &used),
                          dfcclUnsupported);
         ck_assert_msg(strstr(tp_err, "rank 3 (host 'b')") && strstr(tp_err, "no UCX transport"), "%s",
@@ -1091,7 +1090,7 @@ START_TEST(locality_decisions)
     tp_cards(b, 3, aba, both, -1);
     b[2].card.built = shm;
     for (int me = 0; me < 3; me++) {
-        tp_err[0] = 0;
+        tp_err_clear();
         ck_assert_int_eq(
             eng_tp_pick(me == 2 ? table_shm : table_both, &b[0].card, sizeof b[0], 3, me, tp, &used),
             dfcclUnsupported);
@@ -1099,13 +1098,84 @@ START_TEST(locality_decisions)
     }
     /* the same in a build without UCX (no ucx entry), with every card saying so */
     tp_cards(b, 4, apart, shm, -1);
-    tp_err[0] = 0;
+    tp_err_clear();
     ck_assert_int_eq(eng_tp_pick(table_shm, &b[0].card, sizeof b[0], 4, 0, tp, &used), dfcclUnsupported);
     ck_assert_msg(strstr(tp_err, "must be reached over the net"), "%s", tp_err);
     /* one rank: itself, over shm */
     ck_assert_int_eq(eng_tp_pick(table_shm, &b[0].card, sizeof b[0], 1, 0, tp, &used), dfcclSuccess);
     ck_assert_int_eq(tp[0], ENG_TP_SHM);
     ck_assert_uint_eq(used, shm);
+}
+END_TEST
+
+/* ---- DFCCL_TRACE: the GPU daemon's records -------------------------------------------- */
+
+/* The "ts" of the first line of the file that contains every one of the needles. */
+static double trace_ts(const char *text, const char *a, const char *b)
+{
+    for (const char *l = text; l && *l;) {
+        const char *e = strchr(l, '\n');
+        const size_t n = e ? (size_t)(e - l) : strlen(l);
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), l);
+        const char *ts = strstr(line, "\"ts\": ");
+        if (strstr(line, a) && (!b || strstr(line, b)) && ts)
+            return atof(ts + 6);
+        l = e ? e + 1 : NULL;
+    }
+    return -1;
+}
+
+/* Device-clock stretches land on the host's clock by the smallest host-minus-device gap
+ * sampled (a bound from above), with the GPU's own numbering (communicator "<uid>/gpu"),
+ * the block's lane and the late ranks; the CPU daemon's events of the same communicator
+ * and number stay apart. */
+START_TEST(trace_gpu_records_on_host_clock)
+{
+    char dir[] = "/tmp/dfccl-trace-unit.XXXXXX", prefix[64], path[128];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(prefix, sizeof prefix, "%s/t", dir);
+    setenv("DFCCL_TRACE", prefix, 1);
+    eng_trace_setup();
+    ck_assert_int_eq(eng_trace_on, 1);
+    const eng_trace_key_t g = {
+        .uid = 0xabc, .seq = 7, .rank = 0, .nranks = 4, .coll = ENG_COLL_ALLREDUCE, .gpu = 1};
+    eng_trace_key_t c = g;
+    c.gpu = 0;
+    eng_trace_submit(&c, 10700000);
+    eng_trace_submit(&g, 10800000);
+    eng_trace_gpu_clock(10000000, 1000000);  /* gap 9.0 ms */
+    eng_trace_gpu_clock(10500000, 1600000);  /* 8.9 ms: the smallest */
+    eng_trace_gpu_clock(20000000, 10500000); /* 9.5 ms */
+    eng_trace_gpu_run(&g, 3, 2000000, 2001500, ENG_TR_STALLED, 1ull << 2 | 1ull << 3);
+    eng_trace_gpu_run(&g, 3, 2002000, 2004000, ENG_TR_FINISHED, 0);
+    eng_trace_complete(&g, 0);
+    eng_trace_flush();
+    snprintf(path, sizeof path, "%s.%d.json", prefix, (int)getpid());
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    static char text[65536];
+    const size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    unlink(path);
+    rmdir(dir);
+    const double sub_cpu = trace_ts(text, "\"cat\": \"submit\"", "\"comm\": \"0000000000000abc\",");
+    const double sub_gpu = trace_ts(text, "\"cat\": \"submit\"", "\"comm\": \"0000000000000abc/gpu\"");
+    const double stalled = trace_ts(text, "\"outcome\": \"stalled\"", NULL);
+    const double finished = trace_ts(text, "\"outcome\": \"finished\"", NULL);
+    ck_assert_msg(sub_cpu > 0 && sub_gpu > 0 && stalled > 0 && finished > 0, "%s", text);
+    /* 2.0 ms device + 8.9 ms = 10.9 ms host: 100 us after the GPU submission (µs since
+     * the epoch in a double: a quarter-µs resolution) */
+    ck_assert_msg(fabs(sub_gpu - sub_cpu - 100.0) < 0.5, "%f %f", sub_gpu, sub_cpu);
+    ck_assert_msg(fabs(stalled - sub_gpu - 100.0) < 0.5, "%f %f", stalled, sub_gpu);
+    ck_assert_msg(fabs(finished - stalled - 2.0) < 0.5, "%f %f", finished, stalled);
+    ck_assert_msg(strstr(text, "\"dur\": 1.500"), "%s", text);
+    ck_assert_msg(strstr(text, "\"late_ranks\": [2, 3]"), "%s", text);
+    ck_assert_msg(strstr(text, "\"worker\": 67"), "%s", text);
+    ck_assert_msg(strstr(text, "\"daemon\": \"gpu\"") && strstr(text, "\"daemon\": \"cpu\""), "%s", text);
+    ck_assert_msg(strstr(text, "\"name\": \"allreduce (GPU) #7\""), "%s", text);
+    ck_assert_msg(strstr(text, "\"cat\": \"complete\"") && strstr(text, "\"result\": 0"), "%s", text);
 }
 END_TEST
 
@@ -1146,6 +1216,9 @@ int main(void)
     tcase_add_test(t, net_credit_checks);
     tcase_add_test(t, net_addressed_by_key);
     tcase_add_test(t, locality_decisions);
+    suite_add_tcase(s, t);
+    t = tcase_create("trace");
+    tcase_add_test(t, trace_gpu_records_on_host_clock);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
