@@ -21,6 +21,7 @@ extern "C" {
 #include "../engine/eng_gpu_layout.h"
 #include "../engine/eng_log.h"
 #include "../engine/eng_net.h"
+#include "../engine/eng_trace.h"
 #include "../engine/transport.h"
 }
 
@@ -181,7 +182,7 @@ void gpu_comm_destroy(eng_gpu_comm_t *gc);
 void gpu_comm_abort(eng_gpu_comm_t *gc, dfcclResult_t code);
 void gpu_comm_stats(eng_gpu_comm_t *gc, dfcclStats_t *s);
 dfcclResult_t gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks, uint32_t **done_p,
-                         int32_t **result_p, int *id_p, uint64_t *seq_p);
+                         int32_t **result_p, int *id_p, uint64_t *seq_p, uint64_t *ns_p);
 void gpu_progress(void);
 void gpu_release(int id);
 

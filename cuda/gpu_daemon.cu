@@ -102,11 +102,21 @@ __device__ static __noinline__ void timeline_run(gpu_timeline_t tl, int b, const
     const uint64_t t1 = globaltimer_ns();
     uint64_t late = 0;
     if (outcome == ENG_TR_STALLED && tl.arrived) {
-        const uint64_t *const *arr = tl.arrived + (size_t)t->comm_id * GPU_TL_MAX_RANKS;
-        for (int q = 0; q < t->nranks && q < GPU_TL_MAX_RANKS; q++) {
-            const uint64_t *w = arr[q];
-            if (q != t->rank && w && ld_acquire_u64(w, 1) <= t->seq)
-                late |= 1ull << q;
+        /* the row is rewritten (cudaMemcpy) when the id names another communicator: read
+         * past L1. The peers' counts: 8 PCIe reads in flight at a time */
+        const uint64_t *row = (const uint64_t *)(tl.arrived + (size_t)t->comm_id * GPU_TL_MAX_RANKS);
+        const int n = t->nranks < GPU_TL_MAX_RANKS ? t->nranks : GPU_TL_MAX_RANKS;
+        for (int q0 = 0; q0 < n; q0 += 8) {
+            uint64_t v[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const uint64_t *w =
+                    q0 + j < n && q0 + j != t->rank ? (const uint64_t *)ld_volatile_u64(&row[q0 + j]) : NULL;
+                v[j] = w ? ld_volatile_u64(w) : ~0ull;
+            }
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                late |= (uint64_t)(v[j] <= t->seq) << (q0 + j);
         }
     }
     const uint64_t n = *head;

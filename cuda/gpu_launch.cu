@@ -301,17 +301,21 @@ int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const e
 }
 
 dfcclResult_t gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks, uint32_t **done_p,
-                         int32_t **result_p, int *id_p, uint64_t *seq_p)
+                         int32_t **result_p, int *id_p, uint64_t *seq_p, uint64_t *ns_p)
 {
     pthread_mutex_lock(&G_lock);
     const uint64_t seq = gc->next_seq;
+    /* counted before the entry can reach the daemon, and under the lock (in order of the
+     * numbers): a peer's DFCCL_TRACE that reads it below seq+1 looked before this
+     * submission, and the stamp comes after the count */
+    if (gc->arrived_me)
+        dfccl_store_release64(gc->arrived_me, seq + 1);
+    *ns_p = eng_trace_on ? eng_now_ns() : 0;
     int id = submit_locked(GPU_SQ_COLL, gc, seq, a, nblocks);
-    if (id >= 0) {
+    if (id >= 0)
         gc->next_seq++;
-        /* peers' DFCCL_TRACE reads it (under the lock: in order of the numbers) */
-        if (gc->arrived_me)
-            dfccl_store_release64(gc->arrived_me, gc->next_seq);
-    }
+    else if (gc->arrived_me)
+        dfccl_store_release64(gc->arrived_me, seq); /* not submitted after all */
     pthread_mutex_unlock(&G_lock);
     *seq_p = seq;
     if (id < 0)

@@ -3,18 +3,14 @@
  * into rings in device memory (gpu_daemon.h, gpu_timeline_t), and this file drains them
  * into the process's timeline (engine/trace.c): every millisecond or so from the host's
  * waits, when a communicator goes (before its id can name another one), and at each
- * flush. The device's clock is placed on the host's by the smallest gap seen between a
- * device time and the host seeing it: a completion word (the daemon stamps the time just
- * before it) and each drain's newest record. Each bound is late by the PCIe latency at
- * least, so the GPU's stretches show up to ~1-2 us late against the host's events.
- * Nothing of this exists, and the kernel takes no branch into it, without DFCCL_TRACE. */
+ * flush. The device's clock is placed on the host's by the smallest gap seen (within
+ * ~17-50 ms of device time, engine/trace.c) between a device time and the host seeing it: a completion word
+ * (the daemon stamps the time just before it) and each drain's newest record. Each bound is late by the PCIe
+ * latency at least, so the GPU's stretches show up to ~1-2 us late against the host's events. Nothing of this
+ * exists, and the kernel takes no branch into it, without DFCCL_TRACE. */
 #include <stdlib.h>
 
 #include "gpu_backend.h"
-
-extern "C" {
-#include "../engine/eng_trace.h"
-}
 
 #define TL_DRAIN_NS 1000000ull /* from the host's waits: at most this often */
 #define TL_PAGE     4096ull
@@ -23,8 +19,8 @@ static pthread_mutex_t T_lock = PTHREAD_MUTEX_INITIALIZER; /* the drain and T */
 static struct {
     int ready;
     cudaStream_t stream;             /* non-blocking: the copies never wait for the daemon's kernel */
-    uint64_t *head_h;                /* pinned [GPU_MAX_CHANNELS] */
-    uint64_t *recs_h;                /* pinned [GPU_TL_RECS][GPU_TL_WORDS]: one block's ring */
+    uint64_t *head_h;                /* pinned [2][GPU_MAX_CHANNELS]: before and after the copies */
+    uint64_t *recs_h;                /* pinned: the rings' copy, as the device's */
     uint64_t *done_h;                /* host view of tl.done_ns */
     uint64_t read[GPU_MAX_CHANNELS]; /* records of each block's ring already taken */
     uint64_t lost;                   /* overwritten before a drain came */
@@ -44,6 +40,7 @@ void gpu_timeline_setup_locked(void)
         return;
     gpu_timeline_t &tl = G.params.tl;
     const size_t ring = (size_t)GPU_MAX_CHANNELS * GPU_TL_RECS * GPU_TL_WORDS * sizeof(uint64_t);
+    /* the host's copy is as large: a drain copies every block's new records and waits once */
     const size_t arrived = (size_t)GPU_MAX_COMMS * GPU_TL_MAX_RANKS * sizeof(uint64_t *);
     pthread_mutex_lock(&T_lock);
     CUDA_TRY(cudaStreamCreateWithFlags(&T.stream, cudaStreamNonBlocking), fail);
@@ -52,11 +49,9 @@ void gpu_timeline_setup_locked(void)
     CUDA_TRY(cudaMemset(tl.head, 0, GPU_MAX_CHANNELS * sizeof(uint64_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&tl.arrived, arrived), fail);
     CUDA_TRY(cudaMemset((void *)tl.arrived, 0, arrived), fail);
-    CUDA_TRY(cudaHostAlloc((void **)&T.head_h, GPU_MAX_CHANNELS * sizeof(uint64_t), cudaHostAllocDefault),
+    CUDA_TRY(cudaHostAlloc((void **)&T.head_h, 2 * GPU_MAX_CHANNELS * sizeof(uint64_t), cudaHostAllocDefault),
              fail);
-    CUDA_TRY(cudaHostAlloc((void **)&T.recs_h, (size_t)GPU_TL_RECS * GPU_TL_WORDS * sizeof(uint64_t),
-                           cudaHostAllocDefault),
-             fail);
+    CUDA_TRY(cudaHostAlloc((void **)&T.recs_h, ring, cudaHostAllocDefault), fail);
     if (!(T.done_h = mapped_alloc<uint64_t>(GPU_MAX_REQS, &tl.done_ns))) {
         eng_set_error(dfcclNoMemory, "gpu", "cudaHostAlloc of the timeline's completion stamps failed");
         goto fail;
@@ -66,8 +61,9 @@ void gpu_timeline_setup_locked(void)
     T.last_ns = eng_now_ns();
     pthread_mutex_unlock(&T_lock);
     eng_trace_set_gpu_drain(gpu_timeline_drain);
-    dfccl_info("DFCCL_TRACE: the GPU daemon stamps its run stretches too (%.1f MiB of device memory)",
-               (double)(ring + arrived) / (1024.0 * 1024.0));
+    dfccl_info("DFCCL_TRACE: the GPU daemon stamps its run stretches too (%.1f MiB of device memory, "
+               "%.1f MiB of pinned host memory)",
+               (double)(ring + arrived) / (1024.0 * 1024.0), (double)ring / (1024.0 * 1024.0));
     return;
 fail:
     dfccl_warn("DFCCL_TRACE: no timeline of the GPU daemon: %s", dfcclGetLastError());
@@ -124,76 +120,83 @@ void gpu_timeline_comm(eng_gpu_comm_t *gc, uint64_t uid, uint64_t *const *arrive
     pthread_mutex_unlock(&T_lock);
 }
 
-/* Records [from, to) of block b's ring into the timeline; the device may be writing
- * beyond `to` meanwhile. T_lock held. */
-static void drain_block(int b, uint64_t from, uint64_t to)
+/* Records [from, to) of block b's ring, copied into T.recs_h (stream order; at most two
+ * copies: up to the ring's end, then from its start). */
+static int copy_block(int b, uint64_t from, uint64_t to)
 {
-    const uint64_t *ring = G.params.tl.recs + (size_t)b * GPU_TL_RECS * GPU_TL_WORDS;
-    const size_t rec = GPU_TL_WORDS * sizeof(uint64_t);
-    /* at most two copies: up to the ring's end, then from its start */
+    const size_t off = (size_t)b * GPU_TL_RECS * GPU_TL_WORDS, rec = GPU_TL_WORDS * sizeof(uint64_t);
     for (uint64_t n = from; n < to;) {
         const uint64_t pos = n & (GPU_TL_RECS - 1), len = DFCCL_MIN(to - n, GPU_TL_RECS - pos);
-        if (cudaMemcpyAsync(T.recs_h + pos * GPU_TL_WORDS, ring + pos * GPU_TL_WORDS, len * rec,
-                            cudaMemcpyDeviceToHost, T.stream) != cudaSuccess)
-            break;
+        if (cudaMemcpyAsync(T.recs_h + off + pos * GPU_TL_WORDS, G.params.tl.recs + off + pos * GPU_TL_WORDS,
+                            len * rec, cudaMemcpyDeviceToHost, T.stream) != cudaSuccess)
+            return -1;
         n += len;
     }
-    if (cudaStreamSynchronize(T.stream) != cudaSuccess ||
-        cudaMemcpyAsync(&T.head_h[b], &G.params.tl.head[b], sizeof(uint64_t), cudaMemcpyDeviceToHost,
-                        T.stream) != cudaSuccess ||
-        cudaStreamSynchronize(T.stream) != cudaSuccess) {
-        cudaGetLastError();
-        return;
-    }
-    /* records the device overwrote while they were copied are not taken */
-    const uint64_t now = T.head_h[b];
-    if (now > from + GPU_TL_RECS) {
-        T.lost += DFCCL_MIN(now - GPU_TL_RECS, to) - from;
-        from = DFCCL_MIN(now - GPU_TL_RECS, to);
-    }
-    for (uint64_t n = from; n < to; n++) {
-        const uint64_t *r = T.recs_h + (n & (GPU_TL_RECS - 1)) * GPU_TL_WORDS;
-        const uint32_t id = (uint32_t)(r[GPU_TL_META] & 0xffff);
-        if (id >= GPU_MAX_COMMS || !T.comm[id].uid)
-            continue;
-        const eng_trace_key_t k = {.uid = T.comm[id].uid,
-                                   .seq = r[GPU_TL_SEQ],
-                                   .rank = T.comm[id].rank,
-                                   .nranks = T.comm[id].nranks,
-                                   .coll = (int32_t)(r[GPU_TL_META] >> 16 & 0xff),
-                                   .gpu = 1};
-        eng_trace_gpu_run(&k, (uint32_t)b, r[GPU_TL_T0], r[GPU_TL_T1], (int)(r[GPU_TL_META] >> 24 & 0xff),
-                          r[GPU_TL_LATE]);
-    }
+    return 0;
 }
 
+/* Every block's new records into the timeline: the counts, then every new range and the
+ * counts again in one go (one wait). A record the device may have been rewriting while
+ * it was copied (its slot within two of the count read after) is dropped, and so is one
+ * out of range; the newest record kept gives a clock sample. T_lock held. */
 static void drain_locked(void)
 {
     const int C = G.channels;
-    if (cudaMemcpyAsync(T.head_h, G.params.tl.head, (size_t)C * sizeof(uint64_t), cudaMemcpyDeviceToHost,
+    uint64_t *before = T.head_h, *after = T.head_h + GPU_MAX_CHANNELS;
+    if (cudaMemcpyAsync(before, G.params.tl.head, (size_t)C * sizeof(uint64_t), cudaMemcpyDeviceToHost,
                         T.stream) != cudaSuccess ||
         cudaStreamSynchronize(T.stream) != cudaSuccess) {
         cudaGetLastError();
         return;
     }
-    /* every record counted in head_h was written before the host read the count: its end
-     * time is a device time the host has seen by now */
+    /* each record counted in `before` was written before the host read the count */
     const uint64_t seen_ns = eng_now_ns();
-    uint64_t newest = 0, to[GPU_MAX_CHANNELS];
-    for (int b = 0; b < C; b++)
-        to[b] = T.head_h[b];
-    for (int b = 0; b < C; b++) {
-        uint64_t from = T.read[b];
-        if (to[b] <= from)
-            continue;
-        if (to[b] - from > GPU_TL_RECS) { /* the ring went round since the last drain */
-            T.lost += to[b] - from - GPU_TL_RECS;
-            from = to[b] - GPU_TL_RECS;
+    uint64_t from[GPU_MAX_CHANNELS];
+    int ok = 1;
+    for (int b = 0; b < C && ok; b++) {
+        from[b] = T.read[b];
+        if (before[b] - from[b] > GPU_TL_RECS) { /* the ring went round since the last drain */
+            T.lost += before[b] - from[b] - GPU_TL_RECS;
+            from[b] = before[b] - GPU_TL_RECS;
         }
-        drain_block(b, from, to[b]);
-        const uint64_t t1 = T.recs_h[((to[b] - 1) & (GPU_TL_RECS - 1)) * GPU_TL_WORDS + GPU_TL_T1];
-        newest = t1 > newest ? t1 : newest;
-        T.read[b] = to[b];
+        ok = copy_block(b, from[b], before[b]) == 0;
+    }
+    if (!ok ||
+        cudaMemcpyAsync(after, G.params.tl.head, (size_t)C * sizeof(uint64_t), cudaMemcpyDeviceToHost,
+                        T.stream) != cudaSuccess ||
+        cudaStreamSynchronize(T.stream) != cudaSuccess) {
+        cudaGetLastError();
+        return; /* taken next time */
+    }
+    uint64_t newest = 0;
+    for (int b = 0; b < C; b++) {
+        uint64_t lo = from[b];
+        const uint64_t to = before[b];
+        /* the device writes record n into slot n mod RECS before counting it, and may be
+         * at after[b] + 1 already: slots of records below after[b] + 2 - RECS may hold newer ones */
+        if (after[b] + 2 > lo + GPU_TL_RECS) {
+            const uint64_t keep = DFCCL_MIN(after[b] + 2 - GPU_TL_RECS, to);
+            T.lost += keep - lo;
+            lo = keep;
+        }
+        for (uint64_t n = lo; n < to; n++) {
+            const uint64_t *r = T.recs_h + ((size_t)b * GPU_TL_RECS + (n & (GPU_TL_RECS - 1))) * GPU_TL_WORDS;
+            const uint32_t id = (uint32_t)(r[GPU_TL_META] & 0xffff);
+            const uint32_t coll = (uint32_t)(r[GPU_TL_META] >> 16 & 0xff),
+                           out = (uint32_t)(r[GPU_TL_META] >> 24 & 0xff);
+            if (id >= GPU_MAX_COMMS || !T.comm[id].uid || coll >= ENG_COLL_NUM || out > ENG_TR_FAILED ||
+                r[GPU_TL_T1] < r[GPU_TL_T0])
+                continue;
+            const eng_trace_key_t k = {.uid = T.comm[id].uid,
+                                       .seq = r[GPU_TL_SEQ],
+                                       .rank = T.comm[id].rank,
+                                       .nranks = T.comm[id].nranks,
+                                       .coll = (int32_t)coll,
+                                       .gpu = 1};
+            eng_trace_gpu_run(&k, (uint32_t)b, r[GPU_TL_T0], r[GPU_TL_T1], (int)out, r[GPU_TL_LATE]);
+            newest = r[GPU_TL_T1] > newest ? r[GPU_TL_T1] : newest;
+        }
+        T.read[b] = to;
     }
     if (newest)
         eng_trace_gpu_clock(seen_ns, newest);
@@ -204,8 +207,16 @@ void gpu_timeline_drain(void)
 {
     pthread_mutex_lock(&T_lock);
     if (T.ready) {
+        /* the calling thread may never have chosen the daemon's device, or chosen another
+         * (the application's): it gets its own back */
+        int dev = -1;
+        if (cudaGetDevice(&dev) != cudaSuccess || dev != G.device)
+            cudaSetDevice(G.device);
         const uint64_t lost = T.lost;
         drain_locked();
+        if (dev >= 0 && dev != G.device)
+            cudaSetDevice(dev);
+        cudaGetLastError();
         if (T.lost > lost)
             dfccl_warn("DFCCL_TRACE: %llu GPU run stretches overwritten before the host drained them "
                        "(%d per block fit between drains)",

@@ -64,10 +64,9 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
     a->algo = (uint8_t)eng_algo_select(a, N, oneshot_max, ll_max);
     if (on_gpu) {
         /* the GPU daemon reads a mapped copy of the table, made here */
-        uint64_t seq = 0;
-        const uint64_t t_submit = eng_trace_on ? eng_now_ns() : 0;
-        dfcclResult_t r =
-            eng_gpu->submit(comm->gpu, a, (size_t)N, &req->done_p, &req->result_p, &req->gpu_id, &seq);
+        uint64_t seq = 0, t_submit = 0;
+        dfcclResult_t r = eng_gpu->submit(comm->gpu, a, (size_t)N, &req->done_p, &req->result_p, &req->gpu_id,
+                                          &seq, &t_submit);
         free(blocks);
         if (r != dfcclSuccess) {
             free(req);

@@ -42,9 +42,11 @@ typedef struct eng_gpu_backend {
     /* Submit a collective; *done_p / *result_p are the request's completion and result
      * words (host-mapped, written by the daemon); *id_p is released by release. a->blocks
      * (nblocks entries, or NULL) is copied into memory the daemon reads; *seq_p: its
-     * number among the communicator's GPU collectives. */
+     * number among the communicator's GPU collectives; *ns_p (DFCCL_TRACE, else 0): when
+     * it was submitted (eng_now_ns), stamped after this rank's count of GPU submissions
+     * counts it and before the daemon can see it. */
     dfcclResult_t (*submit)(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks, uint32_t **done_p,
-                            int32_t **result_p, int *id_p, uint64_t *seq_p);
+                            int32_t **result_p, int *id_p, uint64_t *seq_p, uint64_t *ns_p);
     /* Host-side progress: relaunch the daemon when it quit with work pending. */
     void (*progress)(void);
     void (*release)(int id);

@@ -5,7 +5,7 @@
  * communicator and daemon thread (GPU: block), timestamps in µs of CLOCK_REALTIME so that
  * the files of several hosts line up as well as their clocks do. The GPU daemon's
  * stretches arrive in %globaltimer ns and are placed on the host's clock when written,
- * by the smallest gap seen between a device time and the host seeing it. */
+ * by the smallest gap seen, near that time, between a device time and the host seeing it. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,9 +37,46 @@ static size_t nrecs, cap;
 static char prefix[512];
 static int64_t mono_to_real_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at set-up */
 static int proc_id;             /* the "pid" of the events */
-static int have_gap;            /* under tr_lock: dev_gap holds a bound */
-static int64_t dev_gap;         /* smallest host ns - device ns seen (eng_trace_gpu_clock) */
 static void (*gpu_drain)(void);
+
+/* The GPU clock's offset, sampled (eng_trace_gpu_clock): the smallest host ns - device ns
+ * gap seen in each stretch of 2^GAP_SHIFT device ns (~17 ms), sorted by bucket. A
+ * stretch is placed by the smallest gap of its bucket and the two beside it (else the
+ * nearest bucket's), so that a drift between %globaltimer and CLOCK_MONOTONIC over a long
+ * run does not move early stretches before their submission. Under tr_lock. */
+#define GAP_SHIFT 24
+typedef struct {
+    uint64_t bucket;
+    int64_t gap;
+} gap_t;
+static gap_t *gaps;
+static size_t ngaps, gaps_cap;
+
+/* The offset for device time t from a sorted copy of the samples (n > 0). */
+static int64_t gap_at(const gap_t *g, size_t n, uint64_t t)
+{
+    const uint64_t b = t >> GAP_SHIFT;
+    size_t lo = 0, hi = n; /* the first bucket >= b */
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (g[mid].bucket < b)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int64_t best = INT64_MAX;
+    for (size_t i = lo > 0 ? lo - 1 : 0; i < n && i <= lo + 1; i++)
+        if (g[i].bucket + 1 >= b && g[i].bucket <= b + 1 && g[i].gap < best)
+            best = g[i].gap;
+    if (best != INT64_MAX)
+        return best;
+    /* no sample near: the nearest bucket's */
+    if (lo == n)
+        return g[n - 1].gap;
+    if (lo == 0)
+        return g[0].gap;
+    return b - g[lo - 1].bucket <= g[lo].bucket - b ? g[lo - 1].gap : g[lo].gap;
+}
 
 static void flush_at_exit(void)
 {
@@ -148,10 +185,29 @@ void eng_trace_gpu_run(const eng_trace_key_t *k, uint32_t b, uint64_t t0, uint64
 void eng_trace_gpu_clock(uint64_t host_ns, uint64_t dev_ns)
 {
     const int64_t gap = (int64_t)(host_ns - dev_ns);
+    const uint64_t b = dev_ns >> GAP_SHIFT;
     pthread_mutex_lock(&tr_lock);
-    if (!have_gap || gap < dev_gap)
-        dev_gap = gap;
-    have_gap = 1;
+    size_t i = ngaps; /* samples mostly come in order: from the end */
+    while (i > 0 && gaps[i - 1].bucket > b)
+        i--;
+    if (i > 0 && gaps[i - 1].bucket == b) {
+        if (gap < gaps[i - 1].gap)
+            gaps[i - 1].gap = gap;
+    } else {
+        if (ngaps == gaps_cap) {
+            const size_t ncap = gaps_cap ? 2 * gaps_cap : 256;
+            gap_t *n = realloc(gaps, ncap * sizeof(*n));
+            if (!n) {
+                pthread_mutex_unlock(&tr_lock);
+                return; /* the other samples place it */
+            }
+            gaps = n;
+            gaps_cap = ncap;
+        }
+        memmove(&gaps[i + 1], &gaps[i], (ngaps - i) * sizeof(*gaps));
+        gaps[i] = (gap_t){.bucket = b, .gap = gap};
+        ngaps++;
+    }
     pthread_mutex_unlock(&tr_lock);
 }
 
@@ -196,11 +252,15 @@ void eng_trace_flush(void)
     pthread_mutex_lock(&tr_lock);
     rec_t *recs_out = recs;
     const size_t n_out = nrecs;
-    const int64_t gap = dev_gap;
     recs = NULL;
     nrecs = cap = 0;
+    const size_t ng = ngaps;
+    gap_t *g = ng ? malloc(ng * sizeof(*g)) : NULL;
+    if (g)
+        memcpy(g, gaps, ng * sizeof(*g));
     pthread_mutex_unlock(&tr_lock);
     if (!n_out) {
+        free(g);
         pthread_mutex_unlock(&file_lock);
         return;
     }
@@ -212,6 +272,7 @@ void eng_trace_flush(void)
     if (!f) {
         dfccl_warn("DFCCL_TRACE: cannot write %s; %zu events lost", path, n_out);
         free(recs_out);
+        free(g);
         pthread_mutex_unlock(&file_lock);
         return;
     }
@@ -238,8 +299,12 @@ void eng_trace_flush(void)
         char args[320];
         snprintf(args, sizeof args, common, (unsigned long long)r->uid, r->gpu ? "/gpu" : "", r->rank,
                  r->nranks, (unsigned long long)r->seq, eng_coll_names[r->coll], r->gpu ? "gpu" : "cpu");
-        /* a GPU stretch in device ns, placed on the host's clock */
-        const uint64_t t0 = r->gpu && r->kind == REC_RUN ? r->t0 + (uint64_t)gap : r->t0;
+        /* a GPU stretch in device ns, placed on the host's clock (a drain always gives a
+         * sample before its stretches: none is placed without one) */
+        const int dev = r->gpu && r->kind == REC_RUN;
+        if (dev && !g)
+            continue;
+        const uint64_t t0 = dev ? r->t0 + (uint64_t)gap_at(g, ng, r->t0) : r->t0;
         if (r->kind == REC_RUN) {
             char late[400] = "";
             size_t len = 0;
@@ -266,5 +331,6 @@ void eng_trace_flush(void)
     }
     fclose(f);
     free(recs_out);
+    free(g);
     pthread_mutex_unlock(&file_lock);
 }

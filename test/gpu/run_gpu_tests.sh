@@ -90,6 +90,12 @@ trace_dev() {
     tool="$(cd "$(dirname "$0")/../.." && pwd)/tools/dfccl-trace"
     rm -rf "$dir" && mkdir -p "$dir/cut"
     out=$(timeout -s KILL 120 $MPIRUN -np 4 -x DFCCL_TRACE="$dir/demo" "$B/examples/deadlock_demo" 2>&1); rc=$?
+    if [ $rc -eq 77 ]; then # a rank saw no device: MPS still settling (as in run)
+        sleep 2
+        rm -f "$dir"/demo.*.json
+        out=$(timeout -s KILL 120 $MPIRUN -np 4 -x DFCCL_TRACE="$dir/demo" "$B/examples/deadlock_demo" 2>&1); rc=$?
+    fi
+    [ $rc -eq 137 ] && mps_restart # killed with its kernels spinning
     echo "$out" > "$LOGDIR/trace_dev.log"
     local files=("$dir"/demo.*.json)
     ngpu=$(cat "${files[@]}" 2>/dev/null | grep -c '"cat": "run".*"daemon": "gpu"')

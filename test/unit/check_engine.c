@@ -1149,6 +1149,12 @@ START_TEST(trace_gpu_records_on_host_clock)
     eng_trace_gpu_clock(20000000, 10500000); /* 9.5 ms */
     eng_trace_gpu_run(&g, 3, 2000000, 2001500, ENG_TR_STALLED, 1ull << 2 | 1ull << 3);
     eng_trace_gpu_run(&g, 3, 2002000, 2004000, ENG_TR_FINISHED, 0);
+    /* 100 ms on (6 buckets of 2^24 ns further): the clocks drifted 0.4 ms, and a stretch
+     * there is placed by the sample near it, not by the first ones */
+    eng_trace_gpu_clock(110000000, 101500000); /* 8.5 ms */
+    const eng_trace_key_t g2 = {
+        .uid = 0xabc, .seq = 8, .rank = 0, .nranks = 4, .coll = ENG_COLL_BCAST, .gpu = 1};
+    eng_trace_gpu_run(&g2, 0, 101000000, 101000500, ENG_TR_FINISHED, 0);
     eng_trace_complete(&g, 0);
     eng_trace_flush();
     snprintf(path, sizeof path, "%s.%d.json", prefix, (int)getpid());
@@ -1170,6 +1176,9 @@ START_TEST(trace_gpu_records_on_host_clock)
     ck_assert_msg(fabs(sub_gpu - sub_cpu - 100.0) < 0.5, "%f %f", sub_gpu, sub_cpu);
     ck_assert_msg(fabs(stalled - sub_gpu - 100.0) < 0.5, "%f %f", stalled, sub_gpu);
     ck_assert_msg(fabs(finished - stalled - 2.0) < 0.5, "%f %f", finished, stalled);
+    const double later = trace_ts(text, "\"name\": \"bcast (GPU) #8\"", NULL);
+    /* 101 ms + 8.5 ms = 109.5 ms host: 98.7 ms after the GPU submission */
+    ck_assert_msg(fabs(later - sub_gpu - 98700.0) < 0.5, "%f %f", later, sub_gpu);
     ck_assert_msg(strstr(text, "\"dur\": 1.500"), "%s", text);
     ck_assert_msg(strstr(text, "\"late_ranks\": [2, 3]"), "%s", text);
     ck_assert_msg(strstr(text, "\"worker\": 67"), "%s", text);
