@@ -193,7 +193,7 @@ static void drain_locked(void)
                                        .nranks = T.comm[id].nranks,
                                        .coll = (int32_t)coll,
                                        .gpu = 1};
-            eng_trace_gpu_run(&k, (uint32_t)b, r[GPU_TL_T0], r[GPU_TL_T1], (int)out, r[GPU_TL_LATE]);
+            eng_trace_stretch(&k, (uint32_t)b, r[GPU_TL_T0], r[GPU_TL_T1], (int)out, r[GPU_TL_LATE]);
             newest = r[GPU_TL_T1] > newest ? r[GPU_TL_T1] : newest;
         }
         T.read[b] = to;

@@ -74,8 +74,7 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
         }
         comm->stats.submitted++;
         if (eng_trace_on) {
-            req->tkey = (eng_trace_key_t){
-                .uid = comm->uid, .seq = seq, .rank = comm->rank, .nranks = N, .coll = a->coll, .gpu = 1};
+            req->tkey = eng_trace_key(comm, seq, a->coll, 1);
             eng_trace_submit(&req->tkey, t_submit);
         }
     } else {

@@ -97,6 +97,13 @@ struct dfccl_comm {
     struct eng_net_comm *net;
 };
 
+/* DFCCL_TRACE: how the timeline names collective seq of c (gpu: the GPU daemon's). */
+DFCCL_INLINE eng_trace_key_t eng_trace_key(const struct dfccl_comm *c, uint64_t seq, int coll, int gpu)
+{
+    return (eng_trace_key_t){
+        .uid = c->uid, .seq = seq, .rank = c->rank, .nranks = c->nranks, .coll = coll, .gpu = gpu};
+}
+
 DFCCL_INLINE eng_seg_hdr_t *eng_seg_hdr(const struct dfccl_comm *c, int r)
 {
     return (eng_seg_hdr_t *)c->segs[r];
@@ -122,8 +129,6 @@ void eng_shm_clean_stale(void);
 /* daemon_cpu.c */
 dfcclResult_t eng_daemon_acquire(void);
 void eng_daemon_release(void);
-/* The collectives' names for messages and the timeline, by eng_coll_t (daemon_cpu.c). */
-extern const char *const eng_coll_names[ENG_COLL_NUM];
 
 /* Submit a collective (assigns its sequence number) or a destroy marker. */
 dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const eng_coll_args_t *args,

@@ -18,6 +18,9 @@ void eng_log_setup(void);
 void eng_log(int level, const char *file, int line, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* The collectives (eng_coll_t) as log lines and the timeline name them. */
+extern const char *const eng_coll_names[];
+
 /* Record the message for dfcclGetLastError (per thread) and log it at warn level. */
 dfcclResult_t eng_set_error(dfcclResult_t res, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -37,9 +37,10 @@ void eng_trace_submit(const eng_trace_key_t *k, uint64_t ns);
 /* A daemon thread (worker w) ran t from t0_ns to t1_ns (eng_now_ns) and let it go. */
 void eng_trace_run(const struct eng_task *t, uint32_t w, uint64_t t0_ns, uint64_t t1_ns, int outcome);
 void eng_trace_complete(const eng_trace_key_t *k, int result);
-/* GPU daemon block b ran k from t0 to t1 (%globaltimer ns); late: bit r for rank r that
- * had not submitted it when the stretch ended (stalled ones). */
-void eng_trace_gpu_run(const eng_trace_key_t *k, uint32_t b, uint64_t t0, uint64_t t1, int outcome,
+/* Daemon thread w (GPU daemon: block w) ran k from t0 to t1 (eng_now_ns; %globaltimer ns
+ * for the GPU's); late: bit r for rank r that had not submitted it when the stretch ended
+ * (stalled ones). eng_trace_run is this for a CPU daemon's task. */
+void eng_trace_stretch(const eng_trace_key_t *k, uint32_t w, uint64_t t0, uint64_t t1, int outcome,
                        uint64_t late);
 /* The host saw, at host_ns (eng_now_ns), what the device did at or before dev_ns
  * (%globaltimer): host_ns - dev_ns bounds the clocks' offset from above, and the

@@ -7,8 +7,8 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "eng_comm.h"
 #include "eng_log.h"
+#include "eng_types.h"
 
 int eng_log_level = DFCCL_LOG_WARN;
 
@@ -86,7 +86,6 @@ static void open_file(const char *pattern)
     log_file = f;
 }
 
-/* The collectives as log lines and the timeline name them. */
 const char *const eng_coll_names[ENG_COLL_NUM] = {
     "allreduce", "reduce",  "bcast",    "allgather",  "reduce_scatter", "alltoall",  "barrier", "gather",
     "scatter",   "gatherv", "scatterv", "allgatherv", "alltoallv",      "alltoallw", "scan",    "exscan"};

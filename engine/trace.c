@@ -158,28 +158,21 @@ static uint64_t late_ranks(const struct dfccl_comm *c, uint64_t seq)
     return late;
 }
 
-void eng_trace_run(const struct eng_task *t, uint32_t w, uint64_t t0_ns, uint64_t t1_ns, int outcome)
-{
-    const eng_trace_key_t k = {.uid = t->comm->uid,
-                               .seq = t->seq,
-                               .rank = t->comm->rank,
-                               .nranks = t->comm->nranks,
-                               .coll = t->args.coll};
-    rec_t r = rec_of(&k, REC_RUN, t0_ns, t1_ns);
-    r.worker = (int32_t)w;
-    r.outcome = outcome;
-    r.late = outcome == ENG_TR_STALLED ? late_ranks(t->comm, t->seq) : 0;
-    add(&r);
-}
-
-void eng_trace_gpu_run(const eng_trace_key_t *k, uint32_t b, uint64_t t0, uint64_t t1, int outcome,
+void eng_trace_stretch(const eng_trace_key_t *k, uint32_t w, uint64_t t0, uint64_t t1, int outcome,
                        uint64_t late)
 {
     rec_t r = rec_of(k, REC_RUN, t0, t1);
-    r.worker = (int32_t)b;
+    r.worker = (int32_t)w;
     r.outcome = outcome;
     r.late = late;
     add(&r);
+}
+
+void eng_trace_run(const struct eng_task *t, uint32_t w, uint64_t t0_ns, uint64_t t1_ns, int outcome)
+{
+    const eng_trace_key_t k = eng_trace_key(t->comm, t->seq, t->args.coll, 0);
+    eng_trace_stretch(&k, w, t0_ns, t1_ns, outcome,
+                      outcome == ENG_TR_STALLED ? late_ranks(t->comm, t->seq) : 0);
 }
 
 void eng_trace_gpu_clock(uint64_t host_ns, uint64_t dev_ns)

@@ -1147,14 +1147,14 @@ START_TEST(trace_gpu_records_on_host_clock)
     eng_trace_gpu_clock(10000000, 1000000);  /* gap 9.0 ms */
     eng_trace_gpu_clock(10500000, 1600000);  /* 8.9 ms: the smallest */
     eng_trace_gpu_clock(20000000, 10500000); /* 9.5 ms */
-    eng_trace_gpu_run(&g, 3, 2000000, 2001500, ENG_TR_STALLED, 1ull << 2 | 1ull << 3);
-    eng_trace_gpu_run(&g, 3, 2002000, 2004000, ENG_TR_FINISHED, 0);
+    eng_trace_stretch(&g, 3, 2000000, 2001500, ENG_TR_STALLED, 1ull << 2 | 1ull << 3);
+    eng_trace_stretch(&g, 3, 2002000, 2004000, ENG_TR_FINISHED, 0);
     /* 100 ms on (6 buckets of 2^24 ns further): the clocks drifted 0.4 ms, and a stretch
      * there is placed by the sample near it, not by the first ones */
     eng_trace_gpu_clock(110000000, 101500000); /* 8.5 ms */
     const eng_trace_key_t g2 = {
         .uid = 0xabc, .seq = 8, .rank = 0, .nranks = 4, .coll = ENG_COLL_BCAST, .gpu = 1};
-    eng_trace_gpu_run(&g2, 0, 101000000, 101000500, ENG_TR_FINISHED, 0);
+    eng_trace_stretch(&g2, 0, 101000000, 101000500, ENG_TR_FINISHED, 0);
     eng_trace_complete(&g, 0);
     eng_trace_flush();
     snprintf(path, sizeof path, "%s.%d.json", prefix, (int)getpid());
