@@ -5,6 +5,7 @@
 #define DFCCL_ALGO_H
 
 #include "algo_chain.h"
+#include "algo_direct.h"
 #include "algo_ll.h"
 #include "algo_oneshot.h"
 #include "algo_pairwise.h"
@@ -14,17 +15,20 @@
 /* The choice depends only on arguments every rank passes identically (and on the
  * communicator), so all ranks pick the same algorithm. Every uniform collective whose
  * piece (eng_ll_piece: what one rank sends one peer) is at most ll_max bytes runs in one
- * round of LL lines (0: never); allreduces up to oneshot_max one-shot; the rest in a
- * ring, chain or pairwise exchange. The switch points and what they rest on (one H200,
- * 2-8 ranks under MPS; bench/RESULTS.md):
+ * round of LL lines (0: never); allreduces up to oneshot_max one-shot; allreduce,
+ * reduce_scatter, allgather and alltoall up to direct_max bytes (eng_dx_bytes: the larger
+ * of a rank's input and output) in a direct exchange with every peer at once (0: never);
+ * the rest in a ring, chain or pairwise exchange. The switch points and what they rest on
+ * (one H200, 2-8 ranks under MPS; bench/RESULTS.md):
  *
  *   collective             piece <= DFCCL_LL_MAX (8 KiB)   above
  *   allreduce              LL round                        one-shot to DFCCL_ONESHOT_MAX
- *                                                          (32 KiB), then ring
+ *                                                          (32 KiB), two-shot to
+ *                                                          DFCCL_DIRECT_MAX, then ring
  *   reduce, bcast          LL round                        chain
- *   allgather, red._scat.  LL round                        ring
- *   alltoall, gather,      LL round                        pairwise
- *   scatter
+ *   allgather, red._scat.  LL round                        direct to DFCCL_DIRECT_MAX, ring
+ *   alltoall               LL round                        direct to DFCCL_DIRECT_MAX, pairwise
+ *   gather, scatter        LL round                        pairwise
  *   barrier                LL round (one empty line)       -
  *   v-, w-collectives,     -                               pairwise; scan: chain
  *   scan, exscan
@@ -33,12 +37,14 @@
  *   2 ranks and 4.8-6.3 us at 8 ("Protocol switch points"), hence 8 KiB.
  * - one-shot against ring at 32 KiB: ring 1.5 us faster at 2 ranks, one-shot 25% / 41%
  *   faster at 4 / 8; at 64 KiB the ring wins at every rank count, hence 32 KiB.
+ * - direct against ring and pairwise: "Direct exchange" in bench/RESULTS.md.
  * - LL round against chain, ring and pairwise, OSU at 8 B and 4 KiB: 1.3-1.7x faster at
  *   2 ranks, 1.9-3.3x at 4, 2.5-5.6x at 8 ("Small collectives in one LL round"); 8 KiB
  *   itself not measured for these, the allreduce limit is reused.
- * With net peers ll_max is 0 (the proxy's copies are not 8-byte atomic). */
+ * With net peers ll_max and direct_max are 0 (the proxy's copies are not 8-byte atomic;
+ * the direct exchange's small steps would cross the network one by one). */
 DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, uint64_t oneshot_max,
-                                        uint64_t ll_max)
+                                        uint64_t ll_max, uint64_t direct_max)
 {
     if (nranks == 1)
         return a->blocks ? ENG_ALGO_PAIRWISE : ENG_ALGO_SELF; /* a table's displacements */
@@ -46,15 +52,20 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
     const uint64_t piece = eng_ll_piece(a);
     /* a uniform collective with data, whose piece fits ll_max */
     const int ll_round = ll && piece > 0 && piece <= ll_max && !a->blocks;
+    /* a uniform collective with data, up to direct_max */
+    const uint64_t dx = eng_dx_bytes(a, nranks);
+    const int direct = nranks <= ENG_DX_MAX_RANKS && !a->blocks && dx > 0 && dx <= direct_max;
     switch (a->coll) {
     case ENG_COLL_ALLREDUCE:
         if (ll && piece <= ll_max)
             return ENG_ALGO_LL;
-        return piece <= oneshot_max ? ENG_ALGO_ONESHOT : ENG_ALGO_RING;
+        if (piece <= oneshot_max)
+            return ENG_ALGO_ONESHOT;
+        return direct ? ENG_ALGO_DIRECT : ENG_ALGO_RING;
     case ENG_COLL_BARRIER: return ll ? ENG_ALGO_LL : ENG_ALGO_ONESHOT;
     case ENG_COLL_REDUCE:
     case ENG_COLL_BCAST: return ll_round ? ENG_ALGO_LL : ENG_ALGO_CHAIN;
-    case ENG_COLL_ALLTOALL:
+    case ENG_COLL_ALLTOALL: return ll_round ? ENG_ALGO_LL : direct ? ENG_ALGO_DIRECT : ENG_ALGO_PAIRWISE;
     case ENG_COLL_GATHER:
     case ENG_COLL_SCATTER: return ll_round ? ENG_ALGO_LL : ENG_ALGO_PAIRWISE;
     case ENG_COLL_GATHERV:
@@ -65,7 +76,7 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
     case ENG_COLL_SCAN:
     case ENG_COLL_EXSCAN: return ENG_ALGO_SCAN;
     case ENG_COLL_ALLGATHER:
-    case ENG_COLL_REDUCE_SCATTER: return ll_round ? ENG_ALGO_LL : ENG_ALGO_RING;
+    case ENG_COLL_REDUCE_SCATTER: return ll_round ? ENG_ALGO_LL : direct ? ENG_ALGO_DIRECT : ENG_ALGO_RING;
     default: return ENG_ALGO_RING;
     }
 }
@@ -91,6 +102,14 @@ DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *
     case ENG_ALGO_RING: return ring_stride(a, nranks);
     case ENG_ALGO_ONESHOT:
     case ENG_ALGO_LL: *C = 1; return 1;
+    case ENG_ALGO_DIRECT: {
+        /* a block in grains; channels of at least ENG_DX_PIECE bytes of it */
+        const uint64_t G = eng_dx_grain(a), S = eng_dx_stride(a, nranks);
+        const uint64_t pieces = DFCCL_DIV_UP(S * eng_type_size(a->dtype), (uint64_t)ENG_DX_PIECE);
+        if (pieces < (uint64_t)*C)
+            *C = pieces ? (int)pieces : 1;
+        return eng_div(S + G - 1, G);
+    }
     case ENG_ALGO_SELF: {
         uint64_t pieces = (eng_self_bytes(a) + ENG_SELF_PIECE - 1) / ENG_SELF_PIECE;
         pieces = pieces ? pieces : 1;
@@ -140,6 +159,7 @@ DFCCL_DEV_INLINE eng_prog_t eng_algo_progress(const eng_coll_args_t *a, eng_chan
     case ENG_ALGO_RING: return algo_ring_progress(a, v, x);
     case ENG_ALGO_ONESHOT: return algo_oneshot_progress(a, v, x);
     case ENG_ALGO_LL: return algo_ll_progress(a, v, x);
+    case ENG_ALGO_DIRECT: return algo_direct_progress(a, v, x);
     case ENG_ALGO_CHAIN: return algo_chain_progress(a, v, x);
     case ENG_ALGO_PAIRWISE: return algo_pairwise_progress(a, v, x);
     case ENG_ALGO_SCAN: return algo_scan_progress(a, v, x);

@@ -63,6 +63,7 @@ enum {
     K_GPU_NET_CHUNK,
     K_NET,
     K_LEVEL,
+    K_DIRECT,
     K_COUNT
 };
 
@@ -95,6 +96,7 @@ static const knob_t knobs[K_COUNT] = {
     [K_GPU_NET_CHUNK] = {"DFCCL_GPU_NET_CHUNK_SIZE", F64(gpuNetChunkSize), 65536, 1024, 64ull << 20, NULL},
     [K_NET] = {"DFCCL_NET", F32(net), 0, 0, 1, net_words},
     [K_LEVEL] = {"DFCCL_LOG_LEVEL", F32(logLevel), DFCCL_LOG_WARN, 0, 4, level_words},
+    [K_DIRECT] = {"DFCCL_DIRECT_MAX", F64(directMax), ENG_DIRECT_MAX_DEFAULT, 0, 1ull << 40, NULL},
 };
 
 /* What dfcclGetConfigEntry says of each variable: unit and one line (the README's
@@ -136,6 +138,8 @@ static const knob_doc_t knob_docs[K_COUNT] = {
     [K_NET] = {"auto/ucx",
                "auto: other hosts over UCX, same host over shared memory; ucx: every peer over UCX"},
     [K_LEVEL] = {"error/warn/info/debug/trace", "log verbosity; info starts with a banner"},
+    [K_DIRECT] = {"bytes", "allreduce (two-shot), reduce_scatter, allgather and alltoall up to this size "
+                           "exchange with every peer at once (0: never)"},
 };
 
 /* read where they are used: the host name (comm.c), the timeline (trace.c), the log */
@@ -418,6 +422,7 @@ static void config_apply(const uint64_t v[K_COUNT])
     eng_config.gpu_net_chunk = v[K_GPU_NET_CHUNK] & ~(uint64_t)63;
     eng_config.gpu_sys_scope = (int)v[K_SYS_SCOPE];
     eng_config.ll_max = v[K_LL];
+    eng_config.direct_max = v[K_DIRECT];
     eng_config.gpu_trace = (int)v[K_TRACE];
 }
 

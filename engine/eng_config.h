@@ -16,6 +16,8 @@
  * one of UCX's default shared-memory fragments (8256 bytes), which the receiver reads in
  * place; a larger message is first reassembled by UCX, one more copy of every byte. */
 #define ENG_NET_PIECE_DEFAULT 8128
+/* DFCCL_DIRECT_MAX's default, bytes (bench/RESULTS.md, "Direct exchange") */
+#define ENG_DIRECT_MAX_DEFAULT 4194304
 
 typedef struct {
     int preempt;                /* DFCCL_PREEMPT: 1 = preempt stalled collectives */
@@ -30,6 +32,7 @@ typedef struct {
     uint32_t fifo_depth;        /* DFCCL_FIFO_DEPTH: FIFO steps per connection */
     uint64_t oneshot_max;       /* DFCCL_ONESHOT_MAX: allreduce bytes run one-shot */
     uint64_t ll_max;            /* DFCCL_LL_MAX: piece bytes run in one LL round (0: never) */
+    uint64_t direct_max;        /* DFCCL_DIRECT_MAX: bytes run in a direct exchange (0: never) */
     uint64_t stall_report_ms;   /* DFCCL_STALL_REPORT: report a stalled collective after */
     uint64_t timeout_ms;        /* DFCCL_TIMEOUT: fail a stalled collective after (0=off) */
     uint64_t idle_sleep_us;     /* DFCCL_IDLE_US: daemon sleeps after this long idle */

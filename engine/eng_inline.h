@@ -9,10 +9,13 @@
 #define DFCCL_HOST_DEVICE __host__ __device__
 /* algorithms and primitives run inside the daemon only: device code under nvcc */
 #define DFCCL_DEV_INLINE static __device__ __forceinline__
+/* a large state machine kept out of the daemon's main loop, whose registers it would spill */
+#define DFCCL_DEV_OUTLINE static __device__ __noinline__
 #else
 #define DFCCL_INLINE static inline
 #define DFCCL_HOST_DEVICE
 #define DFCCL_DEV_INLINE static inline
+#define DFCCL_DEV_OUTLINE static inline
 #endif
 
 /* Element loops are shared by the CPU daemon (one thread) and the GPU daemon (a thread

@@ -41,6 +41,8 @@ typedef enum {
     ENG_ALGO_PAIRWISE, /* alltoall(v/w), gather(v), scatter(v), allgatherv */
     ENG_ALGO_LL,       /* the smallest of every uniform collective, barrier: one round of LL lines */
     ENG_ALGO_SCAN,     /* scan, exscan: a chain from rank 0 up */
+    ENG_ALGO_DIRECT,   /* mid-range allreduce (two-shot), reduce_scatter, allgather, alltoall:
+                          every peer at once */
 } eng_algo_t;
 
 /* LL lines (NCCL's low-latency protocol): 16 bytes carry 8 bytes of payload as two
@@ -156,6 +158,24 @@ typedef struct {
     const eng_block_t *blocks; /* [nranks] for the v- and w-collectives, else NULL (the
                                   GPU daemon reads its host-mapped copy) */
 } eng_coll_args_t;
+
+/* One chunk of a direct exchange (algo_direct.h) as the primitives see it: peer p's
+ * piece is elements [off, off + e) of block p, the blocks being S elements apart and
+ * ending at element `total` (an allreduce's last blocks are short or empty). */
+typedef struct {
+    uint64_t S, total, off, e;
+    uint32_t ts; /* element size */
+} eng_dx_chunk_t;
+
+/* Elements of peer p's piece of a chunk. */
+DFCCL_INLINE uint64_t eng_dx_elems(const eng_dx_chunk_t *d, int p)
+{
+    const uint64_t start = (uint64_t)p * d->S + d->off;
+    return start >= d->total ? 0 : DFCCL_MIN(d->e, d->total - start);
+}
+
+/* Ranks of a communicator the direct exchange serves (its peer sets are 32-bit masks). */
+#define ENG_DX_MAX_RANKS 32
 
 /* Saved context of one channel of one collective: everything needed to resume at the
  * exact step where it was preempted. Between waits a step runs to completion, so this

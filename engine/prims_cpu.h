@@ -212,4 +212,66 @@ DFCCL_DEV_INLINE void prim_load_block(eng_block_t *b, const eng_block_t *src)
 
 #include "prims_compose.h"
 
+/* --- direct exchange (algo_direct.h): a chunk to or from every peer of a mask ------- */
+
+/* Every peer of rmask has a step posted and every peer of smask has room. */
+DFCCL_DEV_INLINE int prim_ready_mask(const eng_conn_t *conns, int n, uint32_t rmask, uint32_t smask,
+                                     uint32_t depth)
+{
+    for (int p = 0; p < n; p++) {
+        if ((rmask >> p & 1) && !prim_recv_ready(&conns[p]))
+            return 0;
+        if ((smask >> p & 1) && !prim_send_ready(&conns[p], depth))
+            return 0;
+    }
+    return 1;
+}
+
+/* Post to every peer p of mask its piece of the chunk: src's block p, or (own) the
+ * rank's own block, which src points at, to every peer. */
+DFCCL_DEV_INLINE void prim_dx_send(eng_conn_t *conns, int n, uint32_t mask, const eng_chan_view_t *v,
+                                   const eng_dx_chunk_t *d, const void *src, int own)
+{
+    const uint64_t own_bytes = eng_dx_elems(d, v->rank) * d->ts;
+    for (int p = 0; p < n; p++)
+        if (mask >> p & 1) {
+            const uint64_t at = own ? d->off : (uint64_t)p * d->S + d->off;
+            prim_send(&conns[p], v, (const char *)src + at * d->ts,
+                      own ? own_bytes : eng_dx_elems(d, p) * d->ts);
+        }
+}
+
+/* Every peer p of mask: its step to dst's block p. */
+DFCCL_DEV_INLINE void prim_dx_recv(eng_conn_t *conns, int n, uint32_t mask, const eng_chan_view_t *v,
+                                   const eng_dx_chunk_t *d, void *dst)
+{
+    for (int p = 0; p < n; p++)
+        if (mask >> p & 1)
+            prim_recv_copy(&conns[p], v, (char *)dst + ((uint64_t)p * d->S + d->off) * d->ts,
+                           eng_dx_elems(d, p) * d->ts);
+}
+
+/* out = own op (the step of every peer of mask, by rank): the rank's own block of the
+ * chunk; with send, also posted to every peer of mask. out may be own. */
+DFCCL_DEV_INLINE void prim_dx_reduce(eng_conn_t *conns, int n, uint32_t mask, const eng_chan_view_t *v,
+                                     const eng_dx_chunk_t *d, const void *own, void *out, int dtype, int op,
+                                     int send)
+{
+    const uint64_t m = eng_dx_elems(d, v->rank);
+    const void *acc = own;
+    for (int p = 0; p < n; p++)
+        if (mask >> p & 1) {
+            prim_reduce(out, acc, prim_recv_buf(&conns[p], v, NULL), m, dtype, op);
+            acc = out;
+        }
+    if (acc != out)
+        prim_copy(out, own, m * d->ts);
+    for (int p = 0; p < n; p++)
+        if (mask >> p & 1) {
+            if (send)
+                prim_send(&conns[p], v, out, m * d->ts);
+            prim_recv_done(&conns[p]);
+        }
+}
+
 #endif

@@ -167,6 +167,7 @@ typedef struct {
     int32_t gpuTrace;         /**< DFCCL_GPU_TRACE: 0 or 1 */
     dfcclNet_t net;           /**< DFCCL_NET */
     dfcclLogLevel_t logLevel; /**< DFCCL_LOG_LEVEL */
+    int64_t directMax;        /**< DFCCL_DIRECT_MAX, bytes */
 } dfcclConfig_t;
 
 /** @brief A dfcclConfig_t with every field unset: the environment decides everything. */
@@ -179,7 +180,7 @@ typedef struct {
             DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET,                  \
             DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET,                  \
             DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET,                  \
-            DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, dfcclNetUnset, dfcclLogUnset                             \
+            DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, dfcclNetUnset, dfcclLogUnset, DFCCL_CONFIG_UNSET         \
     }
 /* clang-format on */
 

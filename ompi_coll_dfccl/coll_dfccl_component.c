@@ -106,6 +106,12 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
              "and barriers, run in one round of LL lines (data and flag in each 8-byte word), "
              "at most half the smallest FIFO step; 0 turns LL off. Default 8192 (bytes)",
              8192, -1},
+            {"direct_max", MCA_COLL_DFCCL_FIELD(directMax),
+             "All-reduces (two-shot), reduce-scatters, all-gathers and all-to-alls whose larger "
+             "buffer (a rank's input or output) is up to this size exchange with every peer at "
+             "once: one or two dependent steps instead of the ring's 2N-1; 0 turns it off. "
+             "Default 4194304 (bytes)",
+             4194304, -1},
             {"stall_report", MCA_COLL_DFCCL_FIELD(stallReportMs),
              "A collective stalled this long logs once which ranks have not arrived; 0: never. "
              "Default 10000 (milliseconds)",

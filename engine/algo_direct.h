@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Direct exchange for the mid range: every rank talks to every peer at once, so a
+ * collective takes one or two dependent steps instead of the ring's N-1 or 2N-1.
+ *
+ *   allreduce (two-shot): scatter block p to rank p -> reduce own block, send it to
+ *                         every peer -> gather the reduced blocks
+ *   reduce_scatter:       scatter -> reduce own block into the output
+ *   allgather:            own block to every peer -> gather
+ *   alltoall:             block p to rank p -> gather
+ *
+ * The data is N blocks of S elements (block p: rank p's share); channel c owns the same
+ * range [lo, hi) of every block, in grains of 16 bytes so that vector copies stay aligned,
+ * and walks it in windows of up to W chunks, one FIFO step per chunk and peer (the self
+ * connection's step, the smallest of any, the same on every rank). Own data never goes
+ * through a FIFO: a rank reduces its own block straight from its input.
+ *
+ * A window's phase checks every step it needs on every peer (the preemption points)
+ * before it moves anything, so a saved context is (off, step, sub) and no data phase is
+ * ever run twice. W is half the FIFO depth for two-shot (a window's scatter and its
+ * reduced blocks may sit in one FIFO together) and the whole depth for the one-phase
+ * exchanges: a rank can only start window w+1 once every rank finished window w's reduce,
+ * so the steps of one collective never wait for room that only a later step of the same
+ * collective frees (no credit cycle inside one instance). The owner reduces its block in
+ * one fixed order (own data, then the peers by rank) and sends the result to everyone, so
+ * every rank gets the same bits. */
+#ifndef DFCCL_ALGO_DIRECT_H
+#define DFCCL_ALGO_DIRECT_H
+
+#include "eng_types.h"
+#include "prims.h"
+
+/* A channel's range is at least this many bytes of a block: below it the flag round trips
+ * of another channel cost more than the data it would take. */
+#define ENG_DX_PIECE 2048u
+
+/* Elements of a 16-byte grain. */
+DFCCL_INLINE uint64_t eng_dx_grain(const eng_coll_args_t *a)
+{
+    return eng_div(16, eng_type_size(a->dtype));
+}
+
+/* Elements of one block: allreduce's N blocks (rounded up to whole grains, the last ones
+ * short or empty) cover its buffer, the others' block is the per-rank count. */
+DFCCL_INLINE uint64_t eng_dx_stride(const eng_coll_args_t *a, int nranks)
+{
+    if (a->coll != ENG_COLL_ALLREDUCE)
+        return a->count;
+    const uint64_t G = eng_dx_grain(a);
+    return eng_div(DFCCL_DIV_UP(a->count, (uint64_t)nranks) + G - 1, G) * G;
+}
+
+/* What eng_algo_select compares with direct_max: the larger of a rank's input and
+ * output, in bytes (allreduce: its buffer; the others: N blocks). */
+DFCCL_INLINE uint64_t eng_dx_bytes(const eng_coll_args_t *a, int nranks)
+{
+    const uint64_t b = a->count * eng_type_size(a->dtype);
+    return a->coll == ENG_COLL_ALLREDUCE ? b : b * (uint64_t)nranks;
+}
+
+/* One phase of one chunk (elements [off, off + e) of every block): 0 sends it to every
+ * peer, 1 reduces the own block (two-shot: and sends it to every peer) or gathers the
+ * peers' blocks, 2 gathers the reduced blocks (two-shot). Returns 0, having moved
+ * nothing, when a peer's step is not there yet or a peer has no room. */
+DFCCL_DEV_INLINE int eng_dx_phase(const eng_coll_args_t *a, const eng_chan_view_t *v, uint64_t off,
+                                  uint64_t e, uint32_t phase)
+{
+    const int N = v->nranks, r = v->rank;
+    const uint32_t all = N >= 32 ? 0xffffffffu : (1u << N) - 1u, peers = all & ~(1u << r);
+    const int two = a->coll == ENG_COLL_ALLREDUCE;
+    if (!prim_ready_mask(v->conns, N, phase ? peers : 0, phase == 0 || (phase == 1 && two) ? peers : 0,
+                         v->depth))
+        return 0;
+    const uint32_t ts = (uint32_t)eng_type_size(a->dtype);
+    const uint64_t S = eng_dx_stride(a, N);
+    const char *sbuf = (const char *)a->sendbuf;
+    char *rbuf = (char *)a->recvbuf;
+    eng_dx_chunk_t d;
+    d.S = S;
+    d.total = two ? a->count : (uint64_t)N * S;
+    d.off = off;
+    d.e = e;
+    d.ts = ts;
+    const uint64_t own = ((uint64_t)r * S + off) * ts; /* the rank's own block of the chunk */
+    if (phase == 0) {
+        const int mine = a->coll == ENG_COLL_ALLGATHER; /* the own block to every peer */
+        prim_dx_send(v->conns, N, peers, v, &d, sbuf, mine);
+        if (mine || a->coll == ENG_COLL_ALLTOALL)
+            prim_copy(rbuf + own, sbuf + (mine ? off * ts : own), eng_dx_elems(&d, r) * ts);
+    } else if (phase == 1 && (two || a->coll == ENG_COLL_REDUCE_SCATTER)) {
+        prim_dx_reduce(v->conns, N, peers, v, &d, sbuf + own, rbuf + (two ? own : off * ts), a->dtype, a->op,
+                       two);
+    } else {
+        prim_dx_recv(v->conns, N, peers, v, &d, rbuf);
+    }
+    return 1;
+}
+
+/* Out of line on the GPU: the daemon kernel's spill stores go from 144 to 438 bytes with
+ * it (1036 inlined); the ring and LL paths keep their speed (bench/RESULTS.md). */
+DFCCL_DEV_OUTLINE eng_prog_t algo_direct_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
+{
+    const uint32_t ts = (uint32_t)eng_type_size(a->dtype);
+    const uint64_t G = eng_div(16, ts), S = eng_dx_stride(a, v->nranks);
+    const uint32_t last = a->coll == ENG_COLL_ALLREDUCE ? 2 : 1; /* the window's last phase */
+    const uint32_t W = last == 2 ? DFCCL_MAX(v->depth / 2, 1u) : v->depth;
+    const uint64_t CE = eng_div(v->conns[v->rank].rchunk, ts); /* elements per step: whole grains */
+    const uint64_t end = DFCCL_MIN(x->hi * G, S);
+    eng_prog_t prog = ENG_WAIT;
+    while (x->off < x->hi) {
+        const uint64_t o = x->off * G;
+        const uint32_t k = (uint32_t)DFCCL_MIN((uint64_t)W, eng_div(end - o + CE - 1, CE));
+        /* phase by phase, each over the window's k chunks */
+        while (x->step <= last) {
+            const uint64_t c = o + (uint64_t)x->sub * CE;
+            if (!eng_dx_phase(a, v, c, DFCCL_MIN(CE, end - c), x->step))
+                return prog;
+            prog = ENG_PROGRESS;
+            if (++x->sub == k) {
+                x->step++;
+                x->sub = 0;
+            }
+        }
+        /* the window is done: the next one */
+        x->off = DFCCL_MIN(x->hi, x->off + (uint64_t)k * eng_div(CE, G));
+        x->step = 0;
+    }
+    return ENG_DONE;
+}
+
+#endif
