@@ -2,7 +2,8 @@
 # OSU Micro-Benchmarks 7.4 through the dfccl coll component, several modes side by side
 # in one call, for bench/RESULTS.md.
 #   osu_run.sh BUILD_DIR OSU_COLLECTIVE_DIR
-# OSU_COLLECTIVE_DIR: c/mpi/collective of an OSU 7.4 build with CUDA (holds blocking/);
+# OSU_COLLECTIVE_DIR: c/mpi/collective of an OSU 7.4 build with CUDA (holds blocking/ and
+# non_blocking/: osu_iallreduce and the other non-blocking forms are taken from there);
 # test/gpu/device_run.sh osu builds one and runs this.
 # Environment (defaults):
 #   OSU_BENCH    "osu_gather osu_scatter osu_allgatherv osu_alltoallv"
@@ -60,6 +61,9 @@ iters() {
     fi
 }
 
+# a blocking benchmark (osu_allreduce) or a non-blocking one (osu_iallreduce)
+bench_path() { if [ -x "$O/blocking/$1" ]; then echo "$O/blocking/$1"; else echo "$O/non_blocking/$1"; fi; }
+
 median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "FAIL"; else print v[int((NR+1)/2)]}'; }
 
 echo "# OSU $(basename "$O"), $(date -u +%F), ${OSU_ARGS:--d cuda -c -T mpi_float}, median of ${OSU_REPEATS:-3} runs, µs"
@@ -71,9 +75,11 @@ for bench in ${OSU_BENCH:-osu_gather osu_scatter osu_allgatherv osu_alltoallv}; 
                 for mode in "${MODES[@]}"; do
                     case $mode in build:*) base "${mode#build:}" ;; *) base "$B" ;; esac
                     # shellcheck disable=SC2046 # word splitting wanted
-                    out=$(timeout -s KILL 300 "${BASE[@]}" -np "$np" $(mode_args "$mode") "$O/blocking/$bench" \
+                    out=$(timeout -s KILL 300 "${BASE[@]}" -np "$np" $(mode_args "$mode") "$(bench_path "$bench")" \
                         "${ARGS[@]}" -m "$size:$size" $(iters "$size") 2>&1)
-                    v=$(echo "$out" | awk -v s="$size" '$1 == s && $2 ~ /^[0-9.]+$/ {print $2}' | head -1)
+                    # the latency; a non-blocking benchmark's "Pure Comm." column (its 4th)
+                    col=2; [ -x "$O/blocking/$bench" ] || col=4
+                    v=$(echo "$out" | awk -v s="$size" -v c="$col" '$1 == s && $c ~ /^[0-9.]+$/ {print $c}' | head -1)
                     if [ -z "$v" ] || echo "$out" | grep -qi "fail"; then
                         echo "$out" | tail -5 >&2
                         v=
