@@ -12,7 +12,8 @@
 #   OSU_MODES    "engine staged"   engine: the defaults; staged: coll_dfccl_device_staged=1
 #                (device buffers copied to host for Open MPI's own algorithms); off: coll ^dfccl;
 #                build:DIR: the defaults with the library and component built in DIR (an A/B
-#                of two builds in one call)
+#                of two builds in one call); env:VAR=VALUE: the defaults with VAR=VALUE in every
+#                rank's environment (DFCCL_DIRECT_MAX=0, say)
 #   OSU_REPEATS  3            runs per (mode, size), modes interleaved; the median is reported
 #   OSU_ARGS     "-d cuda -c -T mpi_float"   (validation on)
 # Output: one line per (benchmark, ranks, size): each mode's median µs and its ratio to
@@ -43,6 +44,7 @@ mode_args() {
     staged) echo "--mca coll_dfccl_device_staged 1" ;;
     off) echo "--mca coll ^dfccl" ;;
     build:*) ;;
+    env:*) echo "-x ${1#env:}" ;;
     *) echo "unknown mode $1" >&2; exit 2 ;;
     esac
 }

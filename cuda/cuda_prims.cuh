@@ -484,9 +484,9 @@ typedef struct {
     const char *src[ENG_DX_MAX_RANKS];
     char *dst[ENG_DX_MAX_RANKS];
     uint32_t bytes[ENG_DX_MAX_RANKS];
-    uint32_t np;  /* pieces */
-    uint32_t nv;  /* 16-byte vectors of the largest piece */
-    int vec;      /* every pointer 16-byte aligned */
+    uint32_t np; /* pieces */
+    uint32_t nv; /* 16-byte vectors of the largest piece */
+    int vec;     /* every pointer 16-byte aligned */
 } dx_block_t;
 
 /* The block's direct-exchange state: valid from one primitive's first barrier to its

@@ -14,7 +14,7 @@
 #else
 #define DFCCL_INLINE static inline
 #define DFCCL_HOST_DEVICE
-#define DFCCL_DEV_INLINE static inline
+#define DFCCL_DEV_INLINE  static inline
 #define DFCCL_DEV_OUTLINE static inline
 #endif
 

@@ -273,8 +273,8 @@ typedef struct {
     uint32_t depth;
     int channels;
     uint64_t oneshot;
-    uint64_t small; /* role-sized connections (see sim_init) */
-    uint64_t ll;    /* ll_max */
+    uint64_t small;  /* role-sized connections (see sim_init) */
+    uint64_t ll;     /* ll_max */
     uint64_t direct; /* direct_max */
 } algo_case_t;
 
