@@ -8,7 +8,8 @@
 # Environment (defaults):
 #   OSU_BENCH    "osu_gather osu_scatter osu_allgatherv osu_alltoallv"
 #   OSU_NPS      "8"          ranks (one GPU: under MPS, started here when the GPU has none)
-#   OSU_SIZES    "8 65536 1048576 67108864"   bytes, each its own OSU run (-m S:S)
+#   OSU_SIZES    "8 65536 1048576 67108864"   bytes, each its own OSU run (-m S:S); A:B is one
+#                run over OSU's sizes from A to B, each reported
 #   OSU_MODES    "engine staged"   engine: the defaults; staged: coll_dfccl_device_staged=1
 #                (device buffers copied to host for Open MPI's own algorithms); off: coll ^dfccl;
 #                build:DIR: the defaults with the library and component built in DIR (an A/B
@@ -70,37 +71,47 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "FAIL"; else print v[
 
 echo "# OSU $(basename "$O"), $(date -u +%F), ${OSU_ARGS:--d cuda -c -T mpi_float}, median of ${OSU_REPEATS:-3} runs, µs"
 for bench in ${OSU_BENCH:-osu_gather osu_scatter osu_allgatherv osu_alltoallv}; do
+    # the latency; a non-blocking benchmark's "Pure Comm." column (its 4th)
+    col=2; [ -x "$O/blocking/$bench" ] || col=4
     for np in ${OSU_NPS:-8}; do
+        # a size S is one OSU run of that size; A:B one run of OSU's sizes from A to B
         for size in ${OSU_SIZES:-8 65536 1048576 67108864}; do
+            range=$size; [[ "$range" == *:* ]] || range=$size:$size
             declare -A got=()
+            sizes=""
             for _ in $(seq 1 "${OSU_REPEATS:-3}"); do
                 for mode in "${MODES[@]}"; do
                     case $mode in build:*) base "${mode#build:}" ;; *) base "$B" ;; esac
                     # shellcheck disable=SC2046 # word splitting wanted
                     out=$(timeout -s KILL 300 "${BASE[@]}" -np "$np" $(mode_args "$mode") "$(bench_path "$bench")" \
-                        "${ARGS[@]}" -m "$size:$size" $(iters "$size") 2>&1)
-                    # the latency; a non-blocking benchmark's "Pure Comm." column (its 4th)
-                    col=2; [ -x "$O/blocking/$bench" ] || col=4
-                    v=$(echo "$out" | awk -v s="$size" -v c="$col" '$1 == s && $c ~ /^[0-9.]+$/ {print $c}' | head -1)
-                    if [ -z "$v" ] || echo "$out" | grep -qi "fail"; then
+                        "${ARGS[@]}" -m "$range" $(iters "${range#*:}") 2>&1)
+                    rows=$(echo "$out" | awk -v c="$col" '$1 ~ /^[0-9]+$/ && $c ~ /^[0-9.]+$/ {print $1, $c}')
+                    if [ -z "$rows" ] || echo "$out" | grep -qi "fail"; then
                         echo "$out" | tail -5 >&2
-                        v=
+                        rows=""
                     fi
-                    got[$mode]+="${v:-} "
+                    while read -r sz v; do
+                        [ -n "$sz" ] || continue
+                        got["$mode $sz"]+="$v "
+                        [[ " $sizes " == *" $sz "* ]] || sizes+="$sz "
+                    done <<< "$rows"
                 done
             done
-            line="$bench np=$np size=$size"
-            first=
-            for mode in "${MODES[@]}"; do
-                m=$(tr ' ' '\n' <<< "${got[$mode]}" | grep . | median)
-                [ -z "$first" ] && first=$m
-                if [ "$m" = FAIL ] || [ "$first" = FAIL ]; then
-                    line+="  $mode=$m"
-                else
-                    line+="  $mode=$m ($(awk -v a="$m" -v b="$first" 'BEGIN {printf "%.2fx", a / b}'))"
-                fi
+            [ -n "$sizes" ] || sizes=${range%%:*}
+            for sz in $sizes; do
+                line="$bench np=$np size=$sz"
+                first=
+                for mode in "${MODES[@]}"; do
+                    m=$(tr ' ' '\n' <<< "${got["$mode $sz"]:-}" | grep . | median)
+                    [ -z "$first" ] && first=$m
+                    if [ "$m" = FAIL ] || [ "$first" = FAIL ]; then
+                        line+="  $mode=$m"
+                    else
+                        line+="  $mode=$m ($(awk -v a="$m" -v b="$first" 'BEGIN {printf "%.2fx", a / b}'))"
+                    fi
+                done
+                echo "$line"
             done
-            echo "$line"
             unset got
         done
     done
