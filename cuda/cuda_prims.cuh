@@ -619,18 +619,40 @@ static __device__ __noinline__ void prim_dx_recv(eng_conn_t *conns, int n, uint3
         conn_consumed(&conns[tid]);
 }
 
-/* One element of the rank's block: own op every peer's, in rank order, to out and (with
- * send) to every peer's step. */
+/* One element (ts bytes, aligned) as the low bytes of a packet, read past L1: the
+ * persistent kernel may hold a line of an earlier use of the same buffer. */
+__device__ __forceinline__ uint64_t dx_load_elem(const char *p, uint32_t ts)
+{
+    switch (ts) {
+    case 1: return __ldcg((const unsigned char *)p);
+    case 2: return __ldcg((const unsigned short *)p);
+    case 4: return __ldcg((const unsigned int *)p);
+    default: return __ldcg((const unsigned long long *)p);
+    }
+}
+
+__device__ __forceinline__ void dx_store_elem(char *p, uint32_t ts, uint64_t v)
+{
+    switch (ts) {
+    case 1: *(uint8_t *)p = (uint8_t)v; break;
+    case 2: *(uint16_t *)p = (uint16_t)v; break;
+    case 4: *(uint32_t *)p = (uint32_t)v; break;
+    default: *(uint64_t *)p = v; break;
+    }
+}
+
+/* One element of the rank's block, by this thread alone: own op every peer's, in rank
+ * order, to out and (with send) to every peer's step. The packet reduction covers every
+ * type and op; the bytes past the element are never stored. */
 __device__ __forceinline__ void dx_reduce_elem(const dx_block_t *L, const char *own, char *out, uint64_t t,
                                                uint32_t ts, int dtype, int op, int send)
 {
-    uint64_t acc = 0;
-    memcpy(&acc, own + t * ts, ts);
+    uint64_t acc = dx_load_elem(own + t * ts, ts);
     for (uint32_t k = 0; k < L->np; k++)
-        (void)eng_reduce(&acc, &acc, L->src[k] + t * ts, 1, dtype, op);
-    memcpy(out + t * ts, &acc, ts);
+        acc = eng_reduce_packet(acc, dx_load_elem(L->src[k] + t * ts, ts), dtype, op);
+    dx_store_elem(out + t * ts, ts, acc);
     for (uint32_t k = 0; send && k < L->np; k++)
-        memcpy(L->dst[k] + t * ts, &acc, ts);
+        dx_store_elem(L->dst[k] + t * ts, ts, acc);
 }
 
 /* out = own op (the step of every peer of mask, by rank): the rank's own block of the
