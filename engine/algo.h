@@ -17,14 +17,17 @@
  * piece (eng_ll_piece: what one rank sends one peer) is at most ll_max bytes runs in one
  * round of LL lines (0: never); allreduces up to oneshot_max one-shot; allreduce,
  * reduce_scatter, allgather and alltoall up to direct_max bytes (eng_dx_bytes: the larger
- * of a rank's input and output) in a direct exchange with every peer at once (0: never);
+ * of a rank's input and output) in a direct exchange with every peer at once (0: never),
+ * the allreduce one-shot over every channel on up to oneshot_ranks ranks, else two-shot;
  * the rest in a ring, chain or pairwise exchange. The switch points and what they rest on
  * (one H200, 2-8 ranks under MPS; bench/RESULTS.md):
  *
  *   collective             piece <= DFCCL_LL_MAX (8 KiB)   above
  *   allreduce              LL round                        one-shot to DFCCL_ONESHOT_MAX
- *                                                          (32 KiB), two-shot to
- *                                                          DFCCL_DIRECT_MAX, then ring
+ *                                                          (32 KiB), to DFCCL_DIRECT_MAX
+ *                                                          one-shot on every channel up
+ *                                                          to DFCCL_ONESHOT_RANKS ranks,
+ *                                                          else two-shot; then ring
  *   reduce, bcast          LL round                        chain
  *   allgather, red._scat.  LL round                        direct to DFCCL_DIRECT_MAX, ring
  *   alltoall               LL round                        direct to DFCCL_DIRECT_MAX, pairwise
@@ -44,7 +47,7 @@
  * With net peers ll_max and direct_max are 0 (the proxy's copies are not 8-byte atomic;
  * the direct exchange's small steps would cross the network one by one). */
 DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, uint64_t oneshot_max,
-                                        uint64_t ll_max, uint64_t direct_max)
+                                        uint64_t ll_max, uint64_t direct_max, uint32_t oneshot_ranks)
 {
     if (nranks == 1)
         return a->blocks ? ENG_ALGO_PAIRWISE : ENG_ALGO_SELF; /* a table's displacements */
@@ -61,7 +64,9 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
             return ENG_ALGO_LL;
         if (piece <= oneshot_max)
             return ENG_ALGO_ONESHOT;
-        return direct ? ENG_ALGO_DIRECT : ENG_ALGO_RING;
+        if (!direct)
+            return ENG_ALGO_RING;
+        return (uint32_t)nranks <= oneshot_ranks ? ENG_ALGO_DIRECT1 : ENG_ALGO_DIRECT;
     case ENG_COLL_BARRIER: return ll ? ENG_ALGO_LL : ENG_ALGO_ONESHOT;
     case ENG_COLL_REDUCE:
     case ENG_COLL_BCAST: return ll_round ? ENG_ALGO_LL : ENG_ALGO_CHAIN;
@@ -102,7 +107,8 @@ DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *
     case ENG_ALGO_RING: return ring_stride(a, nranks);
     case ENG_ALGO_ONESHOT:
     case ENG_ALGO_LL: *C = 1; return 1;
-    case ENG_ALGO_DIRECT: {
+    case ENG_ALGO_DIRECT:
+    case ENG_ALGO_DIRECT1: {
         /* a block in grains; channels of at least ENG_DX_PIECE bytes of it */
         const uint64_t G = eng_dx_grain(a), S = eng_dx_stride(a, nranks);
         const uint64_t pieces = DFCCL_DIV_UP(S * eng_type_size(a->dtype), (uint64_t)ENG_DX_PIECE);
@@ -159,7 +165,8 @@ DFCCL_DEV_INLINE eng_prog_t eng_algo_progress(const eng_coll_args_t *a, eng_chan
     case ENG_ALGO_RING: return algo_ring_progress(a, v, x);
     case ENG_ALGO_ONESHOT: return algo_oneshot_progress(a, v, x);
     case ENG_ALGO_LL: return algo_ll_progress(a, v, x);
-    case ENG_ALGO_DIRECT: return algo_direct_progress(a, v, x);
+    case ENG_ALGO_DIRECT:
+    case ENG_ALGO_DIRECT1: return algo_direct_progress(a, v, x);
     case ENG_ALGO_CHAIN: return algo_chain_progress(a, v, x);
     case ENG_ALGO_PAIRWISE: return algo_pairwise_progress(a, v, x);
     case ENG_ALGO_SCAN: return algo_scan_progress(a, v, x);

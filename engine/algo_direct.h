@@ -4,6 +4,8 @@
  *
  *   allreduce (two-shot): scatter block p to rank p -> reduce own block, send it to
  *                         every peer -> gather the reduced blocks
+ *   allreduce (one-shot,  the whole input to every peer -> reduce it all
+ *     ENG_ALGO_DIRECT1):  (few ranks: one dependent step, N-1 times the traffic)
  *   reduce_scatter:       scatter -> reduce own block into the output
  *   allgather:            own block to every peer -> gather
  *   alltoall:             block p to rank p -> gather
@@ -40,13 +42,15 @@ DFCCL_INLINE uint64_t eng_dx_grain(const eng_coll_args_t *a)
 }
 
 /* Elements of one block: allreduce's N blocks (rounded up to whole grains, the last ones
- * short or empty) cover its buffer, the others' block is the per-rank count. */
+ * short or empty) cover its buffer, the one-shot's one block is all of it, the others'
+ * block is the per-rank count. */
 DFCCL_INLINE uint64_t eng_dx_stride(const eng_coll_args_t *a, int nranks)
 {
     if (a->coll != ENG_COLL_ALLREDUCE)
         return a->count;
     const uint64_t G = eng_dx_grain(a);
-    return eng_div(DFCCL_DIV_UP(a->count, (uint64_t)nranks) + G - 1, G) * G;
+    const uint64_t n = a->algo == ENG_ALGO_DIRECT1 ? a->count : DFCCL_DIV_UP(a->count, (uint64_t)nranks);
+    return eng_div(n + G - 1, G) * G;
 }
 
 /* What eng_algo_select compares with direct_max: the larger of a rank's input and
@@ -66,7 +70,7 @@ DFCCL_DEV_INLINE int eng_dx_phase(const eng_coll_args_t *a, const eng_chan_view_
 {
     const int N = v->nranks, r = v->rank;
     const uint32_t all = N >= 32 ? 0xffffffffu : (1u << N) - 1u, peers = all & ~(1u << r);
-    const int two = a->coll == ENG_COLL_ALLREDUCE;
+    const int one = a->algo == ENG_ALGO_DIRECT1, two = a->coll == ENG_COLL_ALLREDUCE && !one;
     if (!prim_ready_mask(v->conns, N, phase ? peers : 0, phase == 0 || (phase == 1 && two) ? peers : 0,
                          v->depth))
         return 0;
@@ -75,18 +79,18 @@ DFCCL_DEV_INLINE int eng_dx_phase(const eng_coll_args_t *a, const eng_chan_view_
     const char *sbuf = (const char *)a->sendbuf;
     char *rbuf = (char *)a->recvbuf;
     eng_dx_chunk_t d;
-    d.S = S;
-    d.total = two ? a->count : (uint64_t)N * S;
+    d.S = one ? 0 : S; /* the one-shot: every rank's "block" is the whole buffer */
+    d.total = a->coll == ENG_COLL_ALLREDUCE ? a->count : (uint64_t)N * S;
     d.off = off;
     d.e = e;
     d.ts = ts;
-    const uint64_t own = ((uint64_t)r * S + off) * ts; /* the rank's own block of the chunk */
+    const uint64_t own = ((uint64_t)r * d.S + off) * ts; /* the rank's own block of the chunk */
     if (phase == 0) {
-        const int mine = a->coll == ENG_COLL_ALLGATHER; /* the own block to every peer */
+        const int mine = a->coll == ENG_COLL_ALLGATHER || one; /* the own block to every peer */
         prim_dx_send(v->conns, N, peers, v, &d, sbuf, mine);
-        if (mine || a->coll == ENG_COLL_ALLTOALL)
+        if ((mine && !one) || a->coll == ENG_COLL_ALLTOALL)
             prim_copy(rbuf + own, sbuf + (mine ? off * ts : own), eng_dx_elems(&d, r) * ts);
-    } else if (phase == 1 && (two || a->coll == ENG_COLL_REDUCE_SCATTER)) {
+    } else if (phase == 1 && (a->coll == ENG_COLL_ALLREDUCE || a->coll == ENG_COLL_REDUCE_SCATTER)) {
         prim_dx_reduce(v->conns, N, peers, v, &d, sbuf + own, rbuf + (two ? own : off * ts), a->dtype, a->op,
                        two);
     } else {
@@ -101,7 +105,8 @@ DFCCL_DEV_OUTLINE eng_prog_t algo_direct_progress(const eng_coll_args_t *a, eng_
 {
     const uint32_t ts = (uint32_t)eng_type_size(a->dtype);
     const uint64_t G = eng_div(16, ts), S = eng_dx_stride(a, v->nranks);
-    const uint32_t last = a->coll == ENG_COLL_ALLREDUCE ? 2 : 1; /* the window's last phase */
+    const uint32_t last = a->algo == ENG_ALGO_DIRECT ? (a->coll == ENG_COLL_ALLREDUCE ? 2 : 1)
+                                                     : 1; /* the window's last phase */
     const uint32_t W = last == 2 ? DFCCL_MAX(v->depth / 2, 1u) : v->depth;
     const uint64_t CE = eng_div(v->conns[v->rank].rchunk, ts); /* elements per step: whole grains */
     const uint64_t end = DFCCL_MIN(x->hi * G, S);

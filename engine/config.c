@@ -64,6 +64,7 @@ enum {
     K_NET,
     K_LEVEL,
     K_DIRECT,
+    K_ONESHOT_RANKS,
     K_COUNT
 };
 
@@ -97,6 +98,7 @@ static const knob_t knobs[K_COUNT] = {
     [K_NET] = {"DFCCL_NET", F32(net), 0, 0, 1, net_words},
     [K_LEVEL] = {"DFCCL_LOG_LEVEL", F32(logLevel), DFCCL_LOG_WARN, 0, 4, level_words},
     [K_DIRECT] = {"DFCCL_DIRECT_MAX", F64(directMax), ENG_DIRECT_MAX_DEFAULT, 0, 1ull << 40, NULL},
+    [K_ONESHOT_RANKS] = {"DFCCL_ONESHOT_RANKS", F32(oneshotRanks), ENG_ONESHOT_RANKS_DEFAULT, 0, 32, NULL},
 };
 
 /* What dfcclGetConfigEntry says of each variable: unit and one line (the README's
@@ -140,6 +142,8 @@ static const knob_doc_t knob_docs[K_COUNT] = {
     [K_LEVEL] = {"error/warn/info/debug/trace", "log verbosity; info starts with a banner"},
     [K_DIRECT] = {"bytes", "allreduce (two-shot), reduce_scatter, allgather and alltoall up to this size "
                            "exchange with every peer at once (0: never)"},
+    [K_ONESHOT_RANKS] = {"ranks", "communicators of up to this many ranks run those allreduces one-shot, "
+                                  "larger ones two-shot (0: always two-shot)"},
 };
 
 /* read where they are used: the host name (comm.c), the timeline (trace.c), the log */
@@ -423,6 +427,7 @@ static void config_apply(const uint64_t v[K_COUNT])
     eng_config.gpu_sys_scope = (int)v[K_SYS_SCOPE];
     eng_config.ll_max = v[K_LL];
     eng_config.direct_max = v[K_DIRECT];
+    eng_config.oneshot_ranks = (uint32_t)v[K_ONESHOT_RANKS];
     eng_config.gpu_trace = (int)v[K_TRACE];
 }
 

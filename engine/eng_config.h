@@ -18,6 +18,8 @@
 #define ENG_NET_PIECE_DEFAULT 8128
 /* DFCCL_DIRECT_MAX's default, bytes (bench/RESULTS.md, "Direct exchange") */
 #define ENG_DIRECT_MAX_DEFAULT 4194304
+/* DFCCL_ONESHOT_RANKS's default (one-shot: fewer hops and, at 2 ranks, less traffic) */
+#define ENG_ONESHOT_RANKS_DEFAULT 2
 
 typedef struct {
     int preempt;                /* DFCCL_PREEMPT: 1 = preempt stalled collectives */
@@ -33,6 +35,7 @@ typedef struct {
     uint64_t oneshot_max;       /* DFCCL_ONESHOT_MAX: allreduce bytes run one-shot */
     uint64_t ll_max;            /* DFCCL_LL_MAX: piece bytes run in one LL round (0: never) */
     uint64_t direct_max;        /* DFCCL_DIRECT_MAX: bytes run in a direct exchange (0: never) */
+    uint32_t oneshot_ranks;     /* DFCCL_ONESHOT_RANKS: direct allreduce one-shot up to these ranks */
     uint64_t stall_report_ms;   /* DFCCL_STALL_REPORT: report a stalled collective after */
     uint64_t timeout_ms;        /* DFCCL_TIMEOUT: fail a stalled collective after (0=off) */
     uint64_t idle_sleep_us;     /* DFCCL_IDLE_US: daemon sleeps after this long idle */

@@ -43,6 +43,7 @@ typedef enum {
     ENG_ALGO_SCAN,     /* scan, exscan: a chain from rank 0 up */
     ENG_ALGO_DIRECT,   /* mid-range allreduce (two-shot), reduce_scatter, allgather, alltoall:
                           every peer at once */
+    ENG_ALGO_DIRECT1,  /* mid-range allreduce of few ranks: one shot over every channel */
 } eng_algo_t;
 
 /* LL lines (NCCL's low-latency protocol): 16 bytes carry 8 bytes of payload as two

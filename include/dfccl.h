@@ -168,6 +168,7 @@ typedef struct {
     dfcclNet_t net;           /**< DFCCL_NET */
     dfcclLogLevel_t logLevel; /**< DFCCL_LOG_LEVEL */
     int64_t directMax;        /**< DFCCL_DIRECT_MAX, bytes */
+    int32_t oneshotRanks;     /**< DFCCL_ONESHOT_RANKS */
 } dfcclConfig_t;
 
 /** @brief A dfcclConfig_t with every field unset: the environment decides everything. */
@@ -180,7 +181,8 @@ typedef struct {
             DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET,                  \
             DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET,                  \
             DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET,                  \
-            DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, dfcclNetUnset, dfcclLogUnset, DFCCL_CONFIG_UNSET         \
+            DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, dfcclNetUnset, dfcclLogUnset, DFCCL_CONFIG_UNSET,        \
+            DFCCL_CONFIG_UNSET                                                                               \
     }
 /* clang-format on */
 

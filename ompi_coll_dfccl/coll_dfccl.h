@@ -48,7 +48,7 @@ typedef struct {
 /** @brief Offset and size of a dfcclConfig_t field, for the knob table. */
 #define MCA_COLL_DFCCL_FIELD(_f) offsetof(dfcclConfig_t, _f), sizeof(((dfcclConfig_t *)0)->_f)
 
-#define MCA_COLL_DFCCL_NUM_KNOBS 24
+#define MCA_COLL_DFCCL_NUM_KNOBS 25
 
 struct mca_coll_dfccl_module_t;
 struct mca_coll_dfccl_req_t;

@@ -112,6 +112,12 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
              "once: one or two dependent steps instead of the ring's 2N-1; 0 turns it off. "
              "Default 4194304 (bytes)",
              4194304, -1},
+            {"oneshot_ranks", MCA_COLL_DFCCL_FIELD(oneshotRanks),
+             "Communicators of up to this many ranks run the all-reduces of coll_dfccl_direct_max "
+             "one-shot over every channel (each rank reads every rank's whole buffer: one dependent "
+             "step, N-1 times the traffic), larger ones two-shot; 0: always two-shot. Default 2 "
+             "(ranks, 0-32)",
+             2, -1},
             {"stall_report", MCA_COLL_DFCCL_FIELD(stallReportMs),
              "A collective stalled this long logs once which ranks have not arrived; 0: never. "
              "Default 10000 (milliseconds)",

@@ -276,6 +276,7 @@ typedef struct {
     uint64_t small;  /* role-sized connections (see sim_init) */
     uint64_t ll;     /* ll_max */
     uint64_t direct; /* direct_max */
+    uint32_t oneshot_ranks;
 } algo_case_t;
 
 /* Fill inputs, run, check against the reference; returns outputs for comparisons. */
@@ -322,7 +323,7 @@ static float **run_case(const algo_case_t *k, int stall_pct, int copy_ctx, unsig
             args[r].recvbuf = out[r] + (size_t)r * cnt;
         if (k->coll == ENG_COLL_SCATTER && k->inplace && r == k->root)
             args[r].recvbuf = out[r] + (size_t)r * cnt; /* its own block stays where it is */
-        args[r].algo = (uint8_t)eng_algo_select(&args[r], N, k->oneshot, k->ll, k->direct);
+        args[r].algo = (uint8_t)eng_algo_select(&args[r], N, k->oneshot, k->ll, k->direct, k->oneshot_ranks);
     }
     sim_t sims[4];
     for (int c = 0; c < k->channels; c++)
@@ -400,80 +401,85 @@ static void free_out(float **out, int N)
 
 static const algo_case_t cases[] = {
     /* coll, N, count, root, inplace, chunk, depth, channels, oneshot_max, small, ll_max,
-     * direct_max */
-    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 7, 0, 0, 256, 2, 1, 0, 0, 0, 0}, /* fewer elements than ranks */
-    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 8, 0, 0, 0, 256, 2, 1, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 50, 0, 0, 256, 2, 1, 1024, 0, 0, 0}, /* one-shot */
-    {ENG_COLL_ALLREDUCE, 3, 50, 0, 1, 256, 2, 1, 1024, 0, 0, 0}, /* one-shot in place */
-    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 0, 0, 0},
-    {ENG_COLL_REDUCE_SCATTER, 3, 333, 0, 1, 256, 2, 2, 0, 0, 0, 0},
-    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 0, 0, 0},
-    {ENG_COLL_ALLGATHER, 5, 100, 0, 1, 128, 2, 3, 0, 0, 0, 0},
-    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 0, 0, 0},
-    {ENG_COLL_BCAST, 3, 1000, 1, 1, 256, 3, 2, 0, 0, 0, 0},
-    {ENG_COLL_REDUCE, 4, 1000, 3, 0, 256, 2, 1, 0, 0, 0, 0},
-    {ENG_COLL_REDUCE, 5, 999, 1, 1, 128, 2, 2, 0, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 3, 1, 0, 0, 256, 2, 2, 0, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 1, 10, 0, 0, 256, 2, 1, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 1, 10, 0, 0, 256, 2, 1, 0, 0, 0, 0},
+     * direct_max, oneshot_ranks */
+    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 7, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0}, /* fewer elements than ranks */
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 0, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 50, 0, 0, 256, 2, 1, 1024, 0, 0, 0, 0}, /* one-shot */
+    {ENG_COLL_ALLREDUCE, 3, 50, 0, 1, 256, 2, 1, 1024, 0, 0, 0, 0}, /* one-shot in place */
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 3, 333, 0, 1, 256, 2, 2, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 5, 100, 0, 1, 128, 2, 3, 0, 0, 0, 0, 0},
+    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_BCAST, 3, 1000, 1, 1, 256, 3, 2, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE, 4, 1000, 3, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE, 5, 999, 1, 1, 128, 2, 2, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 3, 1, 0, 0, 256, 2, 2, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 1, 10, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 1, 10, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
     /* role-sized connections: large steps r-1 -> r -> r+1 only, as on the GPU */
-    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 64, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 30, 0, 1, 256, 2, 1, 128, 128, 0, 0}, /* one-shot fits a small step */
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 64, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 30, 0, 1, 256, 2, 1, 128, 128, 0, 0, 0}, /* one-shot fits a small step */
     /* one-shot in several chunks (one per FIFO step): uniform and role-sized steps */
-    {ENG_COLL_ALLREDUCE, 3, 120, 0, 1, 256, 2, 1, 1024, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 100, 0, 0, 512, 4, 1, 1024, 128, 0, 0},
-    {ENG_COLL_ALLREDUCE, 5, 97, 0, 1, 512, 4, 2, 1024, 128, 0, 0},
-    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 0},
-    {ENG_COLL_ALLGATHER, 3, 333, 0, 1, 256, 2, 2, 0, 64, 0, 0},
-    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 64, 0, 0},
-    {ENG_COLL_REDUCE, 5, 999, 1, 1, 256, 2, 2, 0, 64, 0, 0},
-    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64, 0, 0},
-    {ENG_COLL_ALLTOALL, 5, 77, 0, 0, 512, 3, 2, 0, 128, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 120, 0, 1, 256, 2, 1, 1024, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 100, 0, 0, 512, 4, 1, 1024, 128, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 5, 97, 0, 1, 512, 4, 2, 1024, 128, 0, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 3, 333, 0, 1, 256, 2, 2, 0, 64, 0, 0, 0},
+    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 64, 0, 0, 0},
+    {ENG_COLL_REDUCE, 5, 999, 1, 1, 256, 2, 2, 0, 64, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 5, 77, 0, 0, 512, 3, 2, 0, 128, 0, 0, 0},
     /* LL one-shot: odd counts (a half-filled last packet), in place, 8 ranks, role-sized */
-    {ENG_COLL_ALLREDUCE, 4, 51, 0, 0, 512, 2, 1, 1024, 0, 256, 0},
-    {ENG_COLL_ALLREDUCE, 3, 63, 0, 1, 512, 2, 1, 1024, 0, 256, 0},
-    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 128, 0, 128, 0},
-    {ENG_COLL_ALLREDUCE, 5, 32, 0, 1, 512, 3, 2, 0, 256, 128, 0},
+    {ENG_COLL_ALLREDUCE, 4, 51, 0, 0, 512, 2, 1, 1024, 0, 256, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 63, 0, 1, 512, 2, 1, 1024, 0, 256, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 128, 0, 128, 0, 0},
+    {ENG_COLL_ALLREDUCE, 5, 32, 0, 1, 512, 3, 2, 0, 256, 128, 0, 0},
     /* gather and scatter, pairwise */
-    {ENG_COLL_GATHER, 4, 300, 2, 0, 256, 2, 1, 0, 0, 0, 0},
-    {ENG_COLL_GATHER, 3, 100, 1, 1, 256, 2, 2, 0, 64, 0, 0},
-    {ENG_COLL_SCATTER, 5, 200, 0, 0, 256, 2, 2, 0, 64, 0, 0},
-    {ENG_COLL_SCATTER, 4, 77, 3, 1, 256, 3, 1, 0, 0, 0, 0},
+    {ENG_COLL_GATHER, 4, 300, 2, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_GATHER, 3, 100, 1, 1, 256, 2, 2, 0, 64, 0, 0, 0},
+    {ENG_COLL_SCATTER, 5, 200, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0},
+    {ENG_COLL_SCATTER, 4, 77, 3, 1, 256, 3, 1, 0, 0, 0, 0, 0},
     /* one round of LL lines, every collective: odd counts, in place, roots, role-sized */
-    {ENG_COLL_BCAST, 4, 100, 2, 0, 1024, 2, 1, 0, 0, 512, 0},
-    {ENG_COLL_BCAST, 3, 33, 1, 1, 512, 2, 2, 0, 512, 256, 0},
-    {ENG_COLL_REDUCE, 5, 63, 3, 0, 512, 2, 1, 0, 0, 256, 0},
-    {ENG_COLL_REDUCE, 6, 31, 0, 1, 512, 3, 2, 0, 256, 128, 0},
-    {ENG_COLL_ALLGATHER, 4, 33, 0, 0, 512, 2, 1, 0, 0, 256, 0},
-    {ENG_COLL_ALLGATHER, 5, 17, 0, 1, 512, 2, 2, 0, 256, 128, 0},
-    {ENG_COLL_REDUCE_SCATTER, 4, 31, 0, 0, 512, 2, 1, 0, 0, 256, 0},
-    {ENG_COLL_REDUCE_SCATTER, 3, 21, 0, 1, 512, 2, 1, 0, 256, 128, 0},
-    {ENG_COLL_ALLTOALL, 4, 25, 0, 0, 512, 2, 1, 0, 0, 256, 0},
-    {ENG_COLL_ALLTOALL, 8, 3, 0, 0, 256, 3, 1, 0, 0, 64, 0},
-    {ENG_COLL_GATHER, 4, 21, 1, 0, 512, 2, 1, 0, 0, 256, 0},
-    {ENG_COLL_GATHER, 7, 9, 0, 1, 512, 2, 2, 0, 256, 128, 0},
-    {ENG_COLL_SCATTER, 5, 13, 4, 0, 512, 2, 1, 0, 0, 256, 0},
-    {ENG_COLL_SCATTER, 3, 7, 0, 1, 256, 2, 1, 0, 128, 64, 0},
+    {ENG_COLL_BCAST, 4, 100, 2, 0, 1024, 2, 1, 0, 0, 512, 0, 0},
+    {ENG_COLL_BCAST, 3, 33, 1, 1, 512, 2, 2, 0, 512, 256, 0, 0},
+    {ENG_COLL_REDUCE, 5, 63, 3, 0, 512, 2, 1, 0, 0, 256, 0, 0},
+    {ENG_COLL_REDUCE, 6, 31, 0, 1, 512, 3, 2, 0, 256, 128, 0, 0},
+    {ENG_COLL_ALLGATHER, 4, 33, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0},
+    {ENG_COLL_ALLGATHER, 5, 17, 0, 1, 512, 2, 2, 0, 256, 128, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 4, 31, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 3, 21, 0, 1, 512, 2, 1, 0, 256, 128, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 25, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0},
+    {ENG_COLL_ALLTOALL, 8, 3, 0, 0, 256, 3, 1, 0, 0, 64, 0, 0},
+    {ENG_COLL_GATHER, 4, 21, 1, 0, 512, 2, 1, 0, 0, 256, 0, 0},
+    {ENG_COLL_GATHER, 7, 9, 0, 1, 512, 2, 2, 0, 256, 128, 0, 0},
+    {ENG_COLL_SCATTER, 5, 13, 4, 0, 512, 2, 1, 0, 0, 256, 0, 0},
+    {ENG_COLL_SCATTER, 3, 7, 0, 1, 256, 2, 1, 0, 128, 64, 0, 0},
     /* direct exchange: two-shot allreduce (odd counts, short and empty last blocks, in
      * place, several windows of chunks, several channels), reduce_scatter, allgather and
      * alltoall (in place where MPI allows), role-sized connections */
-    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20},
-    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0, 0, 1 << 20},
-    {ENG_COLL_ALLREDUCE, 8, 9, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20},
-    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 128, 0, 1 << 20},
-    {ENG_COLL_ALLREDUCE, 7, 30000, 0, 1, 1024, 4, 3, 0, 256, 0, 1 << 20},
-    {ENG_COLL_ALLREDUCE, 4, 100, 0, 0, 512, 4, 1, 64, 128, 32, 1 << 20}, /* above one-shot and LL */
-    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20},
-    {ENG_COLL_REDUCE_SCATTER, 3, 2001, 0, 1, 256, 3, 2, 0, 0, 0, 1 << 20},
-    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20},
-    {ENG_COLL_ALLGATHER, 5, 1001, 0, 1, 512, 2, 3, 0, 0, 0, 1 << 20},
-    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20},
-    {ENG_COLL_ALLTOALL, 6, 777, 0, 0, 512, 4, 2, 0, 128, 0, 1 << 20},
+    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 0},
+    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0, 0, 1 << 20, 0},
+    {ENG_COLL_ALLREDUCE, 8, 9, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 0},
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 128, 0, 1 << 20, 0},
+    {ENG_COLL_ALLREDUCE, 7, 30000, 0, 1, 1024, 4, 3, 0, 256, 0, 1 << 20, 0},
+    {ENG_COLL_ALLREDUCE, 4, 100, 0, 0, 512, 4, 1, 64, 128, 32, 1 << 20, 0}, /* above one-shot and LL */
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0},
+    {ENG_COLL_REDUCE_SCATTER, 3, 2001, 0, 1, 256, 3, 2, 0, 0, 0, 1 << 20, 0},
+    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0},
+    {ENG_COLL_ALLGATHER, 5, 1001, 0, 1, 512, 2, 3, 0, 0, 0, 1 << 20, 0},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0},
+    {ENG_COLL_ALLTOALL, 6, 777, 0, 0, 512, 4, 2, 0, 128, 0, 1 << 20, 0},
+    /* the direct allreduce one-shot over every channel (few ranks) */
+    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 2},
+    {ENG_COLL_ALLREDUCE, 3, 4099, 0, 1, 256, 4, 2, 0, 128, 0, 1 << 20, 4},
+    {ENG_COLL_ALLREDUCE, 4, 30001, 0, 0, 1024, 3, 3, 0, 256, 0, 1 << 20, 4},
+    {ENG_COLL_ALLREDUCE, 2, 7, 0, 1, 256, 2, 1, 0, 0, 0, 1 << 20, 2},
 };
 
 START_TEST(algo_uninterrupted_vs_stalled)
@@ -501,17 +507,17 @@ END_TEST
 START_TEST(algo_select_rules)
 {
     eng_coll_args_t a = {.coll = ENG_COLL_ALLREDUCE, .dtype = dfcclFloat32, .count = 16};
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0, 0), ENG_ALGO_ONESHOT);
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 32, 0), ENG_ALGO_ONESHOT);
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0), ENG_ALGO_LL);
-    ck_assert_int_eq(eng_algo_select(&a, ENG_LL_MAX_RANKS + 1, 64, 64, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0, 0, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 32, 0, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0), ENG_ALGO_LL);
+    ck_assert_int_eq(eng_algo_select(&a, ENG_LL_MAX_RANKS + 1, 64, 64, 0, 0), ENG_ALGO_ONESHOT);
     a.count = 17;
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0), ENG_ALGO_RING);
-    ck_assert_int_eq(eng_algo_select(&a, 1, 64, 64, 0), ENG_ALGO_SELF);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&a, 1, 64, 64, 0, 0), ENG_ALGO_SELF);
     a.coll = ENG_COLL_BCAST;
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0), ENG_ALGO_CHAIN);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0), ENG_ALGO_CHAIN);
     a.coll = ENG_COLL_ALLTOALL;
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0), ENG_ALGO_PAIRWISE);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0), ENG_ALGO_PAIRWISE);
     /* every uniform collective in one LL round while its piece fits ll_max, never a
      * table's, never an empty one */
     static const uint8_t ll_colls[] = {ENG_COLL_REDUCE,         ENG_COLL_BCAST,    ENG_COLL_ALLGATHER,
@@ -520,42 +526,45 @@ START_TEST(algo_select_rules)
     static const eng_block_t tab[4];
     for (size_t i = 0; i < sizeof ll_colls; i++) {
         eng_coll_args_t u = {.coll = ll_colls[i], .dtype = dfcclFloat32, .count = 16};
-        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, 0), ENG_ALGO_LL);
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 63, 0), ENG_ALGO_LL);
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 0, 0), ENG_ALGO_LL);
-        ck_assert_int_ne(eng_algo_select(&u, ENG_LL_MAX_RANKS + 1, 64, 64, 0), ENG_ALGO_LL);
+        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, 0, 0), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 63, 0, 0), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 0, 0, 0), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, ENG_LL_MAX_RANKS + 1, 64, 64, 0, 0), ENG_ALGO_LL);
         u.count = 0;
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 0), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 0, 0), ENG_ALGO_LL);
         u.count = 16;
         u.blocks = tab;
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 0), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 0, 0), ENG_ALGO_LL);
     }
     /* the direct exchange: allreduce above one-shot, reduce_scatter, allgather and alltoall
      * whose larger buffer (N blocks but for allreduce) fits direct_max; never a table's,
      * an empty one, more than ENG_DX_MAX_RANKS ranks or the other collectives */
     eng_coll_args_t d = {.coll = ENG_COLL_ALLREDUCE, .dtype = dfcclFloat32, .count = 1024};
-    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4096), ENG_ALGO_DIRECT);
-    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4095), ENG_ALGO_RING);
-    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 0), ENG_ALGO_RING);
-    ck_assert_int_eq(eng_algo_select(&d, 4, 4096, 64, 4096), ENG_ALGO_ONESHOT);
-    ck_assert_int_eq(eng_algo_select(&d, ENG_DX_MAX_RANKS + 1, 64, 64, 4096), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4096, 0), ENG_ALGO_DIRECT);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4095, 0), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 0, 0), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 4096, 64, 4096, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&d, ENG_DX_MAX_RANKS + 1, 64, 64, 4096, 0), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4096, 4), ENG_ALGO_DIRECT1);
+    ck_assert_int_eq(eng_algo_select(&d, 5, 64, 64, 4096, 4), ENG_ALGO_DIRECT);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 0, 4), ENG_ALGO_RING);
     static const uint8_t dx_colls[] = {ENG_COLL_REDUCE_SCATTER, ENG_COLL_ALLGATHER, ENG_COLL_ALLTOALL};
     for (size_t i = 0; i < sizeof dx_colls; i++) {
         eng_coll_args_t u = {.coll = dx_colls[i], .dtype = dfcclFloat32, .count = 256};
-        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, 4096), ENG_ALGO_DIRECT);
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 4095), ENG_ALGO_DIRECT);
-        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 1024, 4096), ENG_ALGO_LL);
+        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, 4096, 0), ENG_ALGO_DIRECT);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 4095, 0), ENG_ALGO_DIRECT);
+        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 1024, 4096, 0), ENG_ALGO_LL);
         u.blocks = tab;
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 4096), ENG_ALGO_DIRECT);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 4096, 0), ENG_ALGO_DIRECT);
     }
     static const uint8_t no_dx[] = {ENG_COLL_REDUCE, ENG_COLL_BCAST, ENG_COLL_GATHER, ENG_COLL_SCATTER};
     for (size_t i = 0; i < sizeof no_dx; i++) {
         eng_coll_args_t u = {.coll = no_dx[i], .dtype = dfcclFloat32, .count = 256};
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 1 << 20), ENG_ALGO_DIRECT);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 1 << 20, 0), ENG_ALGO_DIRECT);
     }
     a.coll = ENG_COLL_BARRIER;
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0, 0), ENG_ALGO_ONESHOT);
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0), ENG_ALGO_LL);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0, 0, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0), ENG_ALGO_LL);
 }
 END_TEST
 
@@ -622,8 +631,8 @@ START_TEST(active_channels_match_ranges)
 {
     /* the closed form must count exactly the channels eng_ctx_init gives work */
     static const size_t counts[] = {1, 2, 3, 7, 15, 16, 17, 100, 1000, 65537};
-    static const uint8_t algos[] = {ENG_ALGO_RING,     ENG_ALGO_ONESHOT, ENG_ALGO_SELF,  ENG_ALGO_CHAIN,
-                                    ENG_ALGO_PAIRWISE, ENG_ALGO_LL,      ENG_ALGO_DIRECT};
+    static const uint8_t algos[] = {ENG_ALGO_RING,     ENG_ALGO_ONESHOT, ENG_ALGO_SELF,   ENG_ALGO_CHAIN,
+                                    ENG_ALGO_PAIRWISE, ENG_ALGO_LL,      ENG_ALGO_DIRECT, ENG_ALGO_DIRECT1};
     static const uint8_t colls[] = {ENG_COLL_ALLREDUCE, ENG_COLL_ALLGATHER, ENG_COLL_BCAST};
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
         for (size_t ai = 0; ai < sizeof algos; ai++)
@@ -686,7 +695,7 @@ START_TEST(direct_ranges_tile_blocks)
      * allreduce's N blocks cover its buffer */
     static const size_t counts[] = {1, 3, 17, 1000, 4099, 65536, 262147, 1u << 22};
     static const uint8_t dtypes[] = {dfcclInt8, dfcclFloat16, dfcclFloat32, dfcclFloat64};
-    static const uint8_t colls[] = {ENG_COLL_ALLREDUCE, ENG_COLL_ALLGATHER};
+    static const uint8_t colls[] = {ENG_COLL_ALLREDUCE, ENG_COLL_ALLGATHER, ENG_COLL_ALLREDUCE};
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
         for (size_t ti = 0; ti < sizeof dtypes; ti++)
             for (size_t oi = 0; oi < sizeof colls; oi++)
@@ -694,11 +703,13 @@ START_TEST(direct_ranges_tile_blocks)
                     for (int C = 1; C <= 64; C = C * 2 + 1) {
                         eng_coll_args_t a = {.coll = colls[oi],
                                              .dtype = dtypes[ti],
-                                             .algo = ENG_ALGO_DIRECT,
+                                             .algo = oi == 2 ? ENG_ALGO_DIRECT1 : ENG_ALGO_DIRECT,
                                              .count = counts[ci]};
                         const uint64_t ts = eng_type_size(a.dtype), G = eng_dx_grain(&a);
                         const uint64_t S = eng_dx_stride(&a, N);
-                        if (a.coll == ENG_COLL_ALLREDUCE) {
+                        if (a.algo == ENG_ALGO_DIRECT1)
+                            ck_assert_uint_eq(S, (a.count + G - 1) / G * G);
+                        else if (a.coll == ENG_COLL_ALLREDUCE) {
                             ck_assert_uint_eq(S % G, 0);
                             ck_assert_uint_ge(S * (uint64_t)N, a.count);
                             ck_assert_uint_lt(S * (uint64_t)(N - 1), a.count + G * (uint64_t)N);
@@ -866,7 +877,7 @@ START_TEST(ll_stale_simple_data_never_passes)
                          .count = 2,
                          .sendbuf = in,
                          .recvbuf = out};
-    a.algo = (uint8_t)eng_algo_select(&a, N, 1024, 256, 0);
+    a.algo = (uint8_t)eng_algo_select(&a, N, 1024, 256, 0, 0);
     ck_assert_int_eq(a.algo, ENG_ALGO_LL);
     eng_ctx_t x;
     eng_ctx_init(&a, N, 0, 1, &x);
@@ -909,7 +920,7 @@ START_TEST(ll_steps_reuse_and_wait)
                                         .count = cnt,
                                         .sendbuf = in[r],
                                         .recvbuf = round % 2 ? in[r] : out[r]};
-            args[r].algo = (uint8_t)eng_algo_select(&args[r], N, 1024, 256, 0);
+            args[r].algo = (uint8_t)eng_algo_select(&args[r], N, 1024, 256, 0, 0);
             ck_assert_int_eq(args[r].algo, ENG_ALGO_LL);
         }
         float want[21];
@@ -924,7 +935,7 @@ START_TEST(ll_steps_reuse_and_wait)
     }
     /* an LL barrier with rank 2 absent: the others must wait; then rank 2 completes it */
     eng_coll_args_t b = {.coll = ENG_COLL_BARRIER};
-    b.algo = (uint8_t)eng_algo_select(&b, N, 1024, 256, 0);
+    b.algo = (uint8_t)eng_algo_select(&b, N, 1024, 256, 0, 0);
     ck_assert_int_eq(b.algo, ENG_ALGO_LL);
     eng_ctx_t x[3];
     for (int r = 0; r < N; r++)
