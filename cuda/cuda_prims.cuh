@@ -487,6 +487,7 @@ typedef struct {
     uint32_t np; /* pieces */
     uint32_t nv; /* 16-byte vectors of the largest piece */
     int vec;     /* every pointer 16-byte aligned */
+    uint32_t nr; /* reduce: the ranks, whose inputs are src[0..nr) in rank order */
 } dx_block_t;
 
 /* The block's direct-exchange state: valid from one primitive's first barrier to its
@@ -641,24 +642,25 @@ __device__ __forceinline__ void dx_store_elem(char *p, uint32_t ts, uint64_t v)
     }
 }
 
-/* One element of the rank's block, by this thread alone: own op every peer's, in rank
- * order, to out and (with send) to every peer's step. The packet reduction covers every
- * type and op; the bytes past the element are never stored. */
-__device__ __forceinline__ void dx_reduce_elem(const dx_block_t *L, const char *own, char *out, uint64_t t,
-                                               uint32_t ts, int dtype, int op, int send)
+/* One element of the rank's block, by this thread alone: every rank's input in rank
+ * order (src[]), to out and (with send) to every peer's step. The packet reduction
+ * covers every type and op; the bytes past the element are never stored. */
+__device__ __forceinline__ void dx_reduce_elem(const dx_block_t *L, char *out, uint64_t t, uint32_t ts,
+                                               int dtype, int op, int send)
 {
-    uint64_t acc = dx_load_elem(own + t * ts, ts);
-    for (uint32_t k = 0; k < L->np; k++)
+    uint64_t acc = dx_load_elem(L->src[0] + t * ts, ts);
+    for (uint32_t k = 1; k < L->nr; k++)
         acc = eng_reduce_packet(acc, dx_load_elem(L->src[k] + t * ts, ts), dtype, op);
     dx_store_elem(out + t * ts, ts, acc);
     for (uint32_t k = 0; send && k < L->np; k++)
         dx_store_elem(L->dst[k] + t * ts, ts, acc);
 }
 
-/* out = own op (the step of every peer of mask, by rank): the rank's own block of the
- * chunk; with send, also posted to every peer of mask. out may be own (each element is
- * read and written by one thread). Every peer's loads of a vector are in flight
- * together, up to 8 at a time. */
+/* out = the rank's own block of the chunk reduced over every rank in rank order (own data
+ * in the rank's place, the peers of mask from their steps), so every rank that reduces
+ * the same inputs gets the same bits; with send, also posted to every peer of mask. out
+ * may be own (each element is read and written by one thread). Every rank's loads of a
+ * vector are in flight together, up to 8 at a time. */
 static __device__ __noinline__ void prim_dx_reduce(eng_conn_t *conns, int n, uint32_t mask,
                                                    const eng_chan_view_t *v, const eng_dx_chunk_t *d,
                                                    const void *own, void *out, int dtype, int op, int send)
@@ -668,32 +670,38 @@ static __device__ __noinline__ void prim_dx_reduce(eng_conn_t *conns, int n, uin
     const uint64_t m = eng_dx_elems(d, v->rank);
     const uint32_t bytes = (uint32_t)(m * d->ts);
     if (tid < 32) {
-        int al = ((((uintptr_t)own | (uintptr_t)out) & 15) == 0);
-        if (mine) {
+        int al = (((uintptr_t)out & 15) == 0);
+        if (tid < n) {
             eng_conn_t *c = &conns[tid];
-            const char *s = c->recv_data + eng_mod(ld_volatile_u64(&c->recvd), v->depth) * c->rchunk;
-            char *t = send ? c->send_data + eng_mod(ld_volatile_u64(&c->sent), v->depth) * c->schunk : NULL;
-            const int k = ll_rank_in(mask, tid);
-            L->src[k] = s;
-            L->dst[k] = t;
-            al &= (((uintptr_t)s | (uintptr_t)t) & 15) == 0;
+            const char *s = tid == v->rank
+                                ? (const char *)own
+                                : c->recv_data + eng_mod(ld_volatile_u64(&c->recvd), v->depth) * c->rchunk;
+            L->src[tid] = s;
+            al &= ((uintptr_t)s & 15) == 0;
+            if (mine && send) {
+                char *t = c->send_data + eng_mod(ld_volatile_u64(&c->sent), v->depth) * c->schunk;
+                L->dst[ll_rank_in(mask, tid)] = t;
+                al &= ((uintptr_t)t & 15) == 0;
+            }
         }
         dx_publish(L, mask, bytes, al);
+        if (tid == 0)
+            L->nr = (uint32_t)n;
     }
     __syncthreads();
-    const uint32_t np = L->np, nv = L->vec ? bytes / 16 : 0;
+    const uint32_t np = L->np, nr = L->nr, nv = L->vec ? bytes / 16 : 0;
     const bool fsum = dtype == dfcclFloat32 && op == dfcclSum;
     for (uint32_t i = threadIdx.x; i < nv; i += blockDim.x) {
-        uint4 acc = __ldcg((const uint4 *)own + i);
-        for (uint32_t k0 = 0; k0 < np; k0 += 8) {
+        uint4 acc = __ldcg((const uint4 *)L->src[0] + i);
+        for (uint32_t k0 = 1; k0 < nr; k0 += 8) {
             uint4 w[8];
 #pragma unroll
             for (uint32_t u = 0; u < 8; u++)
-                if (k0 + u < np)
+                if (k0 + u < nr)
                     w[u] = __ldcg((const uint4 *)L->src[k0 + u] + i);
 #pragma unroll
             for (uint32_t u = 0; u < 8; u++)
-                if (k0 + u < np) {
+                if (k0 + u < nr) {
                     if (fsum) {
                         const float4 s = f4_add(*(const float4 *)&acc, *(const float4 *)&w[u]);
                         acc = *(const uint4 *)&s;
@@ -708,7 +716,7 @@ static __device__ __noinline__ void prim_dx_reduce(eng_conn_t *conns, int n, uin
     }
     /* the elements past the whole vectors (every element when unaligned) */
     for (uint64_t t = (uint64_t)nv * 16 / d->ts + threadIdx.x; t < m; t += blockDim.x)
-        dx_reduce_elem(L, (const char *)own, (char *)out, t, d->ts, dtype, op, send);
+        dx_reduce_elem(L, (char *)out, t, d->ts, dtype, op, send);
     __syncthreads(); /* the block's writes before the posts; every step read before it goes back */
     if (mine) {
         if (send)

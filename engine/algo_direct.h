@@ -18,13 +18,15 @@
  *
  * A window's phase checks every step it needs on every peer (the preemption points)
  * before it moves anything, so a saved context is (off, step, sub) and no data phase is
- * ever run twice. W is half the FIFO depth for two-shot (a window's scatter and its
- * reduced blocks may sit in one FIFO together) and the whole depth for the one-phase
- * exchanges: a rank can only start window w+1 once every rank finished window w's reduce,
- * so the steps of one collective never wait for room that only a later step of the same
- * collective frees (no credit cycle inside one instance). The owner reduces its block in
- * one fixed order (own data, then the peers by rank) and sends the result to everyone, so
- * every rank gets the same bits. */
+ * ever run twice. A rank starts window w+1 only after its last phase of window w, which
+ * needs every rank's phase 1 of window w. W is half the FIFO depth for two-shot (a
+ * window's scatter and its reduced blocks may sit in one FIFO together, so its sends
+ * never wait for room) and the whole depth for the one-phase exchanges, whose sends of
+ * window w+1 may wait for the room a peer frees in its last phase of window w, which
+ * needs nothing more from the sender: no credit cycle forms inside one collective. Every reduction folds the
+ * ranks' inputs in rank order, own data in its place: in two-shot the owner alone reduces
+ * its block and sends the result, in one-shot every rank reduces the whole buffer in that
+ * same order, so every rank gets the same bits. */
 #ifndef DFCCL_ALGO_DIRECT_H
 #define DFCCL_ALGO_DIRECT_H
 

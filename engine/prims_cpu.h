@@ -251,25 +251,35 @@ DFCCL_DEV_INLINE void prim_dx_recv(eng_conn_t *conns, int n, uint32_t mask, cons
                            eng_dx_elems(d, p) * d->ts);
 }
 
-/* out = own op (the step of every peer of mask, by rank): the rank's own block of the
- * chunk; with send, also posted to every peer of mask. out may be own. */
+/* out = the rank's own block of the chunk reduced over every rank in rank order (own
+ * data in the rank's place, the peers of mask from their steps), so every rank that
+ * reduces the same inputs gets the same bits; with send, also posted to every peer of
+ * mask. out may be own: folded a piece at a time in a temporary. */
 DFCCL_DEV_INLINE void prim_dx_reduce(eng_conn_t *conns, int n, uint32_t mask, const eng_chan_view_t *v,
                                      const eng_dx_chunk_t *d, const void *own, void *out, int dtype, int op,
                                      int send)
 {
-    const uint64_t m = eng_dx_elems(d, v->rank);
-    const void *acc = own;
-    for (int p = 0; p < n; p++)
-        if (mask >> p & 1) {
-            prim_reduce(out, acc, prim_recv_buf(&conns[p], v, NULL), m, dtype, op);
-            acc = out;
+    const uint64_t m = eng_dx_elems(d, v->rank), ts = d->ts, piece = 4096 / ts;
+    uint64_t tmp[512];
+    for (uint64_t o = 0; o < m; o += piece) {
+        const uint64_t k = DFCCL_MIN(piece, m - o);
+        int first = 1;
+        for (int p = 0; p < n; p++) {
+            if (p != v->rank && !(mask >> p & 1))
+                continue;
+            const char *src = (p == v->rank ? (const char *)own : prim_recv_buf(&conns[p], v, NULL)) + o * ts;
+            if (first)
+                memcpy(tmp, src, k * ts);
+            else
+                (void)eng_reduce(tmp, tmp, src, k, dtype, op);
+            first = 0;
         }
-    if (acc != out)
-        prim_copy(out, own, m * d->ts);
+        memcpy((char *)out + o * ts, tmp, k * ts);
+    }
     for (int p = 0; p < n; p++)
         if (mask >> p & 1) {
             if (send)
-                prim_send(&conns[p], v, out, m * d->ts);
+                prim_send(&conns[p], v, out, m * ts);
             prim_recv_done(&conns[p]);
         }
 }
