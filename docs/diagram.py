@@ -66,7 +66,7 @@ BOXES = [
       "comm.c: communicators",
       "eng_ring.h: submission ring \u00b7 "
       "eng_sched.h: scheduler (slots, budgets, preemption)",
-      "algo_*.h: ring, LL, one-shot, chain, pairwise, scan \u00b7 "
+      "algo_*.h: ring, LL, one-shot, direct, chain, pairwise, scan \u00b7 "
       "config.c: DFCCL_* / dfcclConfig_t"]),
 
     ("cpu", "box", "daemon", 40, 506, 430, 64,
