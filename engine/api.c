@@ -62,7 +62,10 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
     const uint64_t oneshot_max = DFCCL_MIN(eng_config.oneshot_max, min_step * eng_config.fifo_depth);
     const uint64_t ll_max = any_net ? 0 : DFCCL_MIN(eng_config.ll_max, min_step / 2);
     const uint64_t direct_max = any_net ? 0 : eng_config.direct_max;
-    a->algo = (uint8_t)eng_algo_select(a, N, oneshot_max, ll_max, direct_max, eng_config.oneshot_ranks);
+    /* the CPU daemon's one-shot reduces N buffers on one core where two-shot reduces one:
+     * slower there (2 ranks, 64-256 KiB, 2 cores: 36-185 us against 27-93) */
+    const uint32_t oneshot_ranks = on_gpu ? eng_config.oneshot_ranks : 0;
+    a->algo = (uint8_t)eng_algo_select(a, N, oneshot_max, ll_max, direct_max, oneshot_ranks);
     if (on_gpu) {
         /* the GPU daemon reads a mapped copy of the table, made here */
         uint64_t seq = 0, t_submit = 0;

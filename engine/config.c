@@ -142,8 +142,9 @@ static const knob_doc_t knob_docs[K_COUNT] = {
     [K_LEVEL] = {"error/warn/info/debug/trace", "log verbosity; info starts with a banner"},
     [K_DIRECT] = {"bytes", "allreduce (two-shot), reduce_scatter, allgather and alltoall up to this size "
                            "exchange with every peer at once (0: never)"},
-    [K_ONESHOT_RANKS] = {"ranks", "communicators of up to this many ranks run those allreduces one-shot, "
-                                  "larger ones two-shot (0: always two-shot)"},
+    [K_ONESHOT_RANKS] = {"ranks",
+                         "communicators of up to this many ranks run those allreduces one-shot on the GPU, "
+                         "larger ones two-shot (0: always two-shot)"},
 };
 
 /* read where they are used: the host name (comm.c), the timeline (trace.c), the log */

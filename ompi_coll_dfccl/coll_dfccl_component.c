@@ -113,8 +113,9 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
              "Default 4194304 (bytes)",
              4194304, -1},
             {"oneshot_ranks", MCA_COLL_DFCCL_FIELD(oneshotRanks),
-             "Communicators of up to this many ranks run the all-reduces of coll_dfccl_direct_max "
-             "one-shot over every channel (each rank reads every rank's whole buffer: one dependent "
+             "Communicators of up to this many ranks run the all-reduces of coll_dfccl_direct_max on "
+             "device buffers one-shot over every channel (each rank reads every rank's whole buffer: one "
+             "dependent "
              "step, N-1 times the traffic), larger ones two-shot; 0: always two-shot. Default 2 "
              "(ranks, 0-32)",
              2, -1},
