@@ -2,6 +2,7 @@
 /* Public collective calls: argument checks (each error names its argument and leaves
  * every other collective untouched), request objects, test and wait. */
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,13 +31,19 @@ static int overlaps(const void *a, size_t alen, const void *b, size_t blen)
     return alen && blen && x < y + blen && y < x + alen;
 }
 
+/* Every request of the process: the caller holds a handle (eng_handle.h), so a copy of a
+ * request already completed, or one waited on twice, is found stale instead of read
+ * after its free. A slot's memory stays with the table (reused by later requests). */
+static eng_htab_t eng_requests = ENG_HTAB_INITIALIZER(struct dfccl_request);
+
 /* Hand a checked collective to the daemon its memory kind picks. blocks: the table of a
  * v-collective (malloc'd, owned from here on). */
 static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a, eng_block_t *blocks,
                             int on_gpu, int has_data, dfcclRequest_t *request_p)
 {
     const int N = comm->nranks;
-    struct dfccl_request *req = malloc(sizeof(*req));
+    uint64_t handle;
+    struct dfccl_request *req = eng_handle_alloc(&eng_requests, &handle);
     if (!req) {
         free(blocks);
         return eng_set_error(dfcclNoMemory, fn, "no memory for a request");
@@ -69,7 +76,7 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
                                           &seq, &t_submit);
         free(blocks);
         if (r != dfcclSuccess) {
-            free(req);
+            eng_handle_free(&eng_requests, req);
             return r;
         }
         comm->stats.submitted++;
@@ -85,7 +92,7 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
      * call whose own buffers decided the daemon (not a barrier, not a zero count) */
     if (has_data)
         comm->last_on_gpu = on_gpu;
-    *request_p = req;
+    *request_p = (dfcclRequest_t)(uintptr_t)handle;
     return dfcclSuccess;
 }
 
@@ -584,9 +591,21 @@ static void gpu_watch_peers(struct dfccl_request *req)
         eng_gpu->progress(); /* a daemon that quit on the stalled work comes back to fail it */
 }
 
-static dfcclResult_t request_reap(dfcclRequest_t *request_p)
+/* The request a caller's handle names, or NULL with the error set (what names it:
+ * "*request_p", "requests[3]"). */
+static struct dfccl_request *request_of(const char *fn, dfcclRequest_t handle, const char *what)
 {
-    struct dfccl_request *req = *request_p;
+    struct dfccl_request *req = eng_handle_get(&eng_requests, (uintptr_t)handle);
+    if (!req)
+        eng_set_error(dfcclInvalidArgument, fn,
+                      "%s (%p) is not a pending request: a copy of one that already completed (a "
+                      "request is freed by the dfcclWait or dfcclTest that completes it), or not a request",
+                      what, (void *)handle);
+    return req;
+}
+
+static dfcclResult_t request_reap(struct dfccl_request *req, dfcclRequest_t *request_p)
+{
     dfcclResult_t res = (dfcclResult_t)DFCCL_READ_ONCE(*req->result_p);
     if (req->gpu_id >= 0) {
         if (eng_trace_on)
@@ -596,7 +615,7 @@ static dfcclResult_t request_reap(dfcclRequest_t *request_p)
     free(req->blocks);
     if (res < 0) /* the daemon logged the details; the caller's thread gets the reason too */
         eng_set_error(res, "dfcclWait", "the collective failed: %s", dfcclGetErrorString(res));
-    free(*request_p);
+    eng_handle_free(&eng_requests, req);
     *request_p = NULL;
     return res;
 }
@@ -611,28 +630,26 @@ dfcclResult_t dfcclTest(dfcclRequest_t *request_p, int *done_p)
         *done_p = 1;
         return dfcclSuccess;
     }
+    struct dfccl_request *req = request_of(__func__, *request_p, "*request_p");
+    if (!req)
+        return dfcclInvalidArgument;
     /* acquire: pairs with the daemon's release of the completion word */
-    if (!dfccl_load_acquire32((*request_p)->done_p)) {
-        if ((*request_p)->gpu_id >= 0) {
+    if (!dfccl_load_acquire32(req->done_p)) {
+        if (req->gpu_id >= 0) {
             eng_gpu->progress(); /* relaunch a daemon that quit on stalled work */
-            gpu_watch_peers(*request_p);
+            gpu_watch_peers(req);
         } else {
-            eng_daemon_kick(*request_p);
+            eng_daemon_kick(req);
         }
         *done_p = 0;
         return dfcclSuccess;
     }
     *done_p = 1;
-    return request_reap(request_p);
+    return request_reap(req, request_p);
 }
 
-dfcclResult_t dfcclWait(dfcclRequest_t *request_p)
+static dfcclResult_t wait_one(struct dfccl_request *req, dfcclRequest_t *request_p)
 {
-    if (!request_p)
-        return DFCCL_ARG_ERROR("request_p is NULL");
-    if (!*request_p)
-        return dfcclSuccess;
-    struct dfccl_request *req = *request_p;
     if (req->gpu_id < 0) {
         eng_daemon_wait(req);
     } else {
@@ -647,18 +664,78 @@ dfcclResult_t dfcclWait(dfcclRequest_t *request_p)
                 sched_yield();
         }
     }
-    return request_reap(request_p);
+    return request_reap(req, request_p);
 }
 
+dfcclResult_t dfcclWait(dfcclRequest_t *request_p)
+{
+    if (!request_p)
+        return DFCCL_ARG_ERROR("request_p is NULL");
+    if (!*request_p)
+        return dfcclSuccess;
+    struct dfccl_request *req = request_of(__func__, *request_p, "*request_p");
+    return req ? wait_one(req, request_p) : dfcclInvalidArgument;
+}
+
+static int handle_cmp(const void *a, const void *b)
+{
+    const uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Every request is checked before any is waited on: a stale one, or one named twice,
+ * fails the call with nothing waited on (the second wait of a request would otherwise
+ * find it completed and freed by the first). */
 dfcclResult_t dfcclWaitAll(int n, dfcclRequest_t *requests)
 {
     if (n < 0)
         return DFCCL_ARG_ERROR("n %d is negative", n);
     if (n > 0 && !requests)
         return DFCCL_ARG_ERROR("requests is NULL");
+    char what[48];
+    for (int i = 0; i < n; i++) {
+        snprintf(what, sizeof what, "requests[%d]", i);
+        if (requests[i] && !request_of(__func__, requests[i], what))
+            return dfcclInvalidArgument;
+    }
+    /* duplicates: pairwise for a few, else in a sorted copy */
+    int dup_i = -1, dup_j = -1;
+    if (n <= 32) {
+        for (int j = 1; j < n && dup_i < 0; j++)
+            for (int i = 0; i < j; i++)
+                if (requests[j] && requests[i] == requests[j]) {
+                    dup_i = i;
+                    dup_j = j;
+                    break;
+                }
+    } else {
+        uintptr_t *s = malloc(sizeof(*s) * (size_t)n);
+        if (!s)
+            return eng_set_error(dfcclNoMemory, __func__, "no memory to check %d requests", n);
+        for (int i = 0; i < n; i++)
+            s[i] = (uintptr_t)requests[i];
+        qsort(s, (size_t)n, sizeof(*s), handle_cmp);
+        for (int k = 1; k < n && dup_i < 0; k++)
+            if (s[k] && s[k] == s[k - 1])
+                for (int i = 0; i < n; i++)
+                    if ((uintptr_t)requests[i] == s[k]) {
+                        if (dup_i < 0)
+                            dup_i = i;
+                        else {
+                            dup_j = i;
+                            break;
+                        }
+                    }
+        free(s);
+    }
+    if (dup_i >= 0)
+        return DFCCL_ARG_ERROR("requests[%d] and requests[%d] are the same request (%p): each is waited on "
+                               "once; nothing was waited on",
+                               dup_i, dup_j, (void *)requests[dup_i]);
     dfcclResult_t first = dfcclSuccess;
     for (int i = 0; i < n; i++) {
-        dfcclResult_t r = dfcclWait(&requests[i]);
+        struct dfccl_request *req = requests[i] ? request_of(__func__, requests[i], "requests[i]") : NULL;
+        dfcclResult_t r = req ? wait_one(req, &requests[i]) : dfcclSuccess;
         if (r != dfcclSuccess && first == dfcclSuccess)
             first = r;
     }

@@ -17,36 +17,28 @@
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct dfccl_comm *live_head;
 
-#define HANDLE_GEN_SHIFT 48
-
-/* the next generation (never 0, so a tagged handle never equals a bare address) */
-static uint64_t next_gen(void)
-{
-    static uint32_t gen;
-    uint32_t g;
-    do
-        g = dfccl_add_fetch_relaxed(&gen, 1) & 0xffffu;
-    while (g == 0);
-    return g;
-}
+/* the handle table: a slot per live communicator, naming it */
+typedef struct {
+    eng_hslot_t h;
+    struct dfccl_comm *comm;
+} comm_slot_t;
+static eng_htab_t comm_handles = ENG_HTAB_INITIALIZER(comm_slot_t);
 
 static struct dfccl_comm *lookup_locked(dfcclComm_t handle)
 {
-    const uintptr_t h = (uintptr_t)handle, addr = h & (((uintptr_t)1 << HANDLE_GEN_SHIFT) - 1);
-    if (!h)
+    const uint64_t h = (uintptr_t)handle;
+    comm_slot_t *s = eng_handle_get(&comm_handles, h);
+    struct dfccl_comm *p = s ? dfccl_load_acquire(&s->comm) : NULL;
+    /* the slot still had the handle's generation after its communicator was read */
+    if (!p || !eng_handle_get(&comm_handles, h))
         return NULL;
-    for (struct dfccl_comm *p = live_head; p; p = p->live_next)
-        if ((uintptr_t)p == addr)
-            return p->handle == h && p->magic == ENG_COMM_MAGIC ? p : NULL;
-    return NULL;
+    return p->handle == h && p->magic == ENG_COMM_MAGIC ? p : NULL;
 }
 
+/* Lock-free: every collective call looks its communicator up. */
 struct dfccl_comm *eng_comm_get(dfcclComm_t handle)
 {
-    pthread_mutex_lock(&live_lock);
-    struct dfccl_comm *c = lookup_locked(handle);
-    pthread_mutex_unlock(&live_lock);
-    return c;
+    return lookup_locked(handle);
 }
 
 int eng_comm_watch_peers(dfcclComm_t handle, uint64_t now)
@@ -88,16 +80,24 @@ static void register_exit_mark(void)
     atexit(mark_closed_at_exit);
 }
 
-static void live_add(struct dfccl_comm *c)
+/* Register c and give it its handle; 0 when the table is out of memory. */
+static int live_add(struct dfccl_comm *c)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, register_exit_mark);
     pthread_mutex_lock(&live_lock);
-    c->live_next = live_head;
-    live_head = c;
+    comm_slot_t *s = eng_handle_alloc(&comm_handles, &c->handle);
+    if (s) {
+        dfccl_store_release(&s->comm, c);
+        c->live_next = live_head;
+        live_head = c;
+    }
     pthread_mutex_unlock(&live_lock);
+    return s != NULL;
 }
 
+/* Under the registry's lock, so that a look under it (eng_comm_watch_peers) finds a
+ * communicator either live or gone. */
 static int live_remove(struct dfccl_comm *c)
 {
     int found = 0;
@@ -108,6 +108,9 @@ static int live_remove(struct dfccl_comm *c)
             found = 1;
             break;
         }
+    comm_slot_t *s = found ? eng_handle_get(&comm_handles, c->handle) : NULL;
+    if (s)
+        eng_handle_free(&comm_handles, s);
     pthread_mutex_unlock(&live_lock);
     return found;
 }
@@ -277,12 +280,16 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
         }
     }
     free(all);
+    all = NULL;
     c->magic = ENG_COMM_MAGIC;
-    /* user-space addresses fit 48 bits here; where one would not, the bare address is
-     * the handle (a reused address then goes undetected) */
-    c->handle =
-        (uintptr_t)c >> HANDLE_GEN_SHIFT ? (uintptr_t)c : (uintptr_t)c | next_gen() << HANDLE_GEN_SHIFT;
-    live_add(c);
+    if (!live_add(c)) {
+        res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator's handle");
+        c->magic = 0;
+        if (c->gpu)
+            eng_gpu->comm_destroy(c->gpu);
+        tp_close(c);
+        goto err_daemon;
+    }
     dfccl_info("communicator %016llx: rank %d of %d, %u slots x %u channels, %llu B chunks x %u, %zu B "
                "shared memory",
                (unsigned long long)c->uid, rank, nranks, c->slots, c->channels, (unsigned long long)c->chunk,

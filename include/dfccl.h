@@ -633,6 +633,10 @@ dfcclResult_t dfcclBarrier(dfcclComm_t comm, dfcclRequest_t *request_p);
  * @param [out]    done_p     1 when it has completed, else 0
  * @return dfcclSuccess while running, else the collective's result (dfcclTimeout,
  *         dfcclCommAborted, ...); dfcclInvalidArgument for a bad request
+ * @note A request is a handle with a generation, not an address: a copy of a request
+ *       that already completed (freed by the dfcclTest or dfcclWait that completed it),
+ *       or a word that was never a request, gives dfcclInvalidArgument naming
+ *       `*request_p` and leaves it as it was.
  */
 dfcclResult_t dfcclTest(dfcclRequest_t *request_p, int *done_p);
 
@@ -640,15 +644,18 @@ dfcclResult_t dfcclTest(dfcclRequest_t *request_p, int *done_p);
  * @brief Wait for a request; frees it and sets *@p request_p to NULL. A NULL
  *        request completes at once.
  * @param [in,out] request_p  the request; NULL on return
- * @return the collective's result; dfcclInvalidArgument for a bad request
+ * @return the collective's result; dfcclInvalidArgument for a bad request (a copy of a
+ *         request already completed, as dfcclTest says)
  */
 dfcclResult_t dfcclWait(dfcclRequest_t *request_p);
 
 /**
  * @brief Wait for @p n requests; all are freed.
  * @param [in]     n         number of requests
- * @param [in,out] requests  the requests; each becomes NULL
- * @return dfcclSuccess, or the first error met
+ * @param [in,out] requests  the requests; each becomes NULL (NULL entries are skipped)
+ * @return dfcclSuccess, or the first error met; dfcclInvalidArgument, with nothing
+ *         waited on and @p requests unchanged, when an entry is not a pending request
+ *         or one request appears twice (the message names the entries)
  */
 dfcclResult_t dfcclWaitAll(int n, dfcclRequest_t *requests);
 

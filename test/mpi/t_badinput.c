@@ -6,7 +6,10 @@
  * communicator it was made on. Also: count 0 with NULL buffers is legal, stale
  * (destroyed) handles are rejected, dfcclCommInit validates its arguments, a
  * failing bootstrap gives dfcclBootstrapError, and destroying a communicator with a
- * collective pending completes it with dfcclCommAborted.
+ * collective pending completes it with dfcclCommAborted. Request handles: a copy of a
+ * request that already completed, a request named twice in dfcclWaitAll and forged
+ * words are rejected naming the argument (no use after free). Rank 0 prints every case
+ * it tried and what it gave ("case: CALL -> CODE: MESSAGE").
  *
  * usage: t_badinput
  */
@@ -63,6 +66,8 @@ static void bad_check(int line, const char *txt, dfcclResult_t got, dfcclResult_
     if (needle && !tc_lasterr_has(needle))
         TC_FAIL("line %d: %s returned %d but the last error \"%s\" does not name \"%s\"", line, txt, (int)got,
                 dfcclGetLastError(), needle);
+    if (me == 0)
+        printf("case: %s -> %s: %s\n", txt, dfcclGetErrorString(got), dfcclGetLastError());
     nbad++;
     /* the rejected call must not disturb another live communicator */
     good_on(B, txt);
@@ -131,23 +136,23 @@ int main(int argc, char **argv)
     CHECK(dfcclPointerGetKind(NULL, &kind));
     if (kind != dfcclMemHost)
         TC_FAIL("dfcclPointerGetKind(NULL) = %d, expected dfcclMemHost", (int)kind);
-    /* a new communicator, most likely at the destroyed one's address (malloc reuses it):
-     * the old handle still names nothing, the new one works */
+    /* a new communicator, most likely in the destroyed one's slot of the handle table
+     * (the low 24 bits of a handle): the old handle still names nothing, the new one works */
     dfcclComm_t D;
     CHECK(dfcclCommInitMPI(&D, MPI_COMM_WORLD));
-    const int reused = (((uintptr_t)C ^ (uintptr_t)D) & ((1ull << 48) - 1)) == 0;
+    const int reused = (((uintptr_t)C ^ (uintptr_t)D) & ((1ull << 24) - 1)) == 0;
     BAD_STALE(dfcclAllReduce(sb, rb, n, F, dfcclSum, C, &req));
     BAD_STALE(dfcclCommRank(C, &st_rank));
     BAD_STALE(dfcclCommDestroy(C));
-    /* D's own address under another generation: what C's handle would be, had D reused
-     * C's address (deterministic, whatever malloc did) */
+    /* D's own slot under another generation: what C's handle would be, had D reused C's
+     * slot (deterministic, whatever the table did) */
     const dfcclComm_t other_gen = (dfcclComm_t)((uintptr_t)D ^ (1ull << 48));
     BAD_STALE(dfcclAllReduce(sb, rb, n, F, dfcclSum, other_gen, &req));
     BAD_STALE(dfcclCommSize(other_gen, &st_size));
     good_on(D, "a new communicator after a stale handle");
     CHECK(dfcclCommDestroy(D));
     if (tc_rank == 0)
-        printf("stale handle: the new communicator %s the destroyed one's address\n",
+        printf("stale handle: the new communicator %s the destroyed one's slot\n",
                reused ? "reused" : "did not reuse");
 
     /* ---- NULL communicator ---- */
@@ -261,6 +266,51 @@ int main(int argc, char **argv)
         const char *s = dfcclGetErrorString((dfcclResult_t)code);
         if (!s || !*s)
             TC_FAIL("dfcclGetErrorString(%d) is NULL or empty", code);
+    }
+
+    /* ---- request handles: a stale copy, one request twice, forged words ---- */
+    {
+        dfcclRequest_t r1 = NULL, r2 = NULL, copy, forged;
+        CHECK(dfcclAllReduce(sb, rb, n, F, dfcclSum, A, &r1));
+        copy = r1;
+        CHECK(dfcclWait(&r1));
+        a_submitted++;
+        const dfcclRequest_t stale = copy;
+        BAD("request_p", dfcclWait(&copy));
+        BAD("request_p", dfcclTest(&copy, &done));
+        if (copy != stale)
+            TC_FAIL("a rejected wait changed the caller's (stale) request handle");
+        /* a new request, most likely in the completed one's slot: the copy still names nothing */
+        CHECK(dfcclAllReduce(sb, rb, n, F, dfcclSum, A, &r2));
+        BAD("request_p", dfcclWait(&copy));
+        dfcclRequest_t twice[3] = {r2, NULL, r2};
+        BAD("requests[0] and requests[2]", dfcclWaitAll(3, twice));
+        if (twice[0] != r2 || twice[2] != r2)
+            TC_FAIL("a rejected dfcclWaitAll changed its requests");
+        dfcclRequest_t mixed[2] = {r2, copy};
+        BAD("requests[1]", dfcclWaitAll(2, mixed));
+        CHECK(dfcclWait(&r2)); /* nothing above waited on it */
+        a_submitted++;
+        BAD("request_p", dfcclWait(&twice[2])); /* the second copy, after the first's wait */
+        forged = (dfcclRequest_t)0x1;
+        BAD("request_p", dfcclWait(&forged));
+        forged = (dfcclRequest_t)A; /* a communicator's handle is no request */
+        BAD("request_p", dfcclTest(&forged, &done));
+        forged = (dfcclRequest_t)(uintptr_t)~0ull;
+        BAD("request_p", dfcclWait(&forged));
+        /* many requests (the sorted check), one of them twice */
+        enum { NR = 40 };
+        dfcclRequest_t many[NR + 1];
+        for (int i = 0; i < NR; i++)
+            CHECK(dfcclBarrier(A, &many[i]));
+        many[NR] = many[7];
+        BAD("requests[7] and requests[40]", dfcclWaitAll(NR + 1, many));
+        CHECK(dfcclWaitAll(NR, many));
+        a_submitted += NR;
+        for (int i = 0; i < NR; i++)
+            if (many[i])
+                TC_FAIL("request %d not NULL after dfcclWaitAll", i);
+        BAD("requests[0]", dfcclWaitAll(1, &many[NR]));
     }
 
     /* A, having rejected all of the above, still works */
