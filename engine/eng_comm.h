@@ -127,7 +127,8 @@ DFCCL_INLINE eng_conn_t *eng_comm_conns(const struct dfccl_comm *c, uint32_t slo
     return c->conns + ((size_t)slot * c->channels + ch) * (size_t)c->nranks;
 }
 
-/* shm.c: remove the segments of dead processes of this pid namespace. */
+/* shm.c: remove this user's segments of dead processes of this pid namespace: once per
+ * process (later calls return at once), within 50 ms. */
 void eng_shm_clean_stale(void);
 
 /* daemon_cpu.c */

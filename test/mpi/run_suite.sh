@@ -327,6 +327,70 @@ dead_pid_cleanup_case() {
 }
 dead_pid_cleanup_case
 
+# The sweep of stale segments is bounded: 20,000 dfccl-named files of another user in
+# /dev/shm (a private tmpfs in a mount namespace of its own, so nobody else's /dev/shm
+# is touched; root only, else skipped) and 20 communicators created and destroyed in
+# turn: each process sweeps once (one "stale-segment sweep" line each at info), leaves
+# the other user's files alone, and the 20 rounds take under SUITE_SWEEP_MAX_S (5) s
+# (11.7 s when every init read all of /dev/shm and /proc for each name).
+sweep_bound_case() {
+    local id="shm_sweep_bounded[20000 files of another user, 20 inits] np=2"
+    selected "$id" || return 0
+    local log="$LOGDIR/shm_sweep_bounded_np2.log" prog="$BIN/../net/t_netkill"
+    if [ "$(id -u)" != 0 ] || ! unshare --mount --propagation private true 2>/dev/null; then
+        pass "$id (skipped: needs root and unshare --mount)"
+        return 0
+    fi
+    if [ ! -x "$prog" ]; then
+        fail "$id" "missing program $prog"
+        return 0
+    fi
+    local script="$LOGDIR/sweep_bound.sh"
+    cat > "$script" << 'EOS'
+#!/bin/bash
+mount -t tmpfs -o size=256m tmpfs /dev/shm || exit 99
+ns=$(stat -L -c %i /proc/self/ns/pid)
+start=$(sed 's/.*) //' /proc/$$/stat | awk '{print $20}')
+python3 - "$$" "$start" "$ns" << 'PY' || exit 98
+import os, sys
+pid, start, ns = sys.argv[1:4]
+for i in range(20000):
+    fd = os.open("/dev/shm/dfccl-%s-%s-%s-%032x" % (pid, start, ns, i), os.O_CREAT | os.O_WRONLY, 0o600)
+    os.fchown(fd, 65534, 65534)
+    os.close(fd)
+PY
+t0=$(date +%s%N)
+"$@"
+rc=$?
+t1=$(date +%s%N)
+echo "sweep_bound: rounds took $(((t1 - t0) / 1000000)) ms; $(ls /dev/shm | grep -c '^dfccl-') dfccl-named files left"
+exit $rc
+EOS
+    chmod +x "$script"
+    local mpirun_unshared=(unshare --mount --propagation private "$script" "${MPIRUN[@]}")
+    timeout -s TERM -k 10 120 "${mpirun_unshared[@]}" -np 2 -x DFCCL_NET=auto -x DFCCL_LOG_LEVEL=info \
+        "$prog" --teardown 20 > "$log" 2>&1 < /dev/null
+    local rc=$? ms left sweeps max_ms=$((${SUITE_SWEEP_MAX_S:-5} * 1000))
+    kill_orphans
+    ms=$(sed -n 's/^sweep_bound: rounds took \([0-9]*\) ms.*/\1/p' "$log")
+    left=$(sed -n 's/.*ms; \([0-9]*\) dfccl-named files left/\1/p' "$log")
+    sweeps=$(grep -c 'stale-segment sweep of /dev/shm' "$log")
+    if [ "$rc" -eq 98 ] || [ "$rc" -eq 99 ]; then
+        pass "$id (skipped: could not set up the private /dev/shm, exit $rc)"
+    elif [ "$rc" -ne 0 ] || ! grep -qx OK "$log"; then
+        fail "$id" "exit $rc: $(reason_of "$log"); log $log" "$log"
+    elif [ "$sweeps" != 2 ]; then
+        fail "$id" "$sweeps 'stale-segment sweep' lines, expected 2 (once per process); log $log" "$log"
+    elif [ "${left:-0}" -lt 20000 ]; then
+        fail "$id" "only ${left:-0} of the other user's 20000 files left; log $log" "$log"
+    elif [ -z "$ms" ] || [ "$ms" -gt "$max_ms" ]; then
+        fail "$id" "20 rounds took ${ms:-?} ms, more than $max_ms; log $log" "$log"
+    else
+        pass "$id (${ms} ms; $(grep -m1 -o '[0-9]* entries looked at.*' "$log"))"
+    fi
+}
+sweep_bound_case
+
 # A malformed configuration value, number or word, fails dfcclCommInit with a message that
 # names the variable (a misspelled log level was taken silently as the default before).
 bad_config_case() {
