@@ -144,11 +144,12 @@ static const struct {
 } other_docs[] = {
     {"DFCCL_HOST", "the host name", "string", "the host name this rank reports for locality"},
     {"DFCCL_TRACE", "unset", "path prefix",
-     "write both daemons' timeline to PREFIX.<pid>.json (dfccl-trace)"},
+     "write both daemons' timeline to PREFIX.<pid>.json (dfccl-trace; mode 0600, no symlinks)"},
     {"DFCCL_DEBUG", "unset", "error/warn/info/debug/trace/version", "NCCL's spelling of DFCCL_LOG_LEVEL"},
     {"DFCCL_DEBUG_SUBSYS", "ALL", "INIT,COLL,SHM,NET,GPU,ALL (^ excludes)",
      "subsystems whose info lines print"},
-    {"DFCCL_DEBUG_FILE", "unset (stderr)", "path, %h host, %p pid", "log lines go to this file"},
+    {"DFCCL_DEBUG_FILE", "unset (stderr)", "path, %h host, %p pid",
+     "log lines go to this file (mode 0600; a symlink or another user's file is refused)"},
 };
 #define NOTHER ((int)(sizeof(other_docs) / sizeof(other_docs[0])))
 

@@ -459,6 +459,47 @@ debug_vars_case() {
 }
 debug_vars_case
 
+# Log files are not followed through symbolic links nor opened when another user owns
+# them (a local user could point DFCCL_DEBUG_FILE's known name at a file of ours): a
+# warning naming why, the lines stay on stderr, the target is untouched; a new file is
+# created 0600. (DFCCL_TRACE's file goes through the same open: unit test
+# trace_refuses_a_symlink.)
+debug_file_safety_case() {
+    local id="debug_file_safety[symlink, another user's file, mode 0600] np=2"
+    selected "$id" || return 0
+    local log="$LOGDIR/debug_file_safety.log" dir="$LOGDIR/debug_file_safety" why=
+    rm -rf "$dir" && mkdir -p "$dir"
+    echo precious > "$dir/victim"
+    ln -s "$dir/victim" "$dir/link.log"
+    run_mpi "$log.link" 60 2 -x DFCCL_DEBUG=INFO -x DFCCL_DEBUG_FILE="$dir/link.log" -- t_matrix --quick
+    echo "case: DFCCL_DEBUG_FILE at a symbolic link -> exit $RC: $(grep -m1 'DFCCL_DEBUG_FILE' "$log.link")"
+    { [ "$RC" -eq 0 ] && [ "$(cat "$dir/victim")" = precious ] &&
+        [ "$(grep -c 'DFCCL_DEBUG_FILE=.*is a symbolic link.*logging to stderr' "$log.link")" -eq 2 ] &&
+        grep -q 'INFO comm.c' "$log.link"; } ||
+        why="$why a symbolic link was followed, or no warning, or no lines on stderr;"
+    if [ "$(id -u)" = 0 ]; then
+        : > "$dir/other.log"
+        chown 65534 "$dir/other.log"
+        run_mpi "$log.other" 60 2 -x DFCCL_DEBUG=INFO -x DFCCL_DEBUG_FILE="$dir/other.log" -- t_matrix --quick
+        echo "case: DFCCL_DEBUG_FILE at another user's file -> exit $RC: $(grep -m1 'DFCCL_DEBUG_FILE' "$log.other")"
+        { [ "$RC" -eq 0 ] && [ ! -s "$dir/other.log" ] &&
+            [ "$(grep -c 'DFCCL_DEBUG_FILE=.*belongs to uid 65534.*logging to stderr' "$log.other")" -eq 2 ]; } ||
+            why="$why another user's file was written, or no warning;"
+    fi
+    run_mpi "$log.new" 60 2 -x DFCCL_DEBUG=INFO -x DFCCL_DEBUG_FILE="$dir/new.%p.log" -- t_matrix --quick
+    local files=("$dir"/new.*.log) modes
+    modes=$(stat -c %a "${files[@]}" 2>/dev/null | sort -u | tr '\n' ' ')
+    echo "case: DFCCL_DEBUG_FILE at a new name -> exit $RC: ${#files[@]} files, mode $modes"
+    { [ "$RC" -eq 0 ] && [ "${#files[@]}" -eq 2 ] && [ "$modes" = "600 " ]; } ||
+        why="$why new log files: ${#files[@]}, mode $modes (expected 2, 600);"
+    if [ -z "$why" ]; then
+        pass "$id (refused with a warning, target untouched; new files 0600)"
+    else
+        fail "$id" "$why logs $log.*" "$log.link"
+    fi
+}
+debug_file_safety_case
+
 # DFCCL_TRACE: the deadlock demo's timeline (4 ranks, 8 communicators in a different
 # order on every rank), checked by tools/dfccl-trace: every collective submitted and
 # completed, every stretch set aside resumed, every rank named late really late; and the
