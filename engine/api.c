@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Public collective calls: argument checks (each error names its argument and leaves
  * every other collective untouched), request objects, test and wait. */
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "eng_atomic.h"
 #include "eng_comm.h"
@@ -29,6 +31,35 @@ static int overlaps(const void *a, size_t alen, const void *b, size_t blen)
 {
     uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
     return alen && blen && x < y + blen && y < x + alen;
+}
+
+/* Is [p, p + len) all mapped memory? (msync fails with ENOMEM over a hole.) Only on the
+ * way to an error: a syscall. */
+static int range_mapped(const void *p, size_t len)
+{
+    const uintptr_t pg = (uintptr_t)ENG_PAGE, a = (uintptr_t)p & ~(pg - 1);
+    const uintptr_t end = (uintptr_t)p + len;
+    if (!len)
+        return 1;
+    if (end < (uintptr_t)p)
+        return 0;
+    return msync((void *)a, end - a, MS_ASYNC) == 0 || errno != ENOMEM;
+}
+
+/* The buffers' ranges overlap: the reason, unless a count larger than the buffers is the
+ * true one (2^40 elements reach from one buffer into any other; a range that is not all
+ * mapped memory says so). */
+static dfcclResult_t overlap_error(const char *fn, const char *msg, size_t count, size_t ts,
+                                   const void *sendbuf, size_t sbytes, const void *recvbuf, size_t rbytes)
+{
+    const int s_ok = range_mapped(sendbuf, sbytes), r_ok = s_ok && range_mapped(recvbuf, rbytes);
+    if (!s_ok || !r_ok)
+        return eng_set_error(dfcclInvalidArgument, fn,
+                             "count %zu is larger than %s: its %zu bytes (%zu-byte elements) from %p are not "
+                             "all mapped memory",
+                             count, !s_ok ? "sendbuf" : "recvbuf", !s_ok ? sbytes : rbytes, ts,
+                             !s_ok ? sendbuf : (const void *)recvbuf);
+    return eng_set_error(dfcclInvalidArgument, fn, "%s", msg);
 }
 
 /* Every request of the process: the caller holds a handle (eng_handle.h), so a copy of a
@@ -177,33 +208,34 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
         if (need_recv && !recvbuf)
             return eng_set_error(dfcclInvalidArgument, fn, "recvbuf is NULL with count %zu", count);
         if (coll == ENG_COLL_ALLTOALL && overlaps(sendbuf, bytes * (size_t)N, recvbuf, bytes * (size_t)N))
-            return eng_set_error(dfcclInvalidArgument, fn,
-                                 "sendbuf and recvbuf overlap (in-place all-to-all is not supported)");
+            return overlap_error(fn, "sendbuf and recvbuf overlap (in-place all-to-all is not supported)",
+                                 count, ts, sendbuf, bytes * (size_t)N, recvbuf, bytes * (size_t)N);
         if (coll == ENG_COLL_ALLGATHER && sendbuf != (char *)recvbuf + (size_t)me * bytes &&
             overlaps(sendbuf, bytes, recvbuf, bytes * (size_t)N))
-            return eng_set_error(dfcclInvalidArgument, fn,
-                                 "sendbuf overlaps recvbuf but is not recvbuf + rank * sendcount");
+            return overlap_error(fn, "sendbuf overlaps recvbuf but is not recvbuf + rank * sendcount", count,
+                                 ts, sendbuf, bytes, recvbuf, bytes * (size_t)N);
         if (coll == ENG_COLL_REDUCE_SCATTER && recvbuf != (const char *)sendbuf + (size_t)me * bytes &&
             overlaps(sendbuf, bytes * (size_t)N, recvbuf, bytes))
-            return eng_set_error(dfcclInvalidArgument, fn,
-                                 "recvbuf overlaps sendbuf but is not sendbuf + rank * recvcount");
+            return overlap_error(fn, "recvbuf overlaps sendbuf but is not sendbuf + rank * recvcount", count,
+                                 ts, sendbuf, bytes * (size_t)N, recvbuf, bytes);
         if (coll == ENG_COLL_GATHER && me == root && sendbuf != (char *)recvbuf + (size_t)root * bytes &&
             overlaps(sendbuf, bytes, recvbuf, bytes * (size_t)N))
-            return eng_set_error(dfcclInvalidArgument, fn,
-                                 "sendbuf overlaps recvbuf but is not recvbuf + root * sendcount");
+            return overlap_error(fn, "sendbuf overlaps recvbuf but is not recvbuf + root * sendcount", count,
+                                 ts, sendbuf, bytes, recvbuf, bytes * (size_t)N);
         if (coll == ENG_COLL_SCATTER && me == root &&
             recvbuf != (const char *)sendbuf + (size_t)root * bytes &&
             overlaps(recvbuf, bytes, sendbuf, bytes * (size_t)N))
-            return eng_set_error(dfcclInvalidArgument, fn,
-                                 "recvbuf overlaps sendbuf but is not sendbuf + root * recvcount");
+            return overlap_error(fn, "recvbuf overlaps sendbuf but is not sendbuf + root * recvcount", count,
+                                 ts, sendbuf, bytes * (size_t)N, recvbuf, bytes);
         /* allreduce, scan, reduce and bcast (at the root): in place means equal buffers;
          * a partial overlap would read data the collective already overwrote */
         const int same_size = coll == ENG_COLL_ALLREDUCE || coll == ENG_COLL_SCAN ||
                               coll == ENG_COLL_EXSCAN ||
                               ((coll == ENG_COLL_REDUCE || coll == ENG_COLL_BCAST) && me == root);
         if (same_size && sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
-            return eng_set_error(dfcclInvalidArgument, fn,
-                                 "sendbuf and recvbuf overlap partially (in place means sendbuf == recvbuf)");
+            return overlap_error(fn,
+                                 "sendbuf and recvbuf overlap partially (in place means sendbuf == recvbuf)",
+                                 count, ts, sendbuf, bytes, recvbuf, bytes);
     }
     if ((r = aborted_error(fn, comm)) != dfcclSuccess)
         return r;
@@ -446,7 +478,16 @@ static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t
             for (int p = 0; p < N && !bad; p++)
                 bad = p != me && overlaps((const char *)recvbuf + b[p].roff, b[p].rbytes,
                                           (const char *)recvbuf + own->roff, own->rbytes);
-        if (bad)
+        const int s_ok = !bad || range_mapped(s0, shi - slo),
+                  r_ok = !bad || !s_ok || range_mapped(r0, rhi - rlo);
+        if (!s_ok || !r_ok) /* a count or displacement past a buffer: the true reason */
+            r = eng_set_error(
+                dfcclInvalidArgument, fn,
+                "the counts and displacements reach past %s: its %llu bytes from %p are not all "
+                "mapped memory",
+                !s_ok ? "sendbuf" : "recvbuf", (unsigned long long)(!s_ok ? shi - slo : rhi - rlo),
+                !s_ok ? (const void *)s0 : (const void *)r0);
+        else if (bad)
             r = eng_set_error(
                 dfcclInvalidArgument, fn,
                 coll == ENG_COLL_ALLTOALLV || coll == ENG_COLL_ALLTOALLW

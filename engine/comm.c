@@ -168,11 +168,43 @@ static void shape_of(uint64_t v[ENG_SHAPE_KNOBS])
     v[7] = eng_config.gpu_net_chunk;
 }
 
+#define ENG_BOOT_MAGIC 0x6466636c426f6f74ull /* "dfclBoot" */
+
 typedef struct {
+    uint64_t magic; /* ENG_BOOT_MAGIC: the block was filled (by a rank of this call) */
+    int32_t rank, nranks;
     eng_tp_card_t card; /* for the locality decision */
     uint64_t uid;
     uint64_t shape[ENG_SHAPE_KNOBS]; /* shape_of() */
 } eng_boot_info_t;
+
+/* Does the first all-gather's table hold one block from each rank 0..nranks-1, all with
+ * this nranks? A wrong nranks or rank shows here first, and would otherwise be read as
+ * some other mismatch. Every rank judges the same table alike. */
+static dfcclResult_t check_boot_table(const eng_boot_info_t *all, int nranks, int rank)
+{
+    for (int p = 0; p < nranks; p++) {
+        if (all[p].magic != ENG_BOOT_MAGIC)
+            return eng_set_error(
+                dfcclInvalidArgument, "dfcclCommInit",
+                "the bootstrap all-gather left rank %d's block empty: nranks is %d here (rank %d), but the "
+                "all-gather spans fewer processes, or does not gather every rank's block in rank order",
+                p, nranks, rank);
+        if (all[p].nranks != nranks)
+            return eng_set_error(dfcclInvalidArgument, "dfcclCommInit",
+                                 "nranks differs between ranks: %d on rank %d, %d on the rank whose block is "
+                                 "%d; every rank must pass the same nranks",
+                                 nranks, rank, (int)all[p].nranks, p);
+        if (all[p].rank != p)
+            return eng_set_error(
+                dfcclInvalidArgument, "dfcclCommInit",
+                "the bootstrap all-gather's block %d comes from a process that passed rank %d: "
+                "two processes passed the same rank, or the all-gather does not order the "
+                "blocks by rank",
+                p, (int)all[p].rank);
+    }
+    return dfcclSuccess;
+}
 
 static uint64_t fresh_uid(void)
 {
@@ -220,6 +252,9 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
     c->chunk = eng_config.chunk_size;
 
     memset(&me, 0, sizeof(me));
+    me.magic = ENG_BOOT_MAGIC;
+    me.rank = rank;
+    me.nranks = nranks;
     me.uid = fresh_uid();
     eng_tp_card(&me.card);
     shape_of(me.shape);
@@ -228,6 +263,8 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
         goto err_free;
     }
     /* every rank sees the same table, so every rank fails alike: nobody waits for the others */
+    if ((res = check_boot_table(all, nranks, rank)) != dfcclSuccess)
+        goto err_free;
     for (int p = 1; p < nranks; p++)
         for (int k = 0; k < ENG_SHAPE_KNOBS; k++)
             if (all[p].shape[k] != all[0].shape[k]) {

@@ -250,6 +250,9 @@ dfcclResult_t dfcclGetBuildInfo(dfcclBuildInfo_t *info);
  *         dfcclSystemError, dfcclUnsupported (a peer on another host)
  * @note Collective: every rank must call it. The configuration comes from the
  *       DFCCL_* environment variables: dfcclCommInitConfig with every field unset.
+ * @note An nranks larger than the processes the all-gather spans, ranks that disagree
+ *       on nranks, or two processes passing one rank show in the first all-gather:
+ *       every rank fails with dfcclInvalidArgument saying which.
  */
 dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllgatherFn_t allgather,
                             void *ctx);

@@ -78,6 +78,13 @@ static void bad_check(int line, const char *txt, dfcclResult_t got, dfcclResult_
 /* a stale handle: invalid argument or invalid usage are both right */
 #define BAD_STALE(call) bad_check(__LINE__, #call, (call), dfcclInvalidArgument, dfcclInvalidUsage, "comm")
 
+/* the bootstrap all-gather over MPI_COMM_WORLD, whatever nranks the caller passed */
+static int mpi_ag(const void *s, void *r, size_t bytes, void *ctx)
+{
+    (void)ctx;
+    return MPI_Allgather(s, (int)bytes, MPI_BYTE, r, (int)bytes, MPI_BYTE, MPI_COMM_WORLD) != MPI_SUCCESS;
+}
+
 static int cb_calls;
 static int cb_fail(const void *s, void *r, size_t bytes, void *ctx)
 {
@@ -188,6 +195,24 @@ int main(int argc, char **argv)
     BAD("overlap", dfcclBroadcast(sb + 2, sb, n, F, me, A, &req));        /* on the root */
     BAD("overlap", dfcclAllToAll(sb, sb + 1, n, F, A, &req));
     BAD("recvbuf", dfcclAllToAll(sb, NULL, n, F, A, &req));
+
+    /* ---- a count larger than the buffers: that is the reason, not an overlap ---- */
+    {
+        const size_t huge = (size_t)1 << 40;
+        BAD("count 1099511627776 is larger than", dfcclAllReduce(sb, rb, huge, F, dfcclSum, A, &req));
+        BAD("is larger than", dfcclReduce(sb, rb, huge, F, dfcclSum, me, A, &req)); /* on the root */
+        BAD("is larger than", dfcclAllGather(sb, rb, huge >> 4, F, A, &req));
+        BAD("is larger than", dfcclAllToAll(sb, rb, huge >> 4, F, A, &req));
+        BAD("is larger than", dfcclReduceScatter(sb, rb, huge >> 4, F, dfcclSum, A, &req));
+        size_t *cnt = tc_malloc(sizeof(size_t) * (size_t)P), *dsp = tc_malloc(sizeof(size_t) * (size_t)P);
+        for (int p = 0; p < P; p++) {
+            cnt[p] = huge >> 4;
+            dsp[p] = (size_t)p * (huge >> 4);
+        }
+        BAD("reach past", dfcclAllToAllv(sb, cnt, dsp, rb, cnt, dsp, F, A, &req));
+        free(cnt);
+        free(dsp);
+    }
 
     /* ---- NULL request_p ---- */
     BAD("request", dfcclAllReduce(sb, rb, n, F, dfcclSum, A, NULL));
@@ -371,6 +396,13 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         good_on(A, "failed dfcclCommInit");
         good_on(B, "failed dfcclCommInit");
+        /* nranks larger than the processes the all-gather spans, and every process
+         * passing rank 0: named as such (not as a knob that differs), on every rank */
+        BAD("spans fewer processes", dfcclCommInit(&x, P + 1, me, mpi_ag, NULL));
+        if (x)
+            TC_FAIL("a failed dfcclCommInit left a communicator");
+        if (P > 1)
+            BAD("passed the same rank", dfcclCommInit(&x, P, 0, mpi_ag, NULL));
     }
 
     /* ---- destroy with a collective pending: it completes with dfcclCommAborted ---- */
