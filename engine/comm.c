@@ -332,6 +332,7 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
                (unsigned long long)c->uid, rank, nranks, c->slots, c->channels, (unsigned long long)c->chunk,
                c->depth, c->seg_size);
     *comm_p = (dfcclComm_t)c->handle;
+    eng_config_done(1);
     return dfcclSuccess;
 
 err_daemon:
@@ -343,6 +344,7 @@ err_free:
     }
     free(c);
     free(all);
+    eng_config_done(0);
     return res;
 }
 

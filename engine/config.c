@@ -422,10 +422,12 @@ static void config_apply(const uint64_t v[K_COUNT])
     eng_config.gpu_trace = (int)v[K_TRACE];
 }
 
-/* Guarded by lock: the environment as read at the first call, and the values the
- * first communicator fixed. */
+/* Guarded by lock: the environment as read, and the values the first communicator
+ * fixed. Until a communicator has been created with them (committed), nothing is for
+ * good: after a failed first dfcclCommInit the next one reads the environment again
+ * (a bad variable may have been fixed) and fixes its own values. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int env_read, env_status, fixed;
+static int env_read, env_status, fixed, committed, pending;
 static char env_error[512];
 static uint64_t env_v[K_COUNT], fixed_v[K_COUNT];
 
@@ -457,7 +459,7 @@ dfcclResult_t eng_config_init(const dfcclConfig_t *cfg)
                              "config was not made from DFCCL_CONFIG_INITIALIZER (size %zu, magic %#x)",
                              cfg->size, cfg->magic);
     pthread_mutex_lock(&lock);
-    if (!env_read)
+    if (!env_read || (!committed && !pending))
         read_env();
     if (env_status) {
         res =
@@ -472,10 +474,12 @@ dfcclResult_t eng_config_init(const dfcclConfig_t *cfg)
             goto out;
         }
     }
-    if (!fixed) { /* the first communicator: its fields over the environment, for good */
+    if (!fixed) { /* the first communicator: its fields over the environment, for good
+                     once it is created (eng_config_done) */
         config_apply(v);
         memcpy(fixed_v, v, sizeof(v));
         fixed = 1;
+        pending++;
         goto out;
     }
     for (int i = 0; i < K_COUNT; i++)
@@ -488,7 +492,20 @@ dfcclResult_t eng_config_init(const dfcclConfig_t *cfg)
                                 knob_text(&knobs[i], fixed_v[i], have), knobs[i].env);
             break;
         }
+    if (res == dfcclSuccess)
+        pending++;
 out:
     pthread_mutex_unlock(&lock);
     return res;
+}
+
+void eng_config_done(int created)
+{
+    pthread_mutex_lock(&lock);
+    pending--;
+    if (created)
+        committed = 1;
+    else if (!committed && !pending)
+        fixed = 0; /* no communicator ever had these values: the next init fixes its own */
+    pthread_mutex_unlock(&lock);
 }

@@ -133,8 +133,9 @@ typedef enum {
  *
  * Start from DFCCL_CONFIG_INITIALIZER (every field unset) and set what you mean to
  * fix. An unset field takes the environment variable, else its default; a set field
- * wins over the environment. The values are process-wide: the first communicator of
- * the process fixes them, and a later dfcclCommInitConfig whose set fields differ fails
+ * wins over the environment. The values are process-wide: the first communicator the
+ * process creates fixes them (a failed creation fixes nothing, and the next one reads the
+ * environment again), and a later dfcclCommInitConfig whose set fields differ fails
  * with dfcclInvalidUsage. Fields past @c size are unset, so a program built against an
  * older dfccl.h keeps working with a newer library.
  */
@@ -272,7 +273,7 @@ dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllg
  *         field), dfcclInvalidUsage when a set field differs from the value the
  *         process's first communicator fixed (the message names the field and both values)
  * @note Collective: every rank must call it. The configuration is process-wide: the
- *       first communicator whose arguments are valid fixes every knob (a set field, else
+ *       first communicator created fixes every knob (a set field, else
  *       its DFCCL_* variable, else the default); later calls may set fields only to
  *       the same values. The knobs that shape a communicator must also be equal on all
  *       its ranks (README.md, "Configuration").

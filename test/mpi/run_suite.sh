@@ -5,7 +5,8 @@
 #
 # usage: run_suite.sh BUILD_BIN_DIR
 #   BUILD_BIN_DIR holds the compiled programs t_matrix, t_comms, t_chaos, t_random,
-#   t_badinput, t_killed, t_large, t_threads, t_mismatch, t_vcolls, t_config (named like their .c files).
+#   t_badinput, t_killed, t_large, t_threads, t_mismatch, t_vcolls, t_config, t_firstfail
+#   (named like their .c files).
 #
 # Every case runs under mpirun inside `timeout`, so a hang fails fast; processes of
 # the test binaries left behind by a killed job are killed by pid afterwards. One
@@ -44,7 +45,8 @@ npass=0
 nfail=0
 FAILED=()
 
-for p in t_matrix t_comms t_chaos t_random t_badinput t_killed t_large t_threads t_mismatch t_vcolls t_config; do
+for p in t_matrix t_comms t_chaos t_random t_badinput t_killed t_large t_threads t_mismatch t_vcolls t_config \
+    t_firstfail; do
     if [ ! -x "$BIN/$p" ]; then
         echo "FAIL: $p (missing program $BIN/$p)"
         nfail=$((nfail + 1))
@@ -109,6 +111,11 @@ run_case t_vcolls 1 60 -- t_vcolls
 # dfcclConfig_t: field over environment, the first communicator fixes, bad values
 for np in 1 3; do
     run_case t_config "$np" 60 -x DFCCL_SLOTS=3 -x DFCCL_FIFO_DEPTH=8 -- t_config
+done
+# a failed first dfcclCommInit (bad variable, failed all-gather, a knob that differs)
+# fixes nothing: the next one with good settings works
+for m in env bootstrap shape; do
+    run_case "t_firstfail[$m]" 3 60 -- t_firstfail "$m"
 done
 run_case "t_vcolls[chaos]" 4 120 -- t_vcolls --chaos 10 --deadline 60
 run_case "t_vcolls[chaos]" 8 120 -- t_vcolls --chaos 4 --scale 40000 --deadline 60
