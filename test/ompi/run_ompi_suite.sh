@@ -212,6 +212,44 @@ else
     fail "coll_dfccl_enable=0 np=2" "rc $rc or a module was enabled"
 fi
 
+# ---------------------------------------------------------------- bad MCA values
+# Each malformed coll_dfccl_* value is refused naming the parameter and the value as
+# given (Open MPI's own parsing took "abc" for 0 and "-1" for 2^64-1): the component is
+# off in that process (no module enabled) and the job runs on the other components. A
+# misspelled coll_dfccl_ name is a warning with the closest name; a value with Open
+# MPI's k/m/g suffix is taken.
+bad_mca() {
+    local name=$1 value=$2 expect=$3
+    run 60 2 "${HB[@]}" --mca coll_dfccl_verbose 2 --mca "coll_dfccl_$name" "$value" -- t_nb --rounds 1
+    local rc=$? said
+    said=$(grep -m1 -o "coll_dfccl_$name=.*" "$WORK/out" | cut -c1-160)
+    echo "    case: --mca coll_dfccl_$name $value -> rc $rc: ${said:-nothing said}"
+    if [ "$rc" = 0 ] && grep -q '^OK ' "$WORK/out" && ! grep -q 'enabled on' "$WORK/out" &&
+        [ "$(grep -c "ERROR: MCA parameter coll_dfccl_$name=$value: expected $expect" "$WORK/out")" = 2 ]; then
+        pass "coll_dfccl_$name=$value refused by name and value, the component off, the job runs np=2"
+    else
+        fail "coll_dfccl_$name=$value refused np=2" "rc $rc, or no 'coll_dfccl_$name=$value: expected $expect' on each rank, or a module enabled"
+    fi
+}
+bad_mca oneshot_max abc "a non-negative integer"
+bad_mca priority abc "an integer"
+bad_mca slots -1 "a non-negative integer"
+bad_mca channels banana "a non-negative integer"
+bad_mca chunk_size 5000000000000000000000 "a non-negative integer"
+bad_mca check banana "0 or 1"
+bad_mca net tcp "auto or ucx"
+run 60 2 "${HB[@]}" --mca coll_dfccl_verbose 2 --mca coll_dfccl_chanels 2 -- t_nb --rounds 1
+rc=$?
+echo "    case: --mca coll_dfccl_chanels 2 -> rc $rc: $(grep -m1 -o 'coll_dfccl_chanels is.*' "$WORK/out")"
+if [ "$rc" = 0 ] && grep -q 'enabled on' "$WORK/out" &&
+    [ "$(grep -c 'WARNING: coll_dfccl_chanels is not a dfccl MCA parameter and is ignored (did you mean coll_dfccl_channels?)' "$WORK/out")" = 2 ]; then
+    pass "a misspelled coll_dfccl_ name: a warning naming the closest one, the component on np=2"
+else
+    fail "a misspelled coll_dfccl_ name np=2" "rc $rc, no warning on each rank, or the component off"
+fi
+run 60 2 "${HB[@]}" --mca coll_dfccl_verbose 1 --mca coll_dfccl_chunk_size 32k -- t_nb --rounds 1
+check_lines "coll_dfccl_chunk_size 32k taken as 32768 np=2" $? 'OK t_nb' 'coll_dfccl_chunk_size=32768: the engine'
+
 # dfccl named explicitly with the components it hands calls to
 run 60 2 "${HB[@]}" --mca coll dfccl,tuned,libnbc,basic,self -- t_nb --rounds 3
 check_ok "--mca coll dfccl,tuned,libnbc,basic,self np=2" $?
