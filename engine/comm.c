@@ -170,13 +170,57 @@ static void shape_of(uint64_t v[ENG_SHAPE_KNOBS])
 
 #define ENG_BOOT_MAGIC 0x6466636c426f6f74ull /* "dfclBoot" */
 
+/* Why a rank has no GPU part (eng_boot_info_t.no_gpu). */
+enum { BOOT_GPU = 0, BOOT_NO_GPU_BUILD = 1, BOOT_GPU_OFF = 2 };
+
 typedef struct {
     uint64_t magic; /* ENG_BOOT_MAGIC: the block was filled (by a rank of this call) */
     int32_t rank, nranks;
+    int32_t status;     /* dfcclSuccess, or why this rank cannot take part (err says more) */
+    int32_t no_gpu;     /* BOOT_*: will it create the GPU part (whose set-up has all-gathers)? */
+    char err[320];      /* status's message (dfcclGetLastError) */
     eng_tp_card_t card; /* for the locality decision */
     uint64_t uid;
     uint64_t shape[ENG_SHAPE_KNOBS]; /* shape_of() */
 } eng_boot_info_t;
+
+/* The first all-gather's verdict, the same on every rank: a rank that could not take part
+ * (a bad DFCCL_* value, its daemon, memory), a knob that differs, or a GPU part on some
+ * ranks only (a CPU-only build or DFCCL_GPU=0 beside a GPU one: those ranks would not
+ * join the GPU set-up's all-gathers). */
+static dfcclResult_t check_boot_agree(eng_boot_info_t *all, int nranks)
+{
+    for (int p = 0; p < nranks; p++)
+        if (all[p].status != dfcclSuccess) {
+            all[p].err[sizeof(all[p].err) - 1] = 0;
+            const dfcclResult_t r =
+                all[p].status < 0 && all[p].status > -100 ? (dfcclResult_t)all[p].status : dfcclInvalidUsage;
+            return eng_set_error(r, "dfcclCommInit", "rank %d of %d cannot create the communicator: %s", p,
+                                 nranks, all[p].err);
+        }
+    for (int p = 1; p < nranks; p++)
+        for (int k = 0; k < ENG_SHAPE_KNOBS; k++)
+            if (all[p].shape[k] != all[0].shape[k])
+                return eng_set_error(dfcclInvalidArgument, "dfcclCommInit",
+                                     "%s differs between ranks: %llu on rank 0, %llu on rank %d; every rank "
+                                     "of a communicator must use the same value",
+                                     shape_names[k], (unsigned long long)all[0].shape[k],
+                                     (unsigned long long)all[p].shape[k], p);
+    static const char *const gpu_says[] = {"has the GPU backend (DFCCL_GPU=1)",
+                                           "runs a dfccl built without the GPU backend (no CUDA)",
+                                           "has the GPU backend off (DFCCL_GPU=0)"};
+    for (int p = 1; p < nranks; p++)
+        if ((all[p].no_gpu == BOOT_GPU) != (all[0].no_gpu == BOOT_GPU)) {
+            const int a = all[0].no_gpu >= 0 && all[0].no_gpu <= 2 ? all[0].no_gpu : 1;
+            const int b = all[p].no_gpu >= 0 && all[p].no_gpu <= 2 ? all[p].no_gpu : 1;
+            return eng_set_error(
+                dfcclInvalidUsage, "dfcclCommInit",
+                "the GPU backend differs between ranks: rank 0 of %d %s, rank %d of %d %s; every rank "
+                "of a communicator must run a dfccl with the same backends and the same DFCCL_GPU",
+                nranks, gpu_says[a], p, nranks, gpu_says[b]);
+        }
+    return dfcclSuccess;
+}
 
 /* Does the first all-gather's table hold one block from each rank 0..nranks-1, all with
  * this nranks? A wrong nranks or rank shows here first, and would otherwise be read as
@@ -235,75 +279,74 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
         return DFCCL_ARG_ERROR("rank %d out of range [0, %d)", rank, nranks);
     if (!allgather)
         return DFCCL_ARG_ERROR("allgather is NULL");
-    if ((res = eng_config_init(config)) != dfcclSuccess)
-        return res;
-
+    /* From here on, whatever fails on this rank goes into the first all-gather, which
+     * every rank reaches: a rank that returned before it would leave the others waiting
+     * in it (a bad DFCCL_* value on one rank hung the rest). */
+    const int cfg_ok = (res = eng_config_init(config)) == dfcclSuccess;
+    int daemon_held = 0;
     struct dfccl_comm *c = calloc(1, sizeof(*c));
     all = calloc((size_t)nranks, sizeof(*all));
-    if (!c || !all) {
-        res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator of %d ranks", nranks);
+    if (!all) {
+        res = eng_set_error(dfcclNoMemory, __func__, "no memory for the set-up of %d ranks", nranks);
         goto err_free;
     }
-    c->rank = rank;
-    c->nranks = nranks;
-    c->slots = eng_config.slots;
-    c->channels = eng_config.channels;
-    c->depth = eng_config.fifo_depth;
-    c->chunk = eng_config.chunk_size;
-
     memset(&me, 0, sizeof(me));
     me.magic = ENG_BOOT_MAGIC;
     me.rank = rank;
     me.nranks = nranks;
-    me.uid = fresh_uid();
-    eng_tp_card(&me.card);
-    shape_of(me.shape);
+    if (res == dfcclSuccess && !c)
+        res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator of %d ranks", nranks);
+    if (res == dfcclSuccess) {
+        c->rank = rank;
+        c->nranks = nranks;
+        c->slots = eng_config.slots;
+        c->channels = eng_config.channels;
+        c->depth = eng_config.fifo_depth;
+        c->chunk = eng_config.chunk_size;
+        c->tp = calloc((size_t)nranks, 1);
+        c->slot_next = calloc(c->slots, sizeof(uint64_t));
+        if (!c->tp || !c->slot_next)
+            res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
+    }
+    if (res == dfcclSuccess) {
+        eng_shm_clean_stale();
+        daemon_held = (res = eng_daemon_acquire()) == dfcclSuccess;
+    }
+    if (res == dfcclSuccess) {
+        me.uid = fresh_uid();
+        eng_tp_card(&me.card);
+        shape_of(me.shape);
+        me.no_gpu = !eng_gpu ? BOOT_NO_GPU_BUILD : !eng_config.gpu ? BOOT_GPU_OFF : BOOT_GPU;
+    }
+    me.status = res;
+    if (res != dfcclSuccess)
+        snprintf(me.err, sizeof(me.err), "%s", dfcclGetLastError());
     if (allgather(&me, all, sizeof(me), ctx) != 0) {
         res = eng_set_error(dfcclBootstrapError, __func__, "allgather callback failed");
-        goto err_free;
+        goto err_daemon;
     }
     /* every rank sees the same table, so every rank fails alike: nobody waits for the others */
-    if ((res = check_boot_table(all, nranks, rank)) != dfcclSuccess)
-        goto err_free;
-    for (int p = 1; p < nranks; p++)
-        for (int k = 0; k < ENG_SHAPE_KNOBS; k++)
-            if (all[p].shape[k] != all[0].shape[k]) {
-                res =
-                    eng_set_error(dfcclInvalidArgument, __func__,
-                                  "%s differs between ranks: %llu on rank 0, %llu on rank %d; every rank of "
-                                  "a communicator must use the same value",
-                                  shape_names[k], (unsigned long long)all[0].shape[k],
-                                  (unsigned long long)all[p].shape[k], p);
-                goto err_free;
-            }
+    if ((res = check_boot_table(all, nranks, rank)) != dfcclSuccess ||
+        (res = check_boot_agree(all, nranks)) != dfcclSuccess)
+        goto err_daemon;
     c->uid = all[0].uid; /* rank 0 names the communicator */
     /* locality: every rank decides the same from the same cards */
-    if (!(c->tp = calloc((size_t)nranks, 1))) {
-        res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
-        goto err_free;
-    }
     if ((res = eng_tp_pick(eng_transports, &all[0].card, sizeof(*all), nranks, rank, c->tp, &c->tp_used)) !=
         dfcclSuccess)
-        goto err_free;
+        goto err_daemon;
     for (int p = 0; p < nranks; p++)
         if (p != rank)
             dfccl_info("communicator %016llx rank %d: peer %d: transport %s (GPU daemon: %s)",
                        (unsigned long long)c->uid, rank, p, eng_transports[c->tp[p]]->name,
                        eng_transports[c->tp[p]]->gpu_name);
 
-    c->slot_next = calloc(c->slots, sizeof(uint64_t));
-    if (!c->slot_next) {
-        res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
-        goto err_free;
-    }
     for (uint32_t s = 0; s < c->slots; s++)
         c->slot_next[s] = s;
 
-    eng_shm_clean_stale();
-    DFCCL_CHECK_GOTO(eng_daemon_acquire(), res, err_free);
     DFCCL_CHECK_GOTO(tp_connect(c, allgather, ctx), res, err_daemon);
-    /* the GPU daemon's connections: its instance of each peer's transport */
-    if (eng_config.gpu && eng_gpu) {
+    /* the GPU daemon's connections: its instance of each peer's transport (every rank
+     * has a GPU part, or none: check_boot_agree) */
+    if (me.no_gpu == BOOT_GPU) {
         uint64_t **arrived = calloc((size_t)nranks, sizeof(uint64_t *));
         for (int p = 0; p < nranks && arrived && c->segs; p++)
             arrived[p] = c->segs[p] ? &eng_seg_hdr(c, p)->gpu_arrived : NULL;
@@ -336,7 +379,8 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
     return dfcclSuccess;
 
 err_daemon:
-    eng_daemon_release();
+    if (daemon_held)
+        eng_daemon_release();
 err_free:
     if (c) {
         free(c->slot_next);
@@ -344,7 +388,8 @@ err_free:
     }
     free(c);
     free(all);
-    eng_config_done(0);
+    if (cfg_ok)
+        eng_config_done(0);
     return res;
 }
 

@@ -462,8 +462,8 @@ dfcclResult_t eng_config_init(const dfcclConfig_t *cfg)
     if (!env_read || (!committed && !pending))
         read_env();
     if (env_status) {
-        res =
-            eng_set_error(dfcclInvalidArgument, "config", "bad DFCCL_* environment variable: %s", env_error);
+        const char *why = strncmp(env_error, "config: ", 8) ? env_error : env_error + 8;
+        res = eng_set_error(dfcclInvalidArgument, "config", "bad DFCCL_* environment variable: %s", why);
         goto out;
     }
     for (int i = 0; i < K_COUNT; i++) {

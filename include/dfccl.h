@@ -253,7 +253,13 @@ dfcclResult_t dfcclGetBuildInfo(dfcclBuildInfo_t *info);
  *       DFCCL_* environment variables: dfcclCommInitConfig with every field unset.
  * @note An nranks larger than the processes the all-gather spans, ranks that disagree
  *       on nranks, or two processes passing one rank show in the first all-gather:
- *       every rank fails with dfcclInvalidArgument saying which.
+ *       every rank fails with dfcclInvalidArgument saying which. So does whatever stops
+ *       one rank once its arguments are checked (a bad DFCCL_* value or config field, a
+ *       knob that differs, the GPU backend on some ranks only, its daemon, memory): that
+ *       rank still takes part in the first all-gather, and every rank fails alike with
+ *       that rank's code and a message naming it ("rank R of N cannot create the
+ *       communicator: ..."), instead of the others waiting for it. Only a NULL @p comm_p
+ *       or @p allgather, or an nranks or rank out of range, fail this rank alone.
  */
 dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllgatherFn_t allgather,
                             void *ctx);

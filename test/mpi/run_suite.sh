@@ -146,6 +146,11 @@ run_case "t_comms[threads=2,channels=3]" 3 120 -x DFCCL_CPU_THREADS=2 -x DFCCL_C
 run_case "t_mismatch[DFCCL_CHANNELS]" 3 60 -- t_mismatch DFCCL_CHANNELS 2 1
 run_case "t_mismatch[DFCCL_CHUNK_SIZE]" 2 60 -- t_mismatch DFCCL_CHUNK_SIZE 65536 32768
 run_case "t_mismatch[DFCCL_ONESHOT_MAX]" 4 60 -- t_mismatch DFCCL_ONESHOT_MAX 32768 0
+# a value refused on the last rank only (before: the others hung in the first
+# all-gather): every rank fails alike, naming that rank and its value
+run_case "t_mismatch[DFCCL_SLOTS=abc on the last rank]" 3 60 -- t_mismatch DFCCL_SLOTS 2 abc --refused
+run_case "t_mismatch[DFCCL_CHUNK_SIZE=-1 on the last rank]" 2 60 -- t_mismatch DFCCL_CHUNK_SIZE 65536 -1 --refused
+run_case "t_mismatch[DFCCL_LOG_LEVEL=loud on the last rank]" 4 60 -- t_mismatch DFCCL_LOG_LEVEL warn loud --refused
 
 # more than 2^31 bytes: 2 ranks only
 run_case t_large 2 400 -- t_large

@@ -249,6 +249,25 @@ else
 fi
 run 60 2 "${HB[@]}" --mca coll_dfccl_verbose 1 --mca coll_dfccl_chunk_size 32k -- t_nb --rounds 1
 check_lines "coll_dfccl_chunk_size 32k taken as 32768 np=2" $? 'OK t_nb' 'coll_dfccl_chunk_size=32768: the engine'
+# a DFCCL_* value refused on the last rank only: before, the other ranks waited in the
+# engine set-up's first all-gather for it and the job hung at its first collective; now
+# every rank's set-up fails alike naming that rank and value, and the calls go to the
+# previous module everywhere
+cat >"$WORK/lastrank.sh" <<'EOS'
+#!/bin/sh
+[ "${OMPI_COMM_WORLD_RANK:-0}" = "$((${OMPI_COMM_WORLD_SIZE:-1} - 1))" ] && export DFCCL_SLOTS=abc
+exec "$@"
+EOS
+chmod +x "$WORK/lastrank.sh"
+run 60 3 "${HB[@]}" -- "$WORK/lastrank.sh" "$BIN/t_nb" --rounds 2
+rc=$?
+echo "    case: DFCCL_SLOTS=abc on the last of 3 ranks -> rc $rc: $(grep -m1 -o 'no engine communicator.*' "$WORK/out" | cut -c1-200)"
+if [ "$rc" = 0 ] && grep -q '^OK ' "$WORK/out" &&
+    [ "$(grep -c 'no engine communicator for MPI_COMM_WORLD.*rank 2 of 3 cannot create the communicator.*DFCCL_SLOTS=abc' "$WORK/out")" = 3 ]; then
+    pass "DFCCL_SLOTS=abc on the last rank: every rank's set-up fails naming it, the job runs np=3"
+else
+    fail "DFCCL_SLOTS=abc on the last rank np=3" "rc $rc (124: the other ranks hung), or not said on each rank"
+fi
 
 # dfccl named explicitly with the components it hands calls to
 run 60 2 "${HB[@]}" --mca coll dfccl,tuned,libnbc,basic,self -- t_nb --rounds 3
