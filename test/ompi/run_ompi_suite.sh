@@ -330,14 +330,27 @@ run 300 2 "${ALONE[@]}" "${FAKE[@]}" -- t_colls --quick --comms world
 check_ok "dfccl alone, staged (device buffers, emulated): collective matrix (quick) np=2" $?
 run 120 4 "${ALONE[@]}" --mca coll_dfccl_check 1 -- t_alone
 check_ok "dfccl alone with coll_dfccl_check=1 (no false alarm) np=4" $?
-# intercommunicators: dfccl does not serve them; alone, it says what to name instead
-# (Open MPI 4.1 itself then fails the creation, and may crash in its own clean-up)
+# intercommunicators: dfccl does not serve them; alone, it says what to name instead,
+# and MPI_Intercomm_create fails cleanly with an MPI error (before: Open MPI 4.1 crashed
+# freeing the communicator it could not set up, SIGSEGV, rc 139): under
+# MPI_ERRORS_RETURN the program goes on; under the default handler the job aborts
 run 60 2 "${ALONE[@]}" -- t_alone --inter
 rc=$?
-if [ $rc != 124 ] && [ $rc != 137 ] && grep -q 'does not serve intercommunicators' "$WORK/out"; then
-    pass "dfccl alone: an intercommunicator fails with dfccl's explanation (rc $rc) np=2"
+echo "    case: dfccl alone, MPI_Intercomm_create under MPI_ERRORS_RETURN -> rc $rc: $(grep -m1 -o 'OK t_alone.*' "$WORK/out")"
+if [ $rc = 0 ] && grep -q '^OK t_alone --inter' "$WORK/out" && grep -q 'does not serve intercommunicators' "$WORK/out" &&
+    ! grep -qi 'segmentation\|signal 11' "$WORK/out"; then
+    pass "dfccl alone: an intercommunicator's creation fails with an MPI error and dfccl's explanation np=2"
 else
-    fail "dfccl alone: intercommunicator np=2" "rc $rc, no explanation from dfccl"
+    fail "dfccl alone: intercommunicator np=2" "rc $rc, a crash, or no explanation from dfccl"
+fi
+run 60 4 "${ALONE[@]}" -- t_inter
+rc=$?
+echo "    case: dfccl alone, t_inter under MPI_ERRORS_ARE_FATAL -> rc $rc: $(grep -m1 -o 'An error occurred in MPI_Intercomm_create' "$WORK/out")"
+if [ $rc != 0 ] && [ $rc != 124 ] && [ $rc != 137 ] && [ $rc != 139 ] &&
+    grep -q 'An error occurred in MPI_Intercomm_create' "$WORK/out" && ! grep -qi 'segmentation\|signal 11' "$WORK/out"; then
+    pass "dfccl alone: an intercommunicator under the default error handler aborts with the MPI error, no crash (rc $rc) np=4"
+else
+    fail "dfccl alone: intercommunicator, default error handler np=4" "rc $rc: a crash, a hang, or no MPI error"
 fi
 
 # a verbose run names what went to the engine
