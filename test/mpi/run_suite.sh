@@ -151,6 +151,11 @@ run_case "t_mismatch[DFCCL_ONESHOT_MAX]" 4 60 -- t_mismatch DFCCL_ONESHOT_MAX 32
 run_case "t_mismatch[DFCCL_SLOTS=abc on the last rank]" 3 60 -- t_mismatch DFCCL_SLOTS 2 abc --refused
 run_case "t_mismatch[DFCCL_CHUNK_SIZE=-1 on the last rank]" 2 60 -- t_mismatch DFCCL_CHUNK_SIZE 65536 -1 --refused
 run_case "t_mismatch[DFCCL_LOG_LEVEL=loud on the last rank]" 4 60 -- t_mismatch DFCCL_LOG_LEVEL warn loud --refused
+# the GPU backend off on the last rank only, in a build with it (a CPU-only build has no
+# GPU part anywhere): the others would run the GPU set-up's all-gathers without it
+if "$BIN/../../tools/dfccl-info" -b 2>/dev/null | grep -q 'GPU backend (CUDA) yes'; then
+    run_case "t_mismatch[DFCCL_GPU=0 on the last rank]" 2 60 -- t_mismatch DFCCL_GPU 1 0 --refused --refused-code usage
+fi
 
 # more than 2^31 bytes: 2 ranks only
 run_case t_large 2 400 -- t_large
