@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Public collective calls: argument checks (each error names its argument and leaves
  * every other collective untouched), request objects, test and wait. */
+#include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "eng_atomic.h"
 #include "eng_comm.h"
@@ -30,13 +33,48 @@ static int overlaps(const void *a, size_t alen, const void *b, size_t blen)
     return alen && blen && x < y + blen && y < x + alen;
 }
 
+/* Is [p, p + len) all mapped memory? (msync fails with ENOMEM over a hole.) Only on the
+ * way to an error: a syscall. */
+static int range_mapped(const void *p, size_t len)
+{
+    const uintptr_t pg = (uintptr_t)ENG_PAGE, a = (uintptr_t)p & ~(pg - 1);
+    const uintptr_t end = (uintptr_t)p + len;
+    if (!len)
+        return 1;
+    if (end < (uintptr_t)p)
+        return 0;
+    return msync((void *)a, end - a, MS_ASYNC) == 0 || errno != ENOMEM;
+}
+
+/* The buffers' ranges overlap: the reason, unless a count larger than the buffers is the
+ * true one (2^40 elements reach from one buffer into any other; a range that is not all
+ * mapped memory says so). */
+static dfcclResult_t overlap_error(const char *fn, const char *msg, size_t count, size_t ts,
+                                   const void *sendbuf, size_t sbytes, const void *recvbuf, size_t rbytes)
+{
+    const int s_ok = range_mapped(sendbuf, sbytes), r_ok = s_ok && range_mapped(recvbuf, rbytes);
+    if (!s_ok || !r_ok)
+        return eng_set_error(dfcclInvalidArgument, fn,
+                             "count %zu is larger than %s: its %zu bytes (%zu-byte elements) from %p are not "
+                             "all mapped memory",
+                             count, !s_ok ? "sendbuf" : "recvbuf", !s_ok ? sbytes : rbytes, ts,
+                             !s_ok ? sendbuf : (const void *)recvbuf);
+    return eng_set_error(dfcclInvalidArgument, fn, "%s", msg);
+}
+
+/* Every request of the process: the caller holds a handle (eng_handle.h), so a copy of a
+ * request already completed, or one waited on twice, is found stale instead of read
+ * after its free. A slot's memory stays with the table (reused by later requests). */
+static eng_htab_t eng_requests = ENG_HTAB_INITIALIZER(struct dfccl_request);
+
 /* Hand a checked collective to the daemon its memory kind picks. blocks: the table of a
  * v-collective (malloc'd, owned from here on). */
 static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a, eng_block_t *blocks,
                             int on_gpu, int has_data, dfcclRequest_t *request_p)
 {
     const int N = comm->nranks;
-    struct dfccl_request *req = malloc(sizeof(*req));
+    uint64_t handle;
+    struct dfccl_request *req = eng_handle_alloc(&eng_requests, &handle);
     if (!req) {
         free(blocks);
         return eng_set_error(dfcclNoMemory, fn, "no memory for a request");
@@ -73,7 +111,7 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
                                           &seq, &t_submit);
         free(blocks);
         if (r != dfcclSuccess) {
-            free(req);
+            eng_handle_free(&eng_requests, req);
             return r;
         }
         comm->stats.submitted++;
@@ -89,7 +127,7 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
      * call whose own buffers decided the daemon (not a barrier, not a zero count) */
     if (has_data)
         comm->last_on_gpu = on_gpu;
-    *request_p = req;
+    *request_p = (dfcclRequest_t)(uintptr_t)handle;
     return dfcclSuccess;
 }
 
@@ -174,33 +212,34 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
         if (need_recv && !recvbuf)
             return eng_set_error(dfcclInvalidArgument, fn, "recvbuf is NULL with count %zu", count);
         if (coll == ENG_COLL_ALLTOALL && overlaps(sendbuf, bytes * (size_t)N, recvbuf, bytes * (size_t)N))
-            return eng_set_error(dfcclInvalidArgument, fn,
-                                 "sendbuf and recvbuf overlap (in-place all-to-all is not supported)");
+            return overlap_error(fn, "sendbuf and recvbuf overlap (in-place all-to-all is not supported)",
+                                 count, ts, sendbuf, bytes * (size_t)N, recvbuf, bytes * (size_t)N);
         if (coll == ENG_COLL_ALLGATHER && sendbuf != (char *)recvbuf + (size_t)me * bytes &&
             overlaps(sendbuf, bytes, recvbuf, bytes * (size_t)N))
-            return eng_set_error(dfcclInvalidArgument, fn,
-                                 "sendbuf overlaps recvbuf but is not recvbuf + rank * sendcount");
+            return overlap_error(fn, "sendbuf overlaps recvbuf but is not recvbuf + rank * sendcount", count,
+                                 ts, sendbuf, bytes, recvbuf, bytes * (size_t)N);
         if (coll == ENG_COLL_REDUCE_SCATTER && recvbuf != (const char *)sendbuf + (size_t)me * bytes &&
             overlaps(sendbuf, bytes * (size_t)N, recvbuf, bytes))
-            return eng_set_error(dfcclInvalidArgument, fn,
-                                 "recvbuf overlaps sendbuf but is not sendbuf + rank * recvcount");
+            return overlap_error(fn, "recvbuf overlaps sendbuf but is not sendbuf + rank * recvcount", count,
+                                 ts, sendbuf, bytes * (size_t)N, recvbuf, bytes);
         if (coll == ENG_COLL_GATHER && me == root && sendbuf != (char *)recvbuf + (size_t)root * bytes &&
             overlaps(sendbuf, bytes, recvbuf, bytes * (size_t)N))
-            return eng_set_error(dfcclInvalidArgument, fn,
-                                 "sendbuf overlaps recvbuf but is not recvbuf + root * sendcount");
+            return overlap_error(fn, "sendbuf overlaps recvbuf but is not recvbuf + root * sendcount", count,
+                                 ts, sendbuf, bytes, recvbuf, bytes * (size_t)N);
         if (coll == ENG_COLL_SCATTER && me == root &&
             recvbuf != (const char *)sendbuf + (size_t)root * bytes &&
             overlaps(recvbuf, bytes, sendbuf, bytes * (size_t)N))
-            return eng_set_error(dfcclInvalidArgument, fn,
-                                 "recvbuf overlaps sendbuf but is not sendbuf + root * recvcount");
+            return overlap_error(fn, "recvbuf overlaps sendbuf but is not sendbuf + root * recvcount", count,
+                                 ts, sendbuf, bytes * (size_t)N, recvbuf, bytes);
         /* allreduce, scan, reduce and bcast (at the root): in place means equal buffers;
          * a partial overlap would read data the collective already overwrote */
         const int same_size = coll == ENG_COLL_ALLREDUCE || coll == ENG_COLL_SCAN ||
                               coll == ENG_COLL_EXSCAN ||
                               ((coll == ENG_COLL_REDUCE || coll == ENG_COLL_BCAST) && me == root);
         if (same_size && sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
-            return eng_set_error(dfcclInvalidArgument, fn,
-                                 "sendbuf and recvbuf overlap partially (in place means sendbuf == recvbuf)");
+            return overlap_error(fn,
+                                 "sendbuf and recvbuf overlap partially (in place means sendbuf == recvbuf)",
+                                 count, ts, sendbuf, bytes, recvbuf, bytes);
     }
     if ((r = aborted_error(fn, comm)) != dfcclSuccess)
         return r;
@@ -443,7 +482,16 @@ static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t
             for (int p = 0; p < N && !bad; p++)
                 bad = p != me && overlaps((const char *)recvbuf + b[p].roff, b[p].rbytes,
                                           (const char *)recvbuf + own->roff, own->rbytes);
-        if (bad)
+        const int s_ok = !bad || range_mapped(s0, shi - slo),
+                  r_ok = !bad || !s_ok || range_mapped(r0, rhi - rlo);
+        if (!s_ok || !r_ok) /* a count or displacement past a buffer: the true reason */
+            r = eng_set_error(
+                dfcclInvalidArgument, fn,
+                "the counts and displacements reach past %s: its %llu bytes from %p are not all "
+                "mapped memory",
+                !s_ok ? "sendbuf" : "recvbuf", (unsigned long long)(!s_ok ? shi - slo : rhi - rlo),
+                !s_ok ? (const void *)s0 : (const void *)r0);
+        else if (bad)
             r = eng_set_error(
                 dfcclInvalidArgument, fn,
                 coll == ENG_COLL_ALLTOALLV || coll == ENG_COLL_ALLTOALLW
@@ -588,9 +636,21 @@ static void gpu_watch_peers(struct dfccl_request *req)
         eng_gpu->progress(); /* a daemon that quit on the stalled work comes back to fail it */
 }
 
-static dfcclResult_t request_reap(dfcclRequest_t *request_p)
+/* The request a caller's handle names, or NULL with the error set (what names it:
+ * "*request_p", "requests[3]"). */
+static struct dfccl_request *request_of(const char *fn, dfcclRequest_t handle, const char *what)
 {
-    struct dfccl_request *req = *request_p;
+    struct dfccl_request *req = eng_handle_get(&eng_requests, (uintptr_t)handle);
+    if (!req)
+        eng_set_error(dfcclInvalidArgument, fn,
+                      "%s (%p) is not a pending request: a copy of one that already completed (a "
+                      "request is freed by the dfcclWait or dfcclTest that completes it), or not a request",
+                      what, (void *)handle);
+    return req;
+}
+
+static dfcclResult_t request_reap(struct dfccl_request *req, dfcclRequest_t *request_p)
+{
     dfcclResult_t res = (dfcclResult_t)DFCCL_READ_ONCE(*req->result_p);
     if (req->gpu_id >= 0) {
         if (eng_trace_on)
@@ -600,7 +660,7 @@ static dfcclResult_t request_reap(dfcclRequest_t *request_p)
     free(req->blocks);
     if (res < 0) /* the daemon logged the details; the caller's thread gets the reason too */
         eng_set_error(res, "dfcclWait", "the collective failed: %s", dfcclGetErrorString(res));
-    free(*request_p);
+    eng_handle_free(&eng_requests, req);
     *request_p = NULL;
     return res;
 }
@@ -615,28 +675,26 @@ dfcclResult_t dfcclTest(dfcclRequest_t *request_p, int *done_p)
         *done_p = 1;
         return dfcclSuccess;
     }
+    struct dfccl_request *req = request_of(__func__, *request_p, "*request_p");
+    if (!req)
+        return dfcclInvalidArgument;
     /* acquire: pairs with the daemon's release of the completion word */
-    if (!dfccl_load_acquire32((*request_p)->done_p)) {
-        if ((*request_p)->gpu_id >= 0) {
+    if (!dfccl_load_acquire32(req->done_p)) {
+        if (req->gpu_id >= 0) {
             eng_gpu->progress(); /* relaunch a daemon that quit on stalled work */
-            gpu_watch_peers(*request_p);
+            gpu_watch_peers(req);
         } else {
-            eng_daemon_kick(*request_p);
+            eng_daemon_kick(req);
         }
         *done_p = 0;
         return dfcclSuccess;
     }
     *done_p = 1;
-    return request_reap(request_p);
+    return request_reap(req, request_p);
 }
 
-dfcclResult_t dfcclWait(dfcclRequest_t *request_p)
+static dfcclResult_t wait_one(struct dfccl_request *req, dfcclRequest_t *request_p)
 {
-    if (!request_p)
-        return DFCCL_ARG_ERROR("request_p is NULL");
-    if (!*request_p)
-        return dfcclSuccess;
-    struct dfccl_request *req = *request_p;
     if (req->gpu_id < 0) {
         eng_daemon_wait(req);
     } else {
@@ -651,18 +709,78 @@ dfcclResult_t dfcclWait(dfcclRequest_t *request_p)
                 sched_yield();
         }
     }
-    return request_reap(request_p);
+    return request_reap(req, request_p);
 }
 
+dfcclResult_t dfcclWait(dfcclRequest_t *request_p)
+{
+    if (!request_p)
+        return DFCCL_ARG_ERROR("request_p is NULL");
+    if (!*request_p)
+        return dfcclSuccess;
+    struct dfccl_request *req = request_of(__func__, *request_p, "*request_p");
+    return req ? wait_one(req, request_p) : dfcclInvalidArgument;
+}
+
+static int handle_cmp(const void *a, const void *b)
+{
+    const uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Every request is checked before any is waited on: a stale one, or one named twice,
+ * fails the call with nothing waited on (the second wait of a request would otherwise
+ * find it completed and freed by the first). */
 dfcclResult_t dfcclWaitAll(int n, dfcclRequest_t *requests)
 {
     if (n < 0)
         return DFCCL_ARG_ERROR("n %d is negative", n);
     if (n > 0 && !requests)
         return DFCCL_ARG_ERROR("requests is NULL");
+    char what[48];
+    for (int i = 0; i < n; i++) {
+        snprintf(what, sizeof what, "requests[%d]", i);
+        if (requests[i] && !request_of(__func__, requests[i], what))
+            return dfcclInvalidArgument;
+    }
+    /* duplicates: pairwise for a few, else in a sorted copy */
+    int dup_i = -1, dup_j = -1;
+    if (n <= 32) {
+        for (int j = 1; j < n && dup_i < 0; j++)
+            for (int i = 0; i < j; i++)
+                if (requests[j] && requests[i] == requests[j]) {
+                    dup_i = i;
+                    dup_j = j;
+                    break;
+                }
+    } else {
+        uintptr_t *s = malloc(sizeof(*s) * (size_t)n);
+        if (!s)
+            return eng_set_error(dfcclNoMemory, __func__, "no memory to check %d requests", n);
+        for (int i = 0; i < n; i++)
+            s[i] = (uintptr_t)requests[i];
+        qsort(s, (size_t)n, sizeof(*s), handle_cmp);
+        for (int k = 1; k < n && dup_i < 0; k++)
+            if (s[k] && s[k] == s[k - 1])
+                for (int i = 0; i < n; i++)
+                    if ((uintptr_t)requests[i] == s[k]) {
+                        if (dup_i < 0)
+                            dup_i = i;
+                        else {
+                            dup_j = i;
+                            break;
+                        }
+                    }
+        free(s);
+    }
+    if (dup_i >= 0)
+        return DFCCL_ARG_ERROR("requests[%d] and requests[%d] are the same request (%p): each is waited on "
+                               "once; nothing was waited on",
+                               dup_i, dup_j, (void *)requests[dup_i]);
     dfcclResult_t first = dfcclSuccess;
     for (int i = 0; i < n; i++) {
-        dfcclResult_t r = dfcclWait(&requests[i]);
+        struct dfccl_request *req = requests[i] ? request_of(__func__, requests[i], "requests[i]") : NULL;
+        dfcclResult_t r = req ? wait_one(req, &requests[i]) : dfcclSuccess;
         if (r != dfcclSuccess && first == dfcclSuccess)
             first = r;
     }

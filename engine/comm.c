@@ -17,36 +17,28 @@
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct dfccl_comm *live_head;
 
-#define HANDLE_GEN_SHIFT 48
-
-/* the next generation (never 0, so a tagged handle never equals a bare address) */
-static uint64_t next_gen(void)
-{
-    static uint32_t gen;
-    uint32_t g;
-    do
-        g = dfccl_add_fetch_relaxed(&gen, 1) & 0xffffu;
-    while (g == 0);
-    return g;
-}
+/* the handle table: a slot per live communicator, naming it */
+typedef struct {
+    eng_hslot_t h;
+    struct dfccl_comm *comm;
+} comm_slot_t;
+static eng_htab_t comm_handles = ENG_HTAB_INITIALIZER(comm_slot_t);
 
 static struct dfccl_comm *lookup_locked(dfcclComm_t handle)
 {
-    const uintptr_t h = (uintptr_t)handle, addr = h & (((uintptr_t)1 << HANDLE_GEN_SHIFT) - 1);
-    if (!h)
+    const uint64_t h = (uintptr_t)handle;
+    comm_slot_t *s = eng_handle_get(&comm_handles, h);
+    struct dfccl_comm *p = s ? dfccl_load_acquire(&s->comm) : NULL;
+    /* the slot still had the handle's generation after its communicator was read */
+    if (!p || !eng_handle_get(&comm_handles, h))
         return NULL;
-    for (struct dfccl_comm *p = live_head; p; p = p->live_next)
-        if ((uintptr_t)p == addr)
-            return p->handle == h && p->magic == ENG_COMM_MAGIC ? p : NULL;
-    return NULL;
+    return p->handle == h && p->magic == ENG_COMM_MAGIC ? p : NULL;
 }
 
+/* Lock-free: every collective call looks its communicator up. */
 struct dfccl_comm *eng_comm_get(dfcclComm_t handle)
 {
-    pthread_mutex_lock(&live_lock);
-    struct dfccl_comm *c = lookup_locked(handle);
-    pthread_mutex_unlock(&live_lock);
-    return c;
+    return lookup_locked(handle);
 }
 
 int eng_comm_watch_peers(dfcclComm_t handle, uint64_t now)
@@ -88,16 +80,24 @@ static void register_exit_mark(void)
     atexit(mark_closed_at_exit);
 }
 
-static void live_add(struct dfccl_comm *c)
+/* Register c and give it its handle; 0 when the table is out of memory. */
+static int live_add(struct dfccl_comm *c)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, register_exit_mark);
     pthread_mutex_lock(&live_lock);
-    c->live_next = live_head;
-    live_head = c;
+    comm_slot_t *s = eng_handle_alloc(&comm_handles, &c->handle);
+    if (s) {
+        dfccl_store_release(&s->comm, c);
+        c->live_next = live_head;
+        live_head = c;
+    }
     pthread_mutex_unlock(&live_lock);
+    return s != NULL;
 }
 
+/* Under the registry's lock, so that a look under it (eng_comm_watch_peers) finds a
+ * communicator either live or gone. */
 static int live_remove(struct dfccl_comm *c)
 {
     int found = 0;
@@ -108,6 +108,9 @@ static int live_remove(struct dfccl_comm *c)
             found = 1;
             break;
         }
+    comm_slot_t *s = found ? eng_handle_get(&comm_handles, c->handle) : NULL;
+    if (s)
+        eng_handle_free(&comm_handles, s);
     pthread_mutex_unlock(&live_lock);
     return found;
 }
@@ -168,11 +171,87 @@ static void shape_of(uint64_t v[ENG_SHAPE_KNOBS])
     v[9] = eng_config.oneshot_ranks;
 }
 
+#define ENG_BOOT_MAGIC 0x6466636c426f6f74ull /* "dfclBoot" */
+
+/* Why a rank has no GPU part (eng_boot_info_t.no_gpu). */
+enum { BOOT_GPU = 0, BOOT_NO_GPU_BUILD = 1, BOOT_GPU_OFF = 2 };
+
 typedef struct {
+    uint64_t magic; /* ENG_BOOT_MAGIC: the block was filled (by a rank of this call) */
+    int32_t rank, nranks;
+    int32_t status;     /* dfcclSuccess, or why this rank cannot take part (err says more) */
+    int32_t no_gpu;     /* BOOT_*: will it create the GPU part (whose set-up has all-gathers)? */
+    char err[320];      /* status's message (dfcclGetLastError) */
     eng_tp_card_t card; /* for the locality decision */
     uint64_t uid;
     uint64_t shape[ENG_SHAPE_KNOBS]; /* shape_of() */
 } eng_boot_info_t;
+
+/* The first all-gather's verdict, the same on every rank: a rank that could not take part
+ * (a bad DFCCL_* value, its daemon, memory), a knob that differs, or a GPU part on some
+ * ranks only (a CPU-only build or DFCCL_GPU=0 beside a GPU one: those ranks would not
+ * join the GPU set-up's all-gathers). */
+static dfcclResult_t check_boot_agree(eng_boot_info_t *all, int nranks)
+{
+    for (int p = 0; p < nranks; p++)
+        if (all[p].status != dfcclSuccess) {
+            all[p].err[sizeof(all[p].err) - 1] = 0;
+            const dfcclResult_t r =
+                all[p].status < 0 && all[p].status > -100 ? (dfcclResult_t)all[p].status : dfcclInvalidUsage;
+            return eng_set_error(r, "dfcclCommInit", "rank %d of %d cannot create the communicator: %s", p,
+                                 nranks, all[p].err);
+        }
+    for (int p = 1; p < nranks; p++)
+        for (int k = 0; k < ENG_SHAPE_KNOBS; k++)
+            if (all[p].shape[k] != all[0].shape[k])
+                return eng_set_error(dfcclInvalidArgument, "dfcclCommInit",
+                                     "%s differs between ranks: %llu on rank 0, %llu on rank %d; every rank "
+                                     "of a communicator must use the same value",
+                                     shape_names[k], (unsigned long long)all[0].shape[k],
+                                     (unsigned long long)all[p].shape[k], p);
+    static const char *const gpu_says[] = {"has the GPU backend (DFCCL_GPU=1)",
+                                           "runs a dfccl built without the GPU backend (no CUDA)",
+                                           "has the GPU backend off (DFCCL_GPU=0)"};
+    for (int p = 1; p < nranks; p++)
+        if ((all[p].no_gpu == BOOT_GPU) != (all[0].no_gpu == BOOT_GPU)) {
+            const int a = all[0].no_gpu >= 0 && all[0].no_gpu <= 2 ? all[0].no_gpu : 1;
+            const int b = all[p].no_gpu >= 0 && all[p].no_gpu <= 2 ? all[p].no_gpu : 1;
+            return eng_set_error(
+                dfcclInvalidUsage, "dfcclCommInit",
+                "the GPU backend differs between ranks: rank 0 of %d %s, rank %d of %d %s; every rank "
+                "of a communicator must run a dfccl with the same backends and the same DFCCL_GPU",
+                nranks, gpu_says[a], p, nranks, gpu_says[b]);
+        }
+    return dfcclSuccess;
+}
+
+/* Does the first all-gather's table hold one block from each rank 0..nranks-1, all with
+ * this nranks? A wrong nranks or rank shows here first, and would otherwise be read as
+ * some other mismatch. Every rank judges the same table alike. */
+static dfcclResult_t check_boot_table(const eng_boot_info_t *all, int nranks, int rank)
+{
+    for (int p = 0; p < nranks; p++) {
+        if (all[p].magic != ENG_BOOT_MAGIC)
+            return eng_set_error(
+                dfcclInvalidArgument, "dfcclCommInit",
+                "the bootstrap all-gather left rank %d's block empty: nranks is %d here (rank %d), but the "
+                "all-gather spans fewer processes, or does not gather every rank's block in rank order",
+                p, nranks, rank);
+        if (all[p].nranks != nranks)
+            return eng_set_error(dfcclInvalidArgument, "dfcclCommInit",
+                                 "nranks differs between ranks: %d on rank %d, %d on the rank whose block is "
+                                 "%d; every rank must pass the same nranks",
+                                 nranks, rank, (int)all[p].nranks, p);
+        if (all[p].rank != p)
+            return eng_set_error(
+                dfcclInvalidArgument, "dfcclCommInit",
+                "the bootstrap all-gather's block %d comes from a process that passed rank %d: "
+                "two processes passed the same rank, or the all-gather does not order the "
+                "blocks by rank",
+                p, (int)all[p].rank);
+    }
+    return dfcclSuccess;
+}
 
 static uint64_t fresh_uid(void)
 {
@@ -203,70 +282,74 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
         return DFCCL_ARG_ERROR("rank %d out of range [0, %d)", rank, nranks);
     if (!allgather)
         return DFCCL_ARG_ERROR("allgather is NULL");
-    if ((res = eng_config_init(config)) != dfcclSuccess)
-        return res;
-
+    /* From here on, whatever fails on this rank goes into the first all-gather, which
+     * every rank reaches: a rank that returned before it would leave the others waiting
+     * in it (a bad DFCCL_* value on one rank hung the rest). */
+    const int cfg_ok = (res = eng_config_init(config)) == dfcclSuccess;
+    int daemon_held = 0;
     struct dfccl_comm *c = calloc(1, sizeof(*c));
     all = calloc((size_t)nranks, sizeof(*all));
-    if (!c || !all) {
-        res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator of %d ranks", nranks);
+    if (!all) {
+        res = eng_set_error(dfcclNoMemory, __func__, "no memory for the set-up of %d ranks", nranks);
         goto err_free;
     }
-    c->rank = rank;
-    c->nranks = nranks;
-    c->slots = eng_config.slots;
-    c->channels = eng_config.channels;
-    c->depth = eng_config.fifo_depth;
-    c->chunk = eng_config.chunk_size;
-
     memset(&me, 0, sizeof(me));
-    me.uid = fresh_uid();
-    eng_tp_card(&me.card);
-    shape_of(me.shape);
+    me.magic = ENG_BOOT_MAGIC;
+    me.rank = rank;
+    me.nranks = nranks;
+    if (res == dfcclSuccess && !c)
+        res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator of %d ranks", nranks);
+    if (res == dfcclSuccess) {
+        c->rank = rank;
+        c->nranks = nranks;
+        c->slots = eng_config.slots;
+        c->channels = eng_config.channels;
+        c->depth = eng_config.fifo_depth;
+        c->chunk = eng_config.chunk_size;
+        c->tp = calloc((size_t)nranks, 1);
+        c->slot_next = calloc(c->slots, sizeof(uint64_t));
+        if (!c->tp || !c->slot_next)
+            res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
+    }
+    if (res == dfcclSuccess) {
+        eng_shm_clean_stale();
+        daemon_held = (res = eng_daemon_acquire()) == dfcclSuccess;
+    }
+    if (res == dfcclSuccess) {
+        me.uid = fresh_uid();
+        eng_tp_card(&me.card);
+        shape_of(me.shape);
+        me.no_gpu = !eng_gpu ? BOOT_NO_GPU_BUILD : !eng_config.gpu ? BOOT_GPU_OFF : BOOT_GPU;
+    }
+    me.status = res;
+    if (res != dfcclSuccess)
+        snprintf(me.err, sizeof(me.err), "%s", dfcclGetLastError());
     if (allgather(&me, all, sizeof(me), ctx) != 0) {
         res = eng_set_error(dfcclBootstrapError, __func__, "allgather callback failed");
-        goto err_free;
+        goto err_daemon;
     }
     /* every rank sees the same table, so every rank fails alike: nobody waits for the others */
-    for (int p = 1; p < nranks; p++)
-        for (int k = 0; k < ENG_SHAPE_KNOBS; k++)
-            if (all[p].shape[k] != all[0].shape[k]) {
-                res =
-                    eng_set_error(dfcclInvalidArgument, __func__,
-                                  "%s differs between ranks: %llu on rank 0, %llu on rank %d; every rank of "
-                                  "a communicator must use the same value",
-                                  shape_names[k], (unsigned long long)all[0].shape[k],
-                                  (unsigned long long)all[p].shape[k], p);
-                goto err_free;
-            }
+    if ((res = check_boot_table(all, nranks, rank)) != dfcclSuccess ||
+        (res = check_boot_agree(all, nranks)) != dfcclSuccess)
+        goto err_daemon;
     c->uid = all[0].uid; /* rank 0 names the communicator */
     /* locality: every rank decides the same from the same cards */
-    if (!(c->tp = calloc((size_t)nranks, 1))) {
-        res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
-        goto err_free;
-    }
     if ((res = eng_tp_pick(eng_transports, &all[0].card, sizeof(*all), nranks, rank, c->tp, &c->tp_used)) !=
         dfcclSuccess)
-        goto err_free;
+        goto err_daemon;
     for (int p = 0; p < nranks; p++)
         if (p != rank)
             dfccl_info("communicator %016llx rank %d: peer %d: transport %s (GPU daemon: %s)",
                        (unsigned long long)c->uid, rank, p, eng_transports[c->tp[p]]->name,
                        eng_transports[c->tp[p]]->gpu_name);
 
-    c->slot_next = calloc(c->slots, sizeof(uint64_t));
-    if (!c->slot_next) {
-        res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
-        goto err_free;
-    }
     for (uint32_t s = 0; s < c->slots; s++)
         c->slot_next[s] = s;
 
-    eng_shm_clean_stale();
-    DFCCL_CHECK_GOTO(eng_daemon_acquire(), res, err_free);
     DFCCL_CHECK_GOTO(tp_connect(c, allgather, ctx), res, err_daemon);
-    /* the GPU daemon's connections: its instance of each peer's transport */
-    if (eng_config.gpu && eng_gpu) {
+    /* the GPU daemon's connections: its instance of each peer's transport (every rank
+     * has a GPU part, or none: check_boot_agree) */
+    if (me.no_gpu == BOOT_GPU) {
         uint64_t **arrived = calloc((size_t)nranks, sizeof(uint64_t *));
         for (int p = 0; p < nranks && arrived && c->segs; p++)
             arrived[p] = c->segs[p] ? &eng_seg_hdr(c, p)->gpu_arrived : NULL;
@@ -280,21 +363,27 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
         }
     }
     free(all);
+    all = NULL;
     c->magic = ENG_COMM_MAGIC;
-    /* user-space addresses fit 48 bits here; where one would not, the bare address is
-     * the handle (a reused address then goes undetected) */
-    c->handle =
-        (uintptr_t)c >> HANDLE_GEN_SHIFT ? (uintptr_t)c : (uintptr_t)c | next_gen() << HANDLE_GEN_SHIFT;
-    live_add(c);
+    if (!live_add(c)) {
+        res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator's handle");
+        c->magic = 0;
+        if (c->gpu)
+            eng_gpu->comm_destroy(c->gpu);
+        tp_close(c);
+        goto err_daemon;
+    }
     dfccl_info("communicator %016llx: rank %d of %d, %u slots x %u channels, %llu B chunks x %u, %zu B "
                "shared memory",
                (unsigned long long)c->uid, rank, nranks, c->slots, c->channels, (unsigned long long)c->chunk,
                c->depth, c->seg_size);
     *comm_p = (dfcclComm_t)c->handle;
+    eng_config_done(1);
     return dfcclSuccess;
 
 err_daemon:
-    eng_daemon_release();
+    if (daemon_held)
+        eng_daemon_release();
 err_free:
     if (c) {
         free(c->slot_next);
@@ -302,6 +391,8 @@ err_free:
     }
     free(c);
     free(all);
+    if (cfg_ok)
+        eng_config_done(0);
     return res;
 }
 

@@ -153,11 +153,12 @@ static const struct {
 } other_docs[] = {
     {"DFCCL_HOST", "the host name", "string", "the host name this rank reports for locality"},
     {"DFCCL_TRACE", "unset", "path prefix",
-     "write both daemons' timeline to PREFIX.<pid>.json (dfccl-trace)"},
+     "write both daemons' timeline to PREFIX.<pid>.json (dfccl-trace; mode 0600, no symlinks)"},
     {"DFCCL_DEBUG", "unset", "error/warn/info/debug/trace/version", "NCCL's spelling of DFCCL_LOG_LEVEL"},
     {"DFCCL_DEBUG_SUBSYS", "ALL", "INIT,COLL,SHM,NET,GPU,ALL (^ excludes)",
      "subsystems whose info lines print"},
-    {"DFCCL_DEBUG_FILE", "unset (stderr)", "path, %h host, %p pid", "log lines go to this file"},
+    {"DFCCL_DEBUG_FILE", "unset (stderr)", "path, %h host, %p pid",
+     "log lines go to this file (mode 0600; a symlink or another user's file is refused)"},
 };
 #define NOTHER ((int)(sizeof(other_docs) / sizeof(other_docs[0])))
 
@@ -432,10 +433,12 @@ static void config_apply(const uint64_t v[K_COUNT])
     eng_config.gpu_trace = (int)v[K_TRACE];
 }
 
-/* Guarded by lock: the environment as read at the first call, and the values the
- * first communicator fixed. */
+/* Guarded by lock: the environment as read, and the values the first communicator
+ * fixed. Until a communicator has been created with them (committed), nothing is for
+ * good: after a failed first dfcclCommInit the next one reads the environment again
+ * (a bad variable may have been fixed) and fixes its own values. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int env_read, env_status, fixed;
+static int env_read, env_status, fixed, committed, pending;
 static char env_error[512];
 static uint64_t env_v[K_COUNT], fixed_v[K_COUNT];
 
@@ -467,11 +470,11 @@ dfcclResult_t eng_config_init(const dfcclConfig_t *cfg)
                              "config was not made from DFCCL_CONFIG_INITIALIZER (size %zu, magic %#x)",
                              cfg->size, cfg->magic);
     pthread_mutex_lock(&lock);
-    if (!env_read)
+    if (!env_read || (!committed && !pending))
         read_env();
     if (env_status) {
-        res =
-            eng_set_error(dfcclInvalidArgument, "config", "bad DFCCL_* environment variable: %s", env_error);
+        const char *why = strncmp(env_error, "config: ", 8) ? env_error : env_error + 8;
+        res = eng_set_error(dfcclInvalidArgument, "config", "bad DFCCL_* environment variable: %s", why);
         goto out;
     }
     for (int i = 0; i < K_COUNT; i++) {
@@ -482,10 +485,12 @@ dfcclResult_t eng_config_init(const dfcclConfig_t *cfg)
             goto out;
         }
     }
-    if (!fixed) { /* the first communicator: its fields over the environment, for good */
+    if (!fixed) { /* the first communicator: its fields over the environment, for good
+                     once it is created (eng_config_done) */
         config_apply(v);
         memcpy(fixed_v, v, sizeof(v));
         fixed = 1;
+        pending++;
         goto out;
     }
     for (int i = 0; i < K_COUNT; i++)
@@ -498,7 +503,20 @@ dfcclResult_t eng_config_init(const dfcclConfig_t *cfg)
                                 knob_text(&knobs[i], fixed_v[i], have), knobs[i].env);
             break;
         }
+    if (res == dfcclSuccess)
+        pending++;
 out:
     pthread_mutex_unlock(&lock);
     return res;
+}
+
+void eng_config_done(int created)
+{
+    pthread_mutex_lock(&lock);
+    pending--;
+    if (created)
+        committed = 1;
+    else if (!committed && !pending)
+        fixed = 0; /* no communicator ever had these values: the next init fixes its own */
+    pthread_mutex_unlock(&lock);
 }

@@ -9,6 +9,7 @@
 #include "dfccl.h"
 #include "eng_config.h"
 #include "eng_cpu_wait.h"
+#include "eng_handle.h"
 #include "eng_ring.h"
 #include "eng_types.h"
 #include "eng_sched.h"
@@ -25,8 +26,11 @@ DFCCL_INLINE size_t eng_conn_ctrl_bytes(void)
 }
 
 /* One completion word per request, written by the daemon with release after the
- * results are visible; the host reads it with acquire (dfcclTest/dfcclWait). */
+ * results are visible; the host reads it with acquire (dfcclTest/dfcclWait). Requests
+ * live in eng_requests (api.c) and the caller holds a handle (eng_handle.h): a stale
+ * copy, or one request waited on twice, is rejected, never dereferenced. */
 struct dfccl_request {
+    eng_hslot_t h; /* first: its slot of eng_requests */
     uint32_t done; /* CPU backend's completion word */
     int32_t result;
     uint32_t *done_p; /* the word to poll: &done, or the GPU daemon's mapped word */
@@ -68,8 +72,8 @@ typedef struct eng_task {
 
 struct dfccl_comm {
     uint64_t magic;
-    uint64_t handle; /* what dfcclCommInit gave the caller: this address tagged with a
-                        generation (eng_comm_get) */
+    uint64_t handle; /* what dfcclCommInit gave the caller: a handle of the registry's
+                        table (eng_comm_get) */
     int rank, nranks;
     uint64_t uid;
     uint32_t slots, channels, depth;
@@ -123,7 +127,8 @@ DFCCL_INLINE eng_conn_t *eng_comm_conns(const struct dfccl_comm *c, uint32_t slo
     return c->conns + ((size_t)slot * c->channels + ch) * (size_t)c->nranks;
 }
 
-/* shm.c: remove the segments of dead processes of this pid namespace. */
+/* shm.c: remove this user's segments of dead processes of this pid namespace: once per
+ * process (later calls return at once), within 50 ms. */
 void eng_shm_clean_stale(void);
 
 /* daemon_cpu.c */
@@ -160,10 +165,10 @@ void eng_beat_stop(struct dfccl_comm *c);
 /* The first waiter of a communicator past the last look takes the next one (1). */
 int eng_peer_check_due(struct dfccl_comm *c, uint64_t now);
 
-/* comm.c: registry of live communicators. A handle is the communicator's address with a
- * 16-bit generation in its top bits (never dereferenced as it is), so a destroyed
- * handle is rejected even when a new communicator got the same address. The live
- * communicator a handle names, or NULL. */
+/* comm.c: registry of live communicators. A handle names a slot of a handle table and
+ * carries a 40-bit generation (eng_handle.h), so a destroyed handle is rejected even
+ * when a new communicator got the same slot or address. The live communicator a handle
+ * names, or NULL. */
 struct dfccl_comm *eng_comm_get(dfcclComm_t handle);
 /* For a waiter of a GPU collective (the GPU daemon can't tell a dead peer): look, at most
  * every ENG_PEER_CHECK_NS, whether a shared-memory peer of the communicator died, and if

@@ -67,10 +67,14 @@ static inline uint64_t eng_gpu_chunk(int any_net)
 }
 
 /* At every communicator's creation (thread-safe). The first whose arguments are valid
- * fixes eng_config from @p cfg's set fields (NULL: none) over the environment; a later
+ * fixes eng_config from @p cfg's set fields (NULL: none) over the environment, for good
+ * once a communicator is created with them (eng_config_done); a later
  * one must agree with it on every field it sets. dfcclSuccess, dfcclInvalidArgument (a
  * bad value, in the environment or a field: the message names it) or dfcclInvalidUsage
  * (a set field that differs from the fixed value: the message names both). */
 dfcclResult_t eng_config_init(const dfcclConfig_t *cfg);
+/* After a successful eng_config_init, once the communicator is created (1) or has
+ * failed (0): a process whose communicators all failed keeps nothing fixed. */
+void eng_config_done(int created);
 
 #endif

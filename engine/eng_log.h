@@ -6,6 +6,8 @@
 #ifndef DFCCL_ENG_LOG_H
 #define DFCCL_ENG_LOG_H
 
+#include <stdio.h>
+
 #include "dfccl.h"
 
 enum { DFCCL_LOG_ERROR = 0, DFCCL_LOG_WARN, DFCCL_LOG_INFO, DFCCL_LOG_DEBUG, DFCCL_LOG_TRACE };
@@ -17,6 +19,13 @@ void eng_log_setup(void);
 
 void eng_log(int level, const char *file, int line, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* A log or trace file, for appending: opened without following a symbolic link in its
+ * last component, created with mode 0600, and refused unless it is a regular file of
+ * this process's user (another local user could otherwise point it at a file of ours,
+ * or read what we write). NULL with *why (a sentence, why_len bytes) when refused or on
+ * an error. */
+FILE *eng_open_private(const char *path, char *why, size_t why_len);
 
 /* The collectives (eng_coll_t) as log lines and the timeline name them. */
 extern const char *const eng_coll_names[];

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Logging, last-error text and result strings. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "eng_log.h"
@@ -56,6 +59,37 @@ static void parse_subsys(const char *s)
     sub_mask = invert ? ~m & ((1u << SUB_NUM) - 1) : m;
 }
 
+FILE *eng_open_private(const char *path, char *why, size_t why_len)
+{
+    int fd;
+    do
+        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            snprintf(why, why_len, "%s is a symbolic link (refused: it could point anywhere)", path);
+        else
+            snprintf(why, why_len, "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    FILE *f = NULL;
+    if (fstat(fd, &st) != 0)
+        snprintf(why, why_len, "cannot stat %s: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        snprintf(why, why_len, "%s is not a regular file (refused)", path);
+    else if (st.st_uid != geteuid())
+        snprintf(why, why_len, "%s belongs to uid %u, not to this process's user (uid %u): refused", path,
+                 (unsigned)st.st_uid, (unsigned)geteuid());
+    /* O_NONBLOCK only so that a FIFO put there can't block the open */
+    else if (fcntl(fd, F_SETFL, O_WRONLY | O_APPEND) < 0 || lseek(fd, 0, SEEK_END) < 0 ||
+             !(f = fdopen(fd, "a")))
+        snprintf(why, why_len, "cannot open %s: %s", path, strerror(errno));
+    if (!f)
+        close(fd);
+    return f; /* at its end: ftell says how much it holds */
+}
+
 /* DFCCL_DEBUG_FILE=path, %h the host name and %p the pid (NCCL_DEBUG_FILE's). */
 static void open_file(const char *pattern)
 {
@@ -76,10 +110,11 @@ static void open_file(const char *pattern)
         }
     }
     path[n < sizeof path ? n : sizeof path - 1] = 0;
-    FILE *f = fopen(path, "a");
+    char why[600];
+    FILE *f = eng_open_private(path, why, sizeof why);
     if (!f) {
-        fprintf(stderr, "[dfccl %d] WARN DFCCL_DEBUG_FILE=%s: cannot open %s: logging to stderr\n",
-                (int)getpid(), pattern, path);
+        fprintf(stderr, "[dfccl %d] WARN DFCCL_DEBUG_FILE=%s: %s; logging to stderr\n", (int)getpid(),
+                pattern, why);
         return;
     }
     setvbuf(f, NULL, _IOLBF, 0);

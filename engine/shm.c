@@ -8,9 +8,10 @@
  * O_EXCL (a name taken by anyone else is retried under a fresh one) and handed to the
  * peers in the exchange that follows, so nobody can predict one. Peers check the owner,
  * the size and the header before use. Segments of a process killed in the short window
- * before the unlink are removed at the next start (eng_shm_clean_stale), but only when
- * provably dead: same pid namespace, and that pid gone or now another process (its start
- * time differs). Other namespaces' segments (containers sharing /dev/shm) are left alone.
+ * before the unlink are removed at the next start (eng_shm_clean_stale: once per process,
+ * this user's names only, within 50 ms), but only when provably dead: same pid
+ * namespace, and that pid gone or now another process (its start time differs). Other
+ * namespaces' segments (containers sharing /dev/shm) are left alone.
  * Space is reserved when the segment is created (posix_fallocate), so a full /dev/shm is
  * an error at set-up, not a SIGBUS inside a collective. */
 #include <dirent.h>
@@ -102,29 +103,62 @@ static void seg_name(char *buf, size_t len)
              (unsigned long long)r[0], (unsigned long long)r[1]);
 }
 
-void eng_shm_clean_stale(void)
+/* The sweep's budget: /dev/shm may hold tens of thousands of other users' files. */
+#define ENG_SWEEP_NS 50000000ull
+
+/* Once per process (its first communicator), and only this user's dfccl segments of this
+ * pid namespace: another user's are not ours to judge (nor to remove), and each name
+ * judged costs a look at /proc. Bounded by ENG_SWEEP_NS; what it skipped or did not reach
+ * is left for the next process. */
+static void sweep_stale(void)
 {
+    const uint64_t t0 = eng_now_ns();
     DIR *d = opendir("/dev/shm");
     if (!d)
         return;
+    const int dfd = dirfd(d);
+    const uid_t uid = geteuid();
     const unsigned long long my_ns = pid_ns();
+    unsigned seen = 0, ours = 0, removed = 0, stopped = 0;
     struct dirent *de;
-    while ((de = readdir(d))) {
+    while (my_ns && (de = readdir(d))) {
+        if (++seen % 64 == 0 && eng_now_ns() - t0 > ENG_SWEEP_NS) {
+            stopped = 1;
+            break;
+        }
         int pid;
         unsigned long long start, ns;
-        if (sscanf(de->d_name, "dfccl-%d-%llu-%llu-", &pid, &start, &ns) != 3 || pid <= 0 || !my_ns ||
-            ns != my_ns)
+        struct stat st;
+        if (strncmp(de->d_name, "dfccl-", 6) ||
+            sscanf(de->d_name, "dfccl-%d-%llu-%llu-", &pid, &start, &ns) != 3 || pid <= 0 || ns != my_ns)
             continue; /* not ours to judge: another namespace, or not a dfccl name */
+        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != uid)
+            continue; /* another user's */
+        ours++;
         const int gone = kill(pid, 0) == -1 && errno == ESRCH;
         const unsigned long long now = gone ? 0 : proc_start(pid);
         if (gone || (start && now && now != start)) {
             char name[300];
             snprintf(name, sizeof(name), "/%s", de->d_name);
-            if (shm_unlink(name) == 0)
+            if (shm_unlink(name) == 0) {
+                removed++;
                 dfccl_info("removed stale segment %s of dead process %d", name, pid);
+            }
         }
     }
     closedir(d);
+    dfccl_info(
+        "stale-segment sweep of /dev/shm: %u entries looked at, %u dfccl segments of this user and pid "
+        "namespace, %u removed, %.1f ms%s",
+        seen, ours, removed, (double)(eng_now_ns() - t0) / 1e6,
+        stopped ? " (stopped at its time limit; the rest is left for the next process)" : "");
+}
+
+void eng_shm_clean_stale(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, sweep_stale);
 }
 
 /* Created segments carry their name to the peers in the exchange after creation. */

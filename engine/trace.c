@@ -261,9 +261,10 @@ void eng_trace_flush(void)
     snprintf(path, sizeof path, "%s.%d.json", prefix, (int)getpid());
     /* appended to across flushes: the file is a JSON array of events, which the Chrome
      * format accepts without its closing bracket */
-    FILE *f = fopen(path, "a");
+    char why[700];
+    FILE *f = eng_open_private(path, why, sizeof why);
     if (!f) {
-        dfccl_warn("DFCCL_TRACE: cannot write %s; %zu events lost", path, n_out);
+        dfccl_warn("DFCCL_TRACE: %s; %zu events lost", why, n_out);
         free(recs_out);
         free(g);
         pthread_mutex_unlock(&file_lock);

@@ -133,8 +133,9 @@ typedef enum {
  *
  * Start from DFCCL_CONFIG_INITIALIZER (every field unset) and set what you mean to
  * fix. An unset field takes the environment variable, else its default; a set field
- * wins over the environment. The values are process-wide: the first communicator of
- * the process fixes them, and a later dfcclCommInitConfig whose set fields differ fails
+ * wins over the environment. The values are process-wide: the first communicator the
+ * process creates fixes them (a failed creation fixes nothing, and the next one reads the
+ * environment again), and a later dfcclCommInitConfig whose set fields differ fails
  * with dfcclInvalidUsage. Fields past @c size are unset, so a program built against an
  * older dfccl.h keeps working with a newer library.
  */
@@ -253,6 +254,15 @@ dfcclResult_t dfcclGetBuildInfo(dfcclBuildInfo_t *info);
  *         dfcclSystemError, dfcclUnsupported (a peer on another host)
  * @note Collective: every rank must call it. The configuration comes from the
  *       DFCCL_* environment variables: dfcclCommInitConfig with every field unset.
+ * @note An nranks larger than the processes the all-gather spans, ranks that disagree
+ *       on nranks, or two processes passing one rank show in the first all-gather:
+ *       every rank fails with dfcclInvalidArgument saying which. So does whatever stops
+ *       one rank once its arguments are checked (a bad DFCCL_* value or config field, a
+ *       knob that differs, the GPU backend on some ranks only, its daemon, memory): that
+ *       rank still takes part in the first all-gather, and every rank fails alike with
+ *       that rank's code and a message naming it ("rank R of N cannot create the
+ *       communicator: ..."), instead of the others waiting for it. Only a NULL @p comm_p
+ *       or @p allgather, or an nranks or rank out of range, fail this rank alone.
  */
 dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllgatherFn_t allgather,
                             void *ctx);
@@ -272,7 +282,7 @@ dfcclResult_t dfcclCommInit(dfcclComm_t *comm_p, int nranks, int rank, dfcclAllg
  *         field), dfcclInvalidUsage when a set field differs from the value the
  *         process's first communicator fixed (the message names the field and both values)
  * @note Collective: every rank must call it. The configuration is process-wide: the
- *       first communicator whose arguments are valid fixes every knob (a set field, else
+ *       first communicator created fixes every knob (a set field, else
  *       its DFCCL_* variable, else the default); later calls may set fields only to
  *       the same values. The knobs that shape a communicator must also be equal on all
  *       its ranks (README.md, "Configuration").
@@ -636,6 +646,10 @@ dfcclResult_t dfcclBarrier(dfcclComm_t comm, dfcclRequest_t *request_p);
  * @param [out]    done_p     1 when it has completed, else 0
  * @return dfcclSuccess while running, else the collective's result (dfcclTimeout,
  *         dfcclCommAborted, ...); dfcclInvalidArgument for a bad request
+ * @note A request is a handle with a generation, not an address: a copy of a request
+ *       that already completed (freed by the dfcclTest or dfcclWait that completed it),
+ *       or a word that was never a request, gives dfcclInvalidArgument naming
+ *       `*request_p` and leaves it as it was.
  */
 dfcclResult_t dfcclTest(dfcclRequest_t *request_p, int *done_p);
 
@@ -643,15 +657,18 @@ dfcclResult_t dfcclTest(dfcclRequest_t *request_p, int *done_p);
  * @brief Wait for a request; frees it and sets *@p request_p to NULL. A NULL
  *        request completes at once.
  * @param [in,out] request_p  the request; NULL on return
- * @return the collective's result; dfcclInvalidArgument for a bad request
+ * @return the collective's result; dfcclInvalidArgument for a bad request (a copy of a
+ *         request already completed, as dfcclTest says)
  */
 dfcclResult_t dfcclWait(dfcclRequest_t *request_p);
 
 /**
  * @brief Wait for @p n requests; all are freed.
  * @param [in]     n         number of requests
- * @param [in,out] requests  the requests; each becomes NULL
- * @return dfcclSuccess, or the first error met
+ * @param [in,out] requests  the requests; each becomes NULL (NULL entries are skipped)
+ * @return dfcclSuccess, or the first error met; dfcclInvalidArgument, with nothing
+ *         waited on and @p requests unchanged, when an entry is not a pending request
+ *         or one request appears twice (the message names the entries)
  */
 dfcclResult_t dfcclWaitAll(int n, dfcclRequest_t *requests);
 

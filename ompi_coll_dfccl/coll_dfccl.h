@@ -41,8 +41,9 @@ typedef struct {
     size_t field_off;  /**< its field in dfcclConfig_t ... */
     size_t field_size; /**< ... an int32_t or an int64_t */
     const char *help;
-    unsigned long long value; /**< MCA storage; its default is the engine's */
+    unsigned long long value; /**< parsed from str; its default is the engine's */
     int var_index;            /**< to tell an explicit setting from the default */
+    char *str;                /**< MCA storage: the value as given, parsed strictly */
 } mca_coll_dfccl_knob_t;
 
 /** @brief Offset and size of a dfcclConfig_t field, for the knob table. */
@@ -67,8 +68,10 @@ typedef struct mca_coll_dfccl_component_t {
     bool eager;       /**< engine communicator at communicator creation, not first use */
     bool device_sync; /**< synchronize the legacy stream before each device-buffer call */
     mca_coll_dfccl_knob_t knobs[MCA_COLL_DFCCL_NUM_KNOBS];
-    char *net;         /**< coll_dfccl_net, passed as dfcclConfig_t.net like the knobs */
-    int net_var_index; /**< to tell an explicit setting from the default */
+    char *net;          /**< coll_dfccl_net, passed as dfcclConfig_t.net like the knobs */
+    int net_var_index;  /**< to tell an explicit setting from the default */
+    char *param_str[9]; /**< MCA storage of priority, verbose and the switches (as given) */
+    bool bad_params;    /**< a coll_dfccl_* value was refused: the component is off */
 
     /* state, set up at the first engine communicator (engine_ready) */
     opal_mutex_t lock;                       /**< guards everything below */

@@ -10,7 +10,10 @@
  */
 #include "ompi_config.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -113,11 +116,10 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
              "Default 4194304 (bytes)",
              4194304, -1},
             {"oneshot_ranks", MCA_COLL_DFCCL_FIELD(oneshotRanks),
-             "Communicators of up to this many ranks run the all-reduces of coll_dfccl_direct_max on "
-             "device buffers one-shot over every channel (each rank reads every rank's whole buffer: one "
-             "dependent "
-             "step, N-1 times the traffic), larger ones two-shot; 0: always two-shot. Default 2 "
-             "(ranks, 0-32)",
+             "Communicators of up to this many ranks run the all-reduces of coll_dfccl_direct_max "
+             "on device buffers one-shot over every channel (each rank reads every rank's whole "
+             "buffer: one dependent step, N-1 times the traffic), larger ones two-shot; 0: always "
+             "two-shot. Default 2 (ranks, 0-32)",
              2, -1},
             {"stall_report", MCA_COLL_DFCCL_FIELD(stallReportMs),
              "A collective stalled this long logs once which ranks have not arrived; 0: never. "
@@ -161,67 +163,170 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
     .keyval = MPI_KEYVAL_INVALID,
 };
 
+/* Open MPI parses an int or bool MCA value loosely ("abc" is 0, "-1" an unsigned 2^64-1,
+ * "banana" false): every coll_dfccl_* variable is registered as a string and parsed
+ * here, strictly; a value refused is said with its name and turns the component off. */
+
+/* a count: decimal (or 0x hex), optionally k, m or g (x1024, as Open MPI's own ints) */
+static bool parse_count(const char *s, unsigned long long max, unsigned long long *out)
+{
+    if (!s || !*s || *s == '-' || *s == '+' || isspace((unsigned char)*s))
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || end == s)
+        return false;
+    unsigned long long mul = 1;
+    if (*end) {
+        const char c = (char)tolower((unsigned char)*end);
+        mul = c == 'k' ? 1ull << 10 : c == 'm' ? 1ull << 20 : c == 'g' ? 1ull << 30 : 0;
+        if (!mul || end[1])
+            return false;
+    }
+    if (v > max / mul)
+        return false;
+    *out = v * mul;
+    return true;
+}
+
+static bool parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"1", "true", "yes", "on", "enabled"};
+    static const char *const no[] = {"0", "false", "no", "off", "disabled"};
+    for (size_t i = 0; s && i < sizeof(yes) / sizeof(yes[0]); i++)
+        if (!strcasecmp(s, yes[i]) || !strcasecmp(s, no[i])) {
+            *out = !strcasecmp(s, yes[i]);
+            return true;
+        }
+    return false;
+}
+
+static void refuse(const char *name, const char *value, const char *expected)
+{
+    mca_coll_dfccl_component.bad_params = true;
+    opal_output(0,
+                "[dfccl] ERROR: MCA parameter coll_dfccl_%s=%s: expected %s; the dfccl coll component is off "
+                "in this process",
+                name, value, expected);
+}
+
+/* edit distance of two short names (capped at 9) */
+static int name_distance(const char *a, const char *b)
+{
+    const size_t la = strlen(a), lb = strlen(b);
+    int prev[64], cur[64];
+    if (la > 63 || lb > 63)
+        return 9;
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            const int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            const int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, sizeof(int) * (lb + 1));
+    }
+    return prev[lb];
+}
+
+#define NPARAMS 9
+
+/* A coll_dfccl_* name given (mpirun --mca and OMPI_MCA_ reach the processes as OMPI_MCA_
+ * variables) that is no parameter of ours: a typo, said with the closest name. */
+static void warn_unknown_names(const char *const *names, int n)
+{
+    extern char **environ;
+    static const char prefix[] = "OMPI_MCA_coll_dfccl_";
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (strncmp(*e, prefix, sizeof(prefix) - 1) || !eq)
+            continue;
+        char name[64];
+        const size_t len = (size_t)(eq - *e) - (sizeof(prefix) - 1);
+        snprintf(name, sizeof name, "%.*s", (int)len, *e + sizeof(prefix) - 1);
+        const char *best = NULL;
+        int best_d = 4; /* suggest only close names */
+        bool known = false;
+        for (int i = 0; i < n && !known; i++) {
+            known = !strcmp(name, names[i]);
+            const int d = name_distance(name, names[i]);
+            if (d < best_d) {
+                best_d = d;
+                best = names[i];
+            }
+        }
+        if (!known)
+            opal_output(0, "[dfccl] WARNING: coll_dfccl_%s is not a dfccl MCA parameter and is ignored%s%s%s",
+                        name, best ? " (did you mean coll_dfccl_" : "", best ? best : "", best ? "?)" : "");
+    }
+}
+
 static int dfccl_register(void)
 {
     mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
     const mca_base_component_t *c = &cm->super.collm_version;
-
-    (void)mca_base_component_var_register(c, "priority",
-                                          "Priority of the dfccl coll component. Default 78 "
-                                          "(above self's 75, so that every collective it does not "
-                                          "take over has a previous module)",
-                                          MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_3,
-                                          MCA_BASE_VAR_SCOPE_READONLY, &cm->priority);
-    (void)mca_base_component_var_register(c, "verbose",
-                                          "Verbosity of the dfccl coll component: 1 set-up, 2 "
-                                          "engine communicators, 3 the path of every collective "
-                                          "call, 5 why a call could not run on the engine. "
-                                          "Default 0 (errors only)",
-                                          MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_3,
-                                          MCA_BASE_VAR_SCOPE_LOCAL, &cm->verbose);
-    /* the component's switches (bool, read once) */
+    /* priority, verbose and the component's switches (read once) */
     const struct {
-        const char *name, *help;
+        const char *name, *help, *def;
         int level;
-        bool *var;
-    } flags[] = {
-        {"enable", "Enable the dfccl coll component. Default 1 (0 or 1)", OPAL_INFO_LVL_3, &cm->enable},
+        mca_base_var_scope_t scope;
+        int *ivar;
+        bool *bvar;
+    } params[NPARAMS] = {
+        {"priority",
+         "Priority of the dfccl coll component. Default 78 (above self's 75, so that every collective it "
+         "does not take over has a previous module)",
+         "78", OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY, &cm->priority, NULL},
+        {"verbose",
+         "Verbosity of the dfccl coll component: 1 set-up, 2 engine communicators, 3 the path of every "
+         "collective call, 5 why a call could not run on the engine. Default 0 (errors only)",
+         "0", OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_LOCAL, &cm->verbose, NULL},
+        {"enable", "Enable the dfccl coll component. Default 1 (0 or 1)", "1", OPAL_INFO_LVL_3,
+         MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->enable},
         {"host_buffers",
          "1: run collectives on host buffers on the engine's CPU backend too; 0: host buffers go to the "
          "previous coll module untouched. Default 0 (0 or 1)",
-         OPAL_INFO_LVL_3, &cm->host_buffers},
+         "0", OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->host_buffers},
         {"device_staged",
          "1: device buffers are copied to host memory and the previous coll module runs the collective "
          "(what a non-CUDA-aware MPI user does by hand), instead of the engine: a baseline for "
          "measurements. Default 0 (0 or 1)",
-         OPAL_INFO_LVL_5, &cm->device_staged},
+         "0", OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->device_staged},
         {"check",
          "1: before every collective, compare what each rank passed (collective, byte count, the "
          "datatype's basic types, memory kind, recvcounts, root, op) in one private exchange per call "
          "that never blocks out of order, and fail the call (or its request) with MPI_ERR_ARG on every "
          "rank instead of hanging. Default 0 (0 or 1)",
-         OPAL_INFO_LVL_4, &cm->check},
+         "0", OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->check},
         {"eager",
          "1: start setting up the engine communicator when the MPI communicator is created; 0: at its "
          "first engine call. The set-up never blocks the caller either way (it runs on a thread of its "
          "own; the communicator's engine calls wait for it). Default 0 (0 or 1)",
-         OPAL_INFO_LVL_4, &cm->eager},
+         "0", OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->eager},
         {"device_sync",
          "1: before each call on device buffers that the GPU daemon runs, wait for the application's "
          "legacy default stream (costs 2-6 us a call with several ranks on one GPU); 0: the application "
          "synchronizes the streams that wrote the buffers, as with any CUDA-aware MPI (synchronous "
          "cudaMemcpy/cudaMemset into them are covered by the SYNC_MEMOPS attribute dfccl sets). Default 0 "
          "(0 or 1)",
-         OPAL_INFO_LVL_4, &cm->device_sync},
+         "0", OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->device_sync},
         {"fake_device",
          "Testing only: treat every buffer as device memory, so that the staging paths run on a machine "
          "without a GPU. Default 0 (0 or 1)",
-         OPAL_INFO_LVL_9, &cm->fake_device},
+         "0", OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->fake_device},
     };
-    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
-        (void)mca_base_component_var_register(c, flags[i].name, flags[i].help, MCA_BASE_VAR_TYPE_BOOL, NULL,
-                                              0, 0, flags[i].level, MCA_BASE_VAR_SCOPE_READONLY,
-                                              flags[i].var);
+    static char defs[MCA_COLL_DFCCL_NUM_KNOBS][24];
+
+    cm->bad_params = false;
+    for (int i = 0; i < NPARAMS; i++) {
+        cm->param_str[i] = (char *)params[i].def;
+        (void)mca_base_component_var_register(c, params[i].name, params[i].help, MCA_BASE_VAR_TYPE_STRING,
+                                              NULL, 0, 0, params[i].level, params[i].scope,
+                                              &cm->param_str[i]);
+    }
     /* a string, so not one of the knobs; passed the same way (only when set) */
     cm->net = "auto";
     cm->net_var_index = mca_base_component_var_register(
@@ -233,10 +338,47 @@ static int dfccl_register(void)
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &cm->net);
     for (int i = 0; i < MCA_COLL_DFCCL_NUM_KNOBS; i++) {
         mca_coll_dfccl_knob_t *k = &cm->knobs[i];
+        snprintf(defs[i], sizeof defs[i], "%llu", k->value);
+        k->str = defs[i];
         k->var_index =
-            mca_base_component_var_register(c, k->name, k->help, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
-                                            0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &k->value);
+            mca_base_component_var_register(c, k->name, k->help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0,
+                                            OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &k->str);
     }
+
+    /* every value as given, strictly */
+    for (int i = 0; i < NPARAMS; i++) {
+        const char *v = cm->param_str[i];
+        unsigned long long n = 0;
+        if (params[i].ivar) {
+            if (parse_count(v, INT32_MAX, &n))
+                *params[i].ivar = (int)n;
+            else
+                refuse(params[i].name, v ? v : "", "an integer in [0, 2147483647]");
+        } else if (!parse_bool(v, params[i].bvar)) {
+            refuse(params[i].name, v ? v : "", "0 or 1 (or true/false, yes/no, on/off)");
+        }
+    }
+    for (int i = 0; i < MCA_COLL_DFCCL_NUM_KNOBS; i++) {
+        mca_coll_dfccl_knob_t *k = &cm->knobs[i];
+        const unsigned long long max = k->field_size == sizeof(int32_t) ? INT32_MAX : INT64_MAX;
+        if (!parse_count(k->str, max, &k->value)) {
+            char expected[96];
+            snprintf(expected, sizeof expected, "a non-negative integer up to %llu (k, m, g: x1024)", max);
+            refuse(k->name, k->str ? k->str : "", expected);
+        }
+    }
+    if (!cm->net || (strcasecmp(cm->net, "auto") && strcasecmp(cm->net, "ucx")))
+        refuse("net", cm->net ? cm->net : "", "auto or ucx");
+    if (cm->bad_params)
+        cm->enable = false;
+
+    const char *names[NPARAMS + 1 + MCA_COLL_DFCCL_NUM_KNOBS];
+    for (int i = 0; i < NPARAMS; i++)
+        names[i] = params[i].name;
+    names[NPARAMS] = "net";
+    for (int i = 0; i < MCA_COLL_DFCCL_NUM_KNOBS; i++)
+        names[NPARAMS + 1 + i] = cm->knobs[i].name;
+    warn_unknown_names(names, NPARAMS + 1 + MCA_COLL_DFCCL_NUM_KNOBS);
     return OMPI_SUCCESS;
 }
 
@@ -288,24 +430,20 @@ void mca_coll_dfccl_engine_config(dfcclConfig_t *cfg)
         const mca_coll_dfccl_knob_t *k = &cm->knobs[i];
         if (!explicitly_set(k->var_index))
             continue;
-        /* a value past the field's range stays out of the engine's range too: refused there */
+        /* fits its field (checked at registration); out of the engine's range: refused there */
         char *field = (char *)cfg + k->field_off;
         if (k->field_size == sizeof(int32_t)) {
-            const int32_t v = k->value > INT32_MAX ? INT32_MAX : (int32_t)k->value;
+            const int32_t v = (int32_t)k->value;
             memcpy(field, &v, sizeof(v));
         } else {
-            const int64_t v = k->value > INT64_MAX ? INT64_MAX : (int64_t)k->value;
+            const int64_t v = (int64_t)k->value;
             memcpy(field, &v, sizeof(v));
         }
         DFCCL_VERBOSE(1, "coll_dfccl_%s=%llu: the engine's %s", k->name, k->value, k->name);
     }
     if (cm->net && cm->net[0] && explicitly_set(cm->net_var_index)) {
-        /* anything else is refused by the engine, whose message names the field */
-        cfg->net = !strcasecmp(cm->net, "auto")  ? dfcclNetAuto
-                   : !strcasecmp(cm->net, "ucx") ? dfcclNetUcx
-                                                 : (dfcclNet_t)INT32_MAX;
-        if (cfg->net == (dfcclNet_t)INT32_MAX)
-            DFCCL_ERROR("coll_dfccl_net=%s: expected auto or ucx", cm->net);
+        /* checked at registration: auto or ucx */
+        cfg->net = !strcasecmp(cm->net, "ucx") ? dfcclNetUcx : dfcclNetAuto;
         DFCCL_VERBOSE(1, "coll_dfccl_net=%s", cm->net);
     }
     /* verbose 2 (engine communicators): let the engine say which transport each peer

@@ -93,10 +93,13 @@ mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *co
     if (!cm->enable)
         return NULL;
     const bool inter = OMPI_COMM_IS_INTER(comm);
-    if (inter && opal_list_get_size(&ompi_coll_base_framework.framework_components) == 1) {
+    /* Alone on an intercommunicator, a module all the same: with none at all, Open MPI
+     * 4.1 fails the communicator's creation and then crashes freeing it (SIGSEGV in
+     * mca_coll_base_comm_unselect, its module list never made). Enabled, this one fills
+     * no slot (DFCCL_SAVE_PREV finds nothing to stage for), so the creation fails
+     * cleanly with an MPI error naming the first collective nobody provides. */
+    if (inter && opal_list_get_size(&ompi_coll_base_framework.framework_components) == 1)
         inter_alone(comm);
-        return NULL;
-    }
 
     mca_coll_dfccl_module_t *m = OBJ_NEW(mca_coll_dfccl_module_t);
     if (!m)

@@ -51,6 +51,7 @@
 #include "eng_config.h"
 #include "eng_log.h"
 #include "eng_net.h"
+#include "net_boot.h"
 #include "net_landing.h"
 
 #define NET_VALS        64           /* stable headers of credit messages, reused after 64 more */
@@ -346,11 +347,9 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
         net_abort(nc);
         k = NULL;
     }
-    if (!k) {
-        if (rndv)
-            ucp_am_data_release(worker, data);
-        return UCS_OK;
-    }
+    if (!k)
+        return UCS_OK; /* dropped: UCX declines a rendezvous one to its sender (releasing it
+                          here as well released it twice, and UCX's pool lost a buffer) */
     const uint32_t slot = (uint32_t)(h.step % nc->depth);
     char *dst = k->local_data + (uint64_t)slot * k->rchunk;
     if (!rndv) { /* a whole step or one piece of it, read in place from UCX's buffer */
@@ -416,6 +415,23 @@ static ucs_status_t am_bye(void *arg, const void *header, size_t header_length, 
             dfccl_store_release64(&((eng_seg_hdr_t *)nc->shadow[h.src])->closed, 1);
     }
     return UCS_OK;
+}
+
+/* Any other id: a stray or hostile peer's message (another program's UCX worker, a
+ * scan), dropped and counted. Registered for every id a peer can name (UCX's are 16-bit):
+ * libucp up to 1.16 leaves the table entries below and beyond a registered id
+ * uninitialized and calls whatever is there, and reads past the table for a larger id
+ * before checking it, so a message under any unregistered id could crash the rank. */
+static ucs_status_t am_stray(void *arg, const void *header, size_t header_length, void *data, size_t length,
+                             const ucp_am_recv_param_t *param)
+{
+    (void)arg, (void)header, (void)data, (void)param;
+    const uint64_t n = dfccl_add_fetch_relaxed(&U.dropped, 1);
+    dfccl_debug(
+        "dropped an active message of %zu + %zu bytes under an id dfccl does not use (%llu dropped so "
+        "far)",
+        header_length, length, (unsigned long long)n);
+    return UCS_OK; /* a rendezvous one is declined: UCX tells its sender */
 }
 
 /* ---- sending: the proxy ------------------------------------------------------------- */
@@ -657,6 +673,20 @@ static ucs_status_t set_handler(net_proxy_t *P, unsigned id, ucp_am_recv_callbac
     return ucp_worker_set_am_recv_handler(P->worker, &hp);
 }
 
+/* dfccl's three ids, and the dropping one for every other id a peer can send (am_stray):
+ * 64 Ki entries of libucp's table, about 1.5 MiB a worker, set in a few ms */
+static ucs_status_t set_handlers(net_proxy_t *P)
+{
+    ucs_status_t st = UCS_OK;
+    for (uint32_t id = 0; id <= UINT16_MAX && st == UCS_OK; id++)
+        st = set_handler(P, id,
+                         id == AM_STEP     ? am_step
+                         : id == AM_CREDIT ? am_credit
+                         : id == AM_BYE    ? am_bye
+                                           : am_stray);
+    return st;
+}
+
 /* UCX's tcp moves a message in segments of UCX_TCP_TX_SEG_SIZE / RX_SEG_SIZE, 8 KiB by
  * default: a 64 KiB step then takes 8 sends and receives, and tcp between ranks moved
  * 2.5 GB/s against ucx_perftest's 3.7-4.1; with segments that hold a whole step, 4.4
@@ -728,10 +758,7 @@ static dfcclResult_t proxy_acquire_locked(void)
         wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
         wp.thread_mode = UCS_THREAD_MODE_SERIALIZED; /* every call under P->lock */
         if ((st = ucp_worker_create(U.ctx, &wp, &P->worker)) != UCS_OK ||
-            (st = ucp_worker_get_efd(P->worker, &P->efd)) != UCS_OK ||
-            (st = set_handler(P, AM_STEP, am_step)) != UCS_OK ||
-            (st = set_handler(P, AM_CREDIT, am_credit)) != UCS_OK ||
-            (st = set_handler(P, AM_BYE, am_bye)) != UCS_OK) {
+            (st = ucp_worker_get_efd(P->worker, &P->efd)) != UCS_OK || (st = set_handlers(P)) != UCS_OK) {
             res = ucs_error("ucp_worker_create", st);
             made++;
             break;
@@ -755,15 +782,7 @@ static dfcclResult_t proxy_acquire_locked(void)
 
 /* ---- communicators -------------------------------------------------------------------- */
 
-/* Exchanged at set-up; the worker address follows the header. */
-typedef struct {
-    uint32_t id;  /* this rank's id of the communicator */
-    uint64_t key; /* and its key */
-    int32_t pid;
-    uint32_t npx;                           /* its proxies (workers) */
-    uint32_t addr_len[ENG_MAX_NET_THREADS]; /* their addresses follow, in order */
-    char host[128]; /* where the process runs: which endpoint a peer gets (where_am_i) */
-} net_boot_hdr_t;
+/* Exchanged at set-up (net_boot_hdr_t); the worker addresses follow the header. */
 
 static dfcclResult_t exchange(const void *mine, size_t len, char **all_p, size_t *stride_p, int nranks,
                               dfcclAllgatherFn_t ag, void *ctx)

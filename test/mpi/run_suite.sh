@@ -5,7 +5,8 @@
 #
 # usage: run_suite.sh BUILD_BIN_DIR
 #   BUILD_BIN_DIR holds the compiled programs t_matrix, t_comms, t_chaos, t_random,
-#   t_badinput, t_killed, t_large, t_threads, t_mismatch, t_vcolls, t_config (named like their .c files).
+#   t_badinput, t_killed, t_large, t_threads, t_mismatch, t_vcolls, t_config, t_firstfail
+#   (named like their .c files).
 #
 # Every case runs under mpirun inside `timeout`, so a hang fails fast; processes of
 # the test binaries left behind by a killed job are killed by pid afterwards. One
@@ -44,7 +45,8 @@ npass=0
 nfail=0
 FAILED=()
 
-for p in t_matrix t_comms t_chaos t_random t_badinput t_killed t_large t_threads t_mismatch t_vcolls t_config; do
+for p in t_matrix t_comms t_chaos t_random t_badinput t_killed t_large t_threads t_mismatch t_vcolls t_config \
+    t_firstfail; do
     if [ ! -x "$BIN/$p" ]; then
         echo "FAIL: $p (missing program $BIN/$p)"
         nfail=$((nfail + 1))
@@ -110,6 +112,11 @@ run_case t_vcolls 1 60 -- t_vcolls
 for np in 1 3; do
     run_case t_config "$np" 60 -x DFCCL_SLOTS=3 -x DFCCL_FIFO_DEPTH=8 -- t_config
 done
+# a failed first dfcclCommInit (bad variable, failed all-gather, a knob that differs)
+# fixes nothing: the next one with good settings works
+for m in env bootstrap shape; do
+    run_case "t_firstfail[$m]" 3 60 -- t_firstfail "$m"
+done
 run_case "t_vcolls[chaos]" 4 120 -- t_vcolls --chaos 10 --deadline 60
 run_case "t_vcolls[chaos]" 8 120 -- t_vcolls --chaos 4 --scale 40000 --deadline 60
 run_case "t_vcolls[threads=3,channels=4,chunk=4096]" 4 120 -x DFCCL_CPU_THREADS=3 -x DFCCL_CHANNELS=4 \
@@ -139,6 +146,16 @@ run_case "t_comms[threads=2,channels=3]" 3 120 -x DFCCL_CPU_THREADS=2 -x DFCCL_C
 run_case "t_mismatch[DFCCL_CHANNELS]" 3 60 -- t_mismatch DFCCL_CHANNELS 2 1
 run_case "t_mismatch[DFCCL_CHUNK_SIZE]" 2 60 -- t_mismatch DFCCL_CHUNK_SIZE 65536 32768
 run_case "t_mismatch[DFCCL_ONESHOT_MAX]" 4 60 -- t_mismatch DFCCL_ONESHOT_MAX 32768 0
+# a value refused on the last rank only (before: the others hung in the first
+# all-gather): every rank fails alike, naming that rank and its value
+run_case "t_mismatch[DFCCL_SLOTS=abc on the last rank]" 3 60 -- t_mismatch DFCCL_SLOTS 2 abc --refused
+run_case "t_mismatch[DFCCL_CHUNK_SIZE=-1 on the last rank]" 2 60 -- t_mismatch DFCCL_CHUNK_SIZE 65536 -1 --refused
+run_case "t_mismatch[DFCCL_LOG_LEVEL=loud on the last rank]" 4 60 -- t_mismatch DFCCL_LOG_LEVEL warn loud --refused
+# the GPU backend off on the last rank only, in a build with it (a CPU-only build has no
+# GPU part anywhere): the others would run the GPU set-up's all-gathers without it
+if "$BIN/../../tools/dfccl-info" -b 2>/dev/null | grep -q 'GPU backend (CUDA) yes'; then
+    run_case "t_mismatch[DFCCL_GPU=0 on the last rank]" 2 60 -- t_mismatch DFCCL_GPU 1 0 --refused --refused-code usage
+fi
 
 # more than 2^31 bytes: 2 ranks only
 run_case t_large 2 400 -- t_large
@@ -327,6 +344,70 @@ dead_pid_cleanup_case() {
 }
 dead_pid_cleanup_case
 
+# The sweep of stale segments is bounded: 20,000 dfccl-named files of another user in
+# /dev/shm (a private tmpfs in a mount namespace of its own, so nobody else's /dev/shm
+# is touched; root only, else skipped) and 20 communicators created and destroyed in
+# turn: each process sweeps once (one "stale-segment sweep" line each at info), leaves
+# the other user's files alone, and the 20 rounds take under SUITE_SWEEP_MAX_S (5) s
+# (11.7 s when every init read all of /dev/shm and /proc for each name).
+sweep_bound_case() {
+    local id="shm_sweep_bounded[20000 files of another user, 20 inits] np=2"
+    selected "$id" || return 0
+    local log="$LOGDIR/shm_sweep_bounded_np2.log" prog="$BIN/../net/t_netkill"
+    if [ "$(id -u)" != 0 ] || ! unshare --mount --propagation private true 2>/dev/null; then
+        pass "$id (skipped: needs root and unshare --mount)"
+        return 0
+    fi
+    if [ ! -x "$prog" ]; then
+        fail "$id" "missing program $prog"
+        return 0
+    fi
+    local script="$LOGDIR/sweep_bound.sh"
+    cat > "$script" << 'EOS'
+#!/bin/bash
+mount -t tmpfs -o size=256m tmpfs /dev/shm || exit 99
+ns=$(stat -L -c %i /proc/self/ns/pid)
+start=$(sed 's/.*) //' /proc/$$/stat | awk '{print $20}')
+python3 - "$$" "$start" "$ns" << 'PY' || exit 98
+import os, sys
+pid, start, ns = sys.argv[1:4]
+for i in range(20000):
+    fd = os.open("/dev/shm/dfccl-%s-%s-%s-%032x" % (pid, start, ns, i), os.O_CREAT | os.O_WRONLY, 0o600)
+    os.fchown(fd, 65534, 65534)
+    os.close(fd)
+PY
+t0=$(date +%s%N)
+"$@"
+rc=$?
+t1=$(date +%s%N)
+echo "sweep_bound: rounds took $(((t1 - t0) / 1000000)) ms; $(ls /dev/shm | grep -c '^dfccl-') dfccl-named files left"
+exit $rc
+EOS
+    chmod +x "$script"
+    local mpirun_unshared=(unshare --mount --propagation private "$script" "${MPIRUN[@]}")
+    timeout -s TERM -k 10 120 "${mpirun_unshared[@]}" -np 2 -x DFCCL_NET=auto -x DFCCL_LOG_LEVEL=info \
+        "$prog" --teardown 20 > "$log" 2>&1 < /dev/null
+    local rc=$? ms left sweeps max_ms=$((${SUITE_SWEEP_MAX_S:-5} * 1000))
+    kill_orphans
+    ms=$(sed -n 's/^sweep_bound: rounds took \([0-9]*\) ms.*/\1/p' "$log")
+    left=$(sed -n 's/.*ms; \([0-9]*\) dfccl-named files left/\1/p' "$log")
+    sweeps=$(grep -c 'stale-segment sweep of /dev/shm' "$log")
+    if [ "$rc" -eq 98 ] || [ "$rc" -eq 99 ]; then
+        pass "$id (skipped: could not set up the private /dev/shm, exit $rc)"
+    elif [ "$rc" -ne 0 ] || ! grep -qx OK "$log"; then
+        fail "$id" "exit $rc: $(reason_of "$log"); log $log" "$log"
+    elif [ "$sweeps" != 2 ]; then
+        fail "$id" "$sweeps 'stale-segment sweep' lines, expected 2 (once per process); log $log" "$log"
+    elif [ "${left:-0}" -lt 20000 ]; then
+        fail "$id" "only ${left:-0} of the other user's 20000 files left; log $log" "$log"
+    elif [ -z "$ms" ] || [ "$ms" -gt "$max_ms" ]; then
+        fail "$id" "20 rounds took ${ms:-?} ms, more than $max_ms; log $log" "$log"
+    else
+        pass "$id (${ms} ms; $(grep -m1 -o '[0-9]* entries looked at.*' "$log"))"
+    fi
+}
+sweep_bound_case
+
 # A malformed configuration value, number or word, fails dfcclCommInit with a message that
 # names the variable (a misspelled log level was taken silently as the default before).
 bad_config_case() {
@@ -394,6 +475,47 @@ debug_vars_case() {
     fi
 }
 debug_vars_case
+
+# Log files are not followed through symbolic links nor opened when another user owns
+# them (a local user could point DFCCL_DEBUG_FILE's known name at a file of ours): a
+# warning naming why, the lines stay on stderr, the target is untouched; a new file is
+# created 0600. (DFCCL_TRACE's file goes through the same open: unit test
+# trace_refuses_a_symlink.)
+debug_file_safety_case() {
+    local id="debug_file_safety[symlink, another user's file, mode 0600] np=2"
+    selected "$id" || return 0
+    local log="$LOGDIR/debug_file_safety.log" dir="$LOGDIR/debug_file_safety" why=
+    rm -rf "$dir" && mkdir -p "$dir"
+    echo precious > "$dir/victim"
+    ln -s "$dir/victim" "$dir/link.log"
+    run_mpi "$log.link" 60 2 -x DFCCL_DEBUG=INFO -x DFCCL_DEBUG_FILE="$dir/link.log" -- t_matrix --quick
+    echo "case: DFCCL_DEBUG_FILE at a symbolic link -> exit $RC: $(grep -m1 'DFCCL_DEBUG_FILE' "$log.link")"
+    { [ "$RC" -eq 0 ] && [ "$(cat "$dir/victim")" = precious ] &&
+        [ "$(grep -c 'DFCCL_DEBUG_FILE=.*is a symbolic link.*logging to stderr' "$log.link")" -eq 2 ] &&
+        grep -q 'INFO comm.c' "$log.link"; } ||
+        why="$why a symbolic link was followed, or no warning, or no lines on stderr;"
+    if [ "$(id -u)" = 0 ]; then
+        : > "$dir/other.log"
+        chown 65534 "$dir/other.log"
+        run_mpi "$log.other" 60 2 -x DFCCL_DEBUG=INFO -x DFCCL_DEBUG_FILE="$dir/other.log" -- t_matrix --quick
+        echo "case: DFCCL_DEBUG_FILE at another user's file -> exit $RC: $(grep -m1 'DFCCL_DEBUG_FILE' "$log.other")"
+        { [ "$RC" -eq 0 ] && [ ! -s "$dir/other.log" ] &&
+            [ "$(grep -c 'DFCCL_DEBUG_FILE=.*belongs to uid 65534.*logging to stderr' "$log.other")" -eq 2 ]; } ||
+            why="$why another user's file was written, or no warning;"
+    fi
+    run_mpi "$log.new" 60 2 -x DFCCL_DEBUG=INFO -x DFCCL_DEBUG_FILE="$dir/new.%p.log" -- t_matrix --quick
+    local files=("$dir"/new.*.log) modes
+    modes=$(stat -c %a "${files[@]}" 2>/dev/null | sort -u | tr '\n' ' ')
+    echo "case: DFCCL_DEBUG_FILE at a new name -> exit $RC: ${#files[@]} files, mode $modes"
+    { [ "$RC" -eq 0 ] && [ "${#files[@]}" -eq 2 ] && [ "$modes" = "600 " ]; } ||
+        why="$why new log files: ${#files[@]}, mode $modes (expected 2, 600);"
+    if [ -z "$why" ]; then
+        pass "$id (refused with a warning, target untouched; new files 0600)"
+    else
+        fail "$id" "$why logs $log.*" "$log.link"
+    fi
+}
+debug_file_safety_case
 
 # DFCCL_TRACE: the deadlock demo's timeline (4 ranks, 8 communicators in a different
 # order on every rank), checked by tools/dfccl-trace: every collective submitted and

@@ -6,7 +6,10 @@
  * communicator it was made on. Also: count 0 with NULL buffers is legal, stale
  * (destroyed) handles are rejected, dfcclCommInit validates its arguments, a
  * failing bootstrap gives dfcclBootstrapError, and destroying a communicator with a
- * collective pending completes it with dfcclCommAborted.
+ * collective pending completes it with dfcclCommAborted. Request handles: a copy of a
+ * request that already completed, a request named twice in dfcclWaitAll and forged
+ * words are rejected naming the argument (no use after free). Rank 0 prints every case
+ * it tried and what it gave ("case: CALL -> CODE: MESSAGE").
  *
  * usage: t_badinput
  */
@@ -63,6 +66,8 @@ static void bad_check(int line, const char *txt, dfcclResult_t got, dfcclResult_
     if (needle && !tc_lasterr_has(needle))
         TC_FAIL("line %d: %s returned %d but the last error \"%s\" does not name \"%s\"", line, txt, (int)got,
                 dfcclGetLastError(), needle);
+    if (me == 0)
+        printf("case: %s -> %s: %s\n", txt, dfcclGetErrorString(got), dfcclGetLastError());
     nbad++;
     /* the rejected call must not disturb another live communicator */
     good_on(B, txt);
@@ -72,6 +77,13 @@ static void bad_check(int line, const char *txt, dfcclResult_t got, dfcclResult_
     bad_check(__LINE__, #call, (call), dfcclInvalidArgument, dfcclInvalidArgument, needle)
 /* a stale handle: invalid argument or invalid usage are both right */
 #define BAD_STALE(call) bad_check(__LINE__, #call, (call), dfcclInvalidArgument, dfcclInvalidUsage, "comm")
+
+/* the bootstrap all-gather over MPI_COMM_WORLD, whatever nranks the caller passed */
+static int mpi_ag(const void *s, void *r, size_t bytes, void *ctx)
+{
+    (void)ctx;
+    return MPI_Allgather(s, (int)bytes, MPI_BYTE, r, (int)bytes, MPI_BYTE, MPI_COMM_WORLD) != MPI_SUCCESS;
+}
 
 static int cb_calls;
 static int cb_fail(const void *s, void *r, size_t bytes, void *ctx)
@@ -131,23 +143,23 @@ int main(int argc, char **argv)
     CHECK(dfcclPointerGetKind(NULL, &kind));
     if (kind != dfcclMemHost)
         TC_FAIL("dfcclPointerGetKind(NULL) = %d, expected dfcclMemHost", (int)kind);
-    /* a new communicator, most likely at the destroyed one's address (malloc reuses it):
-     * the old handle still names nothing, the new one works */
+    /* a new communicator, most likely in the destroyed one's slot of the handle table
+     * (the low 24 bits of a handle): the old handle still names nothing, the new one works */
     dfcclComm_t D;
     CHECK(dfcclCommInitMPI(&D, MPI_COMM_WORLD));
-    const int reused = (((uintptr_t)C ^ (uintptr_t)D) & ((1ull << 48) - 1)) == 0;
+    const int reused = (((uintptr_t)C ^ (uintptr_t)D) & ((1ull << 24) - 1)) == 0;
     BAD_STALE(dfcclAllReduce(sb, rb, n, F, dfcclSum, C, &req));
     BAD_STALE(dfcclCommRank(C, &st_rank));
     BAD_STALE(dfcclCommDestroy(C));
-    /* D's own address under another generation: what C's handle would be, had D reused
-     * C's address (deterministic, whatever malloc did) */
+    /* D's own slot under another generation: what C's handle would be, had D reused C's
+     * slot (deterministic, whatever the table did) */
     const dfcclComm_t other_gen = (dfcclComm_t)((uintptr_t)D ^ (1ull << 48));
     BAD_STALE(dfcclAllReduce(sb, rb, n, F, dfcclSum, other_gen, &req));
     BAD_STALE(dfcclCommSize(other_gen, &st_size));
     good_on(D, "a new communicator after a stale handle");
     CHECK(dfcclCommDestroy(D));
     if (tc_rank == 0)
-        printf("stale handle: the new communicator %s the destroyed one's address\n",
+        printf("stale handle: the new communicator %s the destroyed one's slot\n",
                reused ? "reused" : "did not reuse");
 
     /* ---- NULL communicator ---- */
@@ -183,6 +195,24 @@ int main(int argc, char **argv)
     BAD("overlap", dfcclBroadcast(sb + 2, sb, n, F, me, A, &req));        /* on the root */
     BAD("overlap", dfcclAllToAll(sb, sb + 1, n, F, A, &req));
     BAD("recvbuf", dfcclAllToAll(sb, NULL, n, F, A, &req));
+
+    /* ---- a count larger than the buffers: that is the reason, not an overlap ---- */
+    {
+        const size_t huge = (size_t)1 << 40;
+        BAD("count 1099511627776 is larger than", dfcclAllReduce(sb, rb, huge, F, dfcclSum, A, &req));
+        BAD("is larger than", dfcclReduce(sb, rb, huge, F, dfcclSum, me, A, &req)); /* on the root */
+        BAD("is larger than", dfcclAllGather(sb, rb, huge >> 4, F, A, &req));
+        BAD("is larger than", dfcclAllToAll(sb, rb, huge >> 4, F, A, &req));
+        BAD("is larger than", dfcclReduceScatter(sb, rb, huge >> 4, F, dfcclSum, A, &req));
+        size_t *cnt = tc_malloc(sizeof(size_t) * (size_t)P), *dsp = tc_malloc(sizeof(size_t) * (size_t)P);
+        for (int p = 0; p < P; p++) {
+            cnt[p] = huge >> 4;
+            dsp[p] = (size_t)p * (huge >> 4);
+        }
+        BAD("reach past", dfcclAllToAllv(sb, cnt, dsp, rb, cnt, dsp, F, A, &req));
+        free(cnt);
+        free(dsp);
+    }
 
     /* ---- NULL request_p ---- */
     BAD("request", dfcclAllReduce(sb, rb, n, F, dfcclSum, A, NULL));
@@ -263,6 +293,51 @@ int main(int argc, char **argv)
             TC_FAIL("dfcclGetErrorString(%d) is NULL or empty", code);
     }
 
+    /* ---- request handles: a stale copy, one request twice, forged words ---- */
+    {
+        dfcclRequest_t r1 = NULL, r2 = NULL, copy, forged;
+        CHECK(dfcclAllReduce(sb, rb, n, F, dfcclSum, A, &r1));
+        copy = r1;
+        CHECK(dfcclWait(&r1));
+        a_submitted++;
+        const dfcclRequest_t stale = copy;
+        BAD("request_p", dfcclWait(&copy));
+        BAD("request_p", dfcclTest(&copy, &done));
+        if (copy != stale)
+            TC_FAIL("a rejected wait changed the caller's (stale) request handle");
+        /* a new request, most likely in the completed one's slot: the copy still names nothing */
+        CHECK(dfcclAllReduce(sb, rb, n, F, dfcclSum, A, &r2));
+        BAD("request_p", dfcclWait(&copy));
+        dfcclRequest_t twice[3] = {r2, NULL, r2};
+        BAD("requests[0] and requests[2]", dfcclWaitAll(3, twice));
+        if (twice[0] != r2 || twice[2] != r2)
+            TC_FAIL("a rejected dfcclWaitAll changed its requests");
+        dfcclRequest_t mixed[2] = {r2, copy};
+        BAD("requests[1]", dfcclWaitAll(2, mixed));
+        CHECK(dfcclWait(&r2)); /* nothing above waited on it */
+        a_submitted++;
+        BAD("request_p", dfcclWait(&twice[2])); /* the second copy, after the first's wait */
+        forged = (dfcclRequest_t)0x1;
+        BAD("request_p", dfcclWait(&forged));
+        forged = (dfcclRequest_t)A; /* a communicator's handle is no request */
+        BAD("request_p", dfcclTest(&forged, &done));
+        forged = (dfcclRequest_t)(uintptr_t)~0ull;
+        BAD("request_p", dfcclWait(&forged));
+        /* many requests (the sorted check), one of them twice */
+        enum { NR = 40 };
+        dfcclRequest_t many[NR + 1];
+        for (int i = 0; i < NR; i++)
+            CHECK(dfcclBarrier(A, &many[i]));
+        many[NR] = many[7];
+        BAD("requests[7] and requests[40]", dfcclWaitAll(NR + 1, many));
+        CHECK(dfcclWaitAll(NR, many));
+        a_submitted += NR;
+        for (int i = 0; i < NR; i++)
+            if (many[i])
+                TC_FAIL("request %d not NULL after dfcclWaitAll", i);
+        BAD("requests[0]", dfcclWaitAll(1, &many[NR]));
+    }
+
     /* A, having rejected all of the above, still works */
     good_on(A, "all bad calls on A");
 
@@ -321,6 +396,13 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         good_on(A, "failed dfcclCommInit");
         good_on(B, "failed dfcclCommInit");
+        /* nranks larger than the processes the all-gather spans, and every process
+         * passing rank 0: named as such (not as a knob that differs), on every rank */
+        BAD("spans fewer processes", dfcclCommInit(&x, P + 1, me, mpi_ag, NULL));
+        if (x)
+            TC_FAIL("a failed dfcclCommInit left a communicator");
+        if (P > 1)
+            BAD("passed the same rank", dfcclCommInit(&x, P, 0, mpi_ag, NULL));
     }
 
     /* ---- destroy with a collective pending: it completes with dfcclCommAborted ---- */

@@ -9,7 +9,8 @@
  *    (fifoDepth from DFCCL_FIFO_DEPTH=8);
  *  - a later communicator whose set fields agree (or that sets none) is created; one
  *    whose set field differs fails with dfcclInvalidUsage naming the field and both
- *    values, on every rank, without calling the bootstrap all-gather;
+ *    values, on every rank alike (its failure travels in the first all-gather, so no
+ *    rank waits there for one that returned);
  *  - a collective on the communicators that were created runs.
  *
  * usage: t_config

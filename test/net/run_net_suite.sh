@@ -37,6 +37,9 @@
 #   other pid namespaces  rank 1 in a pid namespace of its own (unshare --pid, root
 #               only, else SKIP) on shared memory: its death is found by its
 #               heartbeat, and a live rank 1 that arrives 2 s late is not taken for dead
+#   stray       t_netstray: a UCX peer that is no rank sends active messages under
+#               every kind of id dfccl does not use, and malformed ones under its
+#               own, to a rank's proxy: they are dropped and the rank keeps working
 #   netns       test/net/netns.sh with NET_BIN_DIR/t_netns: ranks in two network
 #               namespaces joined by a veth pair (root only, else SKIP)
 # Every run has DFCCL_LOG_LEVEL=info, and the suite checks the engine's per-peer
@@ -248,6 +251,7 @@ vader_cleanup_since() {
 CASES=()
 for np in $NPS; do CASES+=("t_matrix[net=ucx] np=$np"); done
 CASES+=("t_chaos[net=ucx] np=4" "t_chaos[net=ucx,DFCCL_PREEMPT=0 must hang] np=4"
+    "t_netstray[stray active messages] np=2" "t_netstray[stray active messages, UCX_TLS=tcp,self] np=2"
     "t_random[net=ucx] np=4" "t_matrix[mixed] np=4" "t_chaos[mixed] np=4"
     "t_netkill[teardown race, 50 rounds] np=2" "t_netkill[teardown race, 50 rounds] np=4"
     "t_netkill[1000 communicators, shared endpoints] np=2" "t_netkill[1000 communicators, shared endpoints] np=3"
@@ -437,6 +441,11 @@ killed_case() {
 }
 # Ranks leave a collective and destroy its communicator at slightly different times
 # (then meet in MPI_Barrier): a peer's destroy must not make this rank's collective fail.
+# a stray UCX peer (t_netstray: rank 1 connects to rank 0's proxy worker from a context
+# of its own) sends active messages under ids dfccl does not use and malformed ones
+# under its own: rank 0 drops them and its communicator still works after each id
+run_case "t_netstray[stray active messages]" 2 60 ucx -- "$NETBIN/t_netstray"
+run_case "t_netstray[stray active messages, UCX_TLS=tcp,self]" 2 60 ucx -x UCX_TLS=tcp,self -- "$NETBIN/t_netstray"
 run_case "t_netkill[teardown race, 50 rounds]" 2 120 ucx -- "$NETBIN/t_netkill" --teardown 50
 run_case "t_netkill[teardown race, 50 rounds]" 4 120 ucx -- "$NETBIN/t_netkill" --teardown 50
 run_case "t_netkill[teardown race, 2 proxies]" 4 120 ucx -x DFCCL_NET_THREADS=2 -x DFCCL_CHANNELS=2 \

@@ -212,6 +212,63 @@ else
     fail "coll_dfccl_enable=0 np=2" "rc $rc or a module was enabled"
 fi
 
+# ---------------------------------------------------------------- bad MCA values
+# Each malformed coll_dfccl_* value is refused naming the parameter and the value as
+# given (Open MPI's own parsing took "abc" for 0 and "-1" for 2^64-1): the component is
+# off in that process (no module enabled) and the job runs on the other components. A
+# misspelled coll_dfccl_ name is a warning with the closest name; a value with Open
+# MPI's k/m/g suffix is taken.
+bad_mca() {
+    local name=$1 value=$2 expect=$3
+    run 60 2 "${HB[@]}" --mca coll_dfccl_verbose 2 --mca "coll_dfccl_$name" "$value" -- t_nb --rounds 1
+    local rc=$? said
+    said=$(grep -m1 -o "coll_dfccl_$name=.*" "$WORK/out" | cut -c1-160)
+    echo "    case: --mca coll_dfccl_$name $value -> rc $rc: ${said:-nothing said}"
+    if [ "$rc" = 0 ] && grep -q '^OK ' "$WORK/out" && ! grep -q 'enabled on' "$WORK/out" &&
+        [ "$(grep -c "ERROR: MCA parameter coll_dfccl_$name=$value: expected $expect" "$WORK/out")" = 2 ]; then
+        pass "coll_dfccl_$name=$value refused by name and value, the component off, the job runs np=2"
+    else
+        fail "coll_dfccl_$name=$value refused np=2" "rc $rc, or no 'coll_dfccl_$name=$value: expected $expect' on each rank, or a module enabled"
+    fi
+}
+bad_mca oneshot_max abc "a non-negative integer"
+bad_mca priority abc "an integer"
+bad_mca slots -1 "a non-negative integer"
+bad_mca channels banana "a non-negative integer"
+bad_mca chunk_size 5000000000000000000000 "a non-negative integer"
+bad_mca check banana "0 or 1"
+bad_mca net tcp "auto or ucx"
+run 60 2 "${HB[@]}" --mca coll_dfccl_verbose 2 --mca coll_dfccl_chanels 2 -- t_nb --rounds 1
+rc=$?
+echo "    case: --mca coll_dfccl_chanels 2 -> rc $rc: $(grep -m1 -o 'coll_dfccl_chanels is.*' "$WORK/out")"
+if [ "$rc" = 0 ] && grep -q 'enabled on' "$WORK/out" &&
+    [ "$(grep -c 'WARNING: coll_dfccl_chanels is not a dfccl MCA parameter and is ignored (did you mean coll_dfccl_channels?)' "$WORK/out")" = 2 ]; then
+    pass "a misspelled coll_dfccl_ name: a warning naming the closest one, the component on np=2"
+else
+    fail "a misspelled coll_dfccl_ name np=2" "rc $rc, no warning on each rank, or the component off"
+fi
+run 60 2 "${HB[@]}" --mca coll_dfccl_verbose 1 --mca coll_dfccl_chunk_size 32k -- t_nb --rounds 1
+check_lines "coll_dfccl_chunk_size 32k taken as 32768 np=2" $? 'OK t_nb' 'coll_dfccl_chunk_size=32768: the engine'
+# a DFCCL_* value refused on the last rank only: before, the other ranks waited in the
+# engine set-up's first all-gather for it and the job hung at its first collective; now
+# every rank's set-up fails alike naming that rank and value, and the calls go to the
+# previous module everywhere
+cat >"$WORK/lastrank.sh" <<'EOS'
+#!/bin/sh
+[ "${OMPI_COMM_WORLD_RANK:-0}" = "$((${OMPI_COMM_WORLD_SIZE:-1} - 1))" ] && export DFCCL_SLOTS=abc
+exec "$@"
+EOS
+chmod +x "$WORK/lastrank.sh"
+run 60 3 "${HB[@]}" -- "$WORK/lastrank.sh" "$BIN/t_nb" --rounds 2
+rc=$?
+echo "    case: DFCCL_SLOTS=abc on the last of 3 ranks -> rc $rc: $(grep -m1 -o 'no engine communicator.*' "$WORK/out" | cut -c1-200)"
+if [ "$rc" = 0 ] && grep -q '^OK ' "$WORK/out" &&
+    [ "$(grep -c 'no engine communicator for MPI_COMM_WORLD.*rank 2 of 3 cannot create the communicator.*DFCCL_SLOTS=abc' "$WORK/out")" = 3 ]; then
+    pass "DFCCL_SLOTS=abc on the last rank: every rank's set-up fails naming it, the job runs np=3"
+else
+    fail "DFCCL_SLOTS=abc on the last rank np=3" "rc $rc (124: the other ranks hung), or not said on each rank"
+fi
+
 # dfccl named explicitly with the components it hands calls to
 run 60 2 "${HB[@]}" --mca coll dfccl,tuned,libnbc,basic,self -- t_nb --rounds 3
 check_ok "--mca coll dfccl,tuned,libnbc,basic,self np=2" $?
@@ -273,14 +330,27 @@ run 300 2 "${ALONE[@]}" "${FAKE[@]}" -- t_colls --quick --comms world
 check_ok "dfccl alone, staged (device buffers, emulated): collective matrix (quick) np=2" $?
 run 120 4 "${ALONE[@]}" --mca coll_dfccl_check 1 -- t_alone
 check_ok "dfccl alone with coll_dfccl_check=1 (no false alarm) np=4" $?
-# intercommunicators: dfccl does not serve them; alone, it says what to name instead
-# (Open MPI 4.1 itself then fails the creation, and may crash in its own clean-up)
+# intercommunicators: dfccl does not serve them; alone, it says what to name instead,
+# and MPI_Intercomm_create fails cleanly with an MPI error (before: Open MPI 4.1 crashed
+# freeing the communicator it could not set up, SIGSEGV, rc 139): under
+# MPI_ERRORS_RETURN the program goes on; under the default handler the job aborts
 run 60 2 "${ALONE[@]}" -- t_alone --inter
 rc=$?
-if [ $rc != 124 ] && [ $rc != 137 ] && grep -q 'does not serve intercommunicators' "$WORK/out"; then
-    pass "dfccl alone: an intercommunicator fails with dfccl's explanation (rc $rc) np=2"
+echo "    case: dfccl alone, MPI_Intercomm_create under MPI_ERRORS_RETURN -> rc $rc: $(grep -m1 -o 'OK t_alone.*' "$WORK/out")"
+if [ $rc = 0 ] && grep -q '^OK t_alone --inter' "$WORK/out" && grep -q 'does not serve intercommunicators' "$WORK/out" &&
+    ! grep -qi 'segmentation\|signal 11' "$WORK/out"; then
+    pass "dfccl alone: an intercommunicator's creation fails with an MPI error and dfccl's explanation np=2"
 else
-    fail "dfccl alone: intercommunicator np=2" "rc $rc, no explanation from dfccl"
+    fail "dfccl alone: intercommunicator np=2" "rc $rc, a crash, or no explanation from dfccl"
+fi
+run 60 4 "${ALONE[@]}" -- t_inter
+rc=$?
+echo "    case: dfccl alone, t_inter under MPI_ERRORS_ARE_FATAL -> rc $rc: $(grep -m1 -o 'An error occurred in MPI_Intercomm_create' "$WORK/out")"
+if [ $rc != 0 ] && [ $rc != 124 ] && [ $rc != 137 ] && [ $rc != 139 ] &&
+    grep -q 'An error occurred in MPI_Intercomm_create' "$WORK/out" && ! grep -qi 'segmentation\|signal 11' "$WORK/out"; then
+    pass "dfccl alone: an intercommunicator under the default error handler aborts with the MPI error, no crash (rc $rc) np=4"
+else
+    fail "dfccl alone: intercommunicator, default error handler np=4" "rc $rc: a crash, a hang, or no MPI error"
 fi
 
 # a verbose run names what went to the engine

@@ -4,11 +4,13 @@
  * step by step for N simulated ranks in one process, with injected stalls and context
  * copies, against a reference and against an uninterrupted run. */
 #include <check.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "algo.h"
@@ -1226,6 +1228,86 @@ static double trace_ts(const char *text, const char *a, const char *b)
  * sampled (a bound from above), with the GPU's own numbering (communicator "<uid>/gpu"),
  * the block's lane and the late ranks; the CPU daemon's events of the same communicator
  * and number stay apart. */
+/* Log and trace files: created 0600, never through a symbolic link, never another
+ * user's file, never a FIFO (whose open would block). */
+START_TEST(private_files_refuse_links_and_strangers)
+{
+    char dir[] = "/tmp/dfccl-files-unit.XXXXXX", path[128], target[128], why[600];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    /* a new file: 0600 whatever the umask allows */
+    snprintf(path, sizeof path, "%s/new.log", dir);
+    FILE *f = eng_open_private(path, why, sizeof why);
+    ck_assert_msg(f != NULL, "%s", why);
+    fputs("one\n", f);
+    fclose(f);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+    /* an existing one of ours: appended to, positioned at its end */
+    f = eng_open_private(path, why, sizeof why);
+    ck_assert_msg(f != NULL, "%s", why);
+    ck_assert_int_eq(ftell(f), 4);
+    fclose(f);
+    /* a symbolic link to a file of ours: refused, the file untouched */
+    snprintf(target, sizeof target, "%s/link.log", dir);
+    ck_assert_int_eq(symlink(path, target), 0);
+    f = eng_open_private(target, why, sizeof why);
+    ck_assert_msg(f == NULL && strstr(why, "symbolic link"), "opened through a symlink (%s)", why);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_size, 4);
+    unlink(target);
+    /* a FIFO: refused at once */
+    snprintf(target, sizeof target, "%s/fifo.log", dir);
+    ck_assert_int_eq(mkfifo(target, 0600), 0);
+    f = eng_open_private(target, why, sizeof why);
+    ck_assert_msg(f == NULL, "opened a FIFO");
+    unlink(target);
+    /* another user's file (root can make one) */
+    if (geteuid() == 0) {
+        snprintf(target, sizeof target, "%s/other.log", dir);
+        int fd = open(target, O_CREAT | O_WRONLY, 0666);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(fchown(fd, 65534, 65534), 0);
+        close(fd);
+        f = eng_open_private(target, why, sizeof why);
+        ck_assert_msg(f == NULL && strstr(why, "belongs to uid 65534"), "opened another user's file (%s)",
+                      why);
+        unlink(target);
+    }
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
+/* DFCCL_TRACE's file name is known in advance (prefix.PID.json): a symbolic link put
+ * there by someone else is refused and its target left alone. */
+START_TEST(trace_refuses_a_symlink)
+{
+    char dir[] = "/tmp/dfccl-trace-link.XXXXXX", prefix[64], path[128], victim[128];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(prefix, sizeof prefix, "%s/t", dir);
+    snprintf(path, sizeof path, "%s.%d.json", prefix, (int)getpid());
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    FILE *v = fopen(victim, "w");
+    ck_assert_ptr_nonnull(v);
+    fputs("precious\n", v);
+    fclose(v);
+    ck_assert_int_eq(symlink(victim, path), 0);
+    setenv("DFCCL_TRACE", prefix, 1);
+    eng_trace_setup();
+    const eng_trace_key_t c = {.uid = 0xabc, .seq = 1, .rank = 0, .nranks = 2, .coll = ENG_COLL_ALLREDUCE};
+    eng_trace_submit(&c, 1000);
+    eng_trace_complete(&c, 0);
+    eng_trace_flush();
+    struct stat st;
+    ck_assert_int_eq(stat(victim, &st), 0);
+    ck_assert_int_eq(st.st_size, 9);
+    unlink(path);
+    unlink(victim);
+    rmdir(dir);
+}
+END_TEST
+
 START_TEST(trace_gpu_records_on_host_clock)
 {
     char dir[] = "/tmp/dfccl-trace-unit.XXXXXX", prefix[64], path[128];
@@ -1325,6 +1407,8 @@ int main(void)
     suite_add_tcase(s, t);
     t = tcase_create("trace");
     tcase_add_test(t, trace_gpu_records_on_host_clock);
+    tcase_add_test(t, trace_refuses_a_symlink);
+    tcase_add_test(t, private_files_refuse_links_and_strangers);
     suite_add_tcase(s, t);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
