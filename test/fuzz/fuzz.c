@@ -230,6 +230,8 @@ static void fz_gen_op(fz_prog_t *pr, tc_rng_t *g, int k, int phase, int mpi)
     o->n = bytes / es;
     if (bytes && !o->n)
         o->n = 1;
+    if (o->coll == FZ_BARRIER)
+        o->n = 0;
     o->root = fz_has_root(o->coll) ? (int)tc_rng_below(g, (uint64_t)c->n) : 0;
     o->inplace = (o->coll == FZ_ALLREDUCE || o->coll == FZ_ALLGATHER) && tc_rng_below(g, 3) == 0;
     o->blocking = tc_rng_below(g, 5) == 0;
