@@ -81,6 +81,9 @@ class Runner:
         self.sysdir = out.split(":", 1)[1].strip() if ":" in out else ""
         self.compdir = os.path.join(self.build, "ompi_coll_dfccl", ".libs")
         self.libdir = os.path.join(self.build, ".libs")
+        # every rank of this driver carries this mark: leftovers are found by it, so that
+        # two drivers running at once never kill each other's ranks
+        self.mark = "FZ_RUN_ID=%d.%d" % (os.getpid(), int(time.time() * 1000))
 
     def cmd(self, mode, seed, np_, keep_ops=None, keep_comms=None, extra=()):
         c = ["mpirun", "--oversubscribe", "-np", str(np_), "--mca", "btl", "self,vader",
@@ -92,6 +95,7 @@ class Runner:
             c += ["--enable-recovery"]
         for e in self.a.env:
             c += ["-x", e]
+        c += ["-x", self.mark]
         if mode == "mpi":
             c += ["--mca", "mca_base_component_path", self.compdir + ":" + self.sysdir,
                   "--mca", "coll_dfccl_host_buffers", "1", "-x", "LD_LIBRARY_PATH=" + self.libdir]
@@ -112,16 +116,21 @@ class Runner:
         return c
 
     def kill_leftovers(self):
-        """Kill, by pid, ranks of our programs a killed mpirun left behind."""
+        """Kill, by pid, ranks of this driver's programs a killed mpirun left behind."""
         mine = {os.path.join(self.bindir, p) for p in ("fz_native", "fz_mpi")}
+        mark = self.mark.encode()
         for d in os.listdir("/proc"):
             if not d.isdigit():
                 continue
             try:
                 exe = os.readlink("/proc/%s/exe" % d)
+                if exe not in mine:
+                    continue
+                with open("/proc/%s/environ" % d, "rb") as f:
+                    ours = mark in f.read().split(b"\0")
             except OSError:
                 continue
-            if exe in mine:
+            if ours:
                 try:
                     os.kill(int(d), signal.SIGKILL)
                 except OSError:
@@ -249,6 +258,8 @@ class Runner:
         # the private segment directory is the driver's business: left out
         i = cmd.index("btl_vader_backing_directory")
         cmd = cmd[:i - 1] + cmd[i + 2:]
+        i = cmd.index(self.mark)
+        cmd = cmd[:i - 1] + cmd[i + 1:]
         return env + " ".join(shlex.quote(x) for x in cmd)
 
 
