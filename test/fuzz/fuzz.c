@@ -49,7 +49,8 @@
  *   --keep-ops / --keep-comms  run only these collectives / communicators (ids as
  *                         --print shows them; comma lists); what the shrinker passes
  *   --print               rank 0 prints the program before running it
- *   --count               rank 0 prints "ops N comms M" and every rank exits (no run)
+ *   --count               rank 0 prints "ops N comms M" and "op-comms" (each collective's
+ *                         communicator), then every rank exits (no run)
  * Output: rank 0 prints "OK fuzz ..." at the end; a wrong element is a MISMATCH line and
  * exit 1 (MPI_Abort); a hang a HANG line and exit 3.
  */
@@ -1152,8 +1153,12 @@ int main(int argc, char **argv)
     fz_parse_keep(tc_arg_value(argc, argv, "--keep-ops"), prog.keep_op, FZ_MAXOPS);
     fz_parse_keep(tc_arg_value(argc, argv, "--keep-comms"), prog.keep_comm, FZ_MAXCOMM);
     if (tc_arg_flag(argc, argv, "--count")) {
-        if (tc_rank == 0)
-            printf("ops %d comms %d\n", prog.nops, prog.ncomm);
+        if (tc_rank == 0) {
+            printf("ops %d comms %d\nop-comms", prog.nops, prog.ncomm);
+            for (int i = 0; i < prog.nops; i++)
+                printf(" %d", prog.op[i].comm);
+            printf("\n");
+        }
         MPI_Finalize();
         return 0;
     }

@@ -199,11 +199,14 @@ class Runner:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
                              env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                                       OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")).stdout
+        res = None
         for ln in out.splitlines():
             if ln.startswith("ops "):
                 f = ln.split()
-                return int(f[1]), int(f[3])
-        return None
+                res = [int(f[1]), int(f[3]), []]
+            elif ln.startswith("op-comms") and res:
+                res[2] = [int(x) for x in ln.split()[1:]]
+        return res
 
     def shrink(self, mode, seed, np_, kind):
         """Delta debugging (ddmin): the smallest sets of collectives, then communicators,
@@ -211,7 +214,7 @@ class Runner:
         n = self.count(mode, seed, np_)
         if not n:
             return None
-        nops, ncomms = n
+        nops, ncomms, op_comm = n
         deadline = time.time() + self.a.shrink_time
         tries = [0]
         log = os.path.join(self.logdir, "shrink_%s_%d.log" % (mode, seed))
@@ -248,6 +251,10 @@ class Runner:
         ops = list(range(nops))
         comms = list(range(ncomms))
         ops = ddmin(ops, lambda o: fails(o, comms))
+        # communicators none of the remaining collectives uses: all at once first
+        used = sorted({op_comm[o] for o in ops if o < len(op_comm)})
+        if len(used) < len(comms) and fails(ops, used):
+            comms = used
         comms = ddmin(comms, lambda c: fails(ops, c))
         return ops, comms, tries[0]
 
