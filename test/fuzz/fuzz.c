@@ -51,6 +51,11 @@
  *   --print               rank 0 prints the program before running it
  *   --count               rank 0 prints "ops N comms M" and "op-comms" (each collective's
  *                         communicator), then every rank exits (no run)
+ * fz_native_dev (-DFZ_CUDA, built where CUDA is; run on the GPU machine) takes --device:
+ * every buffer is then a cudaMalloc copy of the host one (the GPU daemon runs the
+ * collectives) and, before one submission in four, the rank calls cudaDeviceSynchronize,
+ * cudaFree or waits for a cudaMemsetAsync on the legacy stream while collectives are
+ * pending. Without --device it is fz_native.
  * Output: rank 0 prints "OK fuzz ..." at the end; a wrong element is a MISMATCH line and
  * exit 1 (MPI_Abort); a hang a HANG line and exit 3.
  */
@@ -62,6 +67,10 @@
 #include <stdatomic.h>
 
 #include "../mpi/test_common.h"
+
+#ifdef FZ_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #define FZ_MAXP     64
 #define FZ_MAXCOMM  24
@@ -464,8 +473,9 @@ typedef struct {
     size_t send_n, recv_n; /* their element counts */
     void *sendp, *recvp;   /* what is passed */
     size_t c[FZ_MAXP], d[FZ_MAXP], rc[FZ_MAXP], rd[FZ_MAXP];
-    int mine;      /* this rank's count (v-forms) */
-    int fill_recv; /* in place: the input lives in recv */
+#ifdef FZ_CUDA
+    void *dsend, *drecv; /* --device: device copies of send and recv, guards included */
+#endif
 #ifdef FZ_MPI
     int ic[FZ_MAXP], id[FZ_MAXP], irc[FZ_MAXP], ird[FZ_MAXP];
     MPI_Request req;
@@ -500,6 +510,73 @@ static size_t fz_guard_bad(const void *p, size_t bytes)
         bad += (lo[i] != FZ_GBYTE) + (hi[i] != FZ_GBYTE);
     return bad;
 }
+
+#ifdef FZ_CUDA
+/* --device: every buffer is a device copy of the host one (guard zones included), and
+ * before a submission the rank now and then synchronizes the device while collectives
+ * are pending (what the GPU daemon's stall quit exists for) */
+static int fz_device;
+
+#define FZ_CU(call)                                                                                          \
+    do {                                                                                                     \
+        cudaError_t fz_e_ = (call);                                                                          \
+        if (fz_e_ != cudaSuccess)                                                                            \
+            TC_FAIL("%s: %s", #call, cudaGetErrorString(fz_e_));                                             \
+    } while (0)
+
+static void fz_cuda_bind(void)
+{
+    const char *l = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    int ndev = 0;
+    FZ_CU(cudaGetDeviceCount(&ndev));
+    if (ndev < 1)
+        TC_FAIL("--device: no CUDA device");
+    FZ_CU(cudaSetDevice((l ? atoi(l) : tc_rank) % ndev));
+}
+
+static void *fz_dev_copy(const void *host, size_t bytes)
+{
+    void *d = NULL;
+    FZ_CU(cudaMalloc(&d, bytes + 2 * FZ_GUARD));
+    FZ_CU(cudaMemcpy(d, (const char *)host - FZ_GUARD, bytes + 2 * FZ_GUARD, cudaMemcpyHostToDevice));
+    return d;
+}
+
+static void fz_dev_back(void *host, void *d, size_t bytes)
+{
+    FZ_CU(cudaMemcpy((char *)host - FZ_GUARD, d, bytes + 2 * FZ_GUARD, cudaMemcpyDeviceToHost));
+    FZ_CU(cudaFree(d));
+}
+
+/* map a host pointer into x->send or x->recv onto its device copy */
+static void *fz_dev_ptr(const fz_run_t *x, void *p)
+{
+    if ((char *)p >= (char *)x->recv && (char *)p <= (char *)x->recv + x->recv_n * tc_type_size(x->o->t))
+        return (char *)x->drecv + FZ_GUARD + ((char *)p - (char *)x->recv);
+    return (char *)x->dsend + FZ_GUARD + ((char *)p - (char *)x->send);
+}
+
+static void fz_dev_sync(tc_rng_t *g)
+{
+    static _Thread_local void *scratch;
+    switch (tc_rng_below(g, 12)) {
+    case 0: FZ_CU(cudaDeviceSynchronize()); break;
+    case 1: { /* a cudaFree waits for the device too */
+        void *d = NULL;
+        FZ_CU(cudaMalloc(&d, 4096));
+        FZ_CU(cudaFree(d));
+        break;
+    }
+    case 2: /* work on the legacy default stream, waited for */
+        if (!scratch)
+            FZ_CU(cudaMalloc(&scratch, 1 << 20));
+        FZ_CU(cudaMemsetAsync(scratch, (int)tc_rng_below(g, 256), 1 << 20, 0));
+        FZ_CU(cudaStreamSynchronize(0));
+        break;
+    default: break;
+    }
+}
+#endif
 
 static void fz_setup(fz_run_t *x, const fz_op_t *o)
 {
@@ -575,6 +652,14 @@ static void fz_setup(fz_run_t *x, const fz_op_t *o)
 #ifdef FZ_MPI
     if (o->coll == FZ_BCAST && root)
         tc_fill(x->recv, o->t, o->op, o->seed, me, 0, n);
+#endif
+#ifdef FZ_CUDA
+    if (fz_device) {
+        x->dsend = fz_dev_copy(x->send, x->send_n * es);
+        x->drecv = fz_dev_copy(x->recv, x->recv_n * es);
+        x->sendp = fz_dev_ptr(x, x->sendp);
+        x->recvp = fz_dev_ptr(x, x->recvp);
+    }
 #endif
 }
 
@@ -931,6 +1016,13 @@ static void fz_finish(fz_thread_t *th, fz_run_t *x)
 {
     atomic_store(&fz_pending[x->o->id], 0);
     fz_progress();
+#ifdef FZ_CUDA
+    if (x->dsend) { /* results back to the host copies, then the same check */
+        size_t es = tc_type_size(x->o->t);
+        fz_dev_back(x->send, x->dsend, x->send_n * es);
+        fz_dev_back(x->recv, x->drecv, x->recv_n * es);
+    }
+#endif
     size_t b = x->result == FZ_OK ? fz_check(x) : 0;
     if (b) {
         th->bad += b;
@@ -973,6 +1065,13 @@ static void *fz_thread_phase(void *arg)
                         (uint64_t)t);
     fz_run_t *pool[FZ_MAXOPS];
     int npool = 0;
+#ifdef FZ_CUDA
+    tc_rng_t dg; /* device synchronizations: a stream of their own, the order stays the seed's */
+    tc_rng_seed(&dg, tc_mix(prog.seed ^ 0x64657669ull) ^ ((uint64_t)tc_rank << 32) ^ ((uint64_t)p << 8) ^
+                         (uint64_t)t);
+    if (fz_device && t > 0)
+        fz_cuda_bind();
+#endif
     for (int i = 0; i < th->ncarry; i++)
         pool[npool++] = th->carry[i];
     th->ncarry = 0;
@@ -1002,6 +1101,10 @@ static void *fz_thread_phase(void *arg)
         const fz_op_t *o = &prog.op[q[k][qh[k]++]];
         if (o->late_rank == tc_rank)
             tc_sleep_us(1000L * o->late_ms);
+#ifdef FZ_CUDA
+        if (fz_device)
+            fz_dev_sync(&dg);
+#endif
         fz_run_t *x = tc_malloc(sizeof *x);
         fz_setup(x, o);
         atomic_store(&fz_pending[o->id], 1);
@@ -1164,6 +1267,11 @@ int main(int argc, char **argv)
     }
     if (tc_rank == 0 && tc_arg_flag(argc, argv, "--print"))
         fz_print(&prog);
+#ifdef FZ_CUDA
+    fz_device = tc_arg_flag(argc, argv, "--device");
+    if (fz_device)
+        fz_cuda_bind();
+#endif
     fz_progress();
     pthread_t wd;
     if (pthread_create(&wd, NULL, fz_watchdog, NULL) != 0)

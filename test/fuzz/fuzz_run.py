@@ -10,7 +10,7 @@ fails the same way.
   fuzz_run.py [--build DIR] [--seeds A:B] [--mode native|mpi|both] [--np 2,3,4]
               [--time-limit SEC] [--timeout SEC] [--stall SEC] [--faults none|late|kill|any]
               [--env VAR=VALUE ...] [--expect-hang] [--no-shrink] [--shrink-time SEC]
-              [--name NAME] [--quiet]
+              [--device] [--name NAME] [--quiet]
 
   --seeds A:B     seeds A .. B-1 (one seed: --seeds 17)
   --np LIST       seed s runs on LIST[s mod len(LIST)] ranks
@@ -20,6 +20,9 @@ fails the same way.
   --env VAR=VAL   passed to every rank (mpirun -x), e.g. DFCCL_PREEMPT=0
   --expect-hang   the bite check (run with DFCCL_PREEMPT=0): stop at the first HANG and
                   pass; fail if none of the seeds hangs
+  --device        fz_native_dev --device (GPU machines): device buffers, and device
+                  synchronizations (cudaDeviceSynchronize, cudaFree, the legacy stream)
+                  between submissions while collectives are pending; native only
   --name NAME     the verdict line at the end: "PASS: NAME (...)" or "FAIL: NAME (...)"
 
 Outcomes per program: ok; HANG (the watchdog fired, exit 3, or the wall clock ran out);
@@ -36,6 +39,7 @@ The last line is a summary: programs run, hangs, wrong results, errors, time per
 import argparse
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -63,6 +67,7 @@ def parse_args():
     ap.add_argument("--name", default="")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--logdir", default="")
+    ap.add_argument("--device", action="store_true")
     return ap.parse_args()
 
 
@@ -71,6 +76,7 @@ class Runner:
         self.a = a
         self.build = os.path.abspath(a.build)
         self.bindir = os.path.join(self.build, "test", "fuzz")
+        self.runbin = self.bindir  # copied into the log directory by snapshot()
         self.logdir = a.logdir or tempfile.mkdtemp(prefix="dfccl-fuzz.")
         os.makedirs(self.logdir, exist_ok=True)
         # Open MPI's shared-memory segments in a directory of our own: other suites that
@@ -100,9 +106,13 @@ class Runner:
             c += ["--mca", "mca_base_component_path", self.compdir + ":" + self.sysdir,
                   "--mca", "coll_dfccl_host_buffers", "1", "-x", "LD_LIBRARY_PATH=" + self.libdir]
             prog = os.path.join(self.bindir, "fz_mpi")
+        elif self.a.device:
+            prog = os.path.join(self.bindir, "fz_native_dev")
         else:
             prog = os.path.join(self.bindir, "fz_native")
         c += [prog, "--seed", str(seed), "--stall", "%g" % self.a.stall]
+        if self.a.device:
+            c += ["--device"]
         faults = self.a.faults
         if mode == "mpi" and faults in ("kill", "any"):
             faults = "late" if faults == "any" else "none"  # kill programs are fz_native's
@@ -115,9 +125,21 @@ class Runner:
         c += list(extra)
         return c
 
+    def snapshot(self, names):
+        """Run copies of the programs: a rebuild during a long run then changes nothing
+        (the reproducers still name the build's programs)."""
+        self.runbin = os.path.join(self.logdir, "bin")
+        os.makedirs(self.runbin, exist_ok=True)
+        for n in names:
+            shutil.copy2(os.path.join(self.bindir, n), os.path.join(self.runbin, n))
+
+    def to_run(self, cmd):
+        return [os.path.join(self.runbin, os.path.basename(x)) if os.path.dirname(x) == self.bindir else x
+                for x in cmd]
+
     def kill_leftovers(self):
         """Kill, by pid, ranks of this driver's programs a killed mpirun left behind."""
-        mine = {os.path.join(self.bindir, p) for p in ("fz_native", "fz_mpi")}
+        mine = {os.path.join(self.runbin, p) for p in ("fz_native", "fz_mpi", "fz_native_dev")}
         mark = self.mark.encode()
         for d in os.listdir("/proc"):
             if not d.isdigit():
@@ -143,7 +165,7 @@ class Runner:
         if os.getuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         with open(log, "w") as f:
-            p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            p = subprocess.Popen(self.to_run(cmd), stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                  start_new_session=True)
             timed_out = False
             try:
@@ -196,7 +218,7 @@ class Runner:
 
     def count(self, mode, seed, np_):
         cmd = self.cmd(mode, seed, np_, extra=["--count"])
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+        out = subprocess.run(self.to_run(cmd), capture_output=True, text=True, timeout=60,
                              env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                                       OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")).stdout
         res = None
@@ -280,14 +302,17 @@ def main():
         hi = lo + 1
     nps = [int(x) for x in a.np.split(",")]
     modes = ["native", "mpi"] if a.mode == "both" else [a.mode]
+    if a.device:
+        modes = ["native"]  # fz_native_dev: the native API on device buffers
     for m in modes:
-        prog = os.path.join(r.bindir, "fz_native" if m == "native" else "fz_mpi")
+        prog = os.path.join(r.bindir, "fz_mpi" if m == "mpi" else "fz_native_dev" if a.device else "fz_native")
         if not os.access(prog, os.X_OK):
             print("FAIL: %s (missing program %s: build with make check TESTS=)" % (a.name or "fuzz", prog))
             return 1
     if "mpi" in modes and not os.path.isfile(os.path.join(r.compdir, "mca_coll_dfccl.so")):
         print("FAIL: %s (the component %s/mca_coll_dfccl.so is not built)" % (a.name or "fuzz", r.compdir))
         return 1
+    r.snapshot(["fz_mpi" if m == "mpi" else "fz_native_dev" if a.device else "fz_native" for m in modes])
     t0 = time.time()
     stats = {"programs": 0, "ok": 0, "HANG": 0, "WRONG": 0, "ERROR": 0, "secs": 0.0}
     per_mode = {m: 0 for m in modes}
