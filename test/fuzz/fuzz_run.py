@@ -97,7 +97,7 @@ class Runner:
              self.vader]
         if os.getuid() == 0:
             c.insert(1, "--allow-run-as-root")
-        if self.a.faults in ("kill", "any") and mode == "native":
+        if self.a.faults in ("kill", "any"):
             c += ["--enable-recovery"]
         for e in self.a.env:
             c += ["-x", e]
@@ -114,8 +114,6 @@ class Runner:
         if self.a.device:
             c += ["--device"]
         faults = self.a.faults
-        if mode == "mpi" and faults in ("kill", "any"):
-            faults = "late" if faults == "any" else "none"  # kill programs are fz_native's
         if faults != "none":
             c += ["--faults", faults]
         if keep_ops is not None:
@@ -199,7 +197,7 @@ class Runner:
             return "HANG", hang[0][:300]
         if timed_out:
             return "HANG", "no end after %g s (wall clock)" % self.a.timeout
-        if "--faults" in cmd and cmd[cmd.index("--faults") + 1] in ("kill", "any") and "fz_native" in " ".join(cmd):
+        if "--faults" in cmd and cmd[cmd.index("--faults") + 1] in ("kill", "any"):
             np_ = int(cmd[cmd.index("-np") + 1])
             surv = [ln for ln in lines if ln.startswith("FZ-SURVIVOR")]
             victim = [ln for ln in lines if ln.startswith("FZ-VICTIM")]
