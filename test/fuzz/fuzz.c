@@ -28,11 +28,12 @@
  *     run-to-completion libraries. Non-blocking ones are then waited in random groups
  *     (dfcclWait, dfcclWaitAll, a dfcclTest loop; MPI_Wait, MPI_Waitall, MPI_Test).
  *   - faults (--faults): "late": now and then a rank sleeps up to 100 ms before a
- *     collective; "kill" (fz_native): in the last phase one rank raises SIGKILL after a
- *     random number of its submissions, and every survivor must then end with an error
- *     (the phase ends with a blocking barrier on the world duplicate, which the victim
- *     never reaches) and print "FZ-SURVIVOR", never hang. Run kill programs with
- *     `mpirun --enable-recovery`.
+ *     collective; "kill": in the last phase one rank raises SIGKILL after a random
+ *     number of its submissions, and every survivor must then end with an error (the
+ *     phase ends with a blocking barrier on the world duplicate, which the victim never
+ *     reaches; fz_mpi: a 1-element allreduce, and no MPI_Barrier in kill programs, since
+ *     the component leaves barriers to Open MPI's own components) and print
+ *     "FZ-SURVIVOR", never hang. Run kill programs with `mpirun --enable-recovery`.
  *
  * Oracle: every input element is a hash of (seed, rank, index) (test/mpi/test_common.h:
  * not all equal, not all zero, exact in every type and op), every receive buffer starts

@@ -28,8 +28,8 @@ fails the same way.
 Outcomes per program: ok; HANG (the watchdog fired, exit 3, or the wall clock ran out);
 WRONG (a MISMATCH or OVERRUN line: an element differs from the host reference); ERROR
 (any other failure: an error returned, a crash, no OK line). With --faults kill each
-program loses a rank: ok means every survivor printed FZ-SURVIVOR with at least one
-failed collective and no wrong one.
+program loses a rank (mpirun --enable-recovery): ok means every survivor printed
+FZ-SURVIVOR with at least one failed collective and no wrong one.
 
 Each failing seed prints a line "FAIL: fuzz[MODE] seed=S np=N: KIND (...)" followed by
 "  reproduce: <command>", and after shrinking "  shrunk: <command>" and the program.
