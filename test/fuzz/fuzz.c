@@ -50,6 +50,9 @@
  *   --keep-ops / --keep-comms  run only these collectives / communicators (ids as
  *                         --print shows them; comma lists); what the shrinker passes
  *   --print               rank 0 prints the program before running it
+ *   --inject-wrong OP     after collective OP completes, communicator rank 0 flips one bit
+ *                         of one received element before the check: the oracle must
+ *                         report it (the suite's proof that the oracle and shrinker bite)
  *   --count               rank 0 prints "ops N comms M" and "op-comms" (each collective's
  *                         communicator), then every rank exits (no run)
  * fz_native_dev (-DFZ_CUDA, built where CUDA is; run on the GPU machine) takes --device:
@@ -144,6 +147,7 @@ typedef struct {
 
 static fz_prog_t prog;
 static double stall_s = 20;
+static int inject_op = -1; /* --inject-wrong: the oracle's own test */
 
 /* ------------------------------------------------------------------ the generator */
 
@@ -1035,6 +1039,8 @@ static void fz_finish(fz_thread_t *th, fz_run_t *x)
         fz_dev_back(x->recv, x->drecv, x->recv_n * es);
     }
 #endif
+    if (x->o->id == inject_op && x->recv_n && prog.comm[x->o->comm].rank_of[tc_rank] == 0)
+        ((unsigned char *)x->recv)[x->recv_n * tc_type_size(x->o->t) / 2] ^= 0x10; /* one bit, one element */
     size_t b = x->result == FZ_OK ? fz_check(x) : 0;
     if (b) {
         th->bad += b;
@@ -1238,6 +1244,8 @@ int main(int argc, char **argv)
         threads = FZ_MAXT;
     if (tc_arg_value(argc, argv, "--stall"))
         stall_s = atof(tc_arg_value(argc, argv, "--stall"));
+    if (tc_arg_value(argc, argv, "--inject-wrong"))
+        inject_op = atoi(tc_arg_value(argc, argv, "--inject-wrong"));
     int late = 0, kill = 0;
     if (faults && (!strcmp(faults, "late") || !strcmp(faults, "any")))
         late = 1;

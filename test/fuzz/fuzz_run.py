@@ -10,7 +10,7 @@ fails the same way.
   fuzz_run.py [--build DIR] [--seeds A:B] [--mode native|mpi|both] [--np 2,3,4]
               [--time-limit SEC] [--timeout SEC] [--stall SEC] [--faults none|late|kill|any]
               [--env VAR=VALUE ...] [--expect-hang] [--no-shrink] [--shrink-time SEC]
-              [--device] [--name NAME] [--quiet]
+              [--expect-wrong] [--extra ARGS] [--device] [--name NAME] [--quiet]
 
   --seeds A:B     seeds A .. B-1 (one seed: --seeds 17)
   --np LIST       seed s runs on LIST[s mod len(LIST)] ranks
@@ -23,6 +23,9 @@ fails the same way.
   --device        fz_native_dev --device (GPU machines): device buffers, and device
                   synchronizations (cudaDeviceSynchronize, cudaFree, the legacy stream)
                   between submissions while collectives are pending; native only
+  --expect-wrong  the oracle's check (with --extra "--inject-wrong OP"): the same for a
+                  WRONG result
+  --extra ARGS    more arguments for every program
   --name NAME     the verdict line at the end: "PASS: NAME (...)" or "FAIL: NAME (...)"
 
 Outcomes per program: ok; HANG (the watchdog fired, exit 3, or the wall clock ran out);
@@ -62,6 +65,8 @@ def parse_args():
     ap.add_argument("--faults", default="late", choices=["none", "late", "kill", "any"])
     ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--expect-hang", action="store_true")
+    ap.add_argument("--expect-wrong", action="store_true")
+    ap.add_argument("--extra", default="")
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--shrink-time", type=float, default=300)
     ap.add_argument("--name", default="")
@@ -116,6 +121,7 @@ class Runner:
         faults = self.a.faults
         if faults != "none":
             c += ["--faults", faults]
+        c += shlex.split(self.a.extra)
         if keep_ops is not None:
             c += ["--keep-ops", ",".join(map(str, keep_ops)) or "-1"]
         if keep_comms is not None:
@@ -337,9 +343,9 @@ def main():
                 if not a.quiet:
                     print("  ok %s (%.1f s)%s" % (tag, dt, (": " + why) if why else ""), flush=True)
                 continue
-            if a.expect_hang and kind == "HANG":
+            if (a.expect_hang and kind == "HANG") or (a.expect_wrong and kind == "WRONG"):
                 hang_found = (tag, why, dt, cmd)
-                print("  HANG %s after %.1f s (expected): %s" % (tag, dt, why), flush=True)
+                print("  %s %s after %.1f s (expected): %s" % (kind, tag, dt, why), flush=True)
                 print("  reproduce: %s" % r.show(cmd), flush=True)
                 if not a.no_shrink:
                     res = r.shrink(m, seed, np_, kind)
@@ -351,11 +357,11 @@ def main():
                         r.run(sc + ["--print"], log + ".shrunk")
                         with open(log + ".shrunk") as f:
                             for ln in f:
-                                if ln.startswith(("fuzz program", "  comm", "  op", "HANG")):
+                                if ln.startswith(("fuzz program", "  comm", "  op", "HANG")) or "MISMATCH" in ln:
                                     print("    " + ln.rstrip())
                 stopped = True
                 break
-            if a.expect_hang:
+            if a.expect_hang or a.expect_wrong:
                 # with preemption off a program may also fail otherwise; report, go on
                 print("  %s %s: %s (log %s)" % (kind, tag, why, log), flush=True)
                 continue
@@ -378,12 +384,14 @@ def main():
         summary += "; seeds: " + ", ".join("%s %s" % (k, t) for k, t in found)
     print("fuzz: " + summary, flush=True)
     name = a.name or "fuzz seeds %s" % a.seeds
-    if a.expect_hang:
+    if a.expect_hang or a.expect_wrong:
         if hang_found:
-            print("PASS: %s (%s hung after %.1f s, %d programs tried: %s)" % (name, hang_found[0], hang_found[2], n,
-                                                                           hang_found[1][:150]))
+            print("PASS: %s (%s %s after %.1f s, %d programs tried: %s)" % (
+                name, hang_found[0], "hung" if a.expect_hang else "wrong, as injected", hang_found[2], n,
+                hang_found[1][:150]))
             return 0
-        print("FAIL: %s (no hang in %d programs with %s)" % (name, n, " ".join(a.env)))
+        print("FAIL: %s (no %s in %d programs with %s)" % (name, "hang" if a.expect_hang else "wrong result", n,
+                                                         " ".join(a.env + [a.extra])))
         return 1
     if found or n == 0:
         if n == 0:

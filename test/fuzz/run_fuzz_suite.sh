@@ -9,7 +9,8 @@
 # under a wall-clock timeout and its own no-progress watchdog): natively and through the
 # Open MPI component on the CPU daemon, with late peers, a killed rank, a configuration
 # variant; then, with DFCCL_PREEMPT=0, the same generator must find a hang (it bites),
-# which the native case also shrinks. One "PASS: ..." or "FAIL: ..." line per case (and
+# which the native case also shrinks, and a bit flipped on purpose must be found (the
+# oracle bites) and shrunk to its collective. One "PASS: ..." or "FAIL: ..." line per case (and
 # one FAIL line per failing seed, with its reproducer), then "N passed, N failed".
 #
 # Environment: DFCCL_* variables are passed to every rank; FUZZ_TIME_SCALE multiplies
@@ -78,6 +79,15 @@ case_run "fuzz native with DFCCL_PREEMPT=0 must hang (and shrink)" 90 --mode nat
 if [ -f "$BUILD/ompi_coll_dfccl/.libs/mca_coll_dfccl.so" ]; then
     case_run "fuzz mpi with DFCCL_PREEMPT=0 must hang" 60 --mode mpi --seeds 1:21 --np 3,4 \
         --env DFCCL_PREEMPT=0 --stall 3 --timeout 30 --expect-hang --no-shrink
+fi
+
+# the oracle bites too: one bit of one element of collective 2 flipped after it completed
+# must be reported as WRONG, and the shrinker must cut the program down to that collective
+case_run "fuzz native: a flipped bit is WRONG, shrunk to its collective" 60 --mode native --seeds 5 --np 3 \
+    --extra "--inject-wrong 2" --expect-wrong --shrink-time 45
+if [ -f "$BUILD/ompi_coll_dfccl/.libs/mca_coll_dfccl.so" ]; then
+    case_run "fuzz mpi: a flipped bit is WRONG" 30 --mode mpi --seeds 5 --np 3 --extra "--inject-wrong 2" \
+        --expect-wrong --no-shrink
 fi
 
 echo "fuzz suite: $((SECONDS - t_all)) s"
