@@ -26,6 +26,7 @@ fails the same way.
   --expect-wrong  the oracle's check (with --extra "--inject-wrong OP"): the same for a
                   WRONG result
   --extra ARGS    more arguments for every program
+  --mpirun-args A more arguments for mpirun (e.g. "--bind-to none")
   --name NAME     the verdict line at the end: "PASS: NAME (...)" or "FAIL: NAME (...)"
 
 Outcomes per program: ok; HANG (the watchdog fired, exit 3, or the wall clock ran out);
@@ -67,6 +68,7 @@ def parse_args():
     ap.add_argument("--expect-hang", action="store_true")
     ap.add_argument("--expect-wrong", action="store_true")
     ap.add_argument("--extra", default="")
+    ap.add_argument("--mpirun-args", default="")
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--shrink-time", type=float, default=300)
     ap.add_argument("--name", default="")
@@ -104,6 +106,7 @@ class Runner:
             c.insert(1, "--allow-run-as-root")
         if self.a.faults in ("kill", "any"):
             c += ["--enable-recovery"]
+        c += shlex.split(self.a.mpirun_args)
         for e in self.a.env:
             c += ["-x", e]
         c += ["-x", self.mark]
