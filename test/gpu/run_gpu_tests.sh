@@ -191,6 +191,19 @@ if [ -n "$NET" ]; then
         --kill-after-us 5000
     mps_restart
 fi
+# the deadlock fuzzer on device buffers (docs/fuzzing.md): random programs, with device
+# synchronizations between submissions while collectives are pending (not yet run on a GPU)
+if [ -z "$NET_ONLY" ] && [ -x "$B/test/fuzz/fz_native_dev" ] &&
+    { [ -z "${GPU_FILTER:-}" ] || [[ "fuzz --device" =~ $GPU_FILTER ]]; }; then
+    out=$(python3 "$(dirname "$0")/../fuzz/fuzz_run.py" --build "$B" --device --seeds 1:41 --np 2,4,8 --quiet \
+        --time-limit 400 --timeout 120 --logdir "$LOGDIR/fuzz" --name "fuzz --device: seeds 1-40, np 2/4/8" \
+        --mpirun-args "--bind-to none" --env CUDA_MPS_PIPE_DIRECTORY="$CUDA_MPS_PIPE_DIRECTORY" 2>&1)
+    echo "$out" | grep -v '^fuzz: '
+    pass=$((pass + $(grep -c '^PASS: ' <<< "$out")))
+    fail=$((fail + $(grep -c '^FAIL: ' <<< "$out")))
+    grep -q '^PASS: \|^FAIL: ' <<< "$out" || ko "fuzz --device: no verdict from test/fuzz/fuzz_run.py"
+    mps_restart # the kernels of a program that hung
+fi
 # the hang proofs last: each leaves kernels spinning until MPS is restarted
 if [ -z "$NET_ONLY" ]; then
     run "chaos preempt=0" 90 hang 4 -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20

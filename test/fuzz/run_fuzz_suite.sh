@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The deadlock fuzzer's fixed seed range, as CI runs it (make check: test/fuzz_suite.sh).
+#
+#   test/fuzz/run_fuzz_suite.sh BUILD_DIR
+#
+# Random programs of test/fuzz/fuzz.c run through test/fuzz/fuzz_run.py (every program
+# under a wall-clock timeout and its own no-progress watchdog): natively and through the
+# Open MPI component on the CPU daemon, with late peers, a killed rank, a configuration
+# variant; then, with DFCCL_PREEMPT=0, the same generator must find a hang (it bites),
+# which the native case also shrinks, and a bit flipped on purpose must be found (the
+# oracle bites) and shrunk to its collective. One "PASS: ..." or "FAIL: ..." line per case (and
+# one FAIL line per failing seed, with its reproducer), then "N passed, N failed".
+#
+# Environment: DFCCL_* variables are passed to every rank; FUZZ_TIME_SCALE multiplies
+# the time limits (default 1); FUZZ_LOGDIR keeps the logs (default: a new /tmp dir).
+set -u
+
+BUILD=${1:?usage: run_fuzz_suite.sh BUILD_DIR}
+BUILD=$(cd "$BUILD" && pwd)
+SRC=$(cd "$(dirname "$0")" && pwd)
+LOGDIR=${FUZZ_LOGDIR:-$(mktemp -d /tmp/dfccl-fuzz-suite.XXXXXX)}
+SCALE=${FUZZ_TIME_SCALE:-1}
+mkdir -p "$LOGDIR"
+
+ENVS=()
+for v in $(compgen -e | grep '^DFCCL_' || true); do
+    ENVS+=(--env "$v=${!v}")
+done
+
+npass=0
+nfail=0
+t_all=$SECONDS
+
+# case NAME TIME_LIMIT [fuzz_run.py args...]: the driver's PASS/FAIL lines are counted
+case_run() {
+    local name=$1 limit=$2
+    shift 2
+    local out rc t0=$SECONDS
+    out=$(python3 "$SRC/fuzz_run.py" --build "$BUILD" --quiet --logdir "$LOGDIR/$(echo "$name" | tr -c 'A-Za-z0-9=_.-' _)" \
+        --time-limit "$(awk "BEGIN{print $limit * $SCALE}")" --name "$name" "${ENVS[@]}" "$@" 2>&1)
+    rc=$?
+    echo "$out" | grep -v '^fuzz: '
+    local p f
+    p=$(grep -c '^PASS: ' <<< "$out")
+    f=$(grep -c '^FAIL: ' <<< "$out")
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "FAIL: $name (fuzz_run.py exit $rc)"
+        f=1
+    fi
+    npass=$((npass + p))
+    nfail=$((nfail + f))
+    echo "    [$((SECONDS - t0)) s] $(grep '^fuzz: ' <<< "$out" | tail -n 1)"
+}
+
+echo "dfccl fuzz suite: build $BUILD, logs $LOGDIR"
+
+# the native API, 3 communicators' worth of random programs per seed, peers late now and then
+case_run "fuzz native: seeds 1-40, np 2/3/4, late peers" 120 --mode native --seeds 1:41 --np 2,3,4 --faults late
+# a configuration variant: one slot per communicator, 4 channels on 2 daemon threads
+case_run "fuzz native: seeds 41-50, DFCCL_SLOTS=1 DFCCL_CHANNELS=4 DFCCL_CPU_THREADS=2" 40 --mode native \
+    --seeds 41:51 --np 2,3,4 --env DFCCL_SLOTS=1 --env DFCCL_CHANNELS=4 --env DFCCL_CPU_THREADS=2
+# a rank raises SIGKILL mid-program: every survivor must end with an error, never hang
+case_run "fuzz native: seeds 1-8, a rank killed, every survivor ends with an error" 40 --mode native \
+    --seeds 1:9 --np 2,3,4 --faults kill --timeout 60
+if [ -f "$BUILD/ompi_coll_dfccl/.libs/mca_coll_dfccl.so" ]; then
+    # plain MPI through mca_coll_dfccl (host buffers on the engine)
+    case_run "fuzz mpi (component, host buffers): seeds 1-30, np 2/3/4, late peers" 100 --mode mpi --seeds 1:31 \
+        --np 2,3,4 --faults late
+else
+    echo "SKIP: fuzz mpi (the component is not built)"
+fi
+
+# it bites: with preemption off the first programs deadlock; the watchdog reports HANG
+# within --stall seconds, and the native hang is shrunk to the collectives that make it
+case_run "fuzz native with DFCCL_PREEMPT=0 must hang (and shrink)" 90 --mode native --seeds 1:21 --np 3,4 \
+    --env DFCCL_PREEMPT=0 --stall 3 --timeout 30 --expect-hang --shrink-time 45
+if [ -f "$BUILD/ompi_coll_dfccl/.libs/mca_coll_dfccl.so" ]; then
+    case_run "fuzz mpi with DFCCL_PREEMPT=0 must hang" 60 --mode mpi --seeds 1:21 --np 3,4 \
+        --env DFCCL_PREEMPT=0 --stall 3 --timeout 30 --expect-hang --no-shrink
+fi
+
+# the oracle bites too: one bit of one element of collective 2 flipped after it completed
+# must be reported as WRONG, and the shrinker must cut the program down to that collective
+case_run "fuzz native: a flipped bit is WRONG, shrunk to its collective" 60 --mode native --seeds 5 --np 3 \
+    --extra "--inject-wrong 2" --expect-wrong --shrink-time 45
+if [ -f "$BUILD/ompi_coll_dfccl/.libs/mca_coll_dfccl.so" ]; then
+    case_run "fuzz mpi: a flipped bit is WRONG" 30 --mode mpi --seeds 5 --np 3 --extra "--inject-wrong 2" \
+        --expect-wrong --no-shrink
+fi
+
+echo "fuzz suite: $((SECONDS - t_all)) s"
+echo "$npass passed, $nfail failed"
+[ "$nfail" -eq 0 ]
