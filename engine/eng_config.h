@@ -16,8 +16,9 @@
  * one of UCX's default shared-memory fragments (8256 bytes), which the receiver reads in
  * place; a larger message is first reassembled by UCX, one more copy of every byte. */
 #define ENG_NET_PIECE_DEFAULT 8128
-/* DFCCL_DIRECT_MAX's default, bytes (bench/RESULTS.md, "Direct exchange") */
-#define ENG_DIRECT_MAX_DEFAULT 4194304
+/* DFCCL_DIRECT_MAX's default, bytes: off until the direct exchange is measured on a GPU
+ * (docs/collectives.md); the suites run it with DFCCL_DIRECT_MAX=4194304 */
+#define ENG_DIRECT_MAX_DEFAULT 0
 /* DFCCL_ONESHOT_RANKS's default (one-shot: fewer hops and, at 2 ranks, less traffic) */
 #define ENG_ONESHOT_RANKS_DEFAULT 2
 

@@ -113,8 +113,8 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
              "All-reduces (two-shot), reduce-scatters, all-gathers and all-to-alls whose larger "
              "buffer (a rank's input or output) is up to this size exchange with every peer at "
              "once: one or two dependent steps instead of the ring's 2N-1; 0 turns it off. "
-             "Default 4194304 (bytes)",
-             4194304, -1},
+             "Default 0 (bytes; off until measured on a GPU, 4194304 is the intended value)",
+             0, -1},
             {"oneshot_ranks", MCA_COLL_DFCCL_FIELD(oneshotRanks),
              "Communicators of up to this many ranks run the all-reduces of coll_dfccl_direct_max "
              "on device buffers one-shot over every channel (each rank reads every rank's whole "
