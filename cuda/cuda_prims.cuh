@@ -529,6 +529,18 @@ __device__ __forceinline__ void dx_publish(dx_block_t *L, uint32_t mask, uint32_
     }
 }
 
+/* Lane p of warp 0: peer p's piece (src -> dst, bytes) in its place among the peers of
+ * mask; whether both ends are 16-byte aligned. */
+__device__ __forceinline__ int dx_set_piece(dx_block_t *L, uint32_t mask, int p, const char *src, char *dst,
+                                            uint32_t bytes)
+{
+    const int k = ll_rank_in(mask, p);
+    L->src[k] = src;
+    L->dst[k] = dst;
+    L->bytes[k] = bytes;
+    return (((uintptr_t)src | (uintptr_t)dst) & 15) == 0;
+}
+
 /* The whole block: every piece src[k] -> dst[k]. */
 __device__ __forceinline__ void dx_move(const dx_block_t *L)
 {
@@ -574,13 +586,8 @@ static __device__ __noinline__ void prim_dx_send(eng_conn_t *conns, int n, uint3
             eng_conn_t *c = &conns[tid];
             bytes = (uint32_t)(eng_dx_elems(d, own ? v->rank : tid) * d->ts);
             const uint64_t at = own ? d->off : (uint64_t)tid * d->S + d->off;
-            const char *s = (const char *)src + at * d->ts;
-            char *t = c->send_data + eng_mod(ld_volatile_u64(&c->sent), v->depth) * c->schunk;
-            const int k = ll_rank_in(mask, tid);
-            L->src[k] = s;
-            L->dst[k] = t;
-            L->bytes[k] = bytes;
-            al = (((uintptr_t)s | (uintptr_t)t) & 15) == 0;
+            al = dx_set_piece(L, mask, tid, (const char *)src + at * d->ts,
+                              c->send_data + eng_mod(ld_volatile_u64(&c->sent), v->depth) * c->schunk, bytes);
         }
         dx_publish(L, mask, bytes, al);
     }
@@ -603,13 +610,9 @@ static __device__ __noinline__ void prim_dx_recv(eng_conn_t *conns, int n, uint3
         if (mine) {
             const eng_conn_t *c = &conns[tid];
             bytes = (uint32_t)(eng_dx_elems(d, tid) * d->ts);
-            const char *s = c->recv_data + eng_mod(ld_volatile_u64(&c->recvd), v->depth) * c->rchunk;
-            char *t = (char *)dst + ((uint64_t)tid * d->S + d->off) * d->ts;
-            const int k = ll_rank_in(mask, tid);
-            L->src[k] = s;
-            L->dst[k] = t;
-            L->bytes[k] = bytes;
-            al = (((uintptr_t)s | (uintptr_t)t) & 15) == 0;
+            al = dx_set_piece(L, mask, tid,
+                              c->recv_data + eng_mod(ld_volatile_u64(&c->recvd), v->depth) * c->rchunk,
+                              (char *)dst + ((uint64_t)tid * d->S + d->off) * d->ts, bytes);
         }
         dx_publish(L, mask, bytes, al);
     }
