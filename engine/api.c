@@ -114,6 +114,7 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
             eng_handle_free(&eng_requests, req);
             return r;
         }
+        req->gpu_seq = seq;
         comm->stats.submitted++;
         if (eng_trace_on) {
             req->tkey = eng_trace_key(comm, seq, a->coll, 1);
@@ -148,8 +149,10 @@ static dfcclResult_t aborted_error(const char *fn, const struct dfccl_comm *comm
 {
     if (!comm->aborted)
         return dfcclSuccess;
-    return eng_set_error(dfcclCommAborted, fn, "communicator %016llx was aborted (%s)",
-                         (unsigned long long)comm->uid, dfcclGetErrorString(comm->aborted));
+    const int why = dfccl_load_acquire32(&comm->why_state) == 2;
+    return eng_set_error(dfcclCommAborted, fn, "communicator %016llx was aborted (%s)%s%s",
+                         (unsigned long long)comm->uid, dfcclGetErrorString(comm->aborted), why ? ": " : "",
+                         why ? comm->why : "");
 }
 
 /* The daemon the memory kind picks must exist, and both sides be of one kind (mixed:
@@ -632,7 +635,7 @@ dfcclResult_t dfcclAllToAllw(const void *sendbuf, const size_t *sendcounts, cons
 static void gpu_watch_peers(struct dfccl_request *req)
 {
     const uint64_t now = eng_now_ns();
-    if (now - req->since_ns >= ENG_PEER_CHECK_NS && eng_comm_watch_peers(req->comm, now) >= 0)
+    if (now - req->since_ns >= ENG_PEER_CHECK_NS && eng_comm_watch_peers(req->comm, req->gpu_seq, now) >= 0)
         eng_gpu->progress(); /* a daemon that quit on the stalled work comes back to fail it */
 }
 
@@ -658,8 +661,12 @@ static dfcclResult_t request_reap(struct dfccl_request *req, dfcclRequest_t *req
         eng_gpu->release(req->gpu_id); /* DFCCL_TRACE: with a sample of the GPU's clock */
     }
     free(req->blocks);
-    if (res < 0) /* the daemon logged the details; the caller's thread gets the reason too */
-        eng_set_error(res, "dfcclWait", "the collective failed: %s", dfcclGetErrorString(res));
+    if (res < 0) { /* the daemon logged the details; the caller's thread gets the reason too */
+        char why[sizeof(((struct dfccl_comm *)0)->why)];
+        const int got = eng_comm_why_get(req->comm, why, sizeof why);
+        eng_set_error(res, "dfcclWait", "the collective failed: %s%s%s", dfcclGetErrorString(res),
+                      got ? ": " : "", got ? why : "");
+    }
     eng_handle_free(&eng_requests, req);
     *request_p = NULL;
     return res;

@@ -2,6 +2,7 @@
 /* Communicators: creation over the caller's bootstrap all-gather, the registry of live
  * handles (so a destroyed one is reported, not dereferenced), destroy, queries. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,37 +42,91 @@ struct dfccl_comm *eng_comm_get(dfcclComm_t handle)
     return lookup_locked(handle);
 }
 
-int eng_comm_watch_peers(dfcclComm_t handle, uint64_t now)
+void eng_comm_why(struct dfccl_comm *c, int log, const char *fmt, ...)
 {
-    int dead = -1;
+    char msg[sizeof c->why - 32];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (log)
+        dfccl_error("communicator %016llx (rank %d): %s", (unsigned long long)c->uid, c->rank, msg);
+    uint32_t empty = 0;
+    if (dfccl_cas_relaxed(&c->why_state, &empty, 1)) {
+        snprintf(c->why, sizeof c->why, "rank %d: %s", c->rank, msg);
+        dfccl_store_release(&c->why_state, 2);
+    }
+}
+
+int eng_comm_why_get(dfcclComm_t handle, char *buf, size_t len)
+{
+    int got = 0;
+    pthread_mutex_lock(&live_lock);
+    struct dfccl_comm *c = lookup_locked(handle);
+    if (c && dfccl_load_acquire32(&c->why_state) == 2) {
+        snprintf(buf, len, "%s", c->why);
+        got = 1;
+    }
+    pthread_mutex_unlock(&live_lock);
+    return got;
+}
+
+int eng_comm_watch_peers(dfcclComm_t handle, uint64_t gpu_seq, uint64_t now)
+{
+    int gone = -1;
     /* under the registry's lock: a dfcclCommDestroy on another thread takes the
      * communicator out of it before tearing it down, so it can't vanish under the look */
     pthread_mutex_lock(&live_lock);
     struct dfccl_comm *c = lookup_locked(handle);
-    if (c && !c->aborted && eng_peer_check_due(c, now) && (dead = eng_shm_dead_peer(c, now)) >= 0) {
+    if (c && !c->aborted && eng_peer_check_due(c, now) && (gone = eng_shm_dead_peer(c, now)) >= 0) {
         char who[128];
-        eng_shm_peer_desc(c, dead, now, who, sizeof who);
-        dfccl_error("communicator %016llx (rank %d): peer rank %d (%s) died; its pending collectives on "
-                    "the GPU and every later one fail",
-                    (unsigned long long)c->uid, c->rank, dead, who);
+        eng_shm_peer_desc(c, gone, now, who, sizeof who);
+        eng_comm_why(c, 1,
+                     "peer rank %d (%s) died; its pending collectives on the GPU and every later one fail",
+                     gone, who);
+    } else if (c && !c->aborted && (gone = eng_shm_left_peer(c, gpu_seq, 1)) >= 0) {
+        /* a few loads: every waiter looks, not only the one whose turn the dead check is */
+        eng_comm_why(
+            c, 1,
+            "peer rank %d left the communicator (dfcclCommDestroy or exit) before completing its GPU "
+            "collective %llu; that one and every later one fail",
+            gone, (unsigned long long)gpu_seq);
+    }
+    if (gone >= 0) {
         dfccl_store_release(&c->aborted, dfcclCommAborted);
         if (c->gpu)
             eng_gpu->comm_abort(c->gpu, dfcclCommAborted);
     }
     pthread_mutex_unlock(&live_lock);
-    return dead;
+    return gone;
 }
 
 /* A process that exits without destroying its communicators has left them: it marks its
  * segments closed, so that peers still waiting do not take the exit for a death (a kill
  * runs no handler and is found). Run at exit, or when the library is unloaded. */
+/* c's rank leaves: every collective from cpu_left on (its numbers; the GPU daemon's from
+ * gpu_left on) will never be completed here, and peers that wait on one of them fail
+ * (eng_shm_left_peer) rather than wait for ever. */
+static void mark_left(struct dfccl_comm *c, uint64_t cpu_left, uint64_t gpu_left)
+{
+    if (!c->segs || !c->segs[c->rank])
+        return;
+    eng_seg_hdr_t *h = eng_seg_hdr(c, c->rank);
+    dfccl_store_release64(&h->gpu_closed, gpu_left + 1);
+    dfccl_store_release64(&h->closed, cpu_left + 1);
+}
+
 static void mark_closed_at_exit(void)
 {
     if (pthread_mutex_trylock(&live_lock) != 0)
         return; /* another thread is in the registry as the process exits: leave it */
-    for (struct dfccl_comm *p = live_head; p; p = p->live_next)
-        if (p->segs && p->segs[p->rank])
-            dfccl_store_release64(&eng_seg_hdr(p, p->rank)->closed, 1);
+    /* what is still pending is not known here without the daemons (which may be gone at
+     * exit): count on what every collective submitted so far, completed or not, gave */
+    for (struct dfccl_comm *p = live_head; p; p = p->live_next) {
+        const uint64_t cpu = DFCCL_READ_ONCE(p->stats.completed) == p->next_seq ? p->next_seq : 0;
+        mark_left(p, cpu,
+                  p->segs && p->segs[p->rank] ? DFCCL_READ_ONCE(eng_seg_hdr(p, p->rank)->gpu_arrived) : 0);
+    }
     pthread_mutex_unlock(&live_lock);
 }
 
@@ -402,10 +457,19 @@ dfcclResult_t dfcclCommDestroy(dfcclComm_t handle)
     if (!comm || !live_remove(comm))
         return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or already destroyed)");
     /* the daemon fails whatever is still pending on comm, in submission order */
-    eng_daemon_destroy(comm);
-    /* peers that still wait on this communicator must not take this exit for a death */
-    if (comm->segs && comm->segs[comm->rank])
-        dfccl_store_release64(&eng_seg_hdr(comm, comm->rank)->closed, 1);
+    const uint64_t cpu_left = eng_daemon_destroy(comm);
+    /* the GPU collectives before the first not completed (a count: with all completed, the
+     * exact point; with some pending, which a correct program does not destroy with, a
+     * lower bound) */
+    uint64_t gpu_left = 0;
+    if (comm->gpu) {
+        dfcclStats_t g;
+        eng_gpu->comm_stats(comm->gpu, &g);
+        gpu_left = g.completed;
+    }
+    /* peers that still wait on this communicator must not take this exit for a death,
+     * and fail a collective this rank left before completing */
+    mark_left(comm, cpu_left, gpu_left);
     comm->magic = 0;
     if (comm->gpu)
         eng_gpu->comm_destroy(comm->gpu);

@@ -185,6 +185,7 @@ static void part_finish(eng_worker_t *W, eng_wnode_t *n, dfcclResult_t res)
 typedef struct {
     eng_wnode_t node[ENG_MAX_WORKERS]; /* first: node w's marker is (node - w) */
     uint32_t left;
+    uint64_t first_failed; /* the lowest sequence number failed here (atomic) */
     struct dfccl_request req;
 } destroy_mark_t;
 
@@ -195,8 +196,14 @@ static void destroy_seen(eng_worker_t *W, struct dfccl_comm *c, destroy_mark_t *
 {
     for (eng_wnode_t *n = W->head, *nx; n; n = nx) {
         nx = n->next;
-        if (n->comm == c)
-            part_finish(W, n, dfcclCommAborted);
+        if (n->comm != c)
+            continue;
+        /* what the peers may still wait for starts here (read before the part can free t) */
+        const uint64_t seq = n->task->seq;
+        uint64_t lo = dfccl_load_relaxed(&m->first_failed);
+        while (seq < lo && !dfccl_cas_relaxed(&m->first_failed, &lo, seq))
+            ;
+        part_finish(W, n, dfcclCommAborted);
     }
     if (dfccl_sub_fetch_acq_rel(&m->left, 1) == 0)
         post_completion(&m->req, dfcclSuccess); /* m is gone once this lands */
@@ -376,11 +383,14 @@ static void report_stall(eng_task_t *t, uint64_t waited_ns)
                                         p);
         }
     }
+    /* "arrived" says nothing of a peer past seq that is itself stalled on another
+     * communicator, or of a net peer: say what is known, not a guess */
     dfccl_warn("%s seq %llu on communicator %016llx (rank %d of %d) stalled for %llu ms; %s%s",
                eng_coll_names[t->args.coll], (unsigned long long)t->seq, (unsigned long long)c->uid, c->rank,
                c->nranks, (unsigned long long)(waited_ns / 1000000),
                nmissing ? "ranks that have not arrived: "
-                        : "every rank has arrived (a peer is busy elsewhere)",
+                        : "every shared-memory peer has submitted it (one may be stalled on another "
+                          "communicator, or a net peer is late)",
                missing);
 }
 
@@ -398,43 +408,48 @@ static int check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now, uint64_t r
     eng_task_t *t = n->task;
     uint64_t waited = now - n->progress_ns;
     struct dfccl_comm *c = t->comm;
-    int dead;
-    if (waited > ENG_PEER_CHECK_NS && eng_peer_check_due(c, now) && (dead = eng_shm_dead_peer(c, now)) >= 0) {
+    const char *name = eng_coll_names[t->args.coll];
+    const unsigned long long seq = (unsigned long long)t->seq;
+    dfcclResult_t res = dfcclSuccess;
+    int p;
+    if (waited > ENG_PEER_CHECK_NS && eng_peer_check_due(c, now) && (p = eng_shm_dead_peer(c, now)) >= 0) {
         /* a peer died without leaving: nothing more can run on the communicator */
-        if (!dfccl_exchange_relaxed(&t->reported, 1) || !c->aborted) {
-            char who[128];
-            eng_shm_peer_desc(c, dead, now, who, sizeof who);
-            dfccl_error("communicator %016llx (rank %d): peer rank %d (%s) died; %s seq %llu and every "
-                        "later collective on it fail",
-                        (unsigned long long)c->uid, c->rank, dead, who, eng_coll_names[t->args.coll],
-                        (unsigned long long)t->seq);
-        }
-        task_fail(t, dfcclCommAborted);
-        dfccl_store_release(&c->aborted, dfcclCommAborted);
-        trace_run(W, t, run_t0, ENG_TR_FAILED);
-        part_finish(W, n, dfcclCommAborted);
-        return 1;
-    }
-    if (eng_config.stall_report_ms && waited > eng_config.stall_report_ms * 1000000ull &&
-        !dfccl_exchange_relaxed(&t->reported, 1))
-        report_stall(t, waited);
-    if (eng_config.timeout_ms && waited > eng_config.timeout_ms * 1000000ull) {
-        dfccl_error("%s seq %llu on communicator %016llx timed out after %llu ms (DFCCL_TIMEOUT); the "
-                    "communicator is aborted",
-                    eng_coll_names[t->args.coll], (unsigned long long)t->seq, (unsigned long long)c->uid,
-                    (unsigned long long)eng_config.timeout_ms);
+        char who[128];
+        eng_shm_peer_desc(c, p, now, who, sizeof who);
+        res = dfcclCommAborted;
+        eng_comm_why(c, !dfccl_exchange_relaxed(&t->reported, 1),
+                     "peer rank %d (%s) died; %s seq %llu and every later collective on it fail", p, who,
+                     name, seq);
+    } else if (waited > ENG_PEER_CHECK_NS && (p = eng_shm_left_peer(c, t->seq, 0)) >= 0) {
+        /* it destroyed the communicator (or exited) without this collective: nothing
+         * will come from it, now or for any later collective */
+        res = dfcclCommAborted;
+        eng_comm_why(c, !dfccl_exchange_relaxed(&t->reported, 1),
+                     "peer rank %d left the communicator (dfcclCommDestroy or exit) before completing %s "
+                     "seq %llu; it and every later collective on it fail",
+                     p, name, seq);
+    } else {
+        if (eng_config.stall_report_ms && waited > eng_config.stall_report_ms * 1000000ull &&
+            !dfccl_exchange_relaxed(&t->reported, 1))
+            report_stall(t, waited);
         /* the connection counters are now out of step with the peers: nothing more can
-         * run on this communicator (the other workers drop their parts on seeing it).
-         * The task's result is set first, so that it reads dfcclTimeout, not the
-         * dfcclCommAborted of a worker that saw the abort in between. */
-        task_fail(t, dfcclTimeout);
-        /* release: whoever sees the abort finds the result above already set */
-        dfccl_store_release(&c->aborted, dfcclTimeout);
-        trace_run(W, t, run_t0, ENG_TR_FAILED);
-        part_finish(W, n, dfcclTimeout);
-        return 1;
+         * run on this communicator (the other workers drop their parts on seeing it) */
+        if (eng_config.timeout_ms && waited > eng_config.timeout_ms * 1000000ull) {
+            res = dfcclTimeout;
+            eng_comm_why(c, 1,
+                         "%s seq %llu timed out after %llu ms (DFCCL_TIMEOUT); the communicator is aborted",
+                         name, seq, (unsigned long long)eng_config.timeout_ms);
+        }
     }
-    return 0;
+    if (res == dfcclSuccess)
+        return 0;
+    /* the task's result is set before the abort, so that it reads res, not the
+     * dfcclCommAborted of another worker that saw the abort in between */
+    task_fail(t, res);
+    dfccl_store_release(&c->aborted, res);
+    trace_run(W, t, run_t0, ENG_TR_FAILED);
+    part_finish(W, n, res);
+    return 1;
 }
 
 /* ---- the scheduler ------------------------------------------------------------------- */
@@ -838,12 +853,15 @@ dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
     return dfcclSuccess;
 }
 
-void eng_daemon_destroy(struct dfccl_comm *c)
+uint64_t eng_daemon_destroy(struct dfccl_comm *c)
 {
     destroy_mark_t m;
     memset(&m, 0, sizeof(m));
+    m.first_failed = UINT64_MAX;
     eng_daemon_submit(ENG_SQ_DESTROY, c, NULL, &m.req);
     eng_daemon_wait(&m.req);
+    /* c's handle is gone: nothing more is submitted on it */
+    return DFCCL_MIN(dfccl_load_relaxed(&m.first_failed), c->next_seq);
 }
 
 void eng_daemon_kick(struct dfccl_request *req)

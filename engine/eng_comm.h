@@ -43,6 +43,7 @@ struct dfccl_request {
     uint32_t wake_due;    /* the CPU daemon was not woken for it (contended cores: the
                              caller that waits runs it): the first wait or test does */
     eng_trace_key_t tkey; /* DFCCL_TRACE, GPU requests: what the completion event names */
+    uint64_t gpu_seq;     /* GPU requests: its number among the communicator's GPU collectives */
 };
 
 /* A task as one CPU daemon thread (worker) sees it: its place in that worker's list and
@@ -89,6 +90,8 @@ struct dfccl_comm {
     /* daemon side */
     uint64_t *slot_next;   /* [slots] */
     dfcclResult_t aborted; /* 0, or why every later collective fails */
+    uint32_t why_state;    /* why[]: 0 empty, 1 being written, 2 written (release) */
+    char why[224];         /* the first abort's reason, for the callers' errors */
     dfcclStats_t stats;    /* written by the daemon, read by the host */
     struct dfccl_comm *live_next;
     struct eng_gpu_comm *gpu; /* device FIFOs; NULL when some rank has no GPU */
@@ -141,8 +144,9 @@ dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
 /* Wait for a completion word, sleeping when it takes long. */
 void eng_daemon_wait(struct dfccl_request *req);
 /* Fail whatever is still pending on c, in submission order, and wait until no worker
- * holds anything of it. */
-void eng_daemon_destroy(struct dfccl_comm *c);
+ * holds anything of it. Returns the sequence number of the first collective it failed,
+ * or c's count of collectives when none was pending. */
+uint64_t eng_daemon_destroy(struct dfccl_comm *c);
 /* A CPU request's deferred wake of the daemon (wake_due), done now. */
 void eng_daemon_kick(struct dfccl_request *req);
 
@@ -150,6 +154,10 @@ void eng_daemon_kick(struct dfccl_request *req);
  * without having destroyed the communicator: its rank, else -1. Cheap (a kill(0) and a
  * /proc read per peer); callers look at most every ENG_PEER_CHECK_NS while waiting. */
 int eng_shm_dead_peer(struct dfccl_comm *c, uint64_t now);
+/* shm.c: a shared-memory peer that left the communicator (destroyed it, or exited)
+ * before completing collective seq (gpu: seq is among the GPU daemon's collectives): its
+ * rank, else -1. Such a peer will never move seq's data: whoever waits on it must fail. */
+int eng_shm_left_peer(const struct dfccl_comm *c, uint64_t seq, int gpu);
 /* How eng_shm_dead_peer knows rank p, for the error line: "pid N" or "pid N in another
  * pid namespace, silent for S s". */
 void eng_shm_peer_desc(const struct dfccl_comm *c, int p, uint64_t now, char *buf, size_t len);
@@ -165,14 +173,23 @@ void eng_beat_stop(struct dfccl_comm *c);
 /* The first waiter of a communicator past the last look takes the next one (1). */
 int eng_peer_check_due(struct dfccl_comm *c, uint64_t now);
 
+/* comm.c: the reason c is being aborted ("peer rank 3 died; ..."), logged as an error when
+ * log, and kept (the first one) for the errors its callers get. The caller then sets
+ * c->aborted. */
+void eng_comm_why(struct dfccl_comm *c, int log, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The reason the communicator a handle names was aborted, into buf: 1, else 0 (not
+ * aborted, no reason kept, or no longer live). */
+int eng_comm_why_get(dfcclComm_t handle, char *buf, size_t len);
+
 /* comm.c: registry of live communicators. A handle names a slot of a handle table and
  * carries a 40-bit generation (eng_handle.h), so a destroyed handle is rejected even
  * when a new communicator got the same slot or address. The live communicator a handle
  * names, or NULL. */
 struct dfccl_comm *eng_comm_get(dfcclComm_t handle);
-/* For a waiter of a GPU collective (the GPU daemon can't tell a dead peer): look, at most
- * every ENG_PEER_CHECK_NS, whether a shared-memory peer of the communicator died, and if
- * so abort it (logged). The dead rank, else -1. */
-int eng_comm_watch_peers(dfcclComm_t handle, uint64_t now);
+/* For a waiter of GPU collective gpu_seq (the GPU daemon can't tell a dead peer): look,
+ * at most every ENG_PEER_CHECK_NS, whether a shared-memory peer of the communicator died,
+ * and whether one left it before completing gpu_seq; if so abort it (logged). That
+ * rank, else -1. */
+int eng_comm_watch_peers(dfcclComm_t handle, uint64_t gpu_seq, uint64_t now);
 
 #endif

@@ -101,12 +101,17 @@ typedef struct {
 /* Header at the start of each rank's segment. */
 typedef struct {
     uint64_t magic;
-    uint64_t arrived;     /* collectives this rank has submitted on the communicator */
-    uint64_t closed;      /* net transport: the peer left cleanly (written in my shadow of it) */
+    uint64_t arrived; /* collectives this rank has submitted on the communicator */
+    /* the rank left the communicator (dfcclCommDestroy, or exit): 1 + the number of its
+     * collectives its peers can count on, those before the first it did not complete (a
+     * peer waiting on a later one waits for nothing: eng_shm_left_peer). Net transport: 1,
+     * written in my shadow of the peer when it says it left. */
+    uint64_t closed;
     uint64_t beat;        /* bumped every ENG_BEAT_NS while a peer is in another pid namespace */
     uint64_t gpu_arrived; /* collectives this rank has submitted to the GPU daemon (their own
                              numbers): what DFCCL_TRACE's GPU stretches name late ranks by */
-    char pad[DFCCL_CACHELINE - 5 * sizeof(uint64_t)];
+    uint64_t gpu_closed;  /* as closed, for its GPU collectives (their own numbers) */
+    char pad[DFCCL_CACHELINE - 6 * sizeof(uint64_t)];
     eng_bell_t bell; /* its own line: rung by every peer */
     char pad2[DFCCL_CACHELINE - sizeof(eng_bell_t)];
 } eng_seg_hdr_t;

@@ -420,6 +420,23 @@ int eng_shm_dead_peer(struct dfccl_comm *c, uint64_t now)
     return -1;
 }
 
+int eng_shm_left_peer(const struct dfccl_comm *c, uint64_t seq, int gpu)
+{
+    if (!c->shm)
+        return -1;
+    for (int p = 0; p < c->nranks; p++) {
+        /* a net peer's mark is written when its message says it left, which tells nothing
+         * of what it completed: only shared-memory peers (their own segment) count */
+        if (p == c->rank || !c->segs[p] || (c->tp && c->tp[p] != ENG_TP_SHM))
+            continue;
+        const eng_seg_hdr_t *h = eng_seg_hdr(c, p);
+        const uint64_t v = dfccl_load_acquire64(gpu ? &h->gpu_closed : &h->closed);
+        if (v && seq + 1 >= v)
+            return p;
+    }
+    return -1;
+}
+
 int eng_peer_check_due(struct dfccl_comm *c, uint64_t now)
 {
     uint64_t last = dfccl_load_relaxed(&c->peer_check_ns);

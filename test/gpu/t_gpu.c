@@ -12,6 +12,10 @@
  *   reuse    the same buffers, rewritten from the host before every allreduce (in place
  *            and not, LL, one-shot and ring sizes), within one daemon launch: a read
  *            served from an SM's L1 left over from the previous round would show
+ *   left     after a checked allreduce, rank 0 waits on a second one that the other ranks
+ *            never call: they destroy the communicator. The wait ends with
+ *            dfcclCommAborted naming a peer that left, within 10 s; the next call is
+ *            refused; the other communicator still works
  * Exits 77 (skip) without a GPU; 3 when a --deadline watchdog fires. */
 #include <cuda_runtime.h>
 #include <signal.h>
@@ -448,6 +452,58 @@ static int mode_comms(int P, int me)
     return bad != 0;
 }
 
+static int mode_left(dfcclComm_t other, int P, int me)
+{
+    if (P < 2)
+        return 0;
+    enum { n = 4099 };
+    dfcclComm_t A;
+    CHECK(dfcclCommInitMPI(&A, MPI_COMM_WORLD));
+    float *h = tc_malloc(n * sizeof(float)), *d = NULL;
+    CU(cudaMalloc((void **)&d, 2 * n * sizeof(float)));
+    for (int i = 0; i < n; i++)
+        h[i] = (float)(i % 13 + me);
+    CU(cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice));
+    dfcclRequest_t q = NULL;
+    CHECK(dfcclAllReduce(d, d + n, n, dfcclFloat32, dfcclSum, A, &q));
+    CHECK(dfcclWait(&q));
+    CU(cudaMemcpy(h, d + n, n * sizeof(float), cudaMemcpyDeviceToHost));
+    int bad = 0;
+    for (int i = 0; i < n && !bad; i++)
+        if (h[i] != (float)(P * (i % 13) + P * (P - 1) / 2)) {
+            fprintf(stderr, "[rank %d] left: element %d is %g, expected %d\n", me, i, h[i],
+                    P * (i % 13) + P * (P - 1) / 2);
+            bad = 1;
+        }
+    if (me == 0) {
+        CHECK(dfcclAllReduce(d, d + n, n, dfcclFloat32, dfcclSum, A, &q));
+        MPI_Barrier(MPI_COMM_WORLD); /* the others leave after this */
+        MPI_Barrier(MPI_COMM_WORLD); /* ... and have left */
+        const double t0 = MPI_Wtime();
+        const dfcclResult_t rc = dfcclWait(&q);
+        const double dt = MPI_Wtime() - t0;
+        printf("t_gpu left: the wait returned %d after %.2f s: %s\n", (int)rc, dt, dfcclGetLastError());
+        if (rc != dfcclCommAborted || !tc_lasterr_has("left the communicator") || dt > 10.0)
+            bad = 1;
+        const dfcclResult_t rc2 = dfcclAllReduce(d, d + n, n, dfcclFloat32, dfcclSum, A, &q);
+        if (rc2 != dfcclCommAborted || !tc_lasterr_has("left the communicator")) {
+            printf("t_gpu left: the next allreduce returned %d: %s\n", (int)rc2, dfcclGetLastError());
+            bad = 1;
+        }
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    CHECK(dfcclCommDestroy(A));
+    if (me != 0)
+        MPI_Barrier(MPI_COMM_WORLD);
+    CU(cudaFree(d));
+    free(h);
+    /* the other communicator never saw any of it */
+    if (mode_reuse(other, P, me))
+        bad = 1;
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -518,6 +574,8 @@ int main(int argc, char **argv)
         fail = mode_comms(tc_size, tc_rank);
     else if (!strcmp(mode, "reuse"))
         fail = mode_reuse(comm, tc_size, tc_rank);
+    else if (!strcmp(mode, "left"))
+        fail = mode_left(comm, tc_size, tc_rank);
     else
         TC_FAIL("unknown mode %s", mode);
     int any = 0;

@@ -5,7 +5,7 @@
 #
 # usage: run_suite.sh BUILD_BIN_DIR
 #   BUILD_BIN_DIR holds the compiled programs t_matrix, t_comms, t_chaos, t_random,
-#   t_badinput, t_killed, t_large, t_threads, t_mismatch, t_vcolls, t_config, t_firstfail
+#   t_badinput, t_killed, t_large, t_threads, t_mismatch, t_vcolls, t_config, t_firstfail, t_left
 #   (named like their .c files).
 #
 # Every case runs under mpirun inside `timeout`, so a hang fails fast; processes of
@@ -46,7 +46,7 @@ nfail=0
 FAILED=()
 
 for p in t_matrix t_comms t_chaos t_random t_badinput t_killed t_large t_threads t_mismatch t_vcolls t_config \
-    t_firstfail; do
+    t_firstfail t_left; do
     if [ ! -x "$BIN/$p" ]; then
         echo "FAIL: $p (missing program $BIN/$p)"
         nfail=$((nfail + 1))
@@ -116,6 +116,11 @@ done
 # fixes nothing: the next one with good settings works
 for m in env bootstrap shape; do
     run_case "t_firstfail[$m]" 3 60 -- t_firstfail "$m"
+done
+# a peer that destroys a communicator another rank waits on: that wait ends with an
+# error naming it (it hung before), the communicator refuses more, others are untouched
+for m in never pending; do
+    run_case "t_left[$m]" 3 60 -- t_left "$m"
 done
 run_case "t_vcolls[chaos]" 4 120 -- t_vcolls --chaos 10 --deadline 60
 run_case "t_vcolls[chaos]" 8 120 -- t_vcolls --chaos 4 --scale 40000 --deadline 60
