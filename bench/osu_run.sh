@@ -14,7 +14,7 @@
 #                (device buffers copied to host for Open MPI's own algorithms); off: coll ^dfccl;
 #                build:DIR: the defaults with the library and component built in DIR (an A/B
 #                of two builds in one call); env:VAR=VALUE: the defaults with VAR=VALUE in every
-#                rank's environment (DFCCL_DIRECT_MAX=0, say)
+#                rank's environment (DFCCL_DIRECT_MAX=0, say; several: env:A=1,B=2)
 #   OSU_REPEATS  3            runs per (mode, size), modes interleaved; the median is reported
 #   OSU_ARGS     "-d cuda -c -T mpi_float"   (validation on)
 # Output: one line per (benchmark, ranks, size): each mode's median µs and its ratio to
@@ -45,7 +45,10 @@ mode_args() {
     staged) echo "--mca coll_dfccl_device_staged 1" ;;
     off) echo "--mca coll ^dfccl" ;;
     build:*) ;;
-    env:*) echo "-x ${1#env:}" ;;
+    env:*) # env:A=1,B=2: several variables
+        local kv
+        IFS=, read -r -a kv <<< "${1#env:}"
+        printf -- '-x %s ' "${kv[@]}" ;;
     *) echo "unknown mode $1" >&2; exit 2 ;;
     esac
 }

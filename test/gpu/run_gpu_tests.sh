@@ -15,6 +15,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/dfccl-mps/pipe}
 export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/dfccl-mps/log}
 MPIRUN="mpirun --oversubscribe --mca btl self,vader --bind-to none -x CUDA_MPS_PIPE_DIRECTORY -x LD_LIBRARY_PATH"
+# DFCCL_* settings of the caller's environment reach every rank (DFCCL_DIRECT_MAX=4194304
+# bash run_gpu_tests.sh ...: the whole suite with that setting)
+for v in $(compgen -e | grep '^DFCCL_'); do MPIRUN+=" -x $v"; done
 pass=0 fail=0
 ok() { echo "PASS: $*"; pass=$((pass + 1)); }
 ko() { echo "FAIL: $*"; fail=$((fail + 1)); }
