@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -111,6 +112,11 @@ static const char *const mem_names[] = {"host", "device"};
 static const char *const api_names[] = {"dfccl", "mpi"};
 
 static int g_rank, g_nranks;
+
+/* What runs the timed calls: "dfccl" (the native API, or MPI through dfccl's component)
+ * or "openmpi" (plain Open MPI's components); in every output format, so that plots and
+ * scripts can tell the two apart. */
+static const char *g_engine = "dfccl";
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
@@ -1199,15 +1205,17 @@ static void print_row(const struct opts *o, const struct geom *g, const char *re
             printf("%.3f,%.4f,%.4f,%s,", ip->med * 1e6, ib, ibus, iw);
         else
             printf(",,,N/A,");
-        printf("%s,%s\n", mem_names[o->mem], api_names[o->api]);
+        printf("%s,%s,%s,%d,%s\n", mem_names[o->mem], api_names[o->api], coll_names[o->coll], g_nranks,
+               g_engine);
     } else if (o->format == FMT_JSON) {
         printf(
             "{\"collective\": \"%s\", \"size_bytes\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": "
-            "\"%s\", \"root\": %d, \"ranks\": %d, \"memory\": \"%s\", \"api\": \"%s\", \"out_of_place\": "
+            "\"%s\", \"root\": %d, \"ranks\": %d, \"memory\": \"%s\", \"api\": \"%s\", \"engine\": \"%s\", "
+            "\"out_of_place\": "
             "{\"time_us\": %.3f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, \"wrong\": %s, \"min_us\": %.3f, "
             "\"p99_us\": %.3f, \"max_us\": %.3f}, \"in_place\": ",
             coll_names[o->coll], g->size_bytes, g->count, type_names[o->type], redop, root, g_nranks,
-            mem_names[o->mem], api_names[o->api], op->med * 1e6, ob, obus, o->check ? ow : "null",
+            mem_names[o->mem], api_names[o->api], g_engine, op->med * 1e6, ob, obus, o->check ? ow : "null",
             op->min * 1e6, op->p99 * 1e6, op->max * 1e6);
         if (ip->ran)
             printf("{\"time_us\": %.3f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, \"wrong\": %s}}\n",
@@ -1247,6 +1255,25 @@ static int dfccl_component_loaded(void)
     return found;
 }
 
+/* A yes of Open MPI's boolean parameter words, as the component reads them. */
+static int mca_true(const char *v)
+{
+    return v && (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"));
+}
+
+/* -A mpi: whether dfccl's component takes the calls. Loaded, enabled, and given device
+ * buffers, or host buffers with coll_dfccl_host_buffers (mpirun --mca X passes
+ * OMPI_MCA_X to the processes). Otherwise Open MPI's own components run them. */
+static const char *mpi_engine(const struct opts *o)
+{
+    const char *en = getenv("OMPI_MCA_coll_dfccl_enable");
+    if (dfccl_component_loaded() <= 0 || (en && !mca_true(en)))
+        return "openmpi";
+    if (o->mem == MEM_DEVICE || mca_true(getenv("OMPI_MCA_coll_dfccl_host_buffers")))
+        return "dfccl";
+    return "openmpi";
+}
+
 /* Whether MPI itself takes device pointers (Open MPI's CUDA extension). */
 static int mpi_cuda_aware(void)
 {
@@ -1262,8 +1289,10 @@ static void print_header(const struct opts *o, const char *device)
     if (g_rank != 0)
         return;
     if (o->format == FMT_CSV) {
-        printf("size_bytes,count,type,redop,root,time_us,algbw_gbs,busbw_gbs,wrong,min_us,p99_us,max_us,"
-               "inplace_time_us,inplace_algbw_gbs,inplace_busbw_gbs,inplace_wrong,memory,api\n");
+        printf(
+            "size_bytes,count,type,redop,root,time_us,algbw_gbs,busbw_gbs,wrong,min_us,p99_us,max_us,"
+            "inplace_time_us,inplace_algbw_gbs,inplace_busbw_gbs,inplace_wrong,memory,api,collective,ranks,"
+            "engine\n");
         return;
     }
     if (o->format == FMT_JSON)
@@ -1291,6 +1320,9 @@ static void print_header(const struct opts *o, const char *device)
                : loaded == 0 ? "not loaded: plain Open MPI"
                              : "(unknown)");
     }
+    printf("# engine %s\n", strcmp(g_engine, "dfccl") ? "openmpi (plain Open MPI runs the calls)"
+                            : o->api == API_MPI       ? "dfccl (through its Open MPI component)"
+                                                      : "dfccl (native API)");
     if (o->factor)
         printf("# minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %d iters: %d agg iters: %d "
                "(scaled down from 16 MiB) check: %d\n",
@@ -1439,6 +1471,8 @@ int main(int argc, char **argv)
         DFCHECK(dfcclCommInitMPI(&tgt.comm, MPI_COMM_WORLD));
     }
 
+    if (o.api == API_MPI)
+        g_engine = mpi_engine(&o);
     print_header(&o, device);
 
     /* Buffers sized for the largest step. */

@@ -49,9 +49,10 @@ for k in allreduce reduce_scatter allgather bcast reduce alltoall; do
     rc=$?
     printf '%s\n' "$csv" > "$LOGDIR/bench_$k.csv"
     rows=$(tail -n +2 <<< "$csv" | grep -c .)
-    # a row: 18 fields; #wrong (field 9) 0, in place (field 16) 0 or N/A (alltoall), memory and api the defaults
-    okrows=$(tail -n +2 <<< "$csv" | awk -F, 'NF == 18 && $9 == "0" && ($16 == "0" || $16 == "N/A") &&
-        $17 == "host" && $18 == "dfccl"' | grep -c .)
+    # a row: 21 fields; #wrong (field 9) 0, in place (field 16) 0 or N/A (alltoall), memory and api the
+    # defaults, then the collective, 3 ranks and the engine
+    okrows=$(tail -n +2 <<< "$csv" | awk -F, -v k="$k" 'NF == 21 && $9 == "0" && ($16 == "0" || $16 == "N/A") &&
+        $17 == "host" && $18 == "dfccl" && $19 == k && $20 == "3" && $21 == "dfccl"' | grep -c .)
     if [ $rc -ne 0 ] || [ "$rows" -lt 2 ] || [ "$okrows" -ne "$rows" ] || ! head -n 1 <<< "$csv" | grep -q '^size_bytes,'; then
         bad="$bad $k(rc $rc, $okrows of $rows rows right)"
     fi
@@ -61,9 +62,30 @@ done
 "$P/bin/dfccl-bench" -h 2> /dev/null | grep -q -- '-k COLL' && pass "dfccl-bench -h prints its options" ||
     fail "dfccl-bench -h"
 
-# bench/plot.py on csv: a hand-written one (in place not run at the last size) and the
-# installed benchmark's allreduce above, each into two SVGs; a row short of a field stops
-# it with the file and line, not a Python traceback
+# nccl-tests' flags, as an nccl-tests user types them: -t 1 -g 1 -p 0, -m (aggregated calls),
+# -a (the mean over ranks), -d all, -o all, -c 1, long forms; the old -m device says where
+# it went; -A mpi without the component reports plain Open MPI as its engine
+out=$(env -u LD_LIBRARY_PATH timeout 60 mpirun --oversubscribe --bind-to none -np 2 "$P/bin/dfccl-bench" \
+    -t 1 -g 1 -p 0 -b 8 -e 64 -f 8 --iters 3 -w 1 -m 4 -a 1 -d all -o all -c 1 -F csv 2> "$LOGDIR/nccl_flags.err")
+rc=$?
+combos=$(tail -n +2 <<< "$out" | awk -F, '$9 == "0" && $16 == "0" { print $3 "/" $4 }' | sort -u | wc -l)
+rows=$(tail -n +2 <<< "$out" | grep -c .)
+# 10 types x 4 arithmetic ops + 6 integer types x 3 bitwise ops = 58 combinations, 2 sizes each
+old=$(env -u LD_LIBRARY_PATH timeout 30 mpirun --oversubscribe -np 1 "$P/bin/dfccl-bench" -m device 2>&1)
+mpi=$(env -u LD_LIBRARY_PATH timeout 60 mpirun --oversubscribe -np 2 --mca coll ^dfccl "$P/bin/dfccl-bench" -A mpi \
+    -b 8 -e 8 -n 3 -w 1 -F json 2>&1 | grep '^{')
+if [ $rc -eq 0 ] && [ "$combos" -eq 58 ] && [ "$rows" -eq 116 ] && grep -q -- '-B device' <<< "$old" &&
+    grep -q '"engine": "openmpi"' <<< "$mpi"; then
+    pass "dfccl-bench takes nccl-tests' flags (-t -g -p -m -a, -d all -o all: $combos type/op pairs checked)"
+else
+    fail "dfccl-bench with nccl-tests' flags: rc $rc, $combos type/op pairs right of 58, $rows rows; -m device: $(head -n 1 <<< "$old"); -A mpi: ${mpi:0:120} (log $LOGDIR/nccl_flags.err)"
+fi
+
+# bench/plot.py on csv: a hand-written one in the older format (no collective column: the
+# figures are named after the file) and the installed benchmark's allreduce above (named
+# after the file and the collective), each into two SVGs; with the native run and a
+# plain-MPI run in one figure, the legend tells dfccl from plain MPI; a row short of a
+# field stops it with the file and line, not a Python traceback
 py=
 for p in python3 /usr/bin/python3; do
     "$p" -c 'import matplotlib' 2> /dev/null && py=$p && break
@@ -82,15 +104,23 @@ EOF
     { head -n 3 "$D/tiny.csv" && echo '2048,512,float,sum,-1,6.0,0.3,0.5,0,5.9,6.1,6.2,6.0,0.3,0.5'; } > "$D/bad.csv"
     cp "$LOGDIR/bench_allreduce.csv" "$D/" 2> /dev/null
     bad=
-    for f in tiny bench_allreduce; do
-        { "$py" "$SRC/bench/plot.py" -o "$D/$f" "$D/$f.csv" && grep -q '<svg' "$D/$f/$f-unknown-latency.svg" &&
-            grep -q '<svg' "$D/$f/$f-unknown-busbw.svg"; } > "$D/$f.out" 2>&1 || bad="$bad $f.csv"
+    for f in tiny:tiny bench_allreduce:bench_allreduce-allreduce; do
+        { "$py" "$SRC/bench/plot.py" -o "$D/${f%%:*}" "$D/${f%%:*}.csv" && grep -q '<svg' "$D/${f%%:*}/${f#*:}-latency.svg" &&
+            grep -q '<svg' "$D/${f%%:*}/${f#*:}-busbw.svg"; } > "$D/${f%%:*}.out" 2>&1 || bad="$bad ${f%%:*}.csv"
     done
+    env -u LD_LIBRARY_PATH timeout 60 mpirun --oversubscribe -np 3 --mca coll ^dfccl "$P/bin/dfccl-bench" -A mpi \
+        -k allreduce -b 8 -e 64K -f 32 -n 5 -w 1 -F csv > "$D/plain.csv" 2> "$D/plain.err"
+    # matplotlib's SVG keeps each text as a comment next to its glyphs
+    if ! "$py" "$SRC/bench/plot.py" -o "$D/both" "$D/bench_allreduce.csv" "$D/plain.csv" > "$D/both.out" 2>&1 ||
+        ! grep -q '<!-- out-of-place, .*, dfccl on host buffers' "$D/both/plot-allreduce-latency.svg" ||
+        ! grep -q '<!-- out-of-place, .*, plain MPI on host buffers' "$D/both/plot-allreduce-latency.svg"; then
+        bad="$bad labels(dfccl and plain MPI, $D/both)"
+    fi
     "$py" "$SRC/bench/plot.py" -o "$D/bad" "$D/bad.csv" > "$D/bad.out" 2>&1
     rc=$?
     { [ $rc -eq 1 ] && grep -q "bad.csv:4: malformed" "$D/bad.out" && ! grep -q Traceback "$D/bad.out"; } ||
         bad="$bad bad.csv(rc $rc)"
-    [ -z "$bad" ] && pass "bench/plot.py: dfccl-bench csv into latency and bus-bandwidth SVGs, a malformed row named" ||
+    [ -z "$bad" ] && pass "bench/plot.py: dfccl-bench csv into latency and bus-bandwidth SVGs, dfccl and plain MPI labelled, a malformed row named" ||
         fail "bench/plot.py:$bad (output in $D/*.out)"
 fi
 
