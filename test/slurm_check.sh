@@ -153,5 +153,7 @@ else
     stop_daemons
     finish
 fi
+trap - EXIT
+stop_daemons
 rm -rf "$D"
 finish
