@@ -26,8 +26,8 @@
  * dfccl call, as in nccl-tests (for allgather, reduce_scatter and alltoall that
  * is the per-rank block, and size = count * nranks * typesize).
  *
- * -m device puts the buffers in cudaMalloc memory (inputs and the check go through
- * host copies, outside the timed region); -a mpi times the MPI collective on the
+ * -B device puts the buffers in cudaMalloc memory (inputs and the check go through
+ * host copies, outside the timed region); -A mpi times the MPI collective on the
  * same buffers instead of the dfccl call, so that one program compares dfccl, MPI
  * through the dfccl Open MPI component and plain MPI.
  */
@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -80,12 +81,16 @@ static const char *const op_names[dfcclNumOps] = {
 
 struct opts {
     size_t minbytes, maxbytes;
-    size_t factor;
+    size_t factor;    /* -f; 0: add stepbytes instead */
+    size_t stepbytes; /* -i */
     enum coll coll;
     dfcclDataType_t type;
     dfcclRedOp_t op;
     int root;
+    int all_types, all_ops, all_roots; /* -d all, -o all, -r all */
     int warmup, iters;
+    int agg;     /* -m: collectives per timed iteration, each to completion */
+    int average; /* -a: an iteration's time over ranks: AVG_RANK0, AVG_MEAN, AVG_MIN, AVG_MAX */
     int check;
     int inplace; /* also time the in-place form */
     int format;  /* FMT_TEXT, FMT_CSV or FMT_JSON */
@@ -96,6 +101,9 @@ struct opts {
 };
 
 enum { SYNC_MPI, SYNC_DFCCL, SYNC_NONE };
+enum { AVG_RANK0, AVG_MEAN, AVG_MIN, AVG_MAX };
+static const char *const average_names[] = {"rank 0's time", "the mean over ranks", "the fastest rank",
+                                            "the slowest rank"};
 enum { FMT_TEXT, FMT_CSV, FMT_JSON };
 enum { MEM_HOST, MEM_DEVICE };
 enum { API_DFCCL, API_MPI };
@@ -104,6 +112,11 @@ static const char *const mem_names[] = {"host", "device"};
 static const char *const api_names[] = {"dfccl", "mpi"};
 
 static int g_rank, g_nranks;
+
+/* What runs the timed calls: "dfccl" (the native API, or MPI through dfccl's component)
+ * or "openmpi" (plain Open MPI's components); in every output format, so that plots and
+ * scripts can tell the two apart. */
+static const char *g_engine = "dfccl";
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
@@ -213,7 +226,7 @@ static void buf_settle(int mem)
     (void)mem;
 }
 
-/* -m device: this rank's GPU (local rank modulo the devices, as bench/gpu_bench),
+/* -B device: this rank's GPU (local rank modulo the devices, as bench/gpu_bench),
  * chosen before the dfccl communicator exists so that it gets a GPU part.
  * 0, or -1 with the reason in err. */
 static int device_init(char *err, size_t len, char *name, size_t nlen)
@@ -222,7 +235,7 @@ static int device_init(char *err, size_t len, char *name, size_t nlen)
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
     if (e != cudaSuccess || ndev == 0) {
-        snprintf(err, len, "-m device: no CUDA device on this node (cudaGetDeviceCount: %s)",
+        snprintf(err, len, "-B device: no CUDA device on this node (cudaGetDeviceCount: %s)",
                  e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
         return -1;
     }
@@ -234,7 +247,7 @@ static int device_init(char *err, size_t len, char *name, size_t nlen)
     struct cudaDeviceProp prop;
     if ((e = cudaSetDevice(lrank % ndev)) != cudaSuccess ||
         (e = cudaGetDeviceProperties(&prop, lrank % ndev)) != cudaSuccess) {
-        snprintf(err, len, "-m device: cudaSetDevice(%d): %s", lrank % ndev, cudaGetErrorString(e));
+        snprintf(err, len, "-B device: cudaSetDevice(%d): %s", lrank % ndev, cudaGetErrorString(e));
         return -1;
     }
     snprintf(name, nlen, "GPU %d of %d: %.200s", lrank % ndev, ndev, prop.name);
@@ -242,7 +255,7 @@ static int device_init(char *err, size_t len, char *name, size_t nlen)
 #else
     (void)name;
     (void)nlen;
-    snprintf(err, len, "-m device: this dfccl-bench was built without CUDA");
+    snprintf(err, len, "-B device: this dfccl-bench was built without CUDA");
     return -1;
 #endif
 }
@@ -487,7 +500,7 @@ static void wait_req(const struct opts *o, dfcclRequest_t *req, size_t count)
             type_names[o->type], dfcclGetErrorString(r), (int)r, dfcclGetLastError());
 }
 
-/* -a mpi: the MPI datatype and op of the dfccl ones. MPI_DATATYPE_NULL where MPI has
+/* -A mpi: the MPI datatype and op of the dfccl ones. MPI_DATATYPE_NULL where MPI has
  * none (Open MPI 4.1 has no 16-bit floating point type). */
 static MPI_Datatype mpi_type(dfcclDataType_t t)
 {
@@ -675,32 +688,42 @@ static int parse_type(const char *s)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: mpirun -np N dfccl-bench [options]\n"
-            "  -b MINBYTES  smallest size in bytes (default 8; K, M, G suffixes: powers of 1024)\n"
-            "  -e MAXBYTES  largest size in bytes (default 64M)\n"
-            "  -f FACTOR    multiply the size by FACTOR between steps (default 2)\n"
+            "usage: mpirun -np N dfccl-bench [options]   (nccl-tests' flags where they exist)\n"
+            "  -b, --minbytes SIZE     smallest size in bytes (default 8; K, M, G: powers of 1024)\n"
+            "  -e, --maxbytes SIZE     largest size in bytes (default 64M)\n"
+            "  -f, --stepfactor N      multiply the size by N between steps (default 2)\n"
+            "  -i, --stepbytes SIZE    add SIZE between steps instead (not with -f)\n"
             "  -k COLL      allreduce (default), reduce_scatter, allgather, bcast, reduce, alltoall\n"
-            "  -d TYPE      float (default), half|float16, bfloat16, double, int8, uint8, int32,\n"
-            "               uint32, int64, uint64\n"
-            "  -o OP        sum (default), prod, max, min, band, bor, bxor (bitwise: integer types)\n"
-            "  -r ROOT      root of bcast and reduce (default 0)\n"
-            "  -w WARMUP    untimed iterations per size (default 5)\n"
-            "  -n ITERS     timed iterations per size (default 20; scaled down from 16 MiB)\n"
-            "  -c 0|1       check the result of every timed iteration (default 1)\n"
+            "  -d, --datatype TYPE     float (default), half|float16, bfloat16, double, int8, uint8,\n"
+            "               int32, uint32, int64, uint64, or all (each in turn)\n"
+            "  -o, --op OP  sum (default), prod, max, min, band, bor, bxor (bitwise: integer types),\n"
+            "               or all (each that the type takes, in turn)\n"
+            "  -r, --root ROOT         root of bcast and reduce (default 0), or all (each rank in turn)\n"
+            "  -w, --warmup_iters N    untimed iterations per size (default 5)\n"
+            "  -n, --iters N           timed iterations per size (default 20; scaled down from 16 MiB)\n"
+            "  -m, --agg_iters N       collectives per timed iteration, back to back, each waited for;\n"
+            "               the time is the iteration's divided by N (default 1)\n"
+            "  -a, --average 0|1|2|3   an iteration's time over the ranks: 0 rank 0's, 1 the mean,\n"
+            "               2 the fastest rank's, 3 the slowest rank's (default 3; nccl-tests: 1)\n"
+            "  -c, --check N           0: no check; otherwise check every timed iteration (default 1)\n"
+            "  -t, --nthreads 1        -g, --ngpus 1: nccl-tests' threads and GPUs per process; one\n"
+            "               rank per process here (start more with mpirun -np), so only 1\n"
+            "  -p, --parallel_init 0|1 accepted for nccl-tests' command lines: with one rank per\n"
+            "               process the ranks create their communicator in parallel already\n"
             "  -I 0|1       also time the in-place form (default 1)\n"
             "  -F FORMAT    text (default: nccl-tests' columns), csv (a header row, then one row a\n"
             "               size) or json (one object a size, one a line)\n"
-            "  -p           print dfccl statistics summed over ranks at the end\n"
+            "  -P, --stats  print dfccl statistics summed over ranks at the end\n"
             "  -s SYNC      before each timed call: mpi (default: MPI_Barrier), dfccl\n"
-            "               (dfcclBarrier on the benchmark's communicator; not with -a mpi) or none\n"
+            "               (dfcclBarrier on the benchmark's communicator; not with -A mpi) or none\n"
             "               (calls back to back): where MPI's barrier spins, it sets the time on\n"
             "               busy cores\n"
-            "  -m MEMORY    host (default: malloc, the CPU daemon) or device (cudaMalloc on the\n"
-            "               GPU of local rank modulo devices, the GPU daemon; filled and checked\n"
+            "  -B, --buffers MEMORY    host (default: malloc, the CPU daemon) or device (cudaMalloc on\n"
+            "               the GPU of local rank modulo devices, the GPU daemon; filled and checked\n"
             "               through cudaMemcpy outside the timed region)\n"
             "               (this build: %s)\n"
-            "  -a API       dfccl (default: dfcclAllReduce, ... on a dfccl communicator of all\n"
-            "               ranks) or mpi (MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather,\n"
+            "  -A, --api API           dfccl (default: dfcclAllReduce, ... on a dfccl communicator of\n"
+            "               all ranks) or mpi (MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather,\n"
             "               MPI_Bcast, MPI_Reduce, MPI_Alltoall on a duplicate of MPI_COMM_WORLD;\n"
             "               MPI_IN_PLACE in the in-place columns, alltoall's too; MPI_Bcast has one\n"
             "               buffer: out of place the root sends from its send buffer). Open MPI\n"
@@ -708,19 +731,19 @@ static void usage(FILE *f)
             "               its directory in --mca mca_base_component_path) dfccl takes device\n"
             "               buffers, and host buffers with --mca coll_dfccl_host_buffers 1; with\n"
             "               --mca coll ^dfccl, or no component, it times plain Open MPI. No half or\n"
-            "               bfloat16 (MPI has no such type), no -s dfccl, no -p; device buffers\n"
+            "               bfloat16 (MPI has no such type), no -s dfccl, no -P; device buffers\n"
             "               need the component or a CUDA-aware MPI\n"
-            "  -h           this help\n"
+            "  -h, --help   this help\n"
             "Sizes are bytes; times are microseconds (us), bandwidths GB/s (1e9 bytes/s).\n"
             "Columns: out of place, time is the median over iterations of the per-iteration\n"
-            "maximum over ranks, min(us) the minimum, p99(us) and max(us) the 99th percentile\n"
+            "time over ranks (-a), min(us) the minimum, p99(us) and max(us) the 99th percentile\n"
             "and the slowest; then in place, time, algbw, busbw and #wrong. #wrong counts wrong\n"
             "elements over ranks and iterations; the exit status is 1 when any is wrong, 2 on a\n"
             "bad option or an error.\n",
 #ifdef DFCCL_BENCH_CUDA
             "with CUDA"
 #else
-            "no CUDA, so -m device fails"
+            "no CUDA, so -B device fails"
 #endif
     );
 }
@@ -730,6 +753,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->minbytes = 8;
     o->maxbytes = 64u << 20;
     o->factor = 2;
+    o->stepbytes = 0;
+    o->all_types = o->all_ops = o->all_roots = 0;
+    o->agg = 1;
+    o->average = AVG_MAX;
     o->coll = C_ALLREDUCE;
     o->type = dfcclFloat32;
     o->op = dfcclSum;
@@ -744,9 +771,32 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->mem = MEM_HOST;
     o->api = API_DFCCL;
 
-    int c, v;
+    static const struct option longopts[] = {
+        {"minbytes", required_argument, 0, 'b'},
+        {"maxbytes", required_argument, 0, 'e'},
+        {"stepfactor", required_argument, 0, 'f'},
+        {"stepbytes", required_argument, 0, 'i'},
+        {"datatype", required_argument, 0, 'd'},
+        {"op", required_argument, 0, 'o'},
+        {"root", required_argument, 0, 'r'},
+        {"warmup_iters", required_argument, 0, 'w'},
+        {"iters", required_argument, 0, 'n'},
+        {"agg_iters", required_argument, 0, 'm'},
+        {"average", required_argument, 0, 'a'},
+        {"check", required_argument, 0, 'c'},
+        {"nthreads", required_argument, 0, 't'},
+        {"ngpus", required_argument, 0, 'g'},
+        {"parallel_init", required_argument, 0, 'p'},
+        {"stats", no_argument, 0, 'P'},
+        {"buffers", required_argument, 0, 'B'},
+        {"api", required_argument, 0, 'A'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    int c, v, step_f = 0, step_i = 0;
     opterr = 0;
-    while ((c = getopt(argc, argv, ":b:e:f:k:d:o:r:w:n:c:I:F:ps:m:a:h")) != -1) {
+    while ((c = getopt_long(argc, argv, ":b:e:f:i:k:d:o:r:w:n:m:a:c:t:g:p:I:F:Ps:B:A:h", longopts, NULL)) !=
+           -1) {
         switch (c) {
         case 'b':
             if (parse_size(optarg, &o->minbytes))
@@ -760,6 +810,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             if (parse_int(optarg, 2, 1 << 20, &v))
                 goto bad;
             o->factor = (size_t)v;
+            step_f = 1;
+            break;
+        case 'i':
+            if (parse_size(optarg, &o->stepbytes) || o->stepbytes == 0)
+                goto bad;
+            step_i = 1;
             break;
         case 'k':
             if ((v = lookup(optarg, coll_names, C_NUM)) < 0) {
@@ -777,17 +833,56 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             o->coll = (enum coll)v;
             break;
         case 'd':
+            if ((o->all_types = !strcmp(optarg, "all")))
+                break;
             if ((v = parse_type(optarg)) < 0)
                 goto bad;
             o->type = (dfcclDataType_t)v;
             break;
         case 'o':
+            if ((o->all_ops = !strcmp(optarg, "all")))
+                break;
             if ((v = lookup(optarg, op_names, dfcclNumOps)) < 0)
                 goto bad;
             o->op = (dfcclRedOp_t)v;
             break;
         case 'r':
+            if ((o->all_roots = !strcmp(optarg, "all")))
+                break;
             if (parse_int(optarg, 0, INT_MAX, &o->root))
+                goto bad;
+            break;
+        case 'm': /* before nccl-tests' meaning, -m chose the memory: say where that went */
+            if (!strcmp(optarg, "host") || !strcmp(optarg, "device")) {
+                if (g_rank == 0)
+                    fprintf(stderr, "dfccl-bench: -m is nccl-tests' --agg_iters; buffers: -B %s\n", optarg);
+                return -1;
+            }
+            if (parse_int(optarg, 1, 1000000, &o->agg))
+                goto bad;
+            break;
+        case 'a': /* before nccl-tests' meaning, -a chose the API */
+            if (!strcmp(optarg, "dfccl") || !strcmp(optarg, "mpi")) {
+                if (g_rank == 0)
+                    fprintf(stderr, "dfccl-bench: -a is nccl-tests' --average; the API: -A %s\n", optarg);
+                return -1;
+            }
+            if (parse_int(optarg, AVG_RANK0, AVG_MAX, &o->average))
+                goto bad;
+            break;
+        case 't':
+        case 'g':
+            if (parse_int(optarg, 1, 1, &v)) {
+                if (g_rank == 0)
+                    fprintf(stderr,
+                            "dfccl-bench: -%c %s: one rank per process (one thread, one GPU); start more "
+                            "ranks with mpirun -np\n",
+                            c, optarg);
+                return -1;
+            }
+            break;
+        case 'p':
+            if (parse_int(optarg, 0, 1, &v))
                 goto bad;
             break;
         case 'w':
@@ -799,8 +894,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                 goto bad;
             break;
         case 'c':
-            if (parse_int(optarg, 0, 1, &o->check))
+            if (parse_int(optarg, 0, INT_MAX, &v))
                 goto bad;
+            o->check = v > 0;
             break;
         case 'I':
             if (parse_int(optarg, 0, 1, &o->inplace))
@@ -816,7 +912,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             else
                 goto bad;
             break;
-        case 'p': o->stats = 1; break;
+        case 'P': o->stats = 1; break;
         case 's':
             if (!strcmp(optarg, "mpi"))
                 o->sync = SYNC_MPI;
@@ -827,12 +923,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             else
                 die("-s %s: expected mpi, dfccl or none", optarg);
             break;
-        case 'm':
+        case 'B':
             if ((v = lookup(optarg, mem_names, 2)) < 0)
                 goto bad;
             o->mem = v;
             break;
-        case 'a':
+        case 'A':
             if ((v = lookup(optarg, api_names, 2)) < 0)
                 goto bad;
             o->api = v;
@@ -843,11 +939,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             return 1;
         case ':':
             if (g_rank == 0)
-                fprintf(stderr, "dfccl-bench: option -%c needs an argument\n", optopt);
+                fprintf(stderr, "dfccl-bench: option %s needs an argument\n", argv[optind - 1]);
             return -1;
         default:
             if (g_rank == 0)
-                fprintf(stderr, "dfccl-bench: unknown option -%c\n", optopt);
+                fprintf(stderr, "dfccl-bench: unknown option %s\n", argv[optind - 1]);
             return -1;
         bad:
             if (g_rank == 0)
@@ -860,14 +956,21 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             fprintf(stderr, "dfccl-bench: unexpected argument '%s'\n", argv[optind]);
         return -1;
     }
+    if (step_f && step_i) {
+        if (g_rank == 0)
+            fprintf(stderr, "dfccl-bench: -f and -i both given: one way of stepping, please\n");
+        return -1;
+    }
+    if (step_i)
+        o->factor = 0;
     if (o->minbytes == 0)
-        o->minbytes = dfcclTypeSize(o->type);
+        o->minbytes = o->all_types ? 8 : dfcclTypeSize(o->type);
     if (o->maxbytes < o->minbytes) {
         if (g_rank == 0)
             fprintf(stderr, "dfccl-bench: -e %zu is smaller than -b %zu\n", o->maxbytes, o->minbytes);
         return -1;
     }
-    if (o->op >= dfcclBand && is_float_type(o->type)) {
+    if (!o->all_ops && !o->all_types && o->op >= dfcclBand && is_float_type(o->type)) {
         if (g_rank == 0)
             fprintf(stderr, "dfccl-bench: -o %s needs an integer type\n", op_names[o->op]);
         return -1;
@@ -876,29 +979,29 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     if (o->mem == MEM_DEVICE) {
         if (g_rank == 0)
             fprintf(stderr,
-                    "dfccl-bench: -m device: this dfccl-bench was built without CUDA (configure found "
-                    "no nvcc); only -m host works\n");
+                    "dfccl-bench: -B device: this dfccl-bench was built without CUDA (configure found "
+                    "no nvcc); only -B host works\n");
         return -1;
     }
 #endif
     if (o->api == API_MPI) {
         char why[160] = "";
-        if (mpi_type(o->type) == MPI_DATATYPE_NULL)
-            snprintf(why, sizeof why, "-d %s: MPI has no such type (use -a dfccl or another -d)",
+        if (!o->all_types && mpi_type(o->type) == MPI_DATATYPE_NULL)
+            snprintf(why, sizeof why, "-d %s: MPI has no such type (use -A dfccl or another -d)",
                      type_names[o->type]);
         else if (o->sync == SYNC_DFCCL)
-            snprintf(why, sizeof why, "-s dfccl needs a dfccl communicator, which -a mpi does not create");
+            snprintf(why, sizeof why, "-s dfccl needs a dfccl communicator, which -A mpi does not create");
         else if (o->stats)
-            snprintf(why, sizeof why, "-p reports the dfccl communicator, which -a mpi does not create");
-        else if (geometry(o->coll, o->maxbytes, dfcclTypeSize(o->type)).count > INT_MAX)
+            snprintf(why, sizeof why, "-P reports the dfccl communicator, which -A mpi does not create");
+        else if (geometry(o->coll, o->maxbytes, o->all_types ? 1 : dfcclTypeSize(o->type)).count > INT_MAX)
             snprintf(why, sizeof why, "-e %zu: a count over INT_MAX, MPI's limit", o->maxbytes);
         if (why[0]) {
             if (g_rank == 0)
-                fprintf(stderr, "dfccl-bench: -a mpi: %s\n", why);
+                fprintf(stderr, "dfccl-bench: -A mpi: %s\n", why);
             return -1;
         }
     }
-    if (o->root >= g_nranks) {
+    if (!o->all_roots && o->root >= g_nranks) {
         if (g_rank == 0)
             fprintf(stderr, "dfccl-bench: -r %d but only %d ranks\n", o->root, g_nranks);
         return -1;
@@ -923,7 +1026,7 @@ static void scaled_iters(const struct opts *o, size_t bytes, int *warm, int *ite
 }
 
 /* One pass's buffers: out of place the two buffers; in place where dfccl.h puts the
- * input inside the output, or for -a mpi where MPI_IN_PLACE has it. 0: the
+ * input inside the output, or for -A mpi where MPI_IN_PLACE has it. 0: the
  * collective has no in-place form. */
 static int pass_bufs(const struct opts *o, const struct geom *g, int inplace, char *sendbuf, char *recvbuf,
                      char **s, char **r)
@@ -959,7 +1062,7 @@ struct pass {
     int ran;                   /* 0: no in-place form */
 };
 
-/* What the timed calls run on: a dfccl communicator or (-a mpi) an MPI one. */
+/* What the timed calls run on: a dfccl communicator or (-A mpi) an MPI one. */
 struct target {
     dfcclComm_t comm;
     MPI_Comm mc;
@@ -995,6 +1098,18 @@ static void load_send(const struct opts *o, const struct geom *g, char *s, const
         buf_put(o->mem, s, h->send_img, g->send_elems * dfcclTypeSize(o->type));
 }
 
+/* Wrong elements of the receive buffer r against the reference. */
+static uint64_t check_result(const struct opts *o, const struct geom *g, char *r, const struct scratch *h)
+{
+    const size_t tsize = dfcclTypeSize(o->type);
+    const void *got = r;
+    if (o->mem == MEM_DEVICE) {
+        buf_get(o->mem, h->recv_img, r, g->recv_elems * tsize);
+        got = h->recv_img;
+    }
+    return count_wrong(got, h->expected, g->recv_elems, tsize);
+}
+
 /* Warm-up and timed iterations of one size, out of place or in place. */
 static struct pass measure(const struct opts *o, const struct target *t, const struct geom *g, int inplace,
                            char *sendbuf, char *recvbuf, int have_ref, const struct scratch *h)
@@ -1013,9 +1128,12 @@ static struct pass measure(const struct opts *o, const struct target *t, const s
     buf_settle(o->mem);
     for (int w = 0; w < warm; w++)
         run_coll(o, t, s, r, g->count, inplace);
+    /* -m N in place: each call reduces the previous one's result, so the timed iterations
+     * go unchecked and one more call, untimed, is checked afterwards */
+    const int check_each = have_ref && (o->agg == 1 || !aliased);
     uint64_t wrong = 0;
     for (int it = 0; it < iters; it++) {
-        if (have_ref) { /* poison the output; in place, the input goes back over it */
+        if (check_each) { /* poison the output; in place, the input goes back over it */
             buf_set(o->mem, r, 0xA5, g->recv_elems * tsize);
             if (aliased)
                 load_send(o, g, s, h);
@@ -1029,19 +1147,35 @@ static struct pass measure(const struct opts *o, const struct target *t, const s
                 die("dfcclBarrier: %s", dfcclGetLastError());
         }
         double t0 = MPI_Wtime();
-        run_coll(o, t, s, r, g->count, inplace);
-        h->times[it] = MPI_Wtime() - t0;
-        if (have_ref) {
-            const void *got = r;
-            if (o->mem == MEM_DEVICE) {
-                buf_get(o->mem, h->recv_img, r, g->recv_elems * tsize);
-                got = h->recv_img;
-            }
-            wrong += count_wrong(got, h->expected, g->recv_elems, tsize);
-        }
+        for (int a = 0; a < o->agg; a++)
+            run_coll(o, t, s, r, g->count, inplace);
+        h->times[it] = (MPI_Wtime() - t0) / o->agg;
+        if (check_each)
+            wrong += check_result(o, g, r, h);
     }
+    if (have_ref && !check_each) {
+        buf_set(o->mem, r, 0xA5, g->recv_elems * tsize);
+        load_send(o, g, s, h);
+        buf_settle(o->mem);
+        MPI_Barrier(MPI_COMM_WORLD);
+        run_coll(o, t, s, r, g->count, inplace);
+        wrong += check_result(o, g, r, h);
+    }
+    /* an iteration's time over the ranks (-a) */
     double *maxtimes = h->maxtimes;
-    MPI_Allreduce(h->times, maxtimes, iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (o->average == AVG_RANK0) {
+        memcpy(maxtimes, h->times, sizeof(double) * (size_t)iters);
+        MPI_Bcast(maxtimes, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    } else {
+        MPI_Allreduce(h->times, maxtimes, iters, MPI_DOUBLE,
+                      o->average == AVG_MIN   ? MPI_MIN
+                      : o->average == AVG_MAX ? MPI_MAX
+                                              : MPI_SUM,
+                      MPI_COMM_WORLD);
+        if (o->average == AVG_MEAN)
+            for (int it = 0; it < iters; it++)
+                maxtimes[it] /= g_nranks;
+    }
     MPI_Allreduce(&wrong, &res.wrong, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     res.min = maxtimes[0];
     for (int it = 1; it < iters; it++)
@@ -1071,15 +1205,17 @@ static void print_row(const struct opts *o, const struct geom *g, const char *re
             printf("%.3f,%.4f,%.4f,%s,", ip->med * 1e6, ib, ibus, iw);
         else
             printf(",,,N/A,");
-        printf("%s,%s\n", mem_names[o->mem], api_names[o->api]);
+        printf("%s,%s,%s,%d,%s\n", mem_names[o->mem], api_names[o->api], coll_names[o->coll], g_nranks,
+               g_engine);
     } else if (o->format == FMT_JSON) {
         printf(
             "{\"collective\": \"%s\", \"size_bytes\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": "
-            "\"%s\", \"root\": %d, \"ranks\": %d, \"memory\": \"%s\", \"api\": \"%s\", \"out_of_place\": "
+            "\"%s\", \"root\": %d, \"ranks\": %d, \"memory\": \"%s\", \"api\": \"%s\", \"engine\": \"%s\", "
+            "\"out_of_place\": "
             "{\"time_us\": %.3f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, \"wrong\": %s, \"min_us\": %.3f, "
             "\"p99_us\": %.3f, \"max_us\": %.3f}, \"in_place\": ",
             coll_names[o->coll], g->size_bytes, g->count, type_names[o->type], redop, root, g_nranks,
-            mem_names[o->mem], api_names[o->api], op->med * 1e6, ob, obus, o->check ? ow : "null",
+            mem_names[o->mem], api_names[o->api], g_engine, op->med * 1e6, ob, obus, o->check ? ow : "null",
             op->min * 1e6, op->p99 * 1e6, op->max * 1e6);
         if (ip->ran)
             printf("{\"time_us\": %.3f, \"algbw_gbs\": %.4f, \"busbw_gbs\": %.4f, \"wrong\": %s}}\n",
@@ -1105,7 +1241,7 @@ static void print_row(const struct opts *o, const struct geom *g, const char *re
 }
 
 /* Whether Open MPI's dfccl coll component is mapped into this process: loaded is not
- * selected (priority, coll_dfccl_host_buffers), but without it -a mpi is plain Open MPI. */
+ * selected (priority, coll_dfccl_host_buffers), but without it -A mpi is plain Open MPI. */
 static int dfccl_component_loaded(void)
 {
     FILE *f = fopen("/proc/self/maps", "r");
@@ -1117,6 +1253,25 @@ static int dfccl_component_loaded(void)
         found = strstr(line, "mca_coll_dfccl") != NULL;
     fclose(f);
     return found;
+}
+
+/* A yes of Open MPI's boolean parameter words, as the component reads them. */
+static int mca_true(const char *v)
+{
+    return v && (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"));
+}
+
+/* -A mpi: whether dfccl's component takes the calls. Loaded, enabled, and given device
+ * buffers, or host buffers with coll_dfccl_host_buffers (mpirun --mca X passes
+ * OMPI_MCA_X to the processes). Otherwise Open MPI's own components run them. */
+static const char *mpi_engine(const struct opts *o)
+{
+    const char *en = getenv("OMPI_MCA_coll_dfccl_enable");
+    if (dfccl_component_loaded() <= 0 || (en && !mca_true(en)))
+        return "openmpi";
+    if (o->mem == MEM_DEVICE || mca_true(getenv("OMPI_MCA_coll_dfccl_host_buffers")))
+        return "dfccl";
+    return "openmpi";
 }
 
 /* Whether MPI itself takes device pointers (Open MPI's CUDA extension). */
@@ -1134,8 +1289,10 @@ static void print_header(const struct opts *o, const char *device)
     if (g_rank != 0)
         return;
     if (o->format == FMT_CSV) {
-        printf("size_bytes,count,type,redop,root,time_us,algbw_gbs,busbw_gbs,wrong,min_us,p99_us,max_us,"
-               "inplace_time_us,inplace_algbw_gbs,inplace_busbw_gbs,inplace_wrong,memory,api\n");
+        printf(
+            "size_bytes,count,type,redop,root,time_us,algbw_gbs,busbw_gbs,wrong,min_us,p99_us,max_us,"
+            "inplace_time_us,inplace_algbw_gbs,inplace_busbw_gbs,inplace_wrong,memory,api,collective,ranks,"
+            "engine\n");
         return;
     }
     if (o->format == FMT_JSON)
@@ -1146,8 +1303,11 @@ static void print_header(const struct opts *o, const char *device)
     gethostname(host, sizeof host - 1);
     printf("# dfccl-bench: dfccl %d.%d.%d, %d ranks, host %s\n", version / 10000, version / 100 % 100,
            version % 100, g_nranks, host);
-    printf("# collective %s, type %s, op %s, root %d\n", coll_names[o->coll], type_names[o->type],
-           op_names[o->op], o->root);
+    char rootw[16];
+    snprintf(rootw, sizeof rootw, "%d", o->root);
+    printf("# collective %s, type %s, op %s, root %s\n", coll_names[o->coll],
+           o->all_types ? "all" : type_names[o->type], o->all_ops ? "all" : op_names[o->op],
+           o->all_roots ? "all" : rootw);
     if (o->mem == MEM_DEVICE)
         printf("# memory device (cudaMalloc; rank 0: %s), api %s\n", device, api_names[o->api]);
     else
@@ -1160,9 +1320,17 @@ static void print_header(const struct opts *o, const char *device)
                : loaded == 0 ? "not loaded: plain Open MPI"
                              : "(unknown)");
     }
-    printf("# minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %d iters: %d "
-           "(scaled down from 16 MiB) check: %d\n",
-           o->minbytes, o->maxbytes, o->factor, o->warmup, o->iters, o->check);
+    printf("# engine %s\n", strcmp(g_engine, "dfccl") ? "openmpi (plain Open MPI runs the calls)"
+                            : o->api == API_MPI       ? "dfccl (through its Open MPI component)"
+                                                      : "dfccl (native API)");
+    if (o->factor)
+        printf("# minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %d iters: %d agg iters: %d "
+               "(scaled down from 16 MiB) check: %d\n",
+               o->minbytes, o->maxbytes, o->factor, o->warmup, o->iters, o->agg, o->check);
+    else
+        printf("# minBytes %zu maxBytes %zu step: %zu(bytes) warmup iters: %d iters: %d agg iters: %d "
+               "(scaled down from 16 MiB) check: %d\n",
+               o->minbytes, o->maxbytes, o->stepbytes, o->warmup, o->iters, o->agg, o->check);
     const char *pre = getenv("DFCCL_PREEMPT");
     printf("# env DFCCL_PREEMPT=%s\n", pre ? pre : "(unset: default 1)");
     const char *cs = getenv("DFCCL_CHUNK_SIZE");
@@ -1179,8 +1347,9 @@ static void print_header(const struct opts *o, const char *device)
     printf("# sync before each timed call: %s\n", o->sync == SYNC_MPI     ? "MPI_Barrier"
                                                   : o->sync == SYNC_DFCCL ? "dfcclBarrier"
                                                                           : "none (back to back)");
-    printf("# time: median over iterations of the slowest rank;"
-           " min(us): fastest iteration; p99(us), max(us): the same order statistics\n");
+    printf("# time: median over iterations of %s (-a %d);"
+           " min(us): fastest iteration; p99(us), max(us): the same order statistics\n",
+           average_names[o->average], o->average);
     printf("# #wrong: wrong elements, summed over ranks and checked iterations\n");
     printf("#\n");
     printf("# %10s %12s %8s %6s %6s %44s   %32s\n", "", "", "", "", "", "out-of-place", "in-place");
@@ -1190,6 +1359,45 @@ static void print_header(const struct opts *o, const char *device)
     printf("# %10s %12s %8s %6s %6s %8s %8s %8s %7s %8s %8s %8s %8s %8s %8s %7s\n", "(B)", "(elements)", "",
            "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(us)", "(GB/s)", "(GB/s)", "");
     fflush(stdout);
+}
+
+/* Every size of one type, op and root. */
+static void run_sizes(const struct opts *o, const struct target *tgt, char *sendbuf, char *recvbuf,
+                      const struct scratch *h, uint64_t *total_wrong, double *bw_sum, int *bw_n)
+{
+    const size_t tsize = dfcclTypeSize(o->type);
+    const char *redop = (o->coll == C_ALLREDUCE || o->coll == C_REDUCE_SCATTER || o->coll == C_REDUCE)
+                            ? op_names[o->op]
+                            : "none";
+    const int root = (o->coll == C_BCAST || o->coll == C_REDUCE) ? o->root : -1;
+    for (size_t bytes = o->minbytes; bytes <= o->maxbytes;) {
+        struct geom g = geometry(o->coll, bytes, tsize);
+        if (g.count == 0) {
+            if (g_rank == 0) /* a comment line in text; CSV and JSON rows stay alone on stdout */
+                fprintf(o->format == FMT_TEXT ? stdout : stderr,
+                        "# %zu B: fewer than one %s per rank, skipped\n", bytes, type_names[o->type]);
+        } else {
+            int have_ref = o->check ? fill_expected(o, h->expected, &g) : 0;
+            struct pass op = measure(o, tgt, &g, 0, sendbuf, recvbuf, have_ref, h);
+            struct pass ip = {0};
+            if (o->inplace)
+                ip = measure(o, tgt, &g, 1, sendbuf, recvbuf, have_ref, h);
+            *total_wrong += op.wrong + ip.wrong;
+            *bw_sum += (double)g.size_bytes / 1e9 / op.med * bus_factor(o->coll, g_nranks);
+            ++*bw_n;
+            if (g_rank == 0)
+                print_row(o, &g, redop, root, &op, &ip);
+        }
+        if (o->factor) {
+            if (bytes > o->maxbytes / o->factor)
+                break;
+            bytes *= o->factor;
+        } else {
+            if (bytes > o->maxbytes - o->stepbytes)
+                break;
+            bytes += o->stepbytes;
+        }
+    }
 }
 
 int main(int argc, char **argv)
@@ -1207,11 +1415,23 @@ int main(int argc, char **argv)
         return pr < 0 ? 2 : 0;
     }
 
-    size_t tsize = dfcclTypeSize(o.type);
+    /* what -d all, -o all and -r all run, one after the other */
+    dfcclDataType_t types[dfcclNumTypes];
+    int ntypes = 0;
+    for (int t = 0; t < dfcclNumTypes; t++)
+        if (o.all_types ? o.api != API_MPI || mpi_type((dfcclDataType_t)t) != MPI_DATATYPE_NULL
+                        : t == (int)o.type)
+            types[ntypes++] = (dfcclDataType_t)t;
+    const int reducing = o.coll == C_ALLREDUCE || o.coll == C_REDUCE_SCATTER || o.coll == C_REDUCE;
+    const int rooted = o.coll == C_BCAST || o.coll == C_REDUCE;
+    size_t tsize = 0; /* the largest type's size: the buffers fit every type */
+    for (int i = 0; i < ntypes; i++)
+        if (dfcclTypeSize(types[i]) > tsize)
+            tsize = dfcclTypeSize(types[i]);
     if (tsize == 0)
         die("dfcclTypeSize(%s) returned 0", type_names[o.type]);
 
-    /* -m device -a mpi with nothing in MPI that takes device pointers: refused rather
+    /* -B device -A mpi with nothing in MPI that takes device pointers: refused rather
      * than crashing in Open MPI's host code. */
     if (o.mem == MEM_DEVICE && o.api == API_MPI) {
         int unable = dfccl_component_loaded() == 0 && !mpi_cuda_aware(), any;
@@ -1219,14 +1439,14 @@ int main(int argc, char **argv)
         if (any) {
             if (g_rank == 0)
                 fprintf(stderr,
-                        "dfccl-bench: -m device -a mpi: Open MPI's coll component dfccl is not loaded and "
+                        "dfccl-bench: -B device -A mpi: Open MPI's coll component dfccl is not loaded and "
                         "this MPI is not CUDA-aware (it would read device buffers as host memory)\n");
             MPI_Finalize();
             return 2;
         }
     }
 
-    /* -m device without a usable GPU: one message (the lowest failing rank's) and
+    /* -B device without a usable GPU: one message (the lowest failing rank's) and
      * exit status 2 on every rank, as for a bad option. */
     char device[256] = "";
     if (o.mem == MEM_DEVICE) {
@@ -1241,7 +1461,7 @@ int main(int argc, char **argv)
         }
     }
 
-    /* -a mpi creates no dfccl communicator: its daemon would share the cores with
+    /* -A mpi creates no dfccl communicator: its daemon would share the cores with
      * the MPI being timed. */
     struct target tgt = {NULL, MPI_COMM_NULL};
     if (o.api == API_MPI) {
@@ -1251,12 +1471,20 @@ int main(int argc, char **argv)
         DFCHECK(dfcclCommInitMPI(&tgt.comm, MPI_COMM_WORLD));
     }
 
+    if (o.api == API_MPI)
+        g_engine = mpi_engine(&o);
     print_header(&o, device);
 
     /* Buffers sized for the largest step. */
-    struct geom gmax = geometry(o.coll, o.maxbytes, tsize);
-    size_t alloc_send = (gmax.send_elems ? gmax.send_elems : 1) * tsize;
-    size_t alloc_recv = (gmax.recv_elems ? gmax.recv_elems : 1) * tsize;
+    size_t alloc_send = tsize, alloc_recv = tsize;
+    for (int i = 0; i < ntypes; i++) {
+        const size_t ts = dfcclTypeSize(types[i]);
+        const struct geom gmax = geometry(o.coll, o.maxbytes, ts);
+        if (gmax.send_elems * ts > alloc_send)
+            alloc_send = gmax.send_elems * ts;
+        if (gmax.recv_elems * ts > alloc_recv)
+            alloc_recv = gmax.recv_elems * ts;
+    }
     const int dev = o.mem == MEM_DEVICE;
     void *sendbuf = buf_alloc(o.mem, alloc_send);
     void *recvbuf = buf_alloc(o.mem, alloc_recv);
@@ -1273,36 +1501,23 @@ int main(int argc, char **argv)
             mem_names[o.mem]);
     buf_set(o.mem, recvbuf, 0, alloc_recv);
 
-    const char *redop =
-        (o.coll == C_ALLREDUCE || o.coll == C_REDUCE_SCATTER || o.coll == C_REDUCE) ? op_names[o.op] : "none";
-    int root = (o.coll == C_BCAST || o.coll == C_REDUCE) ? o.root : -1;
-
     uint64_t total_wrong = 0;
     double bw_sum = 0;
     int bw_n = 0;
 
-    for (size_t bytes = o.minbytes; bytes <= o.maxbytes;) {
-        struct geom g = geometry(o.coll, bytes, tsize);
-        if (g.count == 0) {
-            if (g_rank == 0) /* a comment line in text; CSV and JSON rows stay alone on stdout */
-                fprintf(o.format == FMT_TEXT ? stdout : stderr,
-                        "# %zu B: fewer than one %s per rank, skipped\n", bytes, type_names[o.type]);
-        } else {
-            int have_ref = o.check ? fill_expected(&o, h.expected, &g) : 0;
-            struct pass op = measure(&o, &tgt, &g, 0, sendbuf, recvbuf, have_ref, &h);
-            struct pass ip = {0};
-            if (o.inplace)
-                ip = measure(&o, &tgt, &g, 1, sendbuf, recvbuf, have_ref, &h);
-            total_wrong += op.wrong + ip.wrong;
-            bw_sum += (double)g.size_bytes / 1e9 / op.med * bus_factor(o.coll, g_nranks);
-            bw_n++;
-            if (g_rank == 0)
-                print_row(&o, &g, redop, root, &op, &ip);
-        }
-        if (bytes > o.maxbytes / o.factor)
-            break;
-        bytes *= o.factor;
-    }
+    for (int ti = 0; ti < ntypes; ti++)
+        for (int op = 0; op < dfcclNumOps; op++)
+            for (int root = 0; root < g_nranks; root++) {
+                if (o.all_ops && reducing ? op >= dfcclBand && is_float_type(types[ti]) : op != (int)o.op)
+                    continue;
+                if (o.all_roots && rooted ? 0 : root != o.root)
+                    continue;
+                struct opts oo = o;
+                oo.type = types[ti];
+                oo.op = (dfcclRedOp_t)op;
+                oo.root = root;
+                run_sizes(&oo, &tgt, sendbuf, recvbuf, &h, &total_wrong, &bw_sum, &bw_n);
+            }
 
     if (g_rank == 0 && o.format == FMT_TEXT) {
         if (o.check)

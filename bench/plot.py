@@ -7,9 +7,12 @@
 Inputs (the format is recognised line by line, so logs with mpirun's chatter mixed in
 are fine, and one file may hold several runs):
   - dfccl-bench output: its default text table (nccl-tests' columns), -F csv (a header
-    row, then one row a size) or -F json (one object a line), with or without the memory
-    and api of -m and -a. Series: out-of-place and in-place. Text and json name the
-    collective and the rank count; csv does not.
+    row, then one row a size) or -F json (one object a line). Series: out-of-place and
+    in-place, labelled with what ran them: "dfccl" (the native API), "MPI through dfccl"
+    (-A mpi with dfccl's Open MPI component taking the calls) or "plain MPI" (Open MPI's
+    own components), as the output's engine field says. Text, json and the newer csv
+    (its collective, ranks and engine columns) name the collective and the rank count;
+    an older csv without them gives figures named after the file alone.
   - gpu_bench output (bench/gpu_bench.sh's log): blocks that start with a
     "# gpu_bench: COLL float32 ..., N ranks, ..., DFCCL_PREEMPT=P" line. Series: dfccl,
     and NCCL, staged MPI and MPI_* through dfccl where the block has those columns; the
@@ -21,8 +24,9 @@ Outputs, in DIR (default: the current directory), SVG (PNG with --png), per coll
   NAME-latency.svg   time per call against size
   NAME-busbw.svg     bus bandwidth (nccl-tests' busbw) against size
   NAME-traffic.svg   gpu_bench only: dfccl's device-memory traffic against the copy rate
-NAME is the input file's name without its extension (with several files, "plot"),
-then the collective (and type and op where one collective comes with several). Axes
+NAME is the name of the input file the figure's runs come from, without its extension
+("plot" where they come from several files), then the collective where the input names
+it (and type and op where one collective comes with several). Axes
 are log-log; one line per series, its colour the run's rank count (and file, with
 several files), dashed where preemption was off.
 
@@ -56,7 +60,11 @@ BENCH_TEXT_HEADER = ("size count type redop root time algbw busbw #wrong min p99
 BENCH_CSV_HEADER = ("size_bytes,count,type,redop,root,time_us,algbw_gbs,busbw_gbs,wrong,min_us,"
                     "p99_us,max_us,inplace_time_us,inplace_algbw_gbs,inplace_busbw_gbs,"
                     "inplace_wrong").split(",")
-BENCH_CSV_MEM_API = ["memory", "api"]  # the last two columns, where dfccl-bench has -m and -a
+BENCH_CSV_MEM_API = ["memory", "api"]  # columns 17-18, where dfccl-bench has -B and -A
+# columns 19-21 (newer dfccl-bench): what the run was, and what ran the calls (dfccl, or
+# plain Open MPI under -A mpi)
+BENCH_CSV_RUN = ["collective", "ranks", "engine"]
+BENCH_ENGINE_RE = re.compile(r"engine (\S+)")
 BENCH_RUN_RE = re.compile(r"dfccl-bench: dfccl \S+, (\d+) ranks, host (\S*)")
 BENCH_COLL_RE = re.compile(r"collective (\S+), type (\S+), op (\S+), root")
 BENCH_PREEMPT_RE = re.compile(r"env DFCCL_PREEMPT=(.*)")
@@ -100,6 +108,16 @@ def warn(msg):
     print(f"{PROG}: warning: {msg}", file=sys.stderr)
 
 
+def bench_api_words(b):
+    """What a dfccl-bench run timed, in words a legend can show: the native API, MPI
+    through dfccl's component, or plain MPI (Open MPI's own components)."""
+    if b.api == "dfccl" or (b.api is None and b.engine == "dfccl"):
+        return "dfccl"
+    if b.api == "mpi":
+        return {"dfccl": "MPI through dfccl", "openmpi": "plain MPI"}.get(b.engine, "MPI")
+    return b.api or ""
+
+
 class Block:
     """One run of one benchmark: its settings and, per series, (bytes, time_us, busbw)."""
 
@@ -107,7 +125,8 @@ class Block:
         self.path, self.line, self.tool = path, line, tool
         self.collective = self.dtype = self.op = None
         self.ranks = self.preempt = self.machine = self.copy_rate = None
-        self.memory = self.api = None  # dfccl-bench -m (host, device) and -a (dfccl, mpi)
+        self.memory = self.api = None  # dfccl-bench -B (host, device) and -A (dfccl, mpi)
+        self.engine = None  # dfccl-bench: dfccl or openmpi (plain Open MPI ran the MPI calls)
         self.series = {}   # name -> [(bytes, time_us, busbw GB/s or None)]
         self.traffic = []  # [(bytes, traffic GB/s)], gpu_bench's dfccl only
         self.json_key = None  # dfccl-bench json: (collective, type, redop, ranks, memory, api)
@@ -148,6 +167,10 @@ def bench_row(block, fields, where, columns):
                          f"{len(columns)} ({' '.join(columns)})")
     if len(fields) > len(BENCH_CSV_HEADER):
         block.memory, block.api = block.memory or fields[16], block.api or fields[17]
+    if len(fields) > len(BENCH_CSV_HEADER) + len(BENCH_CSV_MEM_API):
+        block.collective = block.collective or fields[18]
+        block.ranks = block.ranks or number(fields[19], where, "ranks", int)
+        block.engine = block.engine or fields[20]
     nbytes = number(fields[0], where, "size", int)
     block.dtype = block.dtype or TYPE_NAMES.get(fields[2], fields[2])
     block.op = block.op or (fields[3] if fields[3] != "none" else None)
@@ -165,7 +188,7 @@ def json_row(obj, where):
     """One dfccl-bench -F json line: (key of its run, size, {series: (time, busbw)})."""
     try:
         key = (obj["collective"], obj["type"], obj["redop"], int(obj["ranks"]), obj.get("memory"),
-               obj.get("api"))
+               obj.get("api"), obj.get("engine"))
         nbytes = int(obj["size_bytes"])
         out = {}
         for name, field in (("out-of-place", "out_of_place"), ("in-place", "in_place")):
@@ -217,7 +240,7 @@ def parse_file(path):
         block = Block(path, lineno, tool)
         if like is not None:  # a second table in one run: the same settings
             for a in ("collective", "dtype", "op", "ranks", "preempt", "machine", "copy_rate", "memory",
-                      "api"):
+                      "api", "engine"):
                 setattr(block, a, getattr(like, a))
         blocks.append(block)
         return block
@@ -271,6 +294,10 @@ def parse_file(path):
                     if gpu:
                         block.machine += f", {gpu.group(1)}"
                     continue
+                m = BENCH_ENGINE_RE.match(body)
+                if m:
+                    block.engine = m.group(1)
+                    continue
                 m = BENCH_PREEMPT_RE.match(body)
                 if m:
                     v = m.group(1)
@@ -303,7 +330,7 @@ def parse_file(path):
                     or nbytes <= last):
                 b = new_block(lineno, "dfccl-bench json")
                 b.json_key = key
-                b.collective, b.ranks, b.memory, b.api = key[0], key[3], key[4], key[5]
+                b.collective, b.ranks, b.memory, b.api, b.engine = key[0], key[3], key[4], key[5], key[6]
                 b.dtype = TYPE_NAMES.get(key[1], key[1])
                 b.op = key[2] if key[2] != "none" else None
             for name, (us, busbw) in parts.items():
@@ -312,7 +339,8 @@ def parse_file(path):
             continue
         if line.startswith("size_bytes,"):
             header = line.split(",")
-            if header in (BENCH_CSV_HEADER, BENCH_CSV_HEADER + BENCH_CSV_MEM_API):
+            if header in (BENCH_CSV_HEADER, BENCH_CSV_HEADER + BENCH_CSV_MEM_API,
+                          BENCH_CSV_HEADER + BENCH_CSV_MEM_API + BENCH_CSV_RUN):
                 new_block(lineno, "dfccl-bench csv")
                 table = tuple(header)
             else:
@@ -406,8 +434,8 @@ class Figures:
         if self.several_files:
             parts.append(os.path.basename(b.path))
         parts.append(f"{b.ranks} ranks" if b.ranks else "ranks unknown")
-        if b.api or b.memory:  # dfccl-bench -a and -m
-            api = {"dfccl": "dfccl", "mpi": "MPI"}.get(b.api, b.api or "")
+        if b.api or b.memory:  # dfccl-bench -A and -B
+            api = bench_api_words(b)
             parts.append(" on ".join(w for w in (api, f"{b.memory} buffers" if b.memory else "") if w))
         return ", ".join(parts)
 
@@ -620,13 +648,16 @@ def main(argv=None):
             raise InputError(f"cannot create {args.out}: {e.strerror}") from None
 
         several = len(args.files) > 1
-        stem = os.path.splitext(os.path.basename(args.files[0]))[0] if not several else "plot"
         groups = {}
         for b in blocks:
             groups.setdefault((b.collective, b.dtype, b.op), []).append(b)
         colls = [k[0] for k in groups]
         for (coll, dtype, op), bs in groups.items():
-            name = f"{stem}-{coll or 'unknown'}"
+            # named after its input file where it comes from one (else "plot"), then the
+            # collective where the input says it (an older dfccl-bench csv does not)
+            paths = {b.path for b in bs}
+            stem = os.path.splitext(os.path.basename(bs[0].path))[0] if len(paths) == 1 else "plot"
+            name = "-".join(w for w in (stem, coll) if w)
             if colls.count(coll) > 1:
                 name += "-" + "-".join(w for w in (dtype, op) if w)
             figs = Figures(plt, ticker, bs, several, args)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,9 +79,16 @@ static int64_t gap_at(const gap_t *g, size_t n, uint64_t t)
     return b - g[lo - 1].bucket <= g[lo].bucket - b ? g[lo - 1].gap : g[lo].gap;
 }
 
+/* file_closed: the exit handler has ended the JSON array ("\n]\n" at the end of the file);
+ * exit_seen: the exit handler ran (a later flush ends the array again). */
+static int file_closed, exit_seen;
+
+static void trace_close_file(void);
+
 static void flush_at_exit(void)
 {
     eng_trace_flush();
+    trace_close_file();
 }
 
 static void trace_init(void)
@@ -260,7 +268,13 @@ void eng_trace_flush(void)
     char path[600];
     snprintf(path, sizeof path, "%s.%d.json", prefix, (int)getpid());
     /* appended to across flushes: the file is a JSON array of events, which the Chrome
-     * format accepts without its closing bracket */
+     * format accepts without its closing bracket; the exit handler closes it, and events
+     * flushed after that (a thread still completing during exit) reopen it */
+    if (file_closed) {
+        struct stat st;
+        if (stat(path, &st) == 0 && st.st_size >= 3 && truncate(path, st.st_size - 3) == 0)
+            file_closed = 0;
+    }
     char why[700];
     FILE *f = eng_open_private(path, why, sizeof why);
     if (!f) {
@@ -326,5 +340,26 @@ void eng_trace_flush(void)
     fclose(f);
     free(recs_out);
     free(g);
+    pthread_mutex_unlock(&file_lock);
+    if (exit_seen)
+        trace_close_file();
+}
+
+/* Ends the array at normal exit, so that json.load and jq read the file as it is. */
+static void trace_close_file(void)
+{
+    pthread_mutex_lock(&file_lock);
+    exit_seen = 1;
+    char path[600];
+    snprintf(path, sizeof path, "%s.%d.json", prefix, (int)getpid());
+    struct stat st;
+    if (!file_closed && stat(path, &st) == 0 && st.st_size > 0) {
+        char why[700];
+        FILE *f = eng_open_private(path, why, sizeof why);
+        if (f) {
+            fputs("\n]\n", f);
+            file_closed = fclose(f) == 0;
+        }
+    }
     pthread_mutex_unlock(&file_lock);
 }

@@ -2,7 +2,10 @@
 /*
  * allreduce_minimal: the smallest complete dfccl program.
  *
- *   mpicc -std=c11 allreduce_minimal.c $(pkg-config --cflags --libs dfccl) -o allreduce_minimal
+ * Build and run it (PKG_CONFIG_PATH=PREFIX/lib/pkgconfig where dfccl went to a PREFIX of
+ * your own; the rpath lets the program find libdfccl without LD_LIBRARY_PATH):
+ *
+ *   mpicc -std=c11 allreduce_minimal.c $(pkg-config --cflags --libs dfccl) -Wl,-rpath,$(pkg-config --variable=libdir dfccl) -o allreduce_minimal
  *   mpirun -np 4 ./allreduce_minimal
  */
 #include <stdio.h>

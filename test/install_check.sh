@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# The C API as a user gets it: `configure --prefix=P && make install` (a separate build,
-# no CUDA), then the README's own build line, read from README.md and run as written
-# with PKG_CONFIG_PATH=P/lib/pkgconfig, on the complete example
-# examples/allreduce_minimal.c, then that program on 2 ranks without LD_LIBRARY_PATH
-# (the rpath of the build line must find the library). Also what `make install` puts in
+# dfccl as a user gets it from the README: every code block of README.md, run as written
+# in order (the ```c block saved as app.c, as the README says): `./quickstart demo` (whose
+# expected deadlock must read calmly: no error line or Open MPI notice before "demo OK";
+# `./quickstart test` is the run this script is part of), the Install block (PREFIX =
+# BUILD_DIR/prefix, CONFIGURE_FLAGS=--without-cuda: a separate build, no CUDA), the mpirun
+# recipe (dfccl's component loaded and running MPI_Allreduce), the C API program built
+# and run on 2 ranks without LD_LIBRARY_PATH (the rpath must find the library), the
+# installed examples built with their own line, and the tools. Then what happens with a
+# wrong component path (docs/usage.md). Also what `make install` puts in
 # P: the library, its headers, pkg-config file, the component, and the man pages (each
 # naming every option its program's help lists). And bench/plot.py on dfccl-bench's csv,
 # where a python3 with matplotlib is found (else a SKIP line).
 # One line per case, "PASS: ..." / "FAIL: ..." (or "SKIP: ..."), and "N passed, N failed"
 # at the end.
 #
-# usage: install_check.sh BUILD_DIR      (configured, built and installed here)
+# usage: install_check.sh build-install   (the README's build directory, under the source tree)
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-B=${1:?usage: install_check.sh BUILD_DIR}
+B=${1:?usage: install_check.sh build-install}
 mkdir -p "$B" && B=$(cd "$B" && pwd)
+if [ "$B" != "$SRC/build-install" ]; then
+    echo "install_check.sh: the README builds in $SRC/build-install; give that directory" >&2
+    exit 2
+fi
 P="$B/prefix"
 LOGDIR=$(mktemp -d /tmp/dfccl-install.XXXXXX)
 jobs=$(nproc 2> /dev/null || echo 2)
@@ -25,13 +33,80 @@ pass() { echo "PASS: $1"; npass=$((npass + 1)); }
 fail() { echo "FAIL: $1"; nfail=$((nfail + 1)); }
 finish() { echo "$npass passed, $nfail failed"; exit $((nfail > 0)); }
 
+# ---- the README's blocks, in order ------------------------------------------------------
+RD="$LOGDIR/readme"
+mkdir -p "$RD"
+python3 - "$SRC/README.md" "$RD" << 'EOF'
+import re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+blocks = re.findall(r"^```(\w*)\n(.*?)^```", text, re.S | re.M)
+for i, (lang, body) in enumerate(blocks, 1):
+    open("%s/%02d.%s" % (sys.argv[2], i, lang or "txt"), "w").write(body)
+EOF
+nblocks=$(ls "$RD" | wc -l)
+W="$LOGDIR/work"
+mkdir -p "$W"
+# run_block FILE DIR: the block as written, in DIR, with PREFIX and CONFIGURE_FLAGS set
+run_block() {
+    (cd "$2" && env -u LD_LIBRARY_PATH PREFIX="$P" CONFIGURE_FLAGS=--without-cuda timeout 900 bash -e "$1") \
+        > "$1.out" 2>&1
+}
 rm -rf "$P"
-if ! (cd "$B" && { [ -f Makefile ] || "$SRC/configure" --prefix="$P" --without-cuda; } &&
-    make -j"$jobs" && make install) > "$LOGDIR/build.log" 2>&1; then
-    tail -20 "$LOGDIR/build.log"
-    fail "configure --prefix, make install (log $LOGDIR/build.log)"
-    finish
+bad_blocks= installed=0 nrun=0
+for f in "$RD"/*; do
+    case "$f" in
+    *.out) continue ;;
+    *.c)
+        cp "$f" "$W/app.c"
+        continue
+        ;;
+    *.sh) ;;
+    *)
+        bad_blocks="$bad_blocks $(basename "$f")(not sh or c)"
+        continue
+        ;;
+    esac
+    nrun=$((nrun + 1))
+    name=$(basename "$f")
+    if grep -q '^\./quickstart demo$' "$f"; then
+        # the README's first commands: the demo here; `./quickstart test` is this very run
+        grep -qx './quickstart test' "$f" || bad_blocks="$bad_blocks $name(no ./quickstart test)"
+        grep -vx './quickstart test' "$f" > "$f.demo"
+        if ! run_block "$f.demo" "$SRC"; then
+            bad_blocks="$bad_blocks $name(./quickstart demo failed)"
+        elif [ "$(tail -n 1 "$f.demo.out")" != "demo OK" ] ||
+            sed '/^demo OK$/q' "$f.demo.out" | grep -qE '(^| )ERROR |^-{20,}$|MPI_ABORT|Primary job'; then
+            bad_blocks="$bad_blocks $name(the demo's output is not calm: $f.demo.out)"
+        fi
+        continue
+    fi
+    dir=$W
+    grep -q '\.\./configure' "$f" && dir=$SRC
+    if ! run_block "$f" "$dir"; then
+        tail -n 15 "$f.out"
+        bad_blocks="$bad_blocks $name(exit status, $f.out)"
+        continue
+    fi
+    # what each block must have shown, beyond its exit status
+    out="$f.out"
+    want=()
+    grep -q '\.\./configure' "$f" && installed=1
+    grep -q 'coll_dfccl_verbose' "$f" && want=('dfccl coll component .* open' 'engine set up' '^# engine dfccl \(through its Open MPI component\)')
+    grep -q ' \./app$' "$f" && want=('^out\[3\] = 8 \(4 x 2 ranks\)$')
+    grep -q 'allreduce_minimal$' "$f" && want=('^allreduce of 1024 floats on 2 ranks: correct$')
+    grep -q 'dfccl-trace" summary' "$f" && want=('^# Out of bounds values : 0 OK$' '^longest stalls:$' '^  DFCCL_PREEMPT ')
+    for w in "${want[@]}"; do
+        grep -qE -- "$w" "$out" || bad_blocks="$bad_blocks $name(no '$w' in $out)"
+    done
+done
+[ "$installed" -eq 1 ] || bad_blocks="$bad_blocks (no Install block with ../configure)"
+if [ -z "$bad_blocks" ] && [ "$nrun" -ge 5 ]; then
+    pass "README.md: all $nblocks code blocks run as written ($nrun shell blocks, the C program built and run, the demo calm)"
+else
+    fail "README.md code blocks ($nrun shell blocks run):$bad_blocks"
 fi
+[ -f "$P/lib/libdfccl.so" ] || finish
+
 missing=
 for f in lib/libdfccl.so include/dfccl.h include/dfccl_mpi.h lib/pkgconfig/dfccl.pc lib/openmpi/mca_coll_dfccl.so \
     bin/dfccl-bench bin/dfccl-info bin/dfccl-trace; do
@@ -49,9 +124,10 @@ for k in allreduce reduce_scatter allgather bcast reduce alltoall; do
     rc=$?
     printf '%s\n' "$csv" > "$LOGDIR/bench_$k.csv"
     rows=$(tail -n +2 <<< "$csv" | grep -c .)
-    # a row: 18 fields; #wrong (field 9) 0, in place (field 16) 0 or N/A (alltoall), memory and api the defaults
-    okrows=$(tail -n +2 <<< "$csv" | awk -F, 'NF == 18 && $9 == "0" && ($16 == "0" || $16 == "N/A") &&
-        $17 == "host" && $18 == "dfccl"' | grep -c .)
+    # a row: 21 fields; #wrong (field 9) 0, in place (field 16) 0 or N/A (alltoall), memory and api the
+    # defaults, then the collective, 3 ranks and the engine
+    okrows=$(tail -n +2 <<< "$csv" | awk -F, -v k="$k" 'NF == 21 && $9 == "0" && ($16 == "0" || $16 == "N/A") &&
+        $17 == "host" && $18 == "dfccl" && $19 == k && $20 == "3" && $21 == "dfccl"' | grep -c .)
     if [ $rc -ne 0 ] || [ "$rows" -lt 2 ] || [ "$okrows" -ne "$rows" ] || ! head -n 1 <<< "$csv" | grep -q '^size_bytes,'; then
         bad="$bad $k(rc $rc, $okrows of $rows rows right)"
     fi
@@ -61,9 +137,30 @@ done
 "$P/bin/dfccl-bench" -h 2> /dev/null | grep -q -- '-k COLL' && pass "dfccl-bench -h prints its options" ||
     fail "dfccl-bench -h"
 
-# bench/plot.py on csv: a hand-written one (in place not run at the last size) and the
-# installed benchmark's allreduce above, each into two SVGs; a row short of a field stops
-# it with the file and line, not a Python traceback
+# nccl-tests' flags, as an nccl-tests user types them: -t 1 -g 1 -p 0, -m (aggregated calls),
+# -a (the mean over ranks), -d all, -o all, -c 1, long forms; the old -m device says where
+# it went; -A mpi without the component reports plain Open MPI as its engine
+out=$(env -u LD_LIBRARY_PATH timeout 60 mpirun --oversubscribe --bind-to none -np 2 "$P/bin/dfccl-bench" \
+    -t 1 -g 1 -p 0 -b 8 -e 64 -f 8 --iters 3 -w 1 -m 4 -a 1 -d all -o all -c 1 -F csv 2> "$LOGDIR/nccl_flags.err")
+rc=$?
+combos=$(tail -n +2 <<< "$out" | awk -F, '$9 == "0" && $16 == "0" { print $3 "/" $4 }' | sort -u | wc -l)
+rows=$(tail -n +2 <<< "$out" | grep -c .)
+# 10 types x 4 arithmetic ops + 6 integer types x 3 bitwise ops = 58 combinations, 2 sizes each
+old=$(env -u LD_LIBRARY_PATH timeout 30 mpirun --oversubscribe -np 1 "$P/bin/dfccl-bench" -m device 2>&1)
+mpi=$(env -u LD_LIBRARY_PATH timeout 60 mpirun --oversubscribe -np 2 --mca coll ^dfccl "$P/bin/dfccl-bench" -A mpi \
+    -b 8 -e 8 -n 3 -w 1 -F json 2>&1 | grep '^{')
+if [ $rc -eq 0 ] && [ "$combos" -eq 58 ] && [ "$rows" -eq 116 ] && grep -q -- '-B device' <<< "$old" &&
+    grep -q '"engine": "openmpi"' <<< "$mpi"; then
+    pass "dfccl-bench takes nccl-tests' flags (-t -g -p -m -a, -d all -o all: $combos type/op pairs checked)"
+else
+    fail "dfccl-bench with nccl-tests' flags: rc $rc, $combos type/op pairs right of 58, $rows rows; -m device: $(head -n 1 <<< "$old"); -A mpi: ${mpi:0:120} (log $LOGDIR/nccl_flags.err)"
+fi
+
+# bench/plot.py on csv: a hand-written one in the older format (no collective column: the
+# figures are named after the file) and the installed benchmark's allreduce above (named
+# after the file and the collective), each into two SVGs; with the native run and a
+# plain-MPI run in one figure, the legend tells dfccl from plain MPI; a row short of a
+# field stops it with the file and line, not a Python traceback
 py=
 for p in python3 /usr/bin/python3; do
     "$p" -c 'import matplotlib' 2> /dev/null && py=$p && break
@@ -82,30 +179,38 @@ EOF
     { head -n 3 "$D/tiny.csv" && echo '2048,512,float,sum,-1,6.0,0.3,0.5,0,5.9,6.1,6.2,6.0,0.3,0.5'; } > "$D/bad.csv"
     cp "$LOGDIR/bench_allreduce.csv" "$D/" 2> /dev/null
     bad=
-    for f in tiny bench_allreduce; do
-        { "$py" "$SRC/bench/plot.py" -o "$D/$f" "$D/$f.csv" && grep -q '<svg' "$D/$f/$f-unknown-latency.svg" &&
-            grep -q '<svg' "$D/$f/$f-unknown-busbw.svg"; } > "$D/$f.out" 2>&1 || bad="$bad $f.csv"
+    for f in tiny:tiny bench_allreduce:bench_allreduce-allreduce; do
+        { "$py" "$SRC/bench/plot.py" -o "$D/${f%%:*}" "$D/${f%%:*}.csv" && grep -q '<svg' "$D/${f%%:*}/${f#*:}-latency.svg" &&
+            grep -q '<svg' "$D/${f%%:*}/${f#*:}-busbw.svg"; } > "$D/${f%%:*}.out" 2>&1 || bad="$bad ${f%%:*}.csv"
     done
+    env -u LD_LIBRARY_PATH timeout 60 mpirun --oversubscribe -np 3 --mca coll ^dfccl "$P/bin/dfccl-bench" -A mpi \
+        -k allreduce -b 8 -e 64K -f 32 -n 5 -w 1 -F csv > "$D/plain.csv" 2> "$D/plain.err"
+    # matplotlib's SVG keeps each text as a comment next to its glyphs
+    if ! "$py" "$SRC/bench/plot.py" -o "$D/both" "$D/bench_allreduce.csv" "$D/plain.csv" > "$D/both.out" 2>&1 ||
+        ! grep -q '<!-- out-of-place, .*, dfccl on host buffers' "$D/both/plot-allreduce-latency.svg" ||
+        ! grep -q '<!-- out-of-place, .*, plain MPI on host buffers' "$D/both/plot-allreduce-latency.svg"; then
+        bad="$bad labels(dfccl and plain MPI, $D/both)"
+    fi
     "$py" "$SRC/bench/plot.py" -o "$D/bad" "$D/bad.csv" > "$D/bad.out" 2>&1
     rc=$?
     { [ $rc -eq 1 ] && grep -q "bad.csv:4: malformed" "$D/bad.out" && ! grep -q Traceback "$D/bad.out"; } ||
         bad="$bad bad.csv(rc $rc)"
-    [ -z "$bad" ] && pass "bench/plot.py: dfccl-bench csv into latency and bus-bandwidth SVGs, a malformed row named" ||
+    [ -z "$bad" ] && pass "bench/plot.py: dfccl-bench csv into latency and bus-bandwidth SVGs, dfccl and plain MPI labelled, a malformed row named" ||
         fail "bench/plot.py:$bad (output in $D/*.out)"
 fi
 
 # the installed dfccl-info: version and build, every variable with a variable set in the
-# environment marked with its value, and every variable it lists documented in the README
+# environment marked with its value, and every variable it lists documented in docs/usage.md
 info=$(env -u LD_LIBRARY_PATH DFCCL_SLOTS=3 "$P/bin/dfccl-info" 2>&1)
 names=$(sed -n 's/^[* ] \(DFCCL_[A-Z_]*\) .*/\1/p' <<< "$info")
 undocumented=
-for n in $names; do grep -q "^| \`$n\`" "$SRC/README.md" || undocumented="$undocumented $n"; done
+for n in $names; do grep -q "^| \`$n\`" "$SRC/docs/usage.md" || undocumented="$undocumented $n"; done
 if grep -q '^dfccl [0-9]*\.[0-9]*\.[0-9]*$' <<< "$info" && grep -q '^build: ' <<< "$info" &&
     grep -qE '^\* DFCCL_SLOTS +2 +3 ' <<< "$info" && [ "$(wc -w <<< "$names")" -ge 30 ] && [ -z "$undocumented" ]; then
-    pass "installed dfccl-info: version, build, $(wc -w <<< "$names") variables (a set one marked), each in the README's table"
+    pass "installed dfccl-info: version, build, $(wc -w <<< "$names") variables (a set one marked), each in docs/usage.md's table"
 else
     echo "$info" | head -20
-    fail "installed dfccl-info${undocumented:+: not in the README table:$undocumented}"
+    fail "installed dfccl-info${undocumented:+: not in the table of docs/usage.md:$undocumented}"
 fi
 
 # the man pages: installed under share/man/man1, each naming every option flag its
@@ -143,26 +248,27 @@ done
 [ -z "$manbad" ] && pass "man pages installed, each naming every option of its program's help:$mansaid" ||
     fail "man pages:$manbad"
 
-# the README's build line, as written (app.c is the file name it uses)
-line=$(grep -m1 '^mpicc app.c ' "$SRC/README.md")
-if [ -z "$line" ]; then
-    fail "README.md has no 'mpicc app.c ...' build line"
-    finish
-fi
-W="$LOGDIR/app"
-mkdir -p "$W" && cp "$SRC/examples/allreduce_minimal.c" "$W/app.c"
-if (cd "$W" && env -u LD_LIBRARY_PATH PKG_CONFIG_PATH="$P/lib/pkgconfig" bash -euc "$line") > "$LOGDIR/cc.log" 2>&1; then
-    pass "the README's build line: $line"
-else
-    cat "$LOGDIR/cc.log"
-    fail "the README's build line failed: $line"
-    finish
-fi
-out=$(cd "$W" && env -u LD_LIBRARY_PATH timeout 60 mpirun --oversubscribe --bind-to none -np 2 ./a.out 2>&1)
-if [ $? -eq 0 ]; then
-    pass "the program built by it runs on 2 ranks, library found through the rpath"
-else
-    echo "$out" | tail -10
-    fail "the program built by the README's line did not run"
-fi
+# ---- component path mistakes (docs/usage.md, "When the component path is wrong") -------
+OM=$(ompi_info --path pkglibdir | sed 's/.*: *//')
+cp_run() { # $1: component path, rest: mpirun arguments before the program; sets RC and OUT
+    OUT=$(env -u LD_LIBRARY_PATH timeout 60 mpirun --oversubscribe -np 2 --mca mca_base_component_path "$1" \
+        --mca orte_base_help_aggregate 0 --mca coll_dfccl_verbose 1 --mca coll_dfccl_host_buffers 1 "${@:2}" \
+        "$P/bin/dfccl-bench" -A mpi -b 8 -e 8 -n 2 -w 1 2>&1)
+    RC=$?
+    ncp=$((ncp + 1))
+    printf '%s\n' "$OUT" > "$LOGDIR/cpath_$ncp.out"
+}
+why= ncp=0
+cp_run "/nonexistent-dfccl-dir:$OM"
+{ [ $RC -ne 0 ] && grep -q '^mpirun: Error: unknown option "--oversubscribe"' <<< "$OUT"; } || why="$why first-entry(rc $RC: $(head -n 1 <<< "$OUT"))"
+cp_run "$OM:/nonexistent-dfccl-dir:$P/lib/openmpi"
+{ [ $RC -eq 0 ] && ! grep -q 'dfccl coll component' <<< "$OUT" && grep -q '^# engine openmpi' <<< "$OUT"; } ||
+    why="$why silent-miss(rc $RC)"
+cp_run "$OM:/nonexistent-dfccl-dir:$P/lib/openmpi" --mca coll dfccl,tuned,libnbc,basic,self
+{ [ $RC -ne 0 ] && grep -q 'Component: *dfccl' <<< "$OUT"; } || why="$why named-form(rc $RC)"
+cp_run "$P/lib/openmpi:$OM" --mca coll dfccl,tuned,libnbc,basic,self
+{ [ $RC -eq 0 ] && grep -q 'dfccl coll component' <<< "$OUT" && grep -q '^# engine dfccl' <<< "$OUT"; } ||
+    why="$why right-path(rc $RC)"
+[ -z "$why" ] && pass "component path: a bad first entry gives 'unknown option' for mpirun's first option, a bad entry before dfccl's hides it silently, --mca coll dfccl,... then fails MPI_Init naming dfccl, the right path loads it" ||
+    fail "component path behaviours not as documented:$why (outputs $LOGDIR/cpath_*.out)"
 finish

@@ -532,7 +532,10 @@ debug_file_safety_case
 # completed, every stretch set aside resumed, every rank named late really late; and the
 # same check must fail on a copy with one completion taken out (it bites). Then
 # `dfccl-trace svg` draws it: well-formed XML with one lane (<g class="lane">) per rank,
-# each with run stretches drawn in it.
+# each with run stretches drawn in it. Each file is a complete JSON array once its process
+# has exited normally (strict json.load, and jq where installed), and `summary` names a
+# stall once however many identical stretches it has (a copy of the longest one added to
+# a file: one line, "2 such stretches").
 trace_case() {
     local id="trace[deadlock demo, DFCCL_TRACE] np=4"
     selected "$id" || return 0
@@ -544,6 +547,42 @@ trace_case() {
     local files=("$dir"/demo.*.json) out cut lanes
     if [ "$RC" -ne 0 ] || [ "${#files[@]}" -ne 4 ] || [ ! -f "${files[0]}" ]; then
         fail "$id" "exit $RC, ${#files[@]} trace files; log $log" "$log"
+        return
+    fi
+    local unclosed
+    unclosed=$(python3 - "${files[@]}" 2>&1 << 'EOF'
+import json, sys
+for p in sys.argv[1:]:
+    try:
+        with open(p) as f:
+            ev = json.load(f)
+        if not isinstance(ev, list) or len(ev) < 2:
+            print(p, "not an array of events")
+    except ValueError as e:
+        print(p, e)
+EOF
+    )
+    if [ -z "$unclosed" ] && command -v jq > /dev/null; then
+        for f in "${files[@]}"; do jq length "$f" > /dev/null 2>&1 || unclosed="$unclosed $f(jq)"; done
+    fi
+    if [ -n "$unclosed" ]; then
+        fail "$id" "trace files not complete JSON after a normal exit: $unclosed" "$log"
+        return
+    fi
+    python3 - "${files[0]}" "$dir/dup.json" << 'EOF'
+import json, sys
+ev = json.load(open(sys.argv[1]))
+stalls = [e for e in ev if e.get("cat") == "run" and e["args"]["outcome"] == "stalled"]
+if stalls:
+    ev.append(max(stalls, key=lambda e: e["dur"]))
+json.dump(ev, open(sys.argv[2], "w"))
+EOF
+    local dup
+    dup=$(python3 "$tool" summary -n 5 "$dir/dup.json" 2>&1 | sed -n '/^longest stalls:/,/^$/p' | grep '^  rank')
+    echo "$dup" >> "$log"
+    if [ -n "$dup" ] && { [ "$(sort <<< "$dup" | uniq -d | wc -l)" -ne 0 ] ||
+        ! head -n 1 <<< "$dup" | grep -q '(2 such stretches)$'; }; then
+        fail "$id" "summary repeats a stall or does not count its copies: $(head -n 2 <<< "$dup")" "$log"
         return
     fi
     out=$(python3 "$tool" check "${files[@]}" 2>&1)
