@@ -83,7 +83,7 @@ BOXES = [
      "shm \u2013 engine/shm.c",
      ["same host, CPU daemon"]),
     ("ucx", "box", "tport", 330, 614, 340, 68,
-     "UCX \u2013 ucx_transport/, net_conn.c",
+     "UCX \u2013 ucx_transport/",
      ["other hosts, proxy threads;", "GPU daemon host-staged (cuda/gpu_net.cu)"]),
     ("ipc", "box", "tport", 690, 614, 260, 68,
      "CUDA IPC \u2013 cuda/gpu_ipc.cu",

@@ -98,7 +98,7 @@ struct dfccl_comm {
     int last_on_gpu;          /* the daemon of the latest collective submitted: a rank
                                  that moves nothing in a v-collective follows it */
     /* transports (transport.h): the one of each peer ([nranks]), those in use by any pair
-     * of ranks (bits by id), and the UCX transport's state (net_conn.c) */
+     * of ranks (bits by id), and the UCX transport's state (ucx_transport/ucx_conn.c) */
     uint8_t *tp;
     uint32_t tp_used;
     struct eng_net_comm *net;

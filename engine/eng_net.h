@@ -6,7 +6,7 @@
  * receiver's `consumed` counter travels back into the sender's shadow the same way. The
  * algorithms never know. Both backends use it: the CPU daemon with its shared-memory
  * segment, the GPU daemon with host-pinned FIFOs mapped into the device (host-staged);
- * the layout says where each connection lives (engine/net_conn.c, cuda/gpu_net.cu).
+ * the layout says where each connection lives (ucx_transport/ucx_conn.c, cuda/gpu_net.cu).
  * Built only with UCX: transport.c's table then has its entry. */
 #ifndef DFCCL_ENG_NET_H
 #define DFCCL_ENG_NET_H

@@ -20,8 +20,8 @@
  *   shm  engine/shm.c        same host: each rank's segment, mapped by its peers; nothing
  *                            moves the steps. Always first and always connected: it makes
  *                            this rank's segment, where every transport's receives land.
- *   ucx  engine/net_conn.c   other hosts (or DFCCL_NET=ucx): steps go into a local shadow
- *        + ucx_transport/    of the peer's segment, and a proxy thread sends them.
+ *   ucx  ucx_transport/      other hosts (or DFCCL_NET=ucx): steps go into a local shadow
+ *        (ucx_conn.c)        of the peer's segment, and a proxy thread sends them.
  *
  * A build without UCX has no ucx entry (no stub). The GPU daemon reaches the same peers
  * with the same decision, through its own instances of each entry (gpu_name: CUDA IPC for

@@ -47,14 +47,11 @@ case_run() {
     local log=$LOGDIR/${name//[^A-Za-z0-9]/_}_np$np.log
     run_mpi "$log" "$tmo" "$np" "$@"
     if grep -q 'ERROR: AddressSanitizer' "$log"; then
-        echo "FAIL: $name np=$np ($(grep -m1 'ERROR: AddressSanitizer' "$log" | cut -c1-160); log $log)"
-        nfail=$((nfail + 1))
+        fail "$name np=$np" "$(grep -m1 'ERROR: AddressSanitizer' "$log" | cut -c1-160); log $log"
     elif [ "$RC" -ne 0 ] || ! grep -qx 'OK' "$log"; then
-        echo "FAIL: $name np=$np (exit $RC without OK: $(reason_of "$log"); log $log)"
-        nfail=$((nfail + 1))
+        fail "$name np=$np" "exit $RC without OK: $(reason_of "$log"); log $log"
     else
-        echo "PASS: $name np=$np"
-        npass=$((npass + 1))
+        pass "$name np=$np"
     fi
 }
 
@@ -86,5 +83,4 @@ if grep -q "^HAVE_UCX_TRUE=''" "$B/config.log" 2>/dev/null; then
 else
     echo "SKIP: asan net cases (built without UCX)"
 fi
-echo "$npass passed, $nfail failed"
-[ "$nfail" -eq 0 ]
+finish

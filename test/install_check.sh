@@ -28,10 +28,11 @@ fi
 P="$B/prefix"
 LOGDIR=$(mktemp -d /tmp/dfccl-install.XXXXXX)
 jobs=$(nproc 2> /dev/null || echo 2)
+# shellcheck disable=SC2034 # read by suite_lib.sh
 npass=0 nfail=0
-pass() { echo "PASS: $1"; npass=$((npass + 1)); }
-fail() { echo "FAIL: $1"; nfail=$((nfail + 1)); }
-finish() { echo "$npass passed, $nfail failed"; exit $((nfail > 0)); }
+# pass, fail, finish
+# shellcheck source=suite_lib.sh
+. "$SRC/test/suite_lib.sh"
 
 # ---- the README's blocks, in order ------------------------------------------------------
 RD="$LOGDIR/readme"

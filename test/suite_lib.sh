@@ -1,9 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Helpers shared by the multi-process suites (test/mpi/run_suite.sh,
-# test/net/run_net_suite.sh): sourced, not run. The caller sets MPIRUN (an array),
-# BIN (directory of the test programs), ORPHAN_DIRS (directories whose t_* programs are
-# killed when a job leaves them behind), FILTER, and the counters npass, nfail, FAILED.
+# Helpers shared by the suites (test/mpi/run_suite.sh, test/net/run_net_suite.sh,
+# test/asan_suite.sh, test/ompi/run_ompi_suite.sh, test/install_check.sh,
+# test/ucx_wheel_check.sh): sourced, not run. Every suite counts its cases with pass and
+# fail and ends with finish. For run_mpi and kill_orphans the caller sets MPIRUN (an
+# array), BIN (directory of the test programs), ORPHAN_DIRS (directories whose t_*
+# programs are killed when a job leaves them behind); FILTER for selected.
+npass=${npass:-0}
+nfail=${nfail:-0}
+[ -n "${FAILED+x}" ] || FAILED=()
 
 # Kill, by pid, every process still running a test program of ORPHAN_DIRS (ranks
 # orphaned by a killed mpirun).
@@ -67,13 +72,35 @@ pass() {
     npass=$((npass + 1))
 }
 
+# fail NAME [REASON [LOG]]: "FAIL: NAME (REASON)" ("FAIL: NAME" without a reason); the
+# tail of LOG with SUITE_VERBOSE=1; then the suite's own on_fail, where it defines one
+# (called with the same arguments).
 fail() {
-    echo "FAIL: $1 ($2)"
+    if [ $# -ge 2 ]; then
+        echo "FAIL: $1 ($2)"
+    else
+        echo "FAIL: $1"
+    fi
     nfail=$((nfail + 1))
     FAILED+=("$1")
     if [ "${SUITE_VERBOSE:-0}" = 1 ] && [ -n "${3:-}" ] && [ -f "$3" ]; then
         tail -n 25 "$3" | sed 's/^/    | /'
     fi
+    if declare -F on_fail > /dev/null; then
+        on_fail "$@"
+    fi
+    return 0
+}
+
+# The suite's last lines: "N passed, N failed", then the failed cases' names; exits
+# non-zero when any failed.
+finish() {
+    echo "$npass passed, $nfail failed"
+    if [ "$nfail" -gt 0 ]; then
+        for f in "${FAILED[@]}"; do echo "  failed: $f"; done
+        exit 1
+    fi
+    exit 0
 }
 
 # A short reason from a log: the first mismatch / failure / hang line.

@@ -27,10 +27,11 @@ mkdir -p "$B" && B=$(cd "$B" && pwd)
 WHEEL_VERSION=1.22.0
 LOGDIR=$(mktemp -d /tmp/dfccl-ucxwheel.XXXXXX)
 jobs=$(nproc 2> /dev/null || echo 2)
+# shellcheck disable=SC2034 # read by suite_lib.sh
 npass=0 nfail=0
-pass() { echo "PASS: UCX wheel: $1"; npass=$((npass + 1)); }
-fail() { echo "FAIL: UCX wheel: $1"; nfail=$((nfail + 1)); }
-finish() { echo "$npass passed, $nfail failed"; exit $((nfail > 0)); }
+# pass, fail, finish
+# shellcheck source=suite_lib.sh
+. "$SRC/test/suite_lib.sh"
 
 # ---- the wheel: a zip whose libucx/ folder is a UCX prefix
 W="$B/wheel"
@@ -46,7 +47,7 @@ if [ ! -f "$W/libucx/include/ucp/api/ucp.h" ]; then
         whl=$(ls "$W"/libucx_cu13-*.whl 2> /dev/null | head -n 1)
     fi
     if [ ! -f "$whl" ] || ! python3 -m zipfile -e "$whl" "$W" > "$LOGDIR/unzip.log" 2>&1; then
-        fail "unpacking the wheel ${whl:-(none)} (log $LOGDIR/unzip.log)"
+        fail "UCX wheel: unpacking the wheel ${whl:-(none)} (log $LOGDIR/unzip.log)"
         finish
     fi
 fi
@@ -56,19 +57,19 @@ UCX="$W/libucx"
 if ! (cd "$B" && { [ -f Makefile ] || "$SRC/configure" --enable-werror --with-ucx="$UCX"; } &&
     make -j"$jobs" && make -j"$jobs" check TESTS=) > "$LOGDIR/build.log" 2>&1; then
     tail -20 "$LOGDIR/build.log"
-    fail "configure --with-ucx=$UCX and build (log $LOGDIR/build.log)"
+    fail "UCX wheel: configure --with-ucx=$UCX and build (log $LOGDIR/build.log)"
     finish
 fi
 if ! grep -qE '^HAVE_UCX_FLAG = -DDFCCL_HAVE_UCX' "$B/Makefile"; then
-    fail "configure --with-ucx=$UCX left the net transport out (log $LOGDIR/build.log)"
+    fail "UCX wheel: configure --with-ucx=$UCX left the net transport out (log $LOGDIR/build.log)"
     finish
 fi
 libs=$(env -u LD_LIBRARY_PATH ldd "$B/.libs/libdfccl.so" 2> /dev/null)
 netkill=$(env -u LD_LIBRARY_PATH ldd "$B/test/net/.libs/t_netkill" "$B/test/net/t_netkill" 2> /dev/null)
 if grep -q "libucp.so.0 => $UCX/lib/libucp.so.0" <<< "$libs" && ! grep -q 'not found' <<< "$libs$netkill"; then
-    pass "configure --with-ucx=<wheel>/libucx: libdfccl links the wheel's libucp through its rpath"
+    pass "UCX wheel: configure --with-ucx=<wheel>/libucx: libdfccl links the wheel's libucp through its rpath"
 else
-    fail "libdfccl does not load the wheel's libucp without LD_LIBRARY_PATH: $(grep -E 'libucp|not found' <<< "$libs" | tr '\n' ' ')"
+    fail "UCX wheel: libdfccl does not load the wheel's libucp without LD_LIBRARY_PATH: $(grep -E 'libucp|not found' <<< "$libs" | tr '\n' ' ')"
 fi
 
 # ---- detection, as a communicator reports it
@@ -87,11 +88,11 @@ fi
 nright=$(grep -cE "net transport: UCX ${WHEEL_VERSION//./\\.}, memory types: ${want// /( [a-z-]+)* }( |$)" <<< "$lines")
 ncuda=$(grep -c 'memory types:.* cuda' <<< "$lines")
 if [ $rc -ne 0 ] || ! grep -qx OK "$log"; then
-    fail "probe over the wheel's UCX (2 ranks) exit $rc; log $log"
+    fail "UCX wheel: probe over the wheel's UCX (2 ranks) exit $rc; log $log"
 elif [ "$nright" -ne 2 ] || { [ "$want" = host ] && [ "$ncuda" -ne 0 ]; }; then
-    fail "detection: expected 'UCX $WHEEL_VERSION, memory types: $want' from both ranks, got: $(tr '\n' '|' <<< "$lines"); log $log"
+    fail "UCX wheel: detection: expected 'UCX $WHEEL_VERSION, memory types: $want' from both ranks, got: $(tr '\n' '|' <<< "$lines"); log $log"
 else
-    pass "detection: both ranks report 'UCX $WHEEL_VERSION, memory types: $want'$([ "$want" = host ] && echo ' (no GPU here: the CUDA transports stay unloaded, device memory would be host-staged)')"
+    pass "UCX wheel: detection: both ranks report 'UCX $WHEEL_VERSION, memory types: $want'$([ "$want" = host ] && echo ' (no GPU here: the CUDA transports stay unloaded, device memory would be host-staged)')"
 fi
 
 # ---- the net suite's core over this UCX
@@ -100,10 +101,10 @@ SUITE_FILTER='^(t_matrix\[net=ucx\] np=(2|4)|t_chaos\[net=ucx\] np=4|t_chaos\[ne
     bash "$SRC/test/net/run_net_suite.sh" "$B/test/mpi" "$B/test/net" > "$LOGDIR/net.log" 2>&1
 while IFS= read -r line; do
     case "$line" in
-    PASS:*) pass "${line#PASS: }" ;;
-    FAIL:*) fail "${line#FAIL: }" ;;
+    PASS:*) pass "UCX wheel: ${line#PASS: }" ;;
+    FAIL:*) fail "UCX wheel: ${line#FAIL: }" ;;
     SKIP:*) echo "SKIP: UCX wheel: ${line#SKIP: }" ;;
     esac
 done < "$LOGDIR/net.log"
-grep -qE '^[0-9]+ passed, [0-9]+ failed' "$LOGDIR/net.log" || fail "the net suite ended without its summary; log $LOGDIR/net.log"
+grep -qE '^[0-9]+ passed, [0-9]+ failed' "$LOGDIR/net.log" || fail "UCX wheel: the net suite ended without its summary; log $LOGDIR/net.log"
 finish

@@ -40,12 +40,13 @@ trap 'rm -rf "$WORK"' EXIT
 ROOT_FLAGS=()
 [ "$(id -u)" = 0 ] && ROOT_FLAGS=(--allow-run-as-root)
 
-PASSED=0
-FAILED=0
-pass() { echo "PASS: $1"; PASSED=$((PASSED + 1)); }
-fail() {
-    echo "FAIL: $1 ($2)"
-    FAILED=$((FAILED + 1))
+# shellcheck disable=SC2034 # read by suite_lib.sh
+npass=0 nfail=0 FAILED=()
+# pass, fail, finish
+# shellcheck source=../suite_lib.sh
+. "$SRC/../suite_lib.sh"
+# after a FAIL line (suite_lib.sh's fail): the run's last lines of output
+on_fail() {
     if [ -f "$WORK/out" ]; then
         echo "---- last lines of output ----"
         grep -v 'help message\|help_aggregate' "$WORK/out" | tail -15
@@ -749,5 +750,4 @@ else
     echo "SKIP: device buffers (no GPU here, or t_device not built)"
 fi
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" = 0 ]
+finish

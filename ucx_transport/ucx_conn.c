@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The CPU daemon's connections over the UCX transport (transport.h's ucx entry; built
  * with UCX only). My shadow of each net peer is a whole segment of my segment's layout:
- * my steps to the peer go into it, the proxy thread (ucx_transport/) sends them, and the
+ * my steps to the peer go into it, the proxy thread (ucx_proxy.c) sends them, and the
  * peer's proxy lands them in its real segment. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Unit tests: every algorithm's state machine driven step by step for N simulated
+ * ranks in one process, with injected stalls and context copies, against a reference
+ * and against an uninterrupted run. */
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check_engine.h"
+#include "algo.h"
+#include "eng_sched.h"
+#include "reduce.h"
+
+/* ---- algorithms: N simulated ranks ---------------------------------------------------- */
+
+typedef struct {
+    int N;
+    uint32_t depth;
+    uint64_t chunk;
+    eng_conn_ctrl_t *ctrl; /* [receiver][sender] */
+    char *data;            /* [receiver][sender][depth][chunk] */
+    eng_conn_t *conns;     /* [rank][peer] */
+} sim_t;
+
+/* small != 0: connections off the ring's direction (r-1 -> r -> r+1) step by small
+ * bytes, as the GPU backend sizes its FIFOs; the algorithms must follow each
+ * connection's own step size. */
+static void sim_init(sim_t *s, int N, uint32_t depth, uint64_t chunk, uint64_t small)
+{
+    s->N = N;
+    s->depth = depth;
+    s->chunk = chunk;
+    s->ctrl = calloc((size_t)N * N, sizeof(eng_conn_ctrl_t));
+    s->data = calloc((size_t)N * N * depth, chunk);
+    s->conns = calloc((size_t)N * N, sizeof(eng_conn_t));
+    for (int r = 0; r < N; r++)
+        for (int p = 0; p < N; p++) {
+            eng_conn_t *c = &s->conns[r * N + p];
+            c->recv_ctrl = &s->ctrl[r * N + p];
+            c->recv_data = s->data + ((size_t)r * N + p) * depth * chunk;
+            c->send_ctrl = &s->ctrl[p * N + r];
+            c->send_data = s->data + ((size_t)p * N + r) * depth * chunk;
+            c->rchunk = small && p != (r - 1 + N) % N ? small : chunk;
+            c->schunk = small && p != (r + 1) % N ? small : chunk;
+        }
+}
+
+static void sim_free(sim_t *s)
+{
+    free(s->ctrl);
+    free(s->data);
+    free(s->conns);
+}
+
+/* Run every rank's state machine to completion. stall_pct: chance that a rank is
+ * skipped in a round (an injected stall); copy_ctx: resume every time from a copy of
+ * the saved context, as after a preemption. Returns the number of preemptions seen. */
+static long sim_run(sim_t *s, eng_coll_args_t *args, int channels, int stall_pct, int copy_ctx, unsigned seed)
+{
+    const int N = s->N;
+    eng_ctx_t *ctx = calloc((size_t)N * channels, sizeof(eng_ctx_t));
+    for (int r = 0; r < N; r++)
+        for (int c = 0; c < channels; c++)
+            eng_ctx_init(&args[r], N, c, channels, &ctx[r * channels + c]);
+    long waits = 0, rounds = 0;
+    for (;;) {
+        int left = 0;
+        for (int i = 0; i < N * channels; i++)
+            left += !ctx[i].done;
+        if (!left)
+            break;
+        for (int i = 0; i < N; i++) {
+            int r = (int)((i + (stall_pct ? rand_r(&seed) : 0)) % N);
+            for (int c = 0; c < channels; c++) {
+                eng_ctx_t *x = &ctx[r * channels + c];
+                if (x->done)
+                    continue;
+                if (stall_pct && (int)(rand_r(&seed) % 100) < stall_pct)
+                    continue;
+                /* channels of one slot share nothing but the comm: give each its own
+                 * connection set by offsetting into a per-channel simulation */
+                eng_chan_view_t v = {.rank = r,
+                                     .nranks = N,
+                                     .depth = s[c].depth,
+                                     .chunk = s[c].chunk,
+                                     .conns = &s[c].conns[r * N]};
+                eng_ctx_t saved = *x, *run = x;
+                if (copy_ctx)
+                    run = &saved;
+                eng_prog_t p = eng_algo_progress(&args[r], &v, run);
+                if (copy_ctx)
+                    *x = saved;
+                if (p == ENG_DONE)
+                    x->done = 1;
+                else
+                    waits++; /* it stopped at a wait and will be resumed */
+            }
+        }
+        ck_assert_msg(++rounds < 10000000, "algorithm does not terminate");
+    }
+    free(ctx);
+    return waits;
+}
+
+static double val(int r, size_t i)
+{
+    return (double)((r * 7 + (int)(i % 23)) % 11) - 3.0; /* small integers: exact in float */
+}
+
+typedef struct {
+    eng_coll_t coll;
+    int N;
+    size_t count;
+    int root, inplace;
+    uint64_t chunk;
+    uint32_t depth;
+    int channels;
+    uint64_t oneshot;
+    uint64_t small;  /* role-sized connections (see sim_init) */
+    uint64_t ll;     /* ll_max */
+    uint64_t direct; /* direct_max */
+    uint32_t oneshot_ranks;
+} algo_case_t;
+
+/* Fill inputs, run, check against the reference; returns outputs for comparisons. */
+static float **run_case(const algo_case_t *k, int stall_pct, int copy_ctx, unsigned seed, long *waits_p)
+{
+    const int N = k->N;
+    const size_t cnt = k->count;
+    size_t in_elems = cnt, out_elems = cnt;
+    if (k->coll == ENG_COLL_REDUCE_SCATTER)
+        in_elems = cnt * (size_t)N;
+    if (k->coll == ENG_COLL_ALLGATHER)
+        out_elems = cnt * (size_t)N;
+    if (k->coll == ENG_COLL_ALLTOALL)
+        in_elems = out_elems = cnt * (size_t)N;
+    if (k->coll == ENG_COLL_GATHER)
+        out_elems = cnt * (size_t)N;
+    if (k->coll == ENG_COLL_SCATTER)
+        in_elems = cnt * (size_t)N;
+    float **in = calloc((size_t)N, sizeof(float *)), **out = calloc((size_t)N, sizeof(float *));
+    eng_coll_args_t *args = calloc((size_t)N, sizeof(*args));
+    for (int r = 0; r < N; r++) {
+        size_t big = in_elems > out_elems ? in_elems : out_elems;
+        out[r] = calloc(big + 1, sizeof(float));
+        in[r] = k->inplace ? out[r] : calloc(in_elems + 1, sizeof(float));
+        for (size_t i = 0; i < big; i++)
+            out[r][i] = -99.f;
+        float *src = in[r];
+        if (k->inplace && k->coll == ENG_COLL_ALLGATHER)
+            src = out[r] + (size_t)r * cnt;
+        if (k->inplace && k->coll == ENG_COLL_GATHER && r == k->root)
+            src = out[r] + (size_t)r * cnt;
+        size_t nin =
+            k->coll == ENG_COLL_ALLGATHER || (k->coll == ENG_COLL_GATHER && src != in[r]) ? cnt : in_elems;
+        for (size_t i = 0; i < nin; i++)
+            src[i] = (float)val(r, i);
+        args[r] = (eng_coll_args_t){.coll = (uint8_t)k->coll,
+                                    .dtype = dfcclFloat32,
+                                    .op = dfcclSum,
+                                    .root = k->root,
+                                    .count = cnt,
+                                    .sendbuf = src,
+                                    .recvbuf = out[r]};
+        if (k->coll == ENG_COLL_REDUCE_SCATTER && k->inplace)
+            args[r].recvbuf = out[r] + (size_t)r * cnt;
+        if (k->coll == ENG_COLL_SCATTER && k->inplace && r == k->root)
+            args[r].recvbuf = out[r] + (size_t)r * cnt; /* its own block stays where it is */
+        args[r].algo = (uint8_t)eng_algo_select(&args[r], N, k->oneshot, k->ll, k->direct, k->oneshot_ranks);
+    }
+    sim_t sims[4];
+    for (int c = 0; c < k->channels; c++)
+        sim_init(&sims[c], N, k->depth, k->chunk, k->small);
+    long waits = sim_run(sims, args, k->channels, stall_pct, copy_ctx, seed);
+    if (waits_p)
+        *waits_p = waits;
+    for (int c = 0; c < k->channels; c++)
+        sim_free(&sims[c]);
+
+    /* reference */
+    for (int r = 0; r < N; r++) {
+        for (size_t i = 0; i < out_elems; i++) {
+            double want;
+            int check = 1;
+            switch (k->coll) {
+            case ENG_COLL_ALLREDUCE:
+                want = 0;
+                for (int p = 0; p < N; p++)
+                    want += val(p, i);
+                break;
+            case ENG_COLL_REDUCE:
+                check = r == k->root;
+                want = 0;
+                for (int p = 0; p < N; p++)
+                    want += val(p, i);
+                break;
+            case ENG_COLL_BCAST: want = val(k->root, i); break;
+            case ENG_COLL_ALLGATHER: want = val((int)(i / cnt), i % cnt); break;
+            case ENG_COLL_REDUCE_SCATTER: {
+                check = i < cnt;
+                want = 0;
+                for (int p = 0; p < N; p++)
+                    want += val(p, (size_t)r * cnt + i);
+                float got = ((float *)args[r].recvbuf)[i];
+                if (check && got != (float)want)
+                    ck_abort_msg("coll %d N %d count %zu rank %d [%zu]: %g != %g", k->coll, N, cnt, r, i, got,
+                                 want);
+                check = 0;
+                break;
+            }
+            case ENG_COLL_ALLTOALL: want = val((int)(i / cnt), (size_t)r * cnt + i % cnt); break;
+            case ENG_COLL_GATHER:
+                check = r == k->root;
+                want = val((int)(i / cnt), i % cnt);
+                break;
+            case ENG_COLL_SCATTER: {
+                check = 0;
+                const float got = ((float *)args[r].recvbuf)[i], w = (float)val(k->root, (size_t)r * cnt + i);
+                if (i < cnt && got != w)
+                    ck_abort_msg("scatter N %d count %zu rank %d [%zu]: %g != %g", N, cnt, r, i, got, w);
+                break;
+            }
+            default: want = 0; check = 0;
+            }
+            if (check && out[r][i] != (float)want)
+                ck_abort_msg("coll %d N %d count %zu inplace %d rank %d [%zu]: %g != %g", k->coll, N, cnt,
+                             k->inplace, r, i, out[r][i], want);
+        }
+    }
+    for (int r = 0; r < N; r++)
+        if (!k->inplace)
+            free(in[r]);
+    free(in);
+    free(args);
+    return out;
+}
+
+static void free_out(float **out, int N)
+{
+    for (int r = 0; r < N; r++)
+        free(out[r]);
+    free(out);
+}
+
+static const algo_case_t cases[] = {
+    /* coll, N, count, root, inplace, chunk, depth, channels, oneshot_max, small, ll_max,
+     * direct_max, oneshot_ranks */
+    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 7, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0}, /* fewer elements than ranks */
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 0, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 50, 0, 0, 256, 2, 1, 1024, 0, 0, 0, 0}, /* one-shot */
+    {ENG_COLL_ALLREDUCE, 3, 50, 0, 1, 256, 2, 1, 1024, 0, 0, 0, 0}, /* one-shot in place */
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 3, 333, 0, 1, 256, 2, 2, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 5, 100, 0, 1, 128, 2, 3, 0, 0, 0, 0, 0},
+    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_BCAST, 3, 1000, 1, 1, 256, 3, 2, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE, 4, 1000, 3, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE, 5, 999, 1, 1, 128, 2, 2, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 3, 1, 0, 0, 256, 2, 2, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 1, 10, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 1, 10, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    /* role-sized connections: large steps r-1 -> r -> r+1 only, as on the GPU */
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 64, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 30, 0, 1, 256, 2, 1, 128, 128, 0, 0, 0}, /* one-shot fits a small step */
+    /* one-shot in several chunks (one per FIFO step): uniform and role-sized steps */
+    {ENG_COLL_ALLREDUCE, 3, 120, 0, 1, 256, 2, 1, 1024, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 100, 0, 0, 512, 4, 1, 1024, 128, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 5, 97, 0, 1, 512, 4, 2, 1024, 128, 0, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 3, 333, 0, 1, 256, 2, 2, 0, 64, 0, 0, 0},
+    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 64, 0, 0, 0},
+    {ENG_COLL_REDUCE, 5, 999, 1, 1, 256, 2, 2, 0, 64, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 5, 77, 0, 0, 512, 3, 2, 0, 128, 0, 0, 0},
+    /* LL one-shot: odd counts (a half-filled last packet), in place, 8 ranks, role-sized */
+    {ENG_COLL_ALLREDUCE, 4, 51, 0, 0, 512, 2, 1, 1024, 0, 256, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 63, 0, 1, 512, 2, 1, 1024, 0, 256, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 128, 0, 128, 0, 0},
+    {ENG_COLL_ALLREDUCE, 5, 32, 0, 1, 512, 3, 2, 0, 256, 128, 0, 0},
+    /* gather and scatter, pairwise */
+    {ENG_COLL_GATHER, 4, 300, 2, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_GATHER, 3, 100, 1, 1, 256, 2, 2, 0, 64, 0, 0, 0},
+    {ENG_COLL_SCATTER, 5, 200, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0},
+    {ENG_COLL_SCATTER, 4, 77, 3, 1, 256, 3, 1, 0, 0, 0, 0, 0},
+    /* one round of LL lines, every collective: odd counts, in place, roots, role-sized */
+    {ENG_COLL_BCAST, 4, 100, 2, 0, 1024, 2, 1, 0, 0, 512, 0, 0},
+    {ENG_COLL_BCAST, 3, 33, 1, 1, 512, 2, 2, 0, 512, 256, 0, 0},
+    {ENG_COLL_REDUCE, 5, 63, 3, 0, 512, 2, 1, 0, 0, 256, 0, 0},
+    {ENG_COLL_REDUCE, 6, 31, 0, 1, 512, 3, 2, 0, 256, 128, 0, 0},
+    {ENG_COLL_ALLGATHER, 4, 33, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0},
+    {ENG_COLL_ALLGATHER, 5, 17, 0, 1, 512, 2, 2, 0, 256, 128, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 4, 31, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 3, 21, 0, 1, 512, 2, 1, 0, 256, 128, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 25, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0},
+    {ENG_COLL_ALLTOALL, 8, 3, 0, 0, 256, 3, 1, 0, 0, 64, 0, 0},
+    {ENG_COLL_GATHER, 4, 21, 1, 0, 512, 2, 1, 0, 0, 256, 0, 0},
+    {ENG_COLL_GATHER, 7, 9, 0, 1, 512, 2, 2, 0, 256, 128, 0, 0},
+    {ENG_COLL_SCATTER, 5, 13, 4, 0, 512, 2, 1, 0, 0, 256, 0, 0},
+    {ENG_COLL_SCATTER, 3, 7, 0, 1, 256, 2, 1, 0, 128, 64, 0, 0},
+    /* direct exchange: two-shot allreduce (odd counts, short and empty last blocks, in
+     * place, several windows of chunks, several channels), reduce_scatter, allgather and
+     * alltoall (in place where MPI allows), role-sized connections */
+    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 0},
+    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0, 0, 1 << 20, 0},
+    {ENG_COLL_ALLREDUCE, 8, 9, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 0},
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 128, 0, 1 << 20, 0},
+    {ENG_COLL_ALLREDUCE, 7, 30000, 0, 1, 1024, 4, 3, 0, 256, 0, 1 << 20, 0},
+    {ENG_COLL_ALLREDUCE, 4, 100, 0, 0, 512, 4, 1, 64, 128, 32, 1 << 20, 0}, /* above one-shot and LL */
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0},
+    {ENG_COLL_REDUCE_SCATTER, 3, 2001, 0, 1, 256, 3, 2, 0, 0, 0, 1 << 20, 0},
+    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0},
+    {ENG_COLL_ALLGATHER, 5, 1001, 0, 1, 512, 2, 3, 0, 0, 0, 1 << 20, 0},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0},
+    {ENG_COLL_ALLTOALL, 6, 777, 0, 0, 512, 4, 2, 0, 128, 0, 1 << 20, 0},
+    /* the direct allreduce one-shot over every channel (few ranks) */
+    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 2},
+    {ENG_COLL_ALLREDUCE, 3, 4099, 0, 1, 256, 4, 2, 0, 128, 0, 1 << 20, 4},
+    {ENG_COLL_ALLREDUCE, 4, 30001, 0, 0, 1024, 3, 3, 0, 256, 0, 1 << 20, 4},
+    {ENG_COLL_ALLREDUCE, 2, 7, 0, 1, 256, 2, 1, 0, 0, 0, 1 << 20, 2},
+};
+
+START_TEST(algo_uninterrupted_vs_stalled)
+{
+    const algo_case_t *k = &cases[_i];
+    float **plain = run_case(k, 0, 0, 1, NULL);
+    long waits = 0;
+    /* injected stalls (ranks skipped at random) and resumption from copied contexts must
+     * give bit-identical results */
+    float **stalled = run_case(k, 40, 1, 1234u + (unsigned)_i, &waits);
+    size_t elems = k->count * (size_t)(k->coll == ENG_COLL_ALLGATHER || k->coll == ENG_COLL_ALLTOALL ||
+                                               k->coll == ENG_COLL_REDUCE_SCATTER ||
+                                               k->coll == ENG_COLL_GATHER || k->coll == ENG_COLL_SCATTER
+                                           ? k->N
+                                           : 1);
+    for (int r = 0; r < k->N; r++)
+        ck_assert_mem_eq(plain[r], stalled[r], elems * sizeof(float));
+    if (k->N > 1 && k->count > 0)
+        ck_assert_msg(waits > 0, "the stalled run never waited: the test did not bite");
+    free_out(plain, k->N);
+    free_out(stalled, k->N);
+}
+END_TEST
+
+START_TEST(algo_barrier_waits_for_all)
+{
+    /* rank 2 never arrives: the others must wait (not finish) */
+    sim_t s;
+    sim_init(&s, 3, 2, 256, 0);
+    eng_coll_args_t a = {.coll = ENG_COLL_BARRIER, .algo = ENG_ALGO_ONESHOT};
+    eng_ctx_t x[3];
+    for (int r = 0; r < 3; r++)
+        eng_ctx_init(&a, 3, 0, 1, &x[r]);
+    for (int round = 0; round < 10; round++)
+        for (int r = 0; r < 2; r++) {
+            eng_chan_view_t v = {.rank = r, .nranks = 3, .depth = 2, .chunk = 256, .conns = &s.conns[r * 3]};
+            ck_assert_int_ne(eng_algo_progress(&a, &v, &x[r]), ENG_DONE);
+        }
+    eng_chan_view_t v2 = {.rank = 2, .nranks = 3, .depth = 2, .chunk = 256, .conns = &s.conns[6]};
+    ck_assert_int_eq(eng_algo_progress(&a, &v2, &x[2]), ENG_DONE);
+    for (int r = 0; r < 2; r++) {
+        eng_chan_view_t v = {.rank = r, .nranks = 3, .depth = 2, .chunk = 256, .conns = &s.conns[r * 3]};
+        ck_assert_int_eq(eng_algo_progress(&a, &v, &x[r]), ENG_DONE);
+    }
+    sim_free(&s);
+}
+END_TEST
+
+START_TEST(ll_stale_simple_data_never_passes)
+{
+    /* LL steps share FIFO steps with Simple ones: the step rank 0 is about to receive an
+     * LL step in still holds the user's bytes of a Simple step, words whose upper halves
+     * are small integers, among them the step's own number (the flag LL lines once
+     * carried). Rank 1 has not written yet: rank 0 must wait, not reduce those bytes. */
+    const int N = 2;
+    sim_t s;
+    sim_init(&s, N, 4, 256, 0);
+    for (int i = 0; i < N * N; i++)
+        s.conns[i].ll_salt = eng_ll_salt(0x1234abcdull);
+    uint64_t *stale = (uint64_t *)s.conns[0 * N + 1].recv_data; /* rank 0's step 0 from rank 1 */
+    for (int w = 0; w < 32; w++)
+        stale[w] = (uint64_t)1 << 32 | (uint64_t)(w % 5); /* upper half 1: step 0's bare number */
+    int32_t in[2] = {3, 4}, out[2] = {-1, -1};
+    eng_coll_args_t a = {.coll = ENG_COLL_ALLREDUCE,
+                         .dtype = dfcclInt32,
+                         .op = dfcclSum,
+                         .count = 2,
+                         .sendbuf = in,
+                         .recvbuf = out};
+    a.algo = (uint8_t)eng_algo_select(&a, N, 1024, 256, 0, 0);
+    ck_assert_int_eq(a.algo, ENG_ALGO_LL);
+    eng_ctx_t x;
+    eng_ctx_init(&a, N, 0, 1, &x);
+    eng_chan_view_t v = {.rank = 0, .nranks = N, .depth = 4, .chunk = 256, .conns = &s.conns[0]};
+    for (int k = 0; k < 3; k++)
+        ck_assert_int_ne(eng_algo_progress(&a, &v, &x), ENG_DONE);
+    ck_assert_int_eq(out[0], -1);
+    ck_assert_int_eq(out[1], -1);
+    /* flags: never 0 (fresh FIFOs), distinct across nearby steps, salted */
+    const uint32_t salt = eng_ll_salt(0x1234abcdull);
+    for (uint64_t k = 1; k < 100000; k++) {
+        ck_assert_uint_ne(eng_ll_flag(salt, k), 0);
+        ck_assert_uint_ne(eng_ll_flag(salt, k), eng_ll_flag(salt, k + 2));
+        ck_assert_uint_ne(eng_ll_flag(salt, k), (uint32_t)k);
+    }
+    ck_assert_uint_ne(eng_ll_flag(salt, 1), eng_ll_flag(eng_ll_salt(0x1234abceull), 1));
+    sim_free(&s);
+}
+END_TEST
+
+START_TEST(ll_steps_reuse_and_wait)
+{
+    /* consecutive LL allreduces through the same connections (flags of every step differ,
+     * the FIFO wraps), with injected stalls and resumption from copied contexts */
+    const int N = 3;
+    const size_t cnt = 21; /* 84 bytes: 11 lines, a half-filled last packet */
+    sim_t s;
+    sim_init(&s, N, 2, 256, 0);
+    for (int round = 0; round < 9; round++) {
+        float in[3][21], out[3][21];
+        eng_coll_args_t args[3];
+        for (int r = 0; r < N; r++) {
+            for (size_t i = 0; i < cnt; i++) {
+                in[r][i] = (float)((r * 5 + (int)i * 3 + round * 7) % 13) - 4.f;
+                out[r][i] = -99.f;
+            }
+            args[r] = (eng_coll_args_t){.coll = ENG_COLL_ALLREDUCE,
+                                        .dtype = dfcclFloat32,
+                                        .op = dfcclSum,
+                                        .count = cnt,
+                                        .sendbuf = in[r],
+                                        .recvbuf = round % 2 ? in[r] : out[r]};
+            args[r].algo = (uint8_t)eng_algo_select(&args[r], N, 1024, 256, 0, 0);
+            ck_assert_int_eq(args[r].algo, ENG_ALGO_LL);
+        }
+        float want[21];
+        for (size_t i = 0; i < cnt; i++)
+            want[i] = in[0][i] + in[1][i] + in[2][i];
+        long waits = sim_run(&s, args, 1, 40, 1, 77u + (unsigned)round);
+        ck_assert_msg(waits > 0, "round %d never waited: the test did not bite", round);
+        for (int r = 0; r < N; r++)
+            for (size_t i = 0; i < cnt; i++)
+                ck_assert_msg(((float *)args[r].recvbuf)[i] == want[i], "round %d rank %d [%zu]: %g != %g",
+                              round, r, i, ((float *)args[r].recvbuf)[i], want[i]);
+    }
+    /* an LL barrier with rank 2 absent: the others must wait; then rank 2 completes it */
+    eng_coll_args_t b = {.coll = ENG_COLL_BARRIER};
+    b.algo = (uint8_t)eng_algo_select(&b, N, 1024, 256, 0, 0);
+    ck_assert_int_eq(b.algo, ENG_ALGO_LL);
+    eng_ctx_t x[3];
+    for (int r = 0; r < N; r++)
+        eng_ctx_init(&b, N, 0, 1, &x[r]);
+    for (int k = 0; k < 10; k++)
+        for (int r = 0; r < 2; r++) {
+            eng_chan_view_t v = {.rank = r, .nranks = N, .depth = 2, .chunk = 256, .conns = &s.conns[r * N]};
+            ck_assert_int_ne(eng_algo_progress(&b, &v, &x[r]), ENG_DONE);
+        }
+    for (int r = 2; r >= 0; r--) {
+        eng_chan_view_t v = {.rank = r, .nranks = N, .depth = 2, .chunk = 256, .conns = &s.conns[r * N]};
+        ck_assert_int_eq(eng_algo_progress(&b, &v, &x[r]), ENG_DONE);
+    }
+    sim_free(&s);
+}
+END_TEST
+
+Suite *check_algo_sim_suite(void)
+{
+    Suite *s = suite_create("algo_sim");
+    TCase *t;
+    t = tcase_create("algo");
+    tcase_set_timeout(t, 60);
+    tcase_add_loop_test(t, algo_uninterrupted_vs_stalled, 0, (int)(sizeof(cases) / sizeof(cases[0])));
+    tcase_add_test(t, algo_barrier_waits_for_all);
+    tcase_add_test(t, ll_stale_simple_data_never_passes);
+    tcase_add_test(t, ll_steps_reuse_and_wait);
+    suite_add_tcase(s, t);
+    return s;
+}

@@ -1,0 +1,531 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Communicators on the net transport (eng_net.h): set-up, collective over the ranks (a
+ * reference on the proxies, shadows and connections, one exchange of worker addresses,
+ * endpoints from the cache, an agreement), the shadows the daemons write into, and a
+ * teardown that pushes what is left, says goodbye and waits for receives in flight. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "eng_clock.h"
+#include "eng_log.h"
+#include "net_boot.h"
+#include "ucx_state.h"
+
+/* Exchanged at set-up (net_boot_hdr_t; the worker addresses follow the header): every
+ * rank's blob, padded to the longest, stride bytes apart in *all_p. */
+static dfcclResult_t exchange(const void *mine, size_t len, char **all_p, size_t *stride_p, int nranks,
+                              dfcclAllgatherFn_t ag, void *ctx)
+{
+    uint64_t l = len, *lens = calloc((size_t)nranks, sizeof(uint64_t));
+    if (!lens)
+        return dfcclNoMemory;
+    if (ag(&l, lens, sizeof(l), ctx)) {
+        free(lens);
+        return eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
+    }
+    uint64_t mx = 0;
+    for (int i = 0; i < nranks; i++)
+        mx = lens[i] > mx ? lens[i] : mx;
+    free(lens);
+    char *pad = calloc(1, mx), *all = calloc((size_t)nranks, mx);
+    if (!pad || !all) {
+        free(pad);
+        free(all);
+        return dfcclNoMemory;
+    }
+    memcpy(pad, mine, len);
+    int r = ag(pad, all, mx, ctx);
+    free(pad);
+    if (r) {
+        free(all);
+        return eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
+    }
+    *all_p = all;
+    *stride_p = mx;
+    return dfcclSuccess;
+}
+
+/* Called with net_ucx.lock and every proxy lock held. */
+static void net_free_locked(struct eng_net_comm *nc)
+{
+    const int N = nc->nranks;
+    if (net_ucx.by_id[nc->id % NET_MAX_COMMS] == nc)
+        net_ucx.by_id[nc->id % NET_MAX_COMMS] = NULL;
+    for (uint32_t i = 0; nc->ep && i < nc->npx; i++)
+        for (int p = 0; p < N; p++)
+            if (*ep_of(nc, i, p))
+                net_ep_put(*ep_of(nc, i, p)); /* shared: it stays for the peer's later communicators */
+    for (int p = 0; nc->shadow && p < N; p++)
+        free(nc->shadow[p]);
+    for (size_t i = 0; nc->conns && i < nc->nconns; i++) {
+        free(nc->conns[i].hdr);
+        free(nc->conns[i].got);
+        free(nc->conns[i].pend);
+    }
+    free(nc->shadow);
+    free(nc->ep);
+    free(nc->peer_id);
+    free(nc->peer_key);
+    free(nc->watch_pid);
+    free(nc->peer_first);
+    free(nc->peer_count);
+    free(nc->dead);
+    free(nc->bye);
+    free(nc->conns);
+    free(nc);
+}
+
+/* A free id: ids index the handlers' table, and one a peer still sends to (a late
+ * message) must not name a new communicator soon. */
+static int take_id_locked(struct eng_net_comm *nc)
+{
+    for (uint32_t tries = 0; tries < NET_MAX_COMMS; tries++) {
+        const uint32_t id = ++net_ucx.next_id;
+        if (id && !net_ucx.by_id[id % NET_MAX_COMMS]) {
+            nc->id = id;
+            net_ucx.by_id[id % NET_MAX_COMMS] = nc;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* A communicator's key, drawn from the kernel's random pool (a few bytes: getrandom returns
+ * them whole, unless a signal interrupts it before). */
+static int draw_key(uint64_t *key)
+{
+    for (;;) {
+        const ssize_t n = getrandom(key, sizeof(*key), 0);
+        if (n == (ssize_t)sizeof(*key))
+            return 0;
+        if (n < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+/* The communicator's arrays, its key and its id (in the handlers' table), and its shadows
+ * of the net peers. Called with net_ucx.lock held and the proxies acquired. */
+static dfcclResult_t comm_alloc_locked(struct eng_net_comm *nc, const eng_net_layout_t *L)
+{
+    const int N = L->nranks;
+    const uint32_t mypx = net_ucx.nproxies;
+    nc->shadow = calloc((size_t)N, sizeof(char *));
+    nc->ep = calloc((size_t)N * mypx, sizeof(net_ep_t *));
+    nc->peer_id = calloc((size_t)N, sizeof(uint32_t));
+    nc->peer_key = calloc((size_t)N, sizeof(uint64_t));
+    nc->watch_pid = calloc((size_t)N, sizeof(int32_t));
+    nc->peer_first = calloc((size_t)N, sizeof(size_t));
+    nc->peer_count = calloc((size_t)N, sizeof(uint32_t));
+    nc->dead = calloc((size_t)N, 1);
+    nc->bye = calloc((size_t)N, sizeof(net_am_hdr_t));
+    nc->conns = calloc(L->nconns ? L->nconns : 1, sizeof(net_conn_t));
+    if (!nc->shadow || !nc->ep || !nc->peer_id || !nc->peer_key || !nc->watch_pid || !nc->peer_first ||
+        !nc->peer_count || !nc->dead || !nc->bye || !nc->conns)
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
+    if (draw_key(&nc->key)) /* before the table shows nc to the handlers */
+        return eng_set_error(dfcclSystemError, "dfcclCommInit", "getrandom for a communicator key: %s",
+                             strerror(errno));
+    lock_proxies(); /* the handlers read the table */
+    int no_id = take_id_locked(nc);
+    unlock_proxies();
+    if (no_id)
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "more than %d communicators with net peers",
+                             NET_MAX_COMMS);
+    for (int p = 0; p < N; p++) {
+        if (p == L->rank || !L->shadow_size[p])
+            continue;
+        if (posix_memalign((void **)&nc->shadow[p], ENG_PAGE, L->shadow_size[p])) {
+            nc->shadow[p] = NULL;
+            return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for a shadow of rank %d's FIFOs",
+                                 p);
+        }
+        memset(nc->shadow[p], 0, L->shadow_size[p]);
+    }
+    return dfcclSuccess;
+}
+
+/* Connection i of the layout, the next of nc's: where its two directions live and how
+ * its steps are sent. The connections come grouped by peer in the layout's order (the
+ * peer lists its connections with me in the same order: that is how a message names
+ * one). */
+static dfcclResult_t conn_init(struct eng_net_comm *nc, const eng_net_layout_t *L, size_t i)
+{
+    dfcclResult_t res = dfcclSuccess;
+    const eng_net_conn_desc_t *d = &L->conns[i];
+    net_conn_t *k = &nc->conns[nc->nconns++];
+    if (nc->peer_count[d->peer] == 0)
+        nc->peer_first[d->peer] = i;
+    else if (nc->peer_first[d->peer] + nc->peer_count[d->peer] != i)
+        res = eng_set_error(dfcclInternalError, "dfcclCommInit", "net connections not grouped by peer");
+    k->peer = d->peer;
+    k->idx = nc->peer_count[d->peer]++;
+    k->schunk = d->schunk;
+    k->rchunk = d->rchunk;
+    k->shadow_ctrl = (eng_conn_ctrl_t *)(nc->shadow[d->peer] + d->shadow_off);
+    k->shadow_data = (char *)k->shadow_ctrl + L->ctrl_bytes;
+    k->local_ctrl = (eng_conn_ctrl_t *)(L->seg + d->recv_off);
+    k->local_data = (char *)k->local_ctrl + L->ctrl_bytes;
+    if (eng_config.net_piece && eng_config.net_piece < k->schunk) {
+        uint64_t n = (k->schunk + eng_config.net_piece - 1) / eng_config.net_piece;
+        n = n > NET_MAX_PIECES ? NET_MAX_PIECES : n;
+        k->npiece = (uint32_t)n;
+        k->piece = (k->schunk + n - 1) / n; /* n pieces of this size cover a step */
+    } else {
+        k->npiece = 1;
+        k->piece = 0;
+    }
+    k->hdr = calloc((size_t)L->depth * k->npiece, sizeof(net_am_hdr_t));
+    k->got = calloc(L->depth, sizeof(uint64_t));
+    k->pend = calloc(L->depth, sizeof(net_pend_t));
+    if (!k->hdr || !k->got || !k->pend)
+        res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
+    return res;
+}
+
+/* My workers' addresses, for the peers (release_addresses lets them go). Called with
+ * net_ucx.lock held. */
+static dfcclResult_t get_addresses(void *addr[], size_t addr_len[], size_t *sum_p)
+{
+    dfcclResult_t res = dfcclSuccess;
+    for (uint32_t i = 0; i < net_ucx.nproxies && res == dfcclSuccess; i++) {
+        pthread_mutex_lock(&net_ucx.px[i].lock);
+        if (ucp_worker_get_address(net_ucx.px[i].worker, (ucp_address_t **)&addr[i], &addr_len[i]) !=
+            UCS_OK) {
+            addr[i] = NULL;
+            addr_len[i] = 0;
+            res = eng_set_error(dfcclSystemError, "dfcclCommInit", "ucp_worker_get_address failed");
+        }
+        pthread_mutex_unlock(&net_ucx.px[i].lock);
+        *sum_p += addr_len[i];
+    }
+    return res;
+}
+
+/* Called with net_ucx.lock held. */
+static void release_addresses(void *addr[])
+{
+    for (uint32_t i = 0; i < ENG_MAX_NET_THREADS; i++)
+        if (addr[i]) {
+            pthread_mutex_lock(&net_ucx.px[i].lock);
+            ucp_worker_release_address(net_ucx.px[i].worker, (ucp_address_t *)addr[i]);
+            pthread_mutex_unlock(&net_ucx.px[i].lock);
+        }
+}
+
+/* This rank's part of the set-up, before the exchange: a reference on the proxies
+ * (*acquired_p), the communicator's memory, key, id and connections, and my workers'
+ * addresses. Called with net_ucx.lock held. */
+static dfcclResult_t setup_local_locked(struct eng_net_comm *nc, const eng_net_layout_t *L, int *acquired_p,
+                                        void *addr[], size_t addr_len[], size_t *addr_sum_p)
+{
+    dfcclResult_t res = net_proxy_acquire_locked();
+    *acquired_p = res == dfcclSuccess;
+    if (res == dfcclSuccess)
+        res = comm_alloc_locked(nc, L);
+    for (size_t i = 0; i < L->nconns && res == dfcclSuccess; i++)
+        res = conn_init(nc, L, i);
+    if (res == dfcclSuccess)
+        res = get_addresses(addr, addr_len, addr_sum_p);
+    return res;
+}
+
+/* What this rank gives the exchange (net_boot.h): its status, the header, then its
+ * workers' addresses. NULL and *len_p 0 without memory. Called with net_ucx.lock held. */
+static char *boot_blob(const struct eng_net_comm *nc, dfcclResult_t res, void *const addr[],
+                       const size_t addr_len[], size_t addr_sum, size_t *len_p)
+{
+    const size_t len = sizeof(int32_t) + sizeof(net_boot_hdr_t) + addr_sum;
+    char *blob = calloc(1, len);
+    *len_p = blob ? len : 0;
+    if (!blob)
+        return NULL;
+    int32_t st = res;
+    memcpy(blob, &st, sizeof(st));
+    net_boot_hdr_t h;
+    memset(&h, 0, sizeof(h));
+    h.id = nc->id;
+    h.key = nc->key;
+    h.pid = (int32_t)getpid();
+    h.npx = res == dfcclSuccess ? net_ucx.nproxies : 0;
+    char *at = blob + sizeof(st) + sizeof(h);
+    for (uint32_t i = 0; i < h.npx; i++) {
+        h.addr_len[i] = (uint32_t)addr_len[i];
+        memcpy(at, addr[i], addr_len[i]);
+        at += addr_len[i];
+    }
+    net_where_am_i(h.host, sizeof(h.host));
+    memcpy(blob + sizeof(st), &h, sizeof(h));
+    return blob;
+}
+
+/* Rank p's header in the exchange's result. */
+static net_boot_hdr_t boot_hdr(const char *all, size_t stride, int p)
+{
+    net_boot_hdr_t h;
+    memcpy(&h, all + (size_t)p * stride + sizeof(int32_t), sizeof(h));
+    return h;
+}
+
+/* After the exchange: every rank's status, and the proxies the communicator uses (the
+ * fewest any rank runs: lanes map alike everywhere). Called with net_ucx.lock held. */
+static dfcclResult_t peers_agree_locked(struct eng_net_comm *nc, const eng_net_layout_t *L, const char *all,
+                                        size_t stride, dfcclResult_t res)
+{
+    nc->npx = net_ucx.nproxies;
+    for (int p = 0; p < nc->nranks && res == dfcclSuccess && all; p++) {
+        int32_t st;
+        memcpy(&st, all + (size_t)p * stride, sizeof(st));
+        const net_boot_hdr_t h = boot_hdr(all, stride, p);
+        if (st < 0)
+            res = eng_set_error(dfcclSystemError, "dfcclCommInit", "rank %d could not set up UCX", p);
+        else if (h.npx < nc->npx)
+            nc->npx = h.npx;
+    }
+    for (size_t i = 0; i < nc->nconns && res == dfcclSuccess; i++)
+        nc->conns[i].px = L->conns[i].lane % nc->npx;
+    return res;
+}
+
+/* An endpoint from each of my first npx workers to the peer's worker of the same index,
+ * from the worker's cache when another communicator has one already. Called with
+ * net_ucx.lock held. */
+static dfcclResult_t peers_connect_locked(struct eng_net_comm *nc, const eng_net_layout_t *L, const char *all,
+                                          size_t stride, dfcclResult_t res)
+{
+    char myhost[128];
+    net_where_am_i(myhost, sizeof(myhost));
+    for (int p = 0; p < nc->nranks && res == dfcclSuccess; p++) {
+        if (p == nc->rank || !L->shadow_size[p])
+            continue;
+        const net_boot_hdr_t h = boot_hdr(all, stride, p);
+        const char *paddr = all + (size_t)p * stride + sizeof(int32_t) + sizeof(h);
+        const int same_host = !strncmp(h.host, myhost, sizeof(h.host));
+        nc->peer_id[p] = h.id;
+        nc->peer_key[p] = h.key;
+        nc->watch_pid[p] = same_host ? h.pid : 0;
+        for (uint32_t i = 0; i < nc->npx && res == dfcclSuccess; paddr += h.addr_len[i], i++) {
+            ucs_status_t st = UCS_OK;
+            pthread_mutex_lock(&net_ucx.px[i].lock);
+            *ep_of(nc, i, p) = net_ep_get(&net_ucx.px[i], paddr, h.addr_len[i], h.host, nc->watch_pid[p],
+                                          !same_host, p, &st);
+            pthread_mutex_unlock(&net_ucx.px[i].lock);
+            if (st != UCS_OK)
+                res = eng_set_error(dfcclSystemError, "dfcclCommInit",
+                                    "ucp_ep_create(rank %d, worker %u): %s", p, i, ucs_status_string(st));
+        }
+    }
+    return res;
+}
+
+/* Every rank's endpoints exist before anyone sends: the ranks agree on success. */
+static dfcclResult_t agree(dfcclResult_t res, int N, dfcclAllgatherFn_t ag, void *ctx)
+{
+    int32_t st = res, *sts = calloc((size_t)N, sizeof(int32_t));
+    if (!sts || ag(&st, sts, sizeof(st), ctx)) {
+        if (res == dfcclSuccess)
+            res = eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
+    } else {
+        for (int p = 0; p < N; p++)
+            if (sts[p] < 0 && res == dfcclSuccess)
+                res = eng_set_error(dfcclSystemError, "dfcclCommInit", "rank %d failed to set up UCX", p);
+    }
+    free(sts);
+    return res;
+}
+
+/* The communicator joins the proxies' list. Called with net_ucx.lock held. */
+static void comm_publish_locked(struct eng_net_comm *nc)
+{
+    lock_proxies();
+    nc->next = net_ucx.comms;
+    net_ucx.comms = nc;
+    /* an endpoint that failed since this rank took it had no way to tell us */
+    for (uint32_t i = 0; i < nc->npx; i++)
+        for (int p = 0; p < nc->nranks; p++)
+            if (*ep_of(nc, i, p) && (*ep_of(nc, i, p))->failed && !nc->dead[p])
+                net_peer_lost(nc, p, "its endpoint failed during set-up");
+    unlock_proxies();
+}
+
+/* A set-up that failed. Called with net_ucx.lock held. */
+static void comm_drop_locked(struct eng_net_comm *nc, int acquired)
+{
+    if (!acquired) {
+        free(nc);
+        return;
+    }
+    lock_proxies();
+    nc->closing = 1;
+    net_free_locked(nc);
+    unlock_proxies();
+    net_proxy_release_locked();
+}
+
+static void log_setup(const struct eng_net_comm *nc, const eng_net_layout_t *L)
+{
+    int nnet = 0, watched = 0;
+    for (int p = 0; p < L->nranks; p++) {
+        nnet += p != L->rank && L->shadow_size[p] > 0;
+        watched += nc->watch_pid[p] != 0;
+    }
+    char pieces[48] = "whole";
+    if (eng_config.net_piece)
+        snprintf(pieces, sizeof(pieces), "in pieces of at most %llu bytes",
+                 (unsigned long long)eng_config.net_piece);
+    dfccl_info("communicator %016llx rank %d: %d peer(s) over UCX: %d on other hosts (error-reporting "
+               "endpoints), %d on this host (process watched, eager steps %s); %u proxy thread(s)%s",
+               (unsigned long long)L->uid, L->rank, nnet, nnet - watched, watched, pieces, nc->npx,
+               eng_config.net_threads_auto ? " (DFCCL_NET_THREADS auto: one per 2 cores of the rank, up to 4)"
+                                           : "");
+}
+
+dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, void *ctx, eng_net_t **net_p)
+{
+    void *addr[ENG_MAX_NET_THREADS] = {0};
+    size_t addr_len[ENG_MAX_NET_THREADS] = {0}, addr_sum = 0, len = 0, stride = 0;
+    char *all = NULL;
+    int acquired = 0;
+    *net_p = NULL;
+
+    pthread_mutex_lock(&net_ucx.lock);
+    struct eng_net_comm *nc = calloc(1, sizeof(*nc));
+    if (!nc) {
+        pthread_mutex_unlock(&net_ucx.lock);
+        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
+    }
+    nc->uid = L->uid;
+    nc->rank = L->rank;
+    nc->nranks = L->nranks;
+    nc->depth = L->depth;
+    nc->bell = L->seg ? &((eng_seg_hdr_t *)L->seg)->bell : NULL;
+    nc->abort_words[0] = L->abort_words[0];
+    nc->abort_words[1] = L->abort_words[1];
+    /* a local failure is reported through the exchange below: every rank takes part
+     * in every allgather, so nobody waits for a rank that gave up */
+    dfcclResult_t res = setup_local_locked(nc, L, &acquired, addr, addr_len, &addr_sum);
+    char *blob = boot_blob(nc, res, addr, addr_len, addr_sum, &len);
+    release_addresses(addr);
+    pthread_mutex_unlock(&net_ucx.lock);
+
+    /* collective: every rank exchanges, so that a local failure fails everyone */
+    dfcclResult_t xres = exchange(blob, len, &all, &stride, L->nranks, ag, ctx);
+    pthread_mutex_lock(&net_ucx.lock);
+    if (xres != dfcclSuccess && res == dfcclSuccess)
+        res = xres;
+    res = peers_agree_locked(nc, L, all, stride, res);
+    res = peers_connect_locked(nc, L, all, stride, res);
+    free(blob);
+    free(all);
+    pthread_mutex_unlock(&net_ucx.lock);
+
+    res = agree(res, L->nranks, ag, ctx);
+
+    pthread_mutex_lock(&net_ucx.lock);
+    if (res != dfcclSuccess) {
+        comm_drop_locked(nc, acquired);
+        pthread_mutex_unlock(&net_ucx.lock);
+        return res;
+    }
+    comm_publish_locked(nc);
+    pthread_mutex_unlock(&net_ucx.lock);
+    log_setup(nc, L);
+    *net_p = nc;
+    return dfcclSuccess;
+}
+
+int eng_net_describe(char *buf, size_t len)
+{
+    static const struct {
+        ucs_memory_type_t t;
+        const char *name;
+    } kinds[] = {{UCS_MEMORY_TYPE_HOST, "host"},
+                 {UCS_MEMORY_TYPE_CUDA, "cuda"},
+                 {UCS_MEMORY_TYPE_CUDA_MANAGED, "cuda-managed"},
+                 {UCS_MEMORY_TYPE_ROCM, "rocm"}};
+    pthread_mutex_lock(&net_ucx.lock);
+    const uint64_t types = net_ucx.mem_types;
+    pthread_mutex_unlock(&net_ucx.lock);
+    size_t off = (size_t)snprintf(buf, len, "UCX %s, memory types:", ucp_get_version_string());
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]) && off < len; i++)
+        if (types & UCS_BIT(kinds[i].t))
+            off += (size_t)snprintf(buf + off, len - off, " %s", kinds[i].name);
+    return (types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+}
+
+char *eng_net_shadow(eng_net_t *nc, int p)
+{
+    return nc && p >= 0 && p < nc->nranks ? nc->shadow[p] : NULL;
+}
+
+int eng_net_teardown(eng_net_t *nc)
+{
+    if (!nc)
+        return 0;
+    pthread_mutex_lock(&net_ucx.lock);
+    lock_proxies();
+    /* steps the daemon posted before the last collective completed here may not have
+     * gone out yet: push them (the peers may still need them), then say goodbye, so
+     * that peers still running the collective see a clean departure, not a failure */
+    for (int pass = 0, moved = 1; moved && pass < 1000000; pass++) {
+        moved = 0;
+        for (size_t i = 0; i < nc->nconns; i++)
+            if (net_proxy_conn(nc, &nc->conns[i]) > 0)
+                moved = 1;
+        for (uint32_t i = 0; i < nc->npx; i++)
+            ucp_worker_progress(net_ucx.px[i].worker);
+    }
+    /* a goodbye to each peer on every worker: the peer's proxy that sees one of our
+     * endpoints close must already know we left, not take it for a failure */
+    for (int p = 0; p < nc->nranks; p++) {
+        if (nc->dead[p])
+            continue;
+        nc->bye[p] = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank, .key = nc->peer_key[p]};
+        for (uint32_t i = 0; i < nc->npx; i++)
+            if (*ep_of(nc, i, p))
+                net_am_send((*ep_of(nc, i, p))->ep, 0, AM_BYE, &nc->bye[p], NULL, 0);
+    }
+    /* from here on, messages for this communicator are dropped by the handlers */
+    nc->closing = 1;
+    for (uint32_t i = 0; i < nc->npx; i++) {
+        ucp_request_param_t prm;
+        memset(&prm, 0, sizeof(prm));
+        net_wait_request(net_ucx.px[i].worker, ucp_worker_flush_nbx(net_ucx.px[i].worker, &prm),
+                         2000000000ull); /* everything has landed */
+    }
+    /* rendezvous receives still writing into the caller's segment finish first: UCX
+     * cannot cancel one (ucp_request_cancel acts on tag receives only), and a peer that
+     * failed completes it with an error (its endpoint handles errors: rendezvous runs
+     * to other hosts only) */
+    const uint64_t t0 = eng_now_ns();
+    while (dfccl_load_relaxed(&nc->inflight) && eng_now_ns() - t0 < 2000000000ull)
+        for (uint32_t i = 0; i < nc->npx; i++)
+            ucp_worker_progress(net_ucx.px[i].worker);
+    const uint64_t left = dfccl_load_relaxed(&nc->inflight);
+    if (left)
+        dfccl_warn("communicator %016llx: %llu receive(s) from the net still in flight 2 s into teardown; "
+                   "the memory they land in stays mapped (leaked)",
+                   (unsigned long long)nc->uid, (unsigned long long)left);
+    for (struct eng_net_comm **pp = &net_ucx.comms; *pp; pp = &(*pp)->next)
+        if (*pp == nc) {
+            *pp = nc->next;
+            break;
+        }
+    if (left) {
+        /* their completions still name nc and write into the caller's segment: keep nc
+         * (and the proxies), and tell the caller to keep the segment mapped */
+        if (net_ucx.by_id[nc->id % NET_MAX_COMMS] == nc)
+            net_ucx.by_id[nc->id % NET_MAX_COMMS] = NULL;
+        unlock_proxies();
+        pthread_mutex_unlock(&net_ucx.lock);
+        return 1;
+    }
+    net_free_locked(nc);
+    unlock_proxies();
+    net_proxy_release_locked();
+    pthread_mutex_unlock(&net_ucx.lock);
+    return 0;
+}
