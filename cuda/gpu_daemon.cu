@@ -286,6 +286,7 @@ __device__ static int daemon_quit(const gpu_daemon_params_t &p, uint64_t now, ui
 
 /* Thread 0: take new entries of the device ring into the block's task list (block 0 from
  * what the fetcher just staged); a destroy entry fails the communicator's tasks. */
+template <bool kDirect>
 static __device__ __forceinline__ void
 take_input(const gpu_daemon_params_t &p, int b, gpu_task_t *tasks, uint64_t fpos, uint64_t fstart,
            const gpu_sq_entry_t *s_stage, uint64_t &s_head, uint32_t &s_n, int &s_fresh, gpu_task_t &s_task,
@@ -323,10 +324,10 @@ take_input(const gpu_daemon_params_t &p, int b, gpu_task_t *tasks, uint64_t fpos
          * them find nothing to move and take no part */
         const int N = cm->nranks, C = (int)cm->channels;
         eng_ctx_t x;
-        eng_ctx_init(&e->args, N, b, C, &x);
+        eng_ctx_init_in(&e->args, N, b, C, &x, kDirect);
         /* a channel with nothing to move takes no part (one-shots run on block 0
          * alone); one that has still waits its turn in the slot order */
-        const int k = eng_active_channels(&e->args, N, C);
+        const int k = eng_active_channels_in(&e->args, N, C, kDirect);
         if (x.done && !(k == 0 && b == 0))
             continue;
         /* the first task is built in shared memory, where the pass starts with
@@ -390,6 +391,7 @@ take_input(const gpu_daemon_params_t &p, int b, gpu_task_t *tasks, uint64_t fpos
  * should_exit) the same code was 1-2.5% slower for 8 B-4 KiB allreduce at 4 and 8
  * ranks on one H200 (A/B in one call, 6 rounds, OSU-style medians 12.94 -> 13.30 us at
  * 4 ranks, 15.37 -> 15.84 us at 8; 2026-12-02), with the same registers and spills. */
+template <bool kDirect>
 __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemon_params_t p)
 {
     const int b = blockIdx.x;
@@ -442,8 +444,8 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
         if (fetcher)
             fstart = fetch(p, f, s_stage, s_n == 0);
         if (t0) /* ---- take new entries of the device ring into the task list ---- */
-            take_input(p, b, tasks, f.fpos, fstart, s_stage, s_head, s_n, s_fresh, s_task, s_key, s_fresh_rec,
-                       s_progress, trace_n, last_move);
+            take_input<kDirect>(p, b, tasks, f.fpos, fstart, s_stage, s_head, s_n, s_fresh, s_task, s_key,
+                                s_fresh_rec, s_progress, trace_n, last_move);
         __syncthreads();
 
         /* ---- one pass over the task list, in submission order ---- */
@@ -508,8 +510,12 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             }
             int finished = x.done;
             int32_t res = dfcclSuccess;
+            if (!kDirect && (args.algo == ENG_ALGO_DIRECT || args.algo == ENG_ALGO_DIRECT1)) {
+                finished = 1; /* the host launches the kernel with it whenever it picks it */
+                res = dfcclInternalError;
+            }
             while (!finished) {
-                eng_prog_t r = eng_algo_progress(&args, &v, &x);
+                eng_prog_t r = eng_algo_progress_in(&args, &v, &x, kDirect);
                 if (p.trace && t0 && s_trec) {
                     s_tries++;
                     if (r != ENG_WAIT && !s_moved_ns)
@@ -619,4 +625,13 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
         if (s_dec)
             return;
     }
+}
+
+void gpu_daemon_launch(bool direct, int blocks, int threads, cudaStream_t stream,
+                       const gpu_daemon_params_t &p)
+{
+    if (direct)
+        dfccl_gpu_daemon<true><<<blocks, threads, 0, stream>>>(p);
+    else
+        dfccl_gpu_daemon<false><<<blocks, threads, 0, stream>>>(p);
 }

@@ -139,7 +139,11 @@ typedef struct {
 } gpu_daemon_params_t;
 
 #ifdef __CUDACC__
-__global__ void dfccl_gpu_daemon(gpu_daemon_params_t p);
+/* Launch the daemon kernel: with the direct exchange (algo_direct.h; DFCCL_DIRECT_MAX set,
+ * the only case where api.c picks it) or without it, whose other paths run faster (the
+ * out-of-line call changes how the kernel's registers are spent). */
+void gpu_daemon_launch(bool direct, int blocks, int threads, cudaStream_t stream,
+                       const gpu_daemon_params_t &p);
 #endif
 
 #endif

@@ -182,7 +182,7 @@ static void kick_locked(int from_progress)
             return;
     }
     G.params.gen = ++G.gen;
-    dfccl_gpu_daemon<<<G.channels, G.threads, 0, G.stream>>>(G.params);
+    gpu_daemon_launch(eng_config.direct_max != 0, G.channels, G.threads, G.stream, G.params);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {
         dfccl_error("daemon launch failed: %s", cudaGetErrorString(e));

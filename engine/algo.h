@@ -100,8 +100,9 @@ DFCCL_INLINE uint64_t eng_self_bytes(const eng_coll_args_t *a)
 #define ENG_SELF_PIECE 262144u
 
 /* The range the algorithm splits over the channels, and the channels it uses: all C,
- * or (one-shot) channel 0 alone. */
-DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *C)
+ * or (one-shot) channel 0 alone. with_direct: as in eng_algo_progress_in (0: a direct
+ * exchange gets no channel). */
+DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *C, const int with_direct)
 {
     switch (a->algo) {
     case ENG_ALGO_RING: return ring_stride(a, nranks);
@@ -109,6 +110,10 @@ DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *
     case ENG_ALGO_LL: *C = 1; return 1;
     case ENG_ALGO_DIRECT:
     case ENG_ALGO_DIRECT1: {
+        if (!with_direct) {
+            *C = 1;
+            return 1;
+        }
         /* a block in grains; channels of at least ENG_DX_PIECE bytes of it */
         const uint64_t G = eng_dx_grain(a), S = eng_dx_stride(a, nranks);
         const uint64_t pieces = DFCCL_DIV_UP(S * eng_type_size(a->dtype), (uint64_t)ENG_DX_PIECE);
@@ -137,10 +142,11 @@ DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *
 }
 
 /* Channel c of C owns elements [lo, hi) of the range the algorithm splits. */
-DFCCL_INLINE void eng_ctx_init(const eng_coll_args_t *a, int nranks, int c, int C, eng_ctx_t *x)
+DFCCL_INLINE void eng_ctx_init_in(const eng_coll_args_t *a, int nranks, int c, int C, eng_ctx_t *x,
+                                  const int with_direct)
 {
     x->chans = (uint32_t)C;
-    const uint64_t span = eng_split_span(a, nranks, &C);
+    const uint64_t span = eng_split_span(a, nranks, &C, with_direct);
     x->lo = c < C ? eng_div(span * (uint64_t)c, (uint64_t)C) : 0;
     x->hi = c < C ? eng_div(span * (uint64_t)(c + 1), (uint64_t)C) : 0;
     x->off = x->lo;
@@ -153,20 +159,38 @@ DFCCL_INLINE void eng_ctx_init(const eng_coll_args_t *a, int nranks, int c, int 
  * runs on block 0 alone, and the others never see it). Channel c owns
  * [span*c/C, span*(c+1)/C), so exactly min(span, C) ranges are non-empty; closed form,
  * because 64-bit divisions are slow on the GPU and every block computes this. */
-DFCCL_INLINE int eng_active_channels(const eng_coll_args_t *a, int nranks, int C)
+DFCCL_INLINE int eng_active_channels_in(const eng_coll_args_t *a, int nranks, int C, const int with_direct)
 {
-    const uint64_t span = eng_split_span(a, nranks, &C);
+    const uint64_t span = eng_split_span(a, nranks, &C, with_direct);
     return span < (uint64_t)C ? (int)span : C;
 }
 
-DFCCL_DEV_INLINE eng_prog_t eng_algo_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
+DFCCL_INLINE void eng_ctx_init(const eng_coll_args_t *a, int nranks, int c, int C, eng_ctx_t *x)
+{
+    eng_ctx_init_in(a, nranks, c, C, x, 1);
+}
+
+DFCCL_INLINE int eng_active_channels(const eng_coll_args_t *a, int nranks, int C)
+{
+    return eng_active_channels_in(a, nranks, C, 1);
+}
+
+/* One call of a's algorithm on one channel. with_direct (a constant where it is
+ * inlined): whether the direct exchange is compiled in. The GPU daemon has a kernel
+ * without it, run unless DFCCL_DIRECT_MAX is set: the out-of-line call alone changes
+ * how the kernel's registers are spent, and its other paths slowed down. */
+DFCCL_DEV_INLINE eng_prog_t eng_algo_progress_in(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x,
+                                                 const int with_direct)
 {
     switch (a->algo) {
     case ENG_ALGO_RING: return algo_ring_progress(a, v, x);
     case ENG_ALGO_ONESHOT: return algo_oneshot_progress(a, v, x);
     case ENG_ALGO_LL: return algo_ll_progress(a, v, x);
     case ENG_ALGO_DIRECT:
-    case ENG_ALGO_DIRECT1: return algo_direct_progress(a, v, x);
+    case ENG_ALGO_DIRECT1:
+        if (with_direct)
+            return algo_direct_progress(a, v, x);
+        return ENG_DONE; /* not reached: the caller refuses such a task */
     case ENG_ALGO_CHAIN: return algo_chain_progress(a, v, x);
     case ENG_ALGO_PAIRWISE: return algo_pairwise_progress(a, v, x);
     case ENG_ALGO_SCAN: return algo_scan_progress(a, v, x);
@@ -181,6 +205,11 @@ DFCCL_DEV_INLINE eng_prog_t eng_algo_progress(const eng_coll_args_t *a, eng_chan
         return ENG_DONE;
     }
     }
+}
+
+DFCCL_DEV_INLINE eng_prog_t eng_algo_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
+{
+    return eng_algo_progress_in(a, v, x, 1);
 }
 
 #endif

@@ -101,8 +101,10 @@ DFCCL_DEV_INLINE int eng_dx_phase(const eng_coll_args_t *a, const eng_chan_view_
     return 1;
 }
 
-/* Out of line on the GPU: the daemon kernel's spill stores go from 144 to 438 bytes with
- * it (1036 inlined); the ring and LL paths keep their speed (bench/RESULTS.md). */
+/* Out of line on the GPU (inlined, the daemon kernel spilled 1036 bytes). Even so the
+ * kernel that holds it spills 450 bytes where it spilled 144, and allreduce at 8 B-1 MiB
+ * through the ring and LL ran 1.5-4 us slower (bench/RESULTS.md): the GPU daemon has a
+ * kernel without it, launched unless DFCCL_DIRECT_MAX is set (gpu_daemon_launch). */
 DFCCL_DEV_OUTLINE eng_prog_t algo_direct_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
 {
     const uint32_t ts = (uint32_t)eng_type_size(a->dtype);
