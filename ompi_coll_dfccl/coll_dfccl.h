@@ -28,6 +28,7 @@
 #include "opal/threads/mutex.h"
 
 #include "dfccl.h"
+#include "dfccl_setting.h"
 
 #include "coll_dfccl_debug.h"
 
@@ -35,21 +36,19 @@ BEGIN_C_DECLS
 
 /* ---------------------------------------------------------------- component */
 
-/** @brief One engine knob: an MCA variable passed as a dfcclConfig_t field. */
+/** @brief One engine setting with an MCA parameter (coll_dfccl_<row->mca>): a row of
+ *         the engine's settings table (dfccl_setting.h), passed as its dfcclConfig_t
+ *         field when set explicitly. */
 typedef struct {
-    const char *name;  /**< MCA name after coll_dfccl_ */
-    size_t field_off;  /**< its field in dfcclConfig_t ... */
-    size_t field_size; /**< ... an int32_t or an int64_t */
-    const char *help;
-    unsigned long long value; /**< parsed from str; its default is the engine's */
+    const dfccl_setting_t *row;
+    unsigned long long value; /**< parsed from str; its default is the row's */
     int var_index;            /**< to tell an explicit setting from the default */
     char *str;                /**< MCA storage: the value as given, parsed strictly */
 } mca_coll_dfccl_knob_t;
 
-/** @brief Offset and size of a dfcclConfig_t field, for the knob table. */
-#define MCA_COLL_DFCCL_FIELD(_f) offsetof(dfcclConfig_t, _f), sizeof(((dfcclConfig_t *)0)->_f)
-
-#define MCA_COLL_DFCCL_NUM_KNOBS 25
+/** @brief Room for the settings table's rows with an MCA parameter (registration
+ *         checks that they fit). */
+#define MCA_COLL_DFCCL_MAX_KNOBS 40
 
 struct mca_coll_dfccl_module_t;
 struct mca_coll_dfccl_req_t;
@@ -67,9 +66,8 @@ typedef struct mca_coll_dfccl_component_t {
     bool fake_device; /**< testing: every buffer counts as device memory */
     bool eager;       /**< engine communicator at communicator creation, not first use */
     bool device_sync; /**< synchronize the legacy stream before each device-buffer call */
-    mca_coll_dfccl_knob_t knobs[MCA_COLL_DFCCL_NUM_KNOBS];
-    char *net;          /**< coll_dfccl_net, passed as dfcclConfig_t.net like the knobs */
-    int net_var_index;  /**< to tell an explicit setting from the default */
+    mca_coll_dfccl_knob_t knobs[MCA_COLL_DFCCL_MAX_KNOBS];
+    int nknobs;
     char *param_str[9]; /**< MCA storage of priority, verbose and the switches (as given) */
     bool bad_params;    /**< a coll_dfccl_* value was refused: the component is off */
 
@@ -142,10 +140,11 @@ typedef enum {
     X(ireduce)                                                                                               \
     X(bcast)                                                                                                 \
     X(ibcast)                                                                                                \
-    X(allgather) X(iallgather) X(reduce_scatter_block) X(ireduce_scatter_block) X(reduce_scatter)            \
-        X(ireduce_scatter) X(alltoall) X(ialltoall) X(gather) X(igather) X(gatherv) X(igatherv) X(scatter)   \
-            X(iscatter) X(scatterv) X(iscatterv) X(allgatherv) X(iallgatherv) X(alltoallv) X(ialltoallv)     \
-                X(alltoallw) X(ialltoallw) X(scan) X(iscan) X(exscan) X(iexscan)
+    X(allgather)                                                                                             \
+    X(iallgather) X(reduce_scatter_block) X(ireduce_scatter_block) X(reduce_scatter) X(ireduce_scatter)      \
+        X(alltoall) X(ialltoall) X(gather) X(igather) X(gatherv) X(igatherv) X(scatter) X(iscatter)          \
+            X(scatterv) X(iscatterv) X(allgatherv) X(iallgatherv) X(alltoallv) X(ialltoallv) X(alltoallw)    \
+                X(ialltoallw) X(scan) X(iscan) X(exscan) X(iexscan)
 
 #define MCA_COLL_DFCCL_PREV(_api)                                                                            \
     mca_coll_base_module_##_api##_fn_t previous_##_api;                                                      \
