@@ -100,11 +100,7 @@ static uint64_t cpu_daemon_destroy(struct dfccl_comm *c)
     return DFCCL_MIN(dfccl_load_relaxed(&m.first_failed), c->next_seq);
 }
 
-const eng_cpu_backend_t eng_cpu_host = {
-    .acquire = cpu_daemon_acquire,
-    .release = cpu_daemon_release,
-    .submit = cpu_daemon_submit,
-    .wait = cpu_daemon_wait,
-    .destroy = cpu_daemon_destroy,
-    .kick = cpu_daemon_kick,
-};
+/* the engine's view of this daemon (eng_cpu.h), in its order: acquire, release, submit,
+ * wait, destroy, kick */
+const eng_cpu_backend_t eng_cpu_host = {cpu_daemon_acquire, cpu_daemon_release, cpu_daemon_submit,
+                                        cpu_daemon_wait,    cpu_daemon_destroy, cpu_daemon_kick};
