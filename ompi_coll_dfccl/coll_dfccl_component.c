@@ -299,7 +299,8 @@ static int dfccl_close(void)
 
     /* before the library is unloaded: nothing of ours may stay in opal_progress, and
      * no engine daemon thread may outlive the code it runs */
-    mca_coll_dfccl_engine_shutdown();
+    if (cm->shutdown)
+        cm->shutdown();
     mca_coll_dfccl_cuda_fini();
     OBJ_DESTRUCT(&cm->lock);
     DFCCL_VERBOSE(1, "dfccl coll component closed");
