@@ -67,11 +67,11 @@ BOXES = [
       "eng_ring.h: submission ring \u00b7 "
       "eng_sched.h: scheduler (slots, budgets, preemption)",
       "algo_*.h: ring, LL, one-shot, direct, chain, pairwise, scan \u00b7 "
-      "config.c: DFCCL_* / dfcclConfig_t"]),
+      "settings.c, config.c: DFCCL_* / dfcclConfig_t"]),
 
     ("cpu", "box", "daemon", 40, 506, 430, 64,
-     "CPU daemon \u2013 engine/daemon_cpu.c",
-     ["worker threads", "primitives: prims_cpu.h"]),
+     "CPU daemon \u2013 cpu/cpu_daemon.c",
+     ["worker threads: cpu_intake.c, cpu_sched.c, cpu_diag.c", "primitives: prims_cpu.h"]),
     ("gpu", "box", "daemon", 530, 506, 430, 64,
      "GPU daemon \u2013 cuda/gpu_daemon.cu",
      ["persistent kernel, one block per channel", "primitives: cuda_prims.cuh"]),

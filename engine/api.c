@@ -10,6 +10,7 @@
 
 #include "eng_atomic.h"
 #include "eng_comm.h"
+#include "eng_cpu.h"
 #include "eng_gpu.h"
 #include "eng_gpu_layout.h"
 #include "eng_log.h"
@@ -122,7 +123,7 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
         }
     } else {
         req->blocks = blocks;
-        eng_daemon_submit(ENG_SQ_COLL, comm, a, req);
+        eng_cpu->submit(ENG_SQ_COLL, comm, a, req);
     }
     /* what a later v-collective of this rank without data or buffers follows: only a
      * call whose own buffers decided the daemon (not a barrier, not a zero count) */
@@ -691,7 +692,7 @@ dfcclResult_t dfcclTest(dfcclRequest_t *request_p, int *done_p)
             eng_gpu->progress(); /* relaunch a daemon that quit on stalled work */
             gpu_watch_peers(req);
         } else {
-            eng_daemon_kick(req);
+            eng_cpu->kick(req);
         }
         *done_p = 0;
         return dfcclSuccess;
@@ -703,7 +704,7 @@ dfcclResult_t dfcclTest(dfcclRequest_t *request_p, int *done_p)
 static dfcclResult_t wait_one(struct dfccl_request *req, dfcclRequest_t *request_p)
 {
     if (req->gpu_id < 0) {
-        eng_daemon_wait(req);
+        eng_cpu->wait(req);
     } else {
         for (unsigned i = 0; !dfccl_load_acquire32(req->done_p); i++) {
             if (i % 64 == 63) {

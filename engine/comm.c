@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "eng_comm.h"
+#include "eng_cpu.h"
 #include "eng_gpu.h"
 #include "eng_log.h"
 #include "transport.h"
@@ -368,7 +369,7 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
     }
     if (res == dfcclSuccess) {
         eng_shm_clean_stale();
-        daemon_held = (res = eng_daemon_acquire()) == dfcclSuccess;
+        daemon_held = (res = eng_cpu->acquire()) == dfcclSuccess;
     }
     if (res == dfcclSuccess) {
         me.uid = fresh_uid();
@@ -438,7 +439,7 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
 
 err_daemon:
     if (daemon_held)
-        eng_daemon_release();
+        eng_cpu->release();
 err_free:
     if (c) {
         free(c->slot_next);
@@ -457,7 +458,7 @@ dfcclResult_t dfcclCommDestroy(dfcclComm_t handle)
     if (!comm || !live_remove(comm))
         return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or already destroyed)");
     /* the daemon fails whatever is still pending on comm, in submission order */
-    const uint64_t cpu_left = eng_daemon_destroy(comm);
+    const uint64_t cpu_left = eng_cpu->destroy(comm);
     /* the GPU collectives before the first not completed (a count: with all completed, the
      * exact point; with some pending, which a correct program does not destroy with, a
      * lower bound) */
@@ -477,7 +478,7 @@ dfcclResult_t dfcclCommDestroy(dfcclComm_t handle)
     free(comm->slot_next);
     free(comm->tp);
     free(comm);
-    eng_daemon_release();
+    eng_cpu->release();
     return dfcclSuccess;
 }
 

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The engine's configuration: DFCCL_* environment variables and dfcclConfig_t fields.
- * Defaults and units are in README.md. */
-#include <errno.h>
+/* The engine's configuration: DFCCL_* environment variables and dfcclConfig_t fields,
+ * read and checked by the rows of the settings table (settings.c). */
 #include <sched.h>
 #include <stddef.h>
 #include <pthread.h>
@@ -13,207 +12,11 @@
 
 #include "eng_config.h"
 #include "eng_log.h"
+#include "eng_settings.h"
 
 eng_config_t eng_config;
 
-/* One knob: its variable, its dfcclConfig_t field (NULL: environment only), default and
- * range. Word knobs (DFCCL_NET, DFCCL_LOG_LEVEL) take one of `words`; their value is
- * the word's index, which is also the field's enum value. */
-typedef struct {
-    const char *env, *field;
-    size_t off; /* offsetof(dfcclConfig_t, field) */
-    int wide;   /* an int64_t field, else int32_t */
-    uint64_t def, min, max;
-    const char *const *words;
-} knob_t;
-
-static const char *const net_words[] = {"auto", "ucx", NULL};
-static const char *const level_words[] = {"error", "warn", "info", "debug", "trace", NULL};
-
-#define F32(_f)  #_f, offsetof(dfcclConfig_t, _f), 0
-#define F64(_f)  #_f, offsetof(dfcclConfig_t, _f), 1
-#define ENV_ONLY NULL, 0, 0
-
-enum {
-    K_PREEMPT,
-    K_BASE_NS,
-    K_MAX_NS,
-    K_GROWTH,
-    K_HEAD,
-    K_SLOTS,
-    K_CHANNELS,
-    K_CHUNK,
-    K_DEPTH,
-    K_ONESHOT,
-    K_STALL,
-    K_TIMEOUT,
-    K_IDLE,
-    K_GPU_CHANNELS,
-    K_GPU_THREADS,
-    K_GPU_IDLE,
-    K_GPU_STALL,
-    K_GPU,
-    K_GPU_CHUNK,
-    K_SYS_SCOPE,
-    K_LL,
-    K_TRACE,
-    K_CPU_THREADS,
-    K_NET_THREADS,
-    K_NET_PIECE,
-    K_GPU_NET_CHUNK,
-    K_NET,
-    K_LEVEL,
-    K_DIRECT,
-    K_ONESHOT_RANKS,
-    K_COUNT
-};
-
-static const knob_t knobs[K_COUNT] = {
-    [K_PREEMPT] = {"DFCCL_PREEMPT", F32(preempt), 1, 0, 1, NULL},
-    [K_BASE_NS] = {"DFCCL_THRESHOLD_BASE_NS", F64(thresholdBaseNs), 20000, 100, 60000000000ull, NULL},
-    [K_MAX_NS] = {"DFCCL_THRESHOLD_MAX_NS", F64(thresholdMaxNs), 5000000, 100, 600000000000ull, NULL},
-    [K_GROWTH] = {"DFCCL_THRESHOLD_GROWTH", F32(thresholdGrowth), 4, 1, 1024, NULL},
-    [K_HEAD] = {"DFCCL_HEAD_FACTOR", F32(headFactor), 4, 1, 1024, NULL},
-    [K_SLOTS] = {"DFCCL_SLOTS", F32(slots), 2, 1, 64, NULL},
-    [K_CHANNELS] = {"DFCCL_CHANNELS", F32(channels), 1, 1, 32, NULL},
-    [K_CHUNK] = {"DFCCL_CHUNK_SIZE", F64(chunkSize), 65536, 1024, 64ull << 20, NULL},
-    [K_DEPTH] = {"DFCCL_FIFO_DEPTH", F32(fifoDepth), 4, 2, 64, NULL},
-    [K_ONESHOT] = {"DFCCL_ONESHOT_MAX", F64(oneshotMax), 32768, 0, 64ull << 20, NULL},
-    [K_STALL] = {"DFCCL_STALL_REPORT", F64(stallReportMs), 10000, 0, 86400000ull, NULL},
-    [K_TIMEOUT] = {"DFCCL_TIMEOUT", F64(timeoutMs), 0, 0, 86400000ull, NULL},
-    [K_IDLE] = {"DFCCL_IDLE_US", ENV_ONLY, 2000, 0, 10000000ull, NULL},
-    [K_GPU_CHANNELS] = {"DFCCL_GPU_CHANNELS", F32(gpuChannels), 0, 0, 64, NULL},
-    [K_GPU_THREADS] = {"DFCCL_GPU_THREADS", F32(gpuThreads), 512, 64, 512, NULL},
-    [K_GPU_IDLE] = {"DFCCL_GPU_IDLE_QUIT", F64(gpuIdleQuitUs), 1000, 10, 60000000ull, NULL},
-    [K_GPU_STALL] = {"DFCCL_GPU_STALL_QUIT", F64(gpuStallQuitUs), 2000, 10, 60000000ull, NULL},
-    [K_GPU] = {"DFCCL_GPU", ENV_ONLY, 1, 0, 1, NULL},
-    [K_GPU_CHUNK] = {"DFCCL_GPU_CHUNK_SIZE", F64(gpuChunkSize), 131072, 1024, 64ull << 20, NULL},
-    [K_SYS_SCOPE] = {"DFCCL_GPU_SYS_SCOPE", ENV_ONLY, 0, 0, 1, NULL},
-    [K_LL] = {"DFCCL_LL_MAX", F64(llMax), 8192, 0, 64ull << 20, NULL},
-    [K_TRACE] = {"DFCCL_GPU_TRACE", F32(gpuTrace), 0, 0, 1, NULL},
-    [K_CPU_THREADS] = {"DFCCL_CPU_THREADS", F32(cpuThreads), 1, 1, ENG_MAX_WORKERS, NULL},
-    [K_NET_THREADS] = {"DFCCL_NET_THREADS", F32(netThreads), 0, 0, ENG_MAX_NET_THREADS, NULL},
-    [K_NET_PIECE] = {"DFCCL_NET_PIECE", F64(netPiece), ENG_NET_PIECE_DEFAULT, 0, 64ull << 20, NULL},
-    [K_GPU_NET_CHUNK] = {"DFCCL_GPU_NET_CHUNK_SIZE", F64(gpuNetChunkSize), 65536, 1024, 64ull << 20, NULL},
-    [K_NET] = {"DFCCL_NET", F32(net), 0, 0, 1, net_words},
-    [K_LEVEL] = {"DFCCL_LOG_LEVEL", F32(logLevel), DFCCL_LOG_WARN, 0, 4, level_words},
-    [K_DIRECT] = {"DFCCL_DIRECT_MAX", F64(directMax), ENG_DIRECT_MAX_DEFAULT, 0, 1ull << 40, NULL},
-    [K_ONESHOT_RANKS] = {"DFCCL_ONESHOT_RANKS", F32(oneshotRanks), ENG_ONESHOT_RANKS_DEFAULT, 0, 32, NULL},
-};
-
-/* What dfcclGetConfigEntry says of each variable: unit and one line (the README's
- * table says more). */
-typedef struct {
-    const char *unit, *help;
-} knob_doc_t;
-
-static const knob_doc_t knob_docs[K_COUNT] = {
-    [K_PREEMPT] = {"0/1",
-                   "1: preempt a collective stalled on its peers; 0: run each to completion (deadlocks)"},
-    [K_BASE_NS] = {"ns", "how long a fresh collective may wait at a peer before it is preempted"},
-    [K_MAX_NS] = {"ns", "cap of the adaptive preemption threshold"},
-    [K_GROWTH] = {"factor", "a satisfied wait of w ns raises the threshold toward this x w"},
-    [K_HEAD] = {"factor", "the oldest runnable collective waits this many times longer before it yields"},
-    [K_SLOTS] = {"slots", "collectives of one communicator in flight at once"},
-    [K_CHANNELS] = {"channels", "parts a collective is split into, scheduled independently (CPU daemon)"},
-    [K_CHUNK] = {"bytes", "bytes per FIFO step of the CPU daemon (rounded down to 64)"},
-    [K_DEPTH] = {"steps", "FIFO steps per connection"},
-    [K_ONESHOT] = {"bytes", "allreduces up to this size use one-shot, larger ones the ring"},
-    [K_STALL] = {"ms", "a collective stalled this long logs which ranks have not arrived (0: never)"},
-    [K_TIMEOUT] = {"ms", "fail a collective stalled this long and abort its communicator (0: never)"},
-    [K_IDLE] = {"us", "the CPU daemon polls this long after its last work, then sleeps"},
-    [K_GPU_CHANNELS] = {"blocks",
-                        "blocks of the GPU daemon kernel (0: as many as the ranks sharing the GPU leave)"},
-    [K_GPU_THREADS] = {"threads", "threads per GPU daemon block (whole warps)"},
-    [K_GPU_IDLE] = {"us", "the GPU daemon exits after this long with nothing to do"},
-    [K_GPU_STALL] = {"us", "the GPU daemon exits after every collective it holds stalled this long"},
-    [K_GPU] = {"0/1", "0 keeps the GPU backend off (no CUDA initialization; device buffers refused)"},
-    [K_GPU_CHUNK] = {"bytes", "bytes per FIFO step of the GPU daemon"},
-    [K_SYS_SCOPE] = {"0/1", "1: system-scope flags even between ranks on one GPU (a diagnostic)"},
-    [K_LL] = {"bytes", "a piece per peer up to this size (and a barrier) runs in one LL round"},
-    [K_TRACE] = {"0/1", "1: the GPU daemon time-stamps each collective's stages (logged at destroy)"},
-    [K_CPU_THREADS] = {"threads", "threads of the CPU daemon; channel c runs on thread c mod this"},
-    [K_NET_THREADS] = {"threads",
-                       "proxy threads of the UCX transport (0: one per 2 cores of the rank, up to 4)"},
-    [K_NET_PIECE] = {"bytes", "eager message size of steps to same-host peers over UCX"},
-    [K_GPU_NET_CHUNK] = {"bytes", "GPU FIFO step on communicators with peers over UCX"},
-    [K_NET] = {"auto/ucx",
-               "auto: other hosts over UCX, same host over shared memory; ucx: every peer over UCX"},
-    [K_LEVEL] = {"error/warn/info/debug/trace", "log verbosity; info starts with a banner"},
-    [K_DIRECT] = {"bytes", "allreduce (two-shot), reduce_scatter, allgather and alltoall up to this size "
-                           "exchange with every peer at once (0: never)"},
-    [K_ONESHOT_RANKS] = {"ranks",
-                         "communicators of up to this many ranks run those allreduces one-shot on the GPU, "
-                         "larger ones two-shot (0: always two-shot)"},
-};
-
-/* read where they are used: the host name (comm.c), the timeline (trace.c), the log */
-static const struct {
-    const char *name, *def, *unit, *help;
-} other_docs[] = {
-    {"DFCCL_HOST", "the host name", "string", "the host name this rank reports for locality"},
-    {"DFCCL_TRACE", "unset", "path prefix",
-     "write both daemons' timeline to PREFIX.<pid>.json (dfccl-trace; mode 0600, no symlinks)"},
-    {"DFCCL_DEBUG", "unset", "error/warn/info/debug/trace/version", "NCCL's spelling of DFCCL_LOG_LEVEL"},
-    {"DFCCL_DEBUG_SUBSYS", "ALL", "INIT,COLL,SHM,NET,GPU,ALL (^ excludes)",
-     "subsystems whose info lines print"},
-    {"DFCCL_DEBUG_FILE", "unset (stderr)", "path, %h host, %p pid",
-     "log lines go to this file (mode 0600; a symlink or another user's file is refused)"},
-};
-#define NOTHER ((int)(sizeof(other_docs) / sizeof(other_docs[0])))
-
-dfcclResult_t dfcclGetConfigEntry(int index, dfcclConfigEntry_t *entry)
-{
-    static char def[24];
-    if (!entry)
-        return DFCCL_ARG_ERROR("entry is NULL");
-    if (index < 0 || index >= K_COUNT + NOTHER)
-        return DFCCL_ARG_ERROR("index %d: the entries are 0 to %d", index, K_COUNT + NOTHER - 1);
-    if (index < K_COUNT) {
-        const knob_t *k = &knobs[index];
-        if (k->words)
-            snprintf(def, sizeof def, "%s", k->words[k->def]);
-        else
-            snprintf(def, sizeof def, "%llu", (unsigned long long)k->def);
-        *entry = (dfcclConfigEntry_t){.name = k->env,
-                                      .field = k->field,
-                                      .defaultValue = def,
-                                      .value = getenv(k->env),
-                                      .unit = knob_docs[index].unit,
-                                      .help = knob_docs[index].help};
-    } else {
-        const int o = index - K_COUNT;
-        *entry = (dfcclConfigEntry_t){.name = other_docs[o].name,
-                                      .defaultValue = other_docs[o].def,
-                                      .value = getenv(other_docs[o].name),
-                                      .unit = other_docs[o].unit,
-                                      .help = other_docs[o].help};
-    }
-    return dfcclSuccess;
-}
-
-/* edit distance of two short names (capped at 9) */
-static int name_distance(const char *a, size_t la, const char *b)
-{
-    size_t lb = strlen(b);
-    int prev[64], cur[64];
-    if (la > 63 || lb > 63)
-        return 9;
-    for (size_t j = 0; j <= lb; j++)
-        prev[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            const int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            const int del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, sizeof(int) * (lb + 1));
-    }
-    return prev[lb];
-}
-
-/* Every variable dfccl reads is a knob or one of other_docs. Names under DFCCL_DEMO_ and
+/* Every variable dfccl reads is a row of the settings table. Names under DFCCL_DEMO_ and
  * DFCCL_BENCH_ belong to the example and benchmark programs; any other DFCCL_ name is a
  * typo or a habit from another library (DFCCL_DEBUG for NCCL_DEBUG), said once at the
  * first dfcclCommInit: a warning, since a misspelled knob must not stop a job. */
@@ -229,10 +32,10 @@ static void warn_unknown_vars(void)
         const char *best = NULL;
         int best_d = 4; /* suggest only close names */
         int known = 0;
-        for (int i = 0; i < K_COUNT + NOTHER && !known; i++) {
-            const char *name = i < K_COUNT ? knobs[i].env : other_docs[i - K_COUNT].name;
+        for (int i = 0; i < K_ALL && !known; i++) {
+            const char *name = eng_settings[i].env;
             known = strlen(name) == len && !strncmp(*e, name, len);
-            const int d = name_distance(*e, len, name);
+            const int d = dfccl_name_distance(*e, len, name);
             if (d < best_d) {
                 best_d = d;
                 best = name;
@@ -246,28 +49,30 @@ static void warn_unknown_vars(void)
 }
 
 /* A bad value: the message names the variable or field and what it expects. */
-static dfcclResult_t bad_value(const knob_t *k, const char *name, const char *value)
+static dfcclResult_t bad_value(const dfccl_setting_t *k, const char *name, const char *value)
 {
-    if (k->words) {
-        char expect[96] = "";
-        for (int w = 0; k->words[w]; w++)
-            snprintf(expect + strlen(expect), sizeof(expect) - strlen(expect), "%s%s",
-                     w ? (k->words[w + 1] ? ", " : " or ") : "", k->words[w]);
-        return eng_set_error(dfcclInvalidArgument, "config", "%s=%s: expected %s", name, value, expect);
-    }
-    return eng_set_error(dfcclInvalidArgument, "config", "%s=%s: expected an integer in [%llu, %llu]", name,
-                         value, (unsigned long long)k->min, (unsigned long long)k->max);
+    char expect[96];
+    return eng_set_error(dfcclInvalidArgument, "config", "%s=%s: expected %s", name, value,
+                         dfccl_setting_expect(k, expect, sizeof expect));
 }
 
-/* The variable of knob k into *out (its default when unset). */
+/* A row's default (a table the unit tests check parses). */
+static uint64_t default_value(const dfccl_setting_t *k)
+{
+    uint64_t v = 0;
+    (void)k->parse(k, k->def, &v);
+    return v;
+}
+
 static int banner; /* DFCCL_DEBUG=VERSION: the banner even below info */
 
-static int env_value(const knob_t *k, uint64_t *out)
+/* The variable of knob k into *out (its default when unset). */
+static int env_value(const dfccl_setting_t *k, uint64_t *out)
 {
     const char *s = getenv(k->env);
     const char *name = k->env;
-    *out = k->def;
-    if ((!s || !*s) && k == &knobs[K_LEVEL]) {
+    *out = default_value(k);
+    if ((!s || !*s) && k == &eng_settings[K_LEVEL]) {
         /* NCCL's spelling of the same knob (DFCCL_LOG_LEVEL wins when both are set);
          * its VERSION prints the banner and keeps warnings */
         s = getenv("DFCCL_DEBUG");
@@ -277,24 +82,9 @@ static int env_value(const knob_t *k, uint64_t *out)
             return 0;
         }
     }
-    if (!s || !*s)
+    /* a bad word is refused like a bad number, not taken as the default */
+    if (!s || !*s || k->parse(k, s, out) == 0)
         return 0;
-    if (k->words) {
-        for (int w = 0; k->words[w]; w++)
-            if (!strcasecmp(s, k->words[w])) {
-                *out = (uint64_t)w;
-                return 0;
-            }
-        /* a bad word is refused like a bad number, not taken as the default */
-    } else {
-        errno = 0;
-        char *end;
-        unsigned long long v = strtoull(s, &end, 0);
-        if (!errno && !*end && s[0] != '-' && v >= k->min && v <= k->max) {
-            *out = v;
-            return 0;
-        }
-    }
     bad_value(k, name, s);
     dfccl_error("%s", dfcclGetLastError());
     return -1;
@@ -325,7 +115,7 @@ static void print_banner(void)
 
 /* The field of knob k in cfg: 0 unset, 1 set (*out), -1 a bad value (error set). Fields
  * past cfg->size belong to a newer header than the caller's: unset. */
-static int field_value(const knob_t *k, const dfcclConfig_t *cfg, uint64_t *out)
+static int field_value(const dfccl_setting_t *k, const dfcclConfig_t *cfg, uint64_t *out)
 {
     const size_t width = k->wide ? sizeof(int64_t) : sizeof(int32_t);
     if (!cfg || !k->field || k->off + width > cfg->size)
@@ -376,7 +166,7 @@ static uint32_t cores_per_rank(void)
 }
 
 /* A knob's value as the user writes it (buf: 24 bytes). */
-static const char *knob_text(const knob_t *k, uint64_t v, char *buf)
+static const char *knob_text(const dfccl_setting_t *k, uint64_t v, char *buf)
 {
     if (k->words)
         return k->words[v];
@@ -446,7 +236,7 @@ static void read_env(void)
 {
     env_status = 0;
     for (int i = 0; i < K_COUNT; i++)
-        env_status |= env_value(&knobs[i], &env_v[i]);
+        env_status |= env_value(&eng_settings[i], &env_v[i]);
     if (env_status)
         snprintf(env_error, sizeof(env_error), "%s", dfcclGetLastError());
     /* the level applies from here on: the warnings below and the rest of the set-up */
@@ -479,7 +269,7 @@ dfcclResult_t eng_config_init(const dfcclConfig_t *cfg)
     }
     for (int i = 0; i < K_COUNT; i++) {
         v[i] = fixed ? fixed_v[i] : env_v[i];
-        set[i] = field_value(&knobs[i], cfg, &v[i]);
+        set[i] = field_value(&eng_settings[i], cfg, &v[i]);
         if (set[i] < 0) {
             res = dfcclInvalidArgument;
             goto out;
@@ -499,8 +289,8 @@ dfcclResult_t eng_config_init(const dfcclConfig_t *cfg)
             res = eng_set_error(dfcclInvalidUsage, "config",
                                 "config.%s=%s differs from %s, the value the first communicator of this "
                                 "process fixed (from %s or its config): the configuration is process-wide",
-                                knobs[i].field, knob_text(&knobs[i], v[i], want),
-                                knob_text(&knobs[i], fixed_v[i], have), knobs[i].env);
+                                eng_settings[i].field, knob_text(&eng_settings[i], v[i], want),
+                                knob_text(&eng_settings[i], fixed_v[i], have), eng_settings[i].env);
             break;
         }
     if (res == dfcclSuccess)

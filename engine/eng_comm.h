@@ -134,22 +134,6 @@ DFCCL_INLINE eng_conn_t *eng_comm_conns(const struct dfccl_comm *c, uint32_t slo
  * process (later calls return at once), within 50 ms. */
 void eng_shm_clean_stale(void);
 
-/* daemon_cpu.c */
-dfcclResult_t eng_daemon_acquire(void);
-void eng_daemon_release(void);
-
-/* Submit a collective (assigns its sequence number) or a destroy marker. */
-dfcclResult_t eng_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const eng_coll_args_t *args,
-                                struct dfccl_request *req);
-/* Wait for a completion word, sleeping when it takes long. */
-void eng_daemon_wait(struct dfccl_request *req);
-/* Fail whatever is still pending on c, in submission order, and wait until no worker
- * holds anything of it. Returns the sequence number of the first collective it failed,
- * or c's count of collectives when none was pending. */
-uint64_t eng_daemon_destroy(struct dfccl_comm *c);
-/* A CPU request's deferred wake of the daemon (wake_due), done now. */
-void eng_daemon_kick(struct dfccl_request *req);
-
 /* shm.c: a shared-memory peer whose process is gone (or its pid now another process's)
  * without having destroyed the communicator: its rank, else -1. Cheap (a kill(0) and a
  * /proc read per peer); callers look at most every ENG_PEER_CHECK_NS while waiting. */

@@ -12,15 +12,6 @@
 
 #define ENG_MAX_WORKERS     32 /* most CPU daemon threads (DFCCL_CPU_THREADS) */
 #define ENG_MAX_NET_THREADS 8  /* most proxy threads (DFCCL_NET_THREADS) */
-/* Eager step messages carry at most this many bytes each: with its header a piece fits
- * one of UCX's default shared-memory fragments (8256 bytes), which the receiver reads in
- * place; a larger message is first reassembled by UCX, one more copy of every byte. */
-#define ENG_NET_PIECE_DEFAULT 8128
-/* DFCCL_DIRECT_MAX's default, bytes: off until the direct exchange is measured on a GPU
- * (docs/collectives.md); the suites run it with DFCCL_DIRECT_MAX=4194304 */
-#define ENG_DIRECT_MAX_DEFAULT 0
-/* DFCCL_ONESHOT_RANKS's default (one-shot: fewer hops and, at 2 ranks, less traffic) */
-#define ENG_ONESHOT_RANKS_DEFAULT 2
 
 typedef struct {
     int preempt;                /* DFCCL_PREEMPT: 1 = preempt stalled collectives */

@@ -11,6 +11,8 @@
 #error "include cuda/cuda_prims.cuh before the algorithms"
 #endif
 #include "prims_cpu.h"
+#include "prims_compose.h"
+#include "prims_cpu_dx.h"
 #endif
 
 #endif

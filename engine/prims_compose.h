@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Composite primitives, named in dataflow order (NCCL prims), written once over the
  * backend's base primitives (prim_*_ready, prim_*_buf, prim_send_post, prim_recv_done,
- * prim_copy, prim_reduce, prim_barrier). Included by prims_cpu.h and cuda_prims.cuh. */
+ * prim_copy, prim_reduce, prim_barrier). Included by prims.h (after prims_cpu.h) and
+ * cuda_prims.cuh. */
 #ifndef DFCCL_PRIMS_COMPOSE_H
 #define DFCCL_PRIMS_COMPOSE_H
 

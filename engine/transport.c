@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* What this build has: its transports (transport.h) and its GPU backend (eng_gpu.h), as
- * table entries that are absent when not built (dfcclGetBuildInfo reports them), and
- * this rank's card for the locality decision (locality.c). */
+/* What this build has: its transports (transport.h), its CPU backend (eng_cpu.h) and its
+ * GPU backend (eng_gpu.h), as table entries that are absent when not built
+ * (dfcclGetBuildInfo reports them), and this rank's card for the locality decision
+ * (locality.c). */
 #include <stdio.h>
 #include <string.h>
 
 #include "eng_config.h"
+#include "eng_cpu.h"
 #include "eng_gpu.h"
 #include "eng_log.h"
 #include "transport.h"
@@ -21,6 +23,9 @@ const eng_transport_t *const eng_transports[ENG_TP_NUM] = {
     [ENG_TP_UCX] = &eng_tp_ucx,
 #endif
 };
+
+extern const eng_cpu_backend_t eng_cpu_host;
+const eng_cpu_backend_t *const eng_cpu = &eng_cpu_host;
 
 #ifdef DFCCL_HAVE_CUDA
 extern const eng_gpu_backend_t eng_gpu_cuda;

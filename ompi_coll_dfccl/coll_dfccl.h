@@ -28,6 +28,7 @@
 #include "opal/threads/mutex.h"
 
 #include "dfccl.h"
+#include "dfccl_setting.h"
 
 #include "coll_dfccl_debug.h"
 
@@ -35,24 +36,40 @@ BEGIN_C_DECLS
 
 /* ---------------------------------------------------------------- component */
 
-/** @brief One engine knob: an MCA variable passed as a dfcclConfig_t field. */
+/** @brief One engine setting with an MCA parameter (coll_dfccl_<row->mca>): a row of
+ *         the engine's settings table (dfccl_setting.h), passed as its dfcclConfig_t
+ *         field when set explicitly. */
 typedef struct {
-    const char *name;  /**< MCA name after coll_dfccl_ */
-    size_t field_off;  /**< its field in dfcclConfig_t ... */
-    size_t field_size; /**< ... an int32_t or an int64_t */
-    const char *help;
-    unsigned long long value; /**< parsed from str; its default is the engine's */
+    const dfccl_setting_t *row;
+    unsigned long long value; /**< parsed from str; its default is the row's */
     int var_index;            /**< to tell an explicit setting from the default */
     char *str;                /**< MCA storage: the value as given, parsed strictly */
 } mca_coll_dfccl_knob_t;
 
-/** @brief Offset and size of a dfcclConfig_t field, for the knob table. */
-#define MCA_COLL_DFCCL_FIELD(_f) offsetof(dfcclConfig_t, _f), sizeof(((dfcclConfig_t *)0)->_f)
-
-#define MCA_COLL_DFCCL_NUM_KNOBS 25
+/** @brief Room for the settings table's rows with an MCA parameter (registration
+ *         checks that they fit). */
+#define MCA_COLL_DFCCL_MAX_KNOBS 40
 
 struct mca_coll_dfccl_module_t;
 struct mca_coll_dfccl_req_t;
+struct mca_coll_dfccl_sched_t;
+
+/**
+ * @brief What the progress callback (coll_dfccl_progress.c) calls in the files above
+ *        it, registered once at init_query (coll_dfccl_module.c), so that every call
+ *        between the component's files goes one way, down.
+ */
+typedef struct {
+    /** advance the set-up of a module on the waiting list; true once it is over (boot.c) */
+    bool (*setup_advance)(struct mca_coll_dfccl_module_t *m);
+    /** stop a set-up in flight at finalize (boot.c) */
+    void (*setup_abort)(struct mca_coll_dfccl_module_t *m);
+    /** advance the queue of a module on the waiting list (call.c) */
+    void (*queue_advance)(struct mca_coll_dfccl_module_t *m);
+    /** a non-blocking fallback's flags: finished? And its fold, then its memory (nbsched.c) */
+    bool (*sched_test)(struct mca_coll_dfccl_sched_t *s);
+    int (*sched_finish)(struct mca_coll_dfccl_sched_t *s, int rc);
+} mca_coll_dfccl_hooks_t;
 
 typedef struct mca_coll_dfccl_component_t {
     mca_coll_base_component_2_0_0_t super;
@@ -67,11 +84,12 @@ typedef struct mca_coll_dfccl_component_t {
     bool fake_device; /**< testing: every buffer counts as device memory */
     bool eager;       /**< engine communicator at communicator creation, not first use */
     bool device_sync; /**< synchronize the legacy stream before each device-buffer call */
-    mca_coll_dfccl_knob_t knobs[MCA_COLL_DFCCL_NUM_KNOBS];
-    char *net;          /**< coll_dfccl_net, passed as dfcclConfig_t.net like the knobs */
-    int net_var_index;  /**< to tell an explicit setting from the default */
-    char *param_str[9]; /**< MCA storage of priority, verbose and the switches (as given) */
-    bool bad_params;    /**< a coll_dfccl_* value was refused: the component is off */
+    mca_coll_dfccl_knob_t knobs[MCA_COLL_DFCCL_MAX_KNOBS];
+    int nknobs;
+    char *param_str[9];           /**< MCA storage of priority, verbose and the switches (as given) */
+    bool bad_params;              /**< a coll_dfccl_* value was refused: the component is off */
+    mca_coll_dfccl_hooks_t hooks; /**< registered at init_query */
+    void (*shutdown)(void);       /**< component close: what the runtime must undo */
 
     /* state, set up at the first engine communicator (engine_ready) */
     opal_mutex_t lock;                       /**< guards everything below */
@@ -142,10 +160,13 @@ typedef enum {
     X(ireduce)                                                                                               \
     X(bcast)                                                                                                 \
     X(ibcast)                                                                                                \
-    X(allgather) X(iallgather) X(reduce_scatter_block) X(ireduce_scatter_block) X(reduce_scatter)            \
-        X(ireduce_scatter) X(alltoall) X(ialltoall) X(gather) X(igather) X(gatherv) X(igatherv) X(scatter)   \
-            X(iscatter) X(scatterv) X(iscatterv) X(allgatherv) X(iallgatherv) X(alltoallv) X(ialltoallv)     \
-                X(alltoallw) X(ialltoallw) X(scan) X(iscan) X(exscan) X(iexscan)
+    X(allgather)                                                                                             \
+    X(iallgather)                                                                                            \
+    X(reduce_scatter_block)                                                                                  \
+    X(ireduce_scatter_block)                                                                                 \
+    X(reduce_scatter) X(ireduce_scatter) X(alltoall) X(ialltoall) X(gather) X(igather) X(gatherv)            \
+        X(igatherv) X(scatter) X(iscatter) X(scatterv) X(iscatterv) X(allgatherv) X(iallgatherv)             \
+            X(alltoallv) X(ialltoallv) X(alltoallw) X(ialltoallw) X(scan) X(iscan) X(exscan) X(iexscan)
 
 #define MCA_COLL_DFCCL_PREV(_api)                                                                            \
     mca_coll_base_module_##_api##_fn_t previous_##_api;                                                      \
@@ -318,25 +339,27 @@ typedef struct mca_coll_dfccl_req_t {
     mca_coll_dfccl_check_t rec;
     mca_coll_dfccl_xchg_t *check;         /**< its check exchange in flight */
     struct mca_coll_dfccl_sched_t *sched; /**< a non-blocking fallback's messages (nbsched.c) */
-    int pcoll;                            /**< persistent request: its collective (persist.c) */
 } mca_coll_dfccl_req_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_dfccl_req_t);
 
-/* ------------------------------------------- module.c, engine.c, request.c */
+/* -------------------------------- module.c, progress.c, engine.c, boot.c, request.c */
 
 int mca_coll_dfccl_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 mca_coll_base_module_t *mca_coll_dfccl_comm_query(struct ompi_communicator_t *comm, int *priority);
-int mca_coll_dfccl_progress(void);
 /** @brief Once per process, before the first engine communicator or request. */
 int mca_coll_dfccl_setup(void);
+/** @brief The upper files' hooks; also sets the component's shutdown (progress.c). */
+void mca_coll_dfccl_hooks_register(const mca_coll_dfccl_hooks_t *hooks);
+/** @brief The teardown attribute's callbacks (engine.c). */
+int mca_coll_dfccl_attr_delete(MPI_Comm comm, int keyval, void *attr_val, void *extra_state);
+int mca_coll_dfccl_attr_copy(MPI_Comm oldcomm, int keyval, void *extra_state, void *attr_in, void *attr_out,
+                             int *flag, MPI_Comm newcomm);
 /** @brief The engine's configuration from the MCA parameters set explicitly (the others
  *         unset: the engine takes their DFCCL_* variables). */
 void mca_coll_dfccl_engine_config(dfcclConfig_t *cfg);
 /** @brief Destroy the engine communicator of @p m, if it has a live one. */
 void mca_coll_dfccl_engine_destroy(mca_coll_dfccl_module_t *m);
-/** @brief Component close: destroy what is left, leave opal_progress. */
-void mca_coll_dfccl_engine_shutdown(void);
 
 /** @brief Start creating the engine communicator of @p m (non-blocking: the set-up runs
  *         on a thread of its own and exchanges over MCA_COLL_DFCCL_TAG_BOOT). */
@@ -382,55 +405,29 @@ int mca_coll_dfccl_check_compare(mca_coll_dfccl_module_t *m, const mca_coll_dfcc
 
 /* ---------------------------------------------------------------- collectives */
 
-int mca_coll_dfccl_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                             struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                             mca_coll_base_module_t *module);
-int mca_coll_dfccl_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                              struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                              ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_dfccl_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                          struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
-                          mca_coll_base_module_t *module);
-int mca_coll_dfccl_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                           struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
-                           ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_dfccl_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
-                         struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_dfccl_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
-                          struct ompi_communicator_t *comm, ompi_request_t **request,
-                          mca_coll_base_module_t *module);
-int mca_coll_dfccl_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                             int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                             mca_coll_base_module_t *module);
-int mca_coll_dfccl_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                              int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                              ompi_request_t **request, mca_coll_base_module_t *module);
-int mca_coll_dfccl_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
-                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_dfccl_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
-                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                         struct ompi_communicator_t *comm, ompi_request_t **request,
-                                         mca_coll_base_module_t *module);
-int mca_coll_dfccl_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                  struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_dfccl_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                   struct ompi_communicator_t *comm, ompi_request_t **request,
-                                   mca_coll_base_module_t *module);
-int mca_coll_dfccl_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                            int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                            mca_coll_base_module_t *module);
-int mca_coll_dfccl_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
-                             int rcount, struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
-                             ompi_request_t **request, mca_coll_base_module_t *module);
-
+/* The entry points of one collective: blocking, MPI_I* and the persistent *_init
+ * (Open MPI 4.1's pcollreq), all made from its descriptor (MCA_COLL_DFCCL_ENTRIES). */
 #define MCA_COLL_DFCCL_DECLARE(_name, ...)                                                                   \
     int mca_coll_dfccl_##_name(__VA_ARGS__, struct ompi_communicator_t *comm,                                \
                                mca_coll_base_module_t *module);                                              \
     int mca_coll_dfccl_i##_name(__VA_ARGS__, struct ompi_communicator_t *comm, ompi_request_t **request,     \
-                                mca_coll_base_module_t *module)
+                                mca_coll_base_module_t *module);                                             \
+    int mca_coll_dfccl_##_name##_init(__VA_ARGS__, struct ompi_communicator_t *comm,                         \
+                                      struct ompi_info_t *info, ompi_request_t **request,                    \
+                                      mca_coll_base_module_t *module)
+MCA_COLL_DFCCL_DECLARE(allreduce, const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                       struct ompi_op_t *op);
+MCA_COLL_DFCCL_DECLARE(reduce, const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                       struct ompi_op_t *op, int root);
+MCA_COLL_DFCCL_DECLARE(bcast, void *buf, int count, struct ompi_datatype_t *dtype, int root);
+MCA_COLL_DFCCL_DECLARE(allgather, const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                       int rcount, struct ompi_datatype_t *rdtype);
+MCA_COLL_DFCCL_DECLARE(reduce_scatter_block, const void *sbuf, void *rbuf, int rcount,
+                       struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+MCA_COLL_DFCCL_DECLARE(reduce_scatter, const void *sbuf, void *rbuf, const int *rcounts,
+                       struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+MCA_COLL_DFCCL_DECLARE(alltoall, const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                       int rcount, struct ompi_datatype_t *rdtype);
 /* staged collectives (coll_dfccl_gather.c, _scatter.c, _allgatherv.c, _alltoallv.c, _scan.c) */
 MCA_COLL_DFCCL_DECLARE(gather, const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
                        int rcount, struct ompi_datatype_t *rdtype, int root);
@@ -480,8 +477,13 @@ MCA_COLL_DFCCL_FB_DECLARE(reduce_local)
  *         ibarrier, reduce_local, the persistent *_init) with the component's own. Returns
  *         how many were filled. */
 int mca_coll_dfccl_fallback_slots(mca_coll_dfccl_module_t *m, struct ompi_communicator_t *comm);
-/** @brief The same for the persistent *_init slots (coll_dfccl_persist.c). */
-int mca_coll_dfccl_persist_slots(mca_coll_dfccl_module_t *m, struct ompi_communicator_t *comm);
+/** @brief A persistent request for @p desc's collective with arguments @p a (NULL
+ *         @p desc: a barrier, the communicator's); each MPI_Start runs it as its MPI_I*
+ *         call would (coll_dfccl_persist.c). */
+int mca_coll_dfccl_persist_new(mca_coll_base_module_t *module, const mca_coll_dfccl_coll_desc_t *desc,
+                               const mca_coll_dfccl_args_t *a, ompi_request_t **request);
+int mca_coll_dfccl_barrier_init(struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                ompi_request_t **request, mca_coll_base_module_t *module);
 /** @brief Open MPI's base algorithms keep their state in the module's base_data. */
 int mca_coll_dfccl_fallback_base_data(mca_coll_dfccl_module_t *m);
 

@@ -32,13 +32,6 @@
 #include "coll_dfccl.h"
 #include "coll_dfccl_common.h"
 
-const char *const mca_coll_dfccl_coll_names[] = {
-    "?",         "Allreduce", "Reduce",  "Bcast",   "Allgather", "Reduce_scatter_block", "Reduce_scatter",
-    "Alltoall",  "Gather",    "Gatherv", "Scatter", "Scatterv",  "Allgatherv",           "Alltoallv",
-    "Alltoallw", "Scan",      "Exscan"};
-const char *const mca_coll_dfccl_path_names[] = {"previous module", "engine",
-                                                 "previous module (staged through host)"};
-
 /* The path of a call whose engine communicator could not be created. */
 static mca_coll_dfccl_path_t fallback_path(const mca_coll_dfccl_check_t *rec)
 {
@@ -86,15 +79,6 @@ static void note_fallback(const mca_coll_dfccl_module_t *m, const mca_coll_dfccl
 static mca_coll_dfccl_engine_state_t engine_state(mca_coll_dfccl_module_t *m)
 {
     return __atomic_load_n(&m->engine, __ATOMIC_ACQUIRE);
-}
-
-/* The MPI name of a call after "MPI_": Allreduce, Iallreduce (coll may come from a peer) */
-void mca_coll_dfccl_call_name(char *buf, size_t len, int32_t coll, bool nonblocking)
-{
-    const char *base = mca_coll_dfccl_coll_names[(uint32_t)coll % MCA_COLL_DFCCL_NUM_COLLS];
-    snprintf(buf, len, "%s%s", nonblocking ? "I" : "", base);
-    if (nonblocking && buf[1])
-        buf[1] = (char)(buf[1] - 'A' + 'a');
 }
 
 static void verbose_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_t *rec,

@@ -2,7 +2,8 @@
 /*
  * coll_dfccl_check: the comparison of the records every rank passed for one call
  * (the exchange itself is the call's, in coll_dfccl_call.c). The first difference
- * fails the call on every rank; rank 0 says what differs.
+ * fails the call on every rank; rank 0 says what differs. Also the names of the
+ * collectives and paths that it and the verbose lines of the calls use.
  */
 #include "ompi_config.h"
 
@@ -12,6 +13,22 @@
 
 #include "coll_dfccl.h"
 #include "coll_dfccl_common.h"
+
+const char *const mca_coll_dfccl_coll_names[] = {
+    "?",         "Allreduce", "Reduce",  "Bcast",   "Allgather", "Reduce_scatter_block", "Reduce_scatter",
+    "Alltoall",  "Gather",    "Gatherv", "Scatter", "Scatterv",  "Allgatherv",           "Alltoallv",
+    "Alltoallw", "Scan",      "Exscan"};
+const char *const mca_coll_dfccl_path_names[] = {"previous module", "engine",
+                                                 "previous module (staged through host)"};
+
+/* The MPI name of a call after "MPI_": Allreduce, Iallreduce (coll may come from a peer) */
+void mca_coll_dfccl_call_name(char *buf, size_t len, int32_t coll, bool nonblocking)
+{
+    const char *base = mca_coll_dfccl_coll_names[(uint32_t)coll % MCA_COLL_DFCCL_NUM_COLLS];
+    snprintf(buf, len, "%s%s", nonblocking ? "I" : "", base);
+    if (nonblocking && buf[1])
+        buf[1] = (char)(buf[1] - 'A' + 'a');
+}
 
 static const char *const kind_names[] = {"host", "device"};
 

@@ -268,20 +268,29 @@ static inline size_t *mca_coll_dfccl_vtab(int n)
     ((_inner_p) ? MCA_COLL_DFCCL_PREVIOUS(_m, _name, _inner_p, __VA_ARGS__)                                  \
                 : ((_o)->rc = MCA_COLL_DFCCL_PREVIOUS(_m, _name, NULL, __VA_ARGS__), OMPI_SUCCESS))
 
-#define MCA_COLL_DFCCL_ENTRIES(_name, _desc, _init, ...)                                                     \
+#define MCA_COLL_DFCCL_ENTRIES(_name, _desc, _args, ...)                                                     \
     int mca_coll_dfccl_##_name(__VA_ARGS__, struct ompi_communicator_t *comm,                                \
                                mca_coll_base_module_t *module)                                               \
     {                                                                                                        \
         (void)comm;                                                                                          \
-        const mca_coll_dfccl_args_t a = MCA_COLL_DFCCL_BRACED _init;                                         \
+        const mca_coll_dfccl_args_t a = MCA_COLL_DFCCL_BRACED _args;                                         \
         return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &_desc, &a, NULL);                     \
     }                                                                                                        \
     int mca_coll_dfccl_i##_name(__VA_ARGS__, struct ompi_communicator_t *comm, ompi_request_t **request,     \
                                 mca_coll_base_module_t *module)                                              \
     {                                                                                                        \
         (void)comm;                                                                                          \
-        const mca_coll_dfccl_args_t a = MCA_COLL_DFCCL_BRACED _init;                                         \
+        const mca_coll_dfccl_args_t a = MCA_COLL_DFCCL_BRACED _args;                                         \
         return mca_coll_dfccl_call((mca_coll_dfccl_module_t *)module, &_desc, &a, request);                  \
+    }                                                                                                        \
+    int mca_coll_dfccl_##_name##_init(__VA_ARGS__, struct ompi_communicator_t *comm,                         \
+                                      struct ompi_info_t *info, ompi_request_t **request,                    \
+                                      mca_coll_base_module_t *module)                                        \
+    {                                                                                                        \
+        (void)comm;                                                                                          \
+        (void)info;                                                                                          \
+        const mca_coll_dfccl_args_t a = MCA_COLL_DFCCL_BRACED _args;                                         \
+        return mca_coll_dfccl_persist_new(module, &_desc, &a, request);                                      \
     }
 
 #endif /* MCA_COLL_DFCCL_COMMON_H */

@@ -149,6 +149,37 @@ const mca_coll_base_module_scatter_fn_t mca_coll_dfccl_fb_scatter = ompi_coll_ba
 const mca_coll_base_module_scatterv_fn_t mca_coll_dfccl_fb_scatterv = fb_scatterv;
 const mca_coll_base_module_reduce_local_fn_t mca_coll_dfccl_fb_reduce_local = fb_reduce_local;
 
+/* The persistent *_init slots no other component fills: the component's own
+ * (coll_dfccl_persist.c). Returns how many. */
+static int persist_slots(mca_coll_dfccl_module_t *m, struct ompi_communicator_t *comm)
+{
+    int filled = 0;
+#define DFCCL_FILL_INIT(_api)                                                                                \
+    if (!comm->c_coll->coll_##_api##_init || !comm->c_coll->coll_##_api##_init_module) {                     \
+        m->super.coll_##_api##_init = mca_coll_dfccl_##_api##_init;                                          \
+        filled++;                                                                                            \
+    }
+    DFCCL_FILL_INIT(allreduce)
+    DFCCL_FILL_INIT(reduce)
+    DFCCL_FILL_INIT(bcast)
+    DFCCL_FILL_INIT(allgather)
+    DFCCL_FILL_INIT(reduce_scatter_block)
+    DFCCL_FILL_INIT(reduce_scatter)
+    DFCCL_FILL_INIT(alltoall)
+    DFCCL_FILL_INIT(gather)
+    DFCCL_FILL_INIT(gatherv)
+    DFCCL_FILL_INIT(scatter)
+    DFCCL_FILL_INIT(scatterv)
+    DFCCL_FILL_INIT(allgatherv)
+    DFCCL_FILL_INIT(alltoallv)
+    DFCCL_FILL_INIT(alltoallw)
+    DFCCL_FILL_INIT(scan)
+    DFCCL_FILL_INIT(exscan)
+    DFCCL_FILL_INIT(barrier)
+#undef DFCCL_FILL_INIT
+    return filled;
+}
+
 int mca_coll_dfccl_fallback_slots(mca_coll_dfccl_module_t *m, struct ompi_communicator_t *comm)
 {
     int filled = 0;
@@ -161,5 +192,5 @@ int mca_coll_dfccl_fallback_slots(mca_coll_dfccl_module_t *m, struct ompi_commun
     DFCCL_FILL(ibarrier)
     DFCCL_FILL(reduce_local)
 #undef DFCCL_FILL
-    return filled + mca_coll_dfccl_persist_slots(m, comm);
+    return filled + persist_slots(m, comm);
 }

@@ -66,6 +66,14 @@ int mca_coll_dfccl_init_query(bool enable_progress_threads, bool enable_mpi_thre
 {
     (void)enable_progress_threads;
     (void)enable_mpi_threads;
+    /* before any module: the progress callback reaches the set-ups, the module queues
+     * and the non-blocking fallbacks through these */
+    const mca_coll_dfccl_hooks_t hooks = {.setup_advance = mca_coll_dfccl_engine_advance,
+                                          .setup_abort = mca_coll_dfccl_engine_abort,
+                                          .queue_advance = mca_coll_dfccl_queue_advance,
+                                          .sched_test = mca_coll_dfccl_sched_test,
+                                          .sched_finish = mca_coll_dfccl_sched_finish};
+    mca_coll_dfccl_hooks_register(&hooks);
     return OMPI_SUCCESS;
 }
 

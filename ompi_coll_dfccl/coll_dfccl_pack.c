@@ -10,7 +10,12 @@
  * Device memory: the convertor runs on host memory, so the blocks' span is staged
  * through a host copy; when the GPU daemon runs the call, the packed data lives in a
  * device scratch buffer the engine reads or writes.
+ *
+ * A call's completion (mca_coll_dfccl_op_finish) is here too: it unpacks these sides
+ * into their host views before the stages below are copied back (coll_dfccl_stage.c).
  */
+#include <string.h>
+
 #include "coll_dfccl_common.h"
 
 /* What a packed side still needs when its call ends: for a receive side, unpack into
@@ -198,7 +203,7 @@ out:
     return rc;
 }
 
-int mca_coll_dfccl_packs_finish(mca_coll_dfccl_op_t *o, int rc)
+static int packs_finish(mca_coll_dfccl_op_t *o, int rc)
 {
     while (o->packs) {
         mca_coll_dfccl_pack_t *k = o->packs;
@@ -214,4 +219,13 @@ int mca_coll_dfccl_packs_finish(mca_coll_dfccl_op_t *o, int rc)
         free(k);
     }
     return rc;
+}
+
+int mca_coll_dfccl_op_finish(mca_coll_dfccl_op_t *op, int rc)
+{
+    if (rc == OMPI_SUCCESS && op->move_len)
+        memmove(op->move_dst, op->move_src, op->move_len);
+    /* packed blocks are unpacked into their host views before those are copied back */
+    rc = packs_finish(op, rc);
+    return mca_coll_dfccl_stages_finish(op, rc);
 }

@@ -91,12 +91,8 @@ int mca_coll_dfccl_stage_blocks(mca_coll_dfccl_op_t *op, mca_coll_dfccl_mem_t ki
                                copy_out ? (size_t)(hi - lo) : 0, view_p);
 }
 
-int mca_coll_dfccl_op_finish(mca_coll_dfccl_op_t *op, int rc)
+int mca_coll_dfccl_stages_finish(mca_coll_dfccl_op_t *op, int rc)
 {
-    if (rc == OMPI_SUCCESS && op->move_len)
-        memmove(op->move_dst, op->move_src, op->move_len);
-    /* packed blocks are unpacked into their host views before those are copied back */
-    rc = mca_coll_dfccl_packs_finish(op, rc);
     for (int i = 0; i < op->nstage; i++) {
         mca_coll_dfccl_stage_t *s = &op->stage[i];
         if (rc == OMPI_SUCCESS && s->out_len &&

@@ -34,10 +34,11 @@ int mca_coll_dfccl_stage_blocks(mca_coll_dfccl_op_t *op, mca_coll_dfccl_mem_t ki
 /** @brief Stage in a user region; *@p view_p becomes the host address matching @p user. */
 int mca_coll_dfccl_stage_in(mca_coll_dfccl_op_t *op, void *user, ptrdiff_t lo, size_t len, bool copy_in,
                             size_t out_off, size_t out_len, void **view_p);
-/** @brief Completion of a call: host-side move, stage out, free. Returns an MPI error code. */
+/** @brief At the end of a call: copy its staged regions back (when @p rc is success),
+ *         free them. Returns @p rc or the first failure. */
+int mca_coll_dfccl_stages_finish(mca_coll_dfccl_op_t *op, int rc);
+/** @brief Completion of a call: host-side move, unpack its packed receive sides, stage
+ *         out, free (coll_dfccl_pack.c, over the stages). Returns an MPI error code. */
 int mca_coll_dfccl_op_finish(mca_coll_dfccl_op_t *op, int rc);
-/** @brief At the end of a call: unpack its packed receive sides (when @p rc is success),
- *         free its packed buffers (coll_dfccl_pack.c). Returns @p rc or the first failure. */
-int mca_coll_dfccl_packs_finish(mca_coll_dfccl_op_t *op, int rc);
 
 #endif /* MCA_COLL_DFCCL_STAGE_H */

@@ -13,5 +13,6 @@ Suite *check_algo_sim_suite(void);  /* check_algo_sim.c: the algorithms run on s
 Suite *check_algo_plan_suite(void); /* check_algo_plan.c: the algorithms' plans */
 Suite *check_net_suite(void);       /* check_net.c: net landing, the locality decision */
 Suite *check_trace_suite(void);     /* check_trace.c: DFCCL_TRACE and its files */
+Suite *check_settings_suite(void);  /* check_settings.c: the table of settings */
 
 #endif
