@@ -273,8 +273,8 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                  WORDS(level_words),
                  .unit = "error/warn/info/debug/trace",
                  .help = "log verbosity; info starts with a banner"},
-    /* off: set, the GPU daemon runs its kernel with the direct exchange, whose other paths
-     * measured slower (docs/collectives.md); the suites run it with DFCCL_DIRECT_MAX=4194304 */
+    /* off: set, the GPU daemon runs its kernel with the direct exchange, slower on small
+     * collectives (docs/collectives.md); the suites run it with DFCCL_DIRECT_MAX=4194304 */
     [K_DIRECT] =
         {.env = "DFCCL_DIRECT_MAX",
          .mca = "direct_max",
@@ -285,9 +285,9 @@ const dfccl_setting_t eng_settings[K_ALL] = {
          .help = "allreduce (two-shot), reduce_scatter, allgather and alltoall up to this size "
                  "exchange with every peer at once (0: never)",
          .more = "The size is the larger buffer, a rank's input or output; one or two dependent "
-                 "steps instead of the ring's 2N-1. On one H200: 0.45-0.67x the ring's time at 8 ranks for "
-                 "64 KiB-1 MiB allreduces, no gain at 2 ranks; set, the GPU daemon runs a kernel whose "
-                 "other paths measured 1.5-4 us slower."},
+                 "steps instead of the ring's 2N-1. On one H200: 0.47-0.70x the ring's time at 8 ranks for "
+                 "64 KiB-1 MiB allreduces, no gain at 2 ranks; set, the GPU daemon runs a kernel that "
+                 "costs 1.2-1.7 us on 8-byte collectives."},
     /* one-shot: fewer hops and, at 2 ranks, less traffic */
     [K_ONESHOT_RANKS] = {.env = "DFCCL_ONESHOT_RANKS",
                          .mca = "oneshot_ranks",
