@@ -62,7 +62,7 @@ BOXES = [
 
     ("engine", "box", "engine", 40, 366, 920, 96,
      "Engine \u2013 engine/ (written once for both daemons)",
-     ["api.c: checks, requests \u00b7 memkind.c: the memory kind picks a daemon \u00b7 "
+     ["api*.c: calls, checks, requests \u00b7 memkind.c: the memory kind picks a daemon \u00b7 "
       "comm.c: communicators",
       "eng_ring.h: submission ring \u00b7 "
       "eng_sched.h: scheduler (slots, budgets, preemption)",
