@@ -102,9 +102,6 @@ int eng_comm_watch_peers(dfcclComm_t handle, uint64_t gpu_seq, uint64_t now)
     return gone;
 }
 
-/* A process that exits without destroying its communicators has left them: it marks its
- * segments closed, so that peers still waiting do not take the exit for a death (a kill
- * runs no handler and is found). Run at exit, or when the library is unloaded. */
 /* c's rank leaves: every collective from cpu_left on (its numbers; the GPU daemon's from
  * gpu_left on) will never be completed here, and peers that wait on one of them fail
  * (eng_shm_left_peer) rather than wait for ever. */
@@ -117,12 +114,17 @@ static void mark_left(struct dfccl_comm *c, uint64_t cpu_left, uint64_t gpu_left
     dfccl_store_release64(&h->closed, cpu_left + 1);
 }
 
+/* A process that exits without destroying its communicators has left them: it marks its
+ * segments closed, so that peers still waiting do not take the exit for a death (a kill
+ * runs no handler and is found). Run at exit, or when the library is unloaded. */
 static void mark_closed_at_exit(void)
 {
     if (pthread_mutex_trylock(&live_lock) != 0)
         return; /* another thread is in the registry as the process exits: leave it */
-    /* what is still pending is not known here without the daemons (which may be gone at
-     * exit): count on what every collective submitted so far, completed or not, gave */
+    /* which collectives are still pending is not known here without the daemons (which
+     * may be gone at exit): the CPU ones count if every one submitted has completed, else
+     * none does; the GPU ones all count, pending or not (the GPU daemon's completed count
+     * is not read at exit) */
     for (struct dfccl_comm *p = live_head; p; p = p->live_next) {
         const uint64_t cpu = DFCCL_READ_ONCE(p->stats.completed) == p->next_seq ? p->next_seq : 0;
         mark_left(p, cpu,
