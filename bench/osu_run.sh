@@ -13,7 +13,8 @@
 #   OSU_MODES    "engine staged"   engine: the defaults; staged: coll_dfccl_device_staged=1
 #                (device buffers copied to host for Open MPI's own algorithms); off: coll ^dfccl;
 #                build:DIR: the defaults with the library and component built in DIR (an A/B
-#                of two builds in one call); env:VAR=VALUE: the defaults with VAR=VALUE in every
+#                of two builds in one call; build:DIR@A=1,B=2 with those variables too);
+#                env:VAR=VALUE: the defaults with VAR=VALUE in every
 #                rank's environment (DFCCL_DIRECT_MAX=0, say; several: env:A=1,B=2)
 #   OSU_REPEATS  3            runs per (mode, size), modes interleaved; the median is reported
 #   OSU_ARGS     "-d cuda -c -T mpi_float"   (validation on)
@@ -44,6 +45,7 @@ mode_args() {
     engine) ;;
     staged) echo "--mca coll_dfccl_device_staged 1" ;;
     off) echo "--mca coll ^dfccl" ;;
+    build:*@*) mode_args "env:${1#*@}" ;;
     build:*) ;;
     env:*) # env:A=1,B=2: several variables
         local kv
@@ -84,7 +86,7 @@ for bench in ${OSU_BENCH:-osu_gather osu_scatter osu_allgatherv osu_alltoallv}; 
             sizes=""
             for _ in $(seq 1 "${OSU_REPEATS:-3}"); do
                 for mode in "${MODES[@]}"; do
-                    case $mode in build:*) base "${mode#build:}" ;; *) base "$B" ;; esac
+                    case $mode in build:*) d=${mode#build:} && base "${d%%@*}" ;; *) base "$B" ;; esac
                     # shellcheck disable=SC2046 # word splitting wanted
                     out=$(timeout -s KILL 300 "${BASE[@]}" -np "$np" $(mode_args "$mode") "$(bench_path "$bench")" \
                         "${ARGS[@]}" -m "$range" $(iters "${range#*:}") 2>&1)

@@ -13,7 +13,7 @@
 #define GPU_RING         1024 /* entries, both rings */
 #define GPU_MAX_TASKS    256  /* per block */
 #define GPU_MAX_CHANNELS 64   /* blocks; 2 ranks on one H200 fill its SMs at 64 */
-#define GPU_MAX_THREADS  512  /* launch bound: keeps the state machines in registers */
+#define GPU_MAX_THREADS  256  /* launch bound: 255 registers a thread, no spills in either kernel */
 
 enum { GPU_SQ_COLL = 1, GPU_SQ_DESTROY = 2 };
 enum { GPU_STAT_PREEMPT = 0, GPU_STAT_STALLS, GPU_STAT_STALL_NS, GPU_NSTATS };

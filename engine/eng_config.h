@@ -28,6 +28,7 @@ typedef struct {
     uint64_t ll_max;            /* DFCCL_LL_MAX: piece bytes run in one LL round (0: never) */
     uint64_t direct_max;        /* DFCCL_DIRECT_MAX: bytes run in a direct exchange (0: never) */
     uint32_t oneshot_ranks;     /* DFCCL_ONESHOT_RANKS: direct allreduce one-shot up to these ranks */
+    uint32_t direct_ranks;      /* DFCCL_DIRECT_RANKS: the direct exchange from this many ranks up */
     uint64_t stall_report_ms;   /* DFCCL_STALL_REPORT: report a stalled collective after */
     uint64_t timeout_ms;        /* DFCCL_TIMEOUT: fail a stalled collective after (0=off) */
     uint64_t idle_sleep_us;     /* DFCCL_IDLE_US: daemon sleeps after this long idle */

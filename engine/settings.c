@@ -158,8 +158,8 @@ const dfccl_setting_t eng_settings[K_ALL] = {
     [K_GPU_THREADS] = {.env = "DFCCL_GPU_THREADS",
                        .mca = "gpu_threads",
                        FIELD32(gpuThreads),
-                       .def = "512",
-                       COUNT(64, 512),
+                       .def = "256",
+                       COUNT(64, 256),
                        .unit = "threads",
                        .help = "threads per GPU daemon block (whole warps)"},
     [K_GPU_IDLE] = {.env = "DFCCL_GPU_IDLE_QUIT",
@@ -273,21 +273,21 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                  WORDS(level_words),
                  .unit = "error/warn/info/debug/trace",
                  .help = "log verbosity; info starts with a banner"},
-    /* off: set, the GPU daemon runs its kernel with the direct exchange, slower on small
-     * collectives (docs/collectives.md); the suites run it with DFCCL_DIRECT_MAX=4194304 */
+    /* 1 MiB: where the direct allreduce stops paying at 4 and 8 ranks on one H200
+     * (bench/RESULTS.md); the suites also run it with DFCCL_DIRECT_MAX=4194304 */
     [K_DIRECT] =
         {.env = "DFCCL_DIRECT_MAX",
          .mca = "direct_max",
          FIELD64(directMax),
-         .def = "0",
+         .def = "1048576",
          COUNT(0, 1ull << 40),
          .unit = "bytes",
          .help = "allreduce (two-shot), reduce_scatter, allgather and alltoall up to this size "
-                 "exchange with every peer at once (0: never)",
+                 "exchange with every peer at once, on communicators of direct_ranks or more (0: never)",
          .more = "The size is the larger buffer, a rank's input or output; one or two dependent "
-                 "steps instead of the ring's 2N-1. On one H200: 0.47-0.70x the ring's time at 8 ranks for "
-                 "64 KiB-1 MiB allreduces, no gain at 2 ranks; set, the GPU daemon runs a kernel that "
-                 "costs 1.2-1.7 us on 8-byte collectives."},
+                 "steps instead of the ring's 2N-1. On one H200: 0.41-0.58x the ring's time at 8 ranks and "
+                 "0.71-0.84x at 4 for 64 KiB-1 MiB allreduces; not 0, the GPU daemon runs its kernel with "
+                 "the direct exchange, 0.4-1.2 us slower on 8-byte collectives than the one without."},
     /* one-shot: fewer hops and, at 2 ranks, less traffic */
     [K_ONESHOT_RANKS] = {.env = "DFCCL_ONESHOT_RANKS",
                          .mca = "oneshot_ranks",
@@ -301,6 +301,17 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                          .more = "Those are the all-reduces of direct_max on device buffers; one-shot runs "
                                  "over every channel and each rank reads every rank's whole buffer: one "
                                  "dependent step, N-1 times the traffic."},
+    /* at 2 ranks the ring (3 steps) beat the direct exchange at every size measured */
+    [K_DIRECT_RANKS] = {.env = "DFCCL_DIRECT_RANKS",
+                        .mca = "direct_ranks",
+                        FIELD32(directRanks),
+                        .def = "4",
+                        COUNT(2, 32),
+                        .unit = "ranks",
+                        .help = "communicators of at least this many ranks use the direct exchange "
+                                "(DFCCL_DIRECT_MAX); smaller ones the ring",
+                        .more = "At 2 ranks on one H200 the direct allreduce took 1.01-1.13x the ring's "
+                                "time from 64 KiB to 1 MiB."},
     /* read where they are used: the host name (comm.c), the timeline (trace.c), the log */
     [K_HOST] = {.env = "DFCCL_HOST",
                 .def = "the host name",

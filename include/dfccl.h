@@ -170,6 +170,7 @@ typedef struct {
     dfcclLogLevel_t logLevel; /**< DFCCL_LOG_LEVEL */
     int64_t directMax;        /**< DFCCL_DIRECT_MAX, bytes */
     int32_t oneshotRanks;     /**< DFCCL_ONESHOT_RANKS */
+    int32_t directRanks;      /**< DFCCL_DIRECT_RANKS */
 } dfcclConfig_t;
 
 /** @brief A dfcclConfig_t with every field unset: the environment decides everything. */
@@ -183,7 +184,7 @@ typedef struct {
             DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET,                  \
             DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET,                  \
             DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, dfcclNetUnset, dfcclLogUnset, DFCCL_CONFIG_UNSET,        \
-            DFCCL_CONFIG_UNSET                                                                               \
+            DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET                                                           \
     }
 /* clang-format on */
 

@@ -61,9 +61,9 @@ case_run "fuzz native: seeds 1-40, np 2/3/4, late peers" 120 --mode native --see
 # a configuration variant: one slot per communicator, 4 channels on 2 daemon threads
 case_run "fuzz native: seeds 41-50, DFCCL_SLOTS=1 DFCCL_CHANNELS=4 DFCCL_CPU_THREADS=2" 40 --mode native \
     --seeds 41:51 --np 2,3,4 --env DFCCL_SLOTS=1 --env DFCCL_CHANNELS=4 --env DFCCL_CPU_THREADS=2
-# the direct exchange (off by default until measured on a GPU) under random programs
-case_run "fuzz native: seeds 51-70, DFCCL_DIRECT_MAX=4194304" 60 --mode native --seeds 51:71 --np 2,3,4 \
-    --env DFCCL_DIRECT_MAX=4194304
+# the direct exchange at every size and rank count under random programs
+case_run "fuzz native: seeds 51-70, DFCCL_DIRECT_MAX=4194304 DFCCL_DIRECT_RANKS=2" 60 --mode native --seeds 51:71 \
+    --np 2,3,4 --env DFCCL_DIRECT_MAX=4194304 --env DFCCL_DIRECT_RANKS=2
 # a rank raises SIGKILL mid-program: every survivor must end with an error, never hang
 case_run "fuzz native: seeds 1-8, a rank killed, every survivor ends with an error" 40 --mode native \
     --seeds 1:9 --np 2,3,4 --faults kill --timeout 60
@@ -71,8 +71,8 @@ if [ -f "$BUILD/ompi_coll_dfccl/.libs/mca_coll_dfccl.so" ]; then
     # plain MPI through mca_coll_dfccl (host buffers on the engine)
     case_run "fuzz mpi (component, host buffers): seeds 1-30, np 2/3/4, late peers" 100 --mode mpi --seeds 1:31 \
         --np 2,3,4 --faults late
-    case_run "fuzz mpi (component, host buffers): seeds 31-40, DFCCL_DIRECT_MAX=4194304" 60 --mode mpi \
-        --seeds 31:41 --np 2,3,4 --env DFCCL_DIRECT_MAX=4194304
+    case_run "fuzz mpi (component, host buffers): seeds 31-40, DFCCL_DIRECT_MAX=4194304 DFCCL_DIRECT_RANKS=2" 60 \
+        --mode mpi --seeds 31:41 --np 2,3,4 --env DFCCL_DIRECT_MAX=4194304 --env DFCCL_DIRECT_RANKS=2
 else
     echo "SKIP: fuzz mpi (the component is not built)"
 fi

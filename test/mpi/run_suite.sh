@@ -138,9 +138,10 @@ run_case t_threads-4threads 3 60 -- t_threads --threads 4 --iters 20
 run_case "t_matrix[chunk=4096,oneshot=0]" 4 120 -x DFCCL_CHUNK_SIZE=4096 -x DFCCL_ONESHOT_MAX=0 -- t_matrix
 # the direct exchange (off by default until measured on a GPU): results, chaos order, threads
 run_case "t_matrix[direct_max=4M]" 4 120 -x DFCCL_DIRECT_MAX=4194304 -- t_matrix
-run_case "t_matrix[direct_max=4M,channels=3]" 3 120 -x DFCCL_DIRECT_MAX=4194304 -x DFCCL_CHANNELS=3 -- t_matrix --quick
+run_case "t_matrix[direct_max=4M,direct_ranks=2,channels=3]" 3 120 -x DFCCL_DIRECT_MAX=4194304 -x DFCCL_DIRECT_RANKS=2 -x DFCCL_CHANNELS=3 -- t_matrix --quick
+run_case "t_matrix[direct_max=0]" 4 120 -x DFCCL_DIRECT_MAX=0 -- t_matrix --quick
 run_case "t_chaos[direct_max=4M]" 4 120 -x DFCCL_DIRECT_MAX=4194304 -- t_chaos 10 --deadline 60
-run_case "t_threads[direct_max=4M]" 2 60 -x DFCCL_DIRECT_MAX=4194304 -- t_threads --threads 2 --iters 40
+run_case "t_threads[direct_max=4M,direct_ranks=2]" 2 60 -x DFCCL_DIRECT_MAX=4194304 -x DFCCL_DIRECT_RANKS=2 -- t_threads --threads 2 --iters 40
 run_case "t_matrix[slots=1,channels=2]" 3 120 -x DFCCL_SLOTS=1 -x DFCCL_CHANNELS=2 -- t_matrix --quick
 run_case "t_random[slots=1,chunk=1024]" 4 120 -x DFCCL_SLOTS=1 -x DFCCL_CHUNK_SIZE=1024 -- t_random --rounds 4 --deadline 60
 run_case "t_chaos[channels=4,slots=4]" 4 120 -x DFCCL_CHANNELS=4 -x DFCCL_SLOTS=4 -- t_chaos 10 --deadline 60
