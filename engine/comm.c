@@ -211,9 +211,9 @@ static void tp_close(struct dfccl_comm *c)
  * for the same call (corrupt results or a hang), so every rank must have the same. */
 #define ENG_SHAPE_KNOBS 11
 static const char *const shape_names[ENG_SHAPE_KNOBS] = {
-    "DFCCL_SLOTS",       "DFCCL_CHANNELS",     "DFCCL_FIFO_DEPTH",     "DFCCL_CHUNK_SIZE",
-    "DFCCL_ONESHOT_MAX", "DFCCL_LL_MAX",       "DFCCL_GPU_CHUNK_SIZE", "DFCCL_GPU_NET_CHUNK_SIZE",
-    "DFCCL_DIRECT_MAX",  "DFCCL_ONESHOT_RANKS",  "DFCCL_DIRECT_RANKS"};
+    "DFCCL_SLOTS",       "DFCCL_CHANNELS",      "DFCCL_FIFO_DEPTH",     "DFCCL_CHUNK_SIZE",
+    "DFCCL_ONESHOT_MAX", "DFCCL_LL_MAX",        "DFCCL_GPU_CHUNK_SIZE", "DFCCL_GPU_NET_CHUNK_SIZE",
+    "DFCCL_DIRECT_MAX",  "DFCCL_ONESHOT_RANKS", "DFCCL_DIRECT_RANKS"};
 
 static void shape_of(uint64_t v[ENG_SHAPE_KNOBS])
 {
