@@ -109,7 +109,7 @@ fi
 [ -f "$P/lib/libdfccl.so" ] || finish
 
 missing=
-for f in lib/libdfccl.so include/dfccl.h include/dfccl_mpi.h lib/pkgconfig/dfccl.pc lib/openmpi/mca_coll_dfccl.so \
+for f in lib/libdfccl.so include/dfccl.h include/dfccl_config.h include/dfccl_mpi.h lib/pkgconfig/dfccl.pc lib/openmpi/mca_coll_dfccl.so \
     bin/dfccl-bench bin/dfccl-info bin/dfccl-trace; do
     [ -e "$P/$f" ] || missing="$missing $f"
 done
