@@ -191,8 +191,9 @@ __device__ __forceinline__ int ll_rank_in(uint32_t mask, int p)
     return __popc(mask & ((1u << p) - 1u));
 }
 
-/* The LL primitives stay out of line: inlined into the daemon kernel they push it past
- * its 128 registers and spill in the ring's loops. */
+/* The LL primitives stay out of line: inlined into the daemon kernel of 512 threads (128
+ * registers a thread) they made it spill in the ring's loops; not measured again since
+ * the kernel has 256 threads. */
 
 /* Every peer of the plan's smask (ll_plan.h) has its step free: write each its piece
  * (sendbuf + p * sstride) as lines (LL steps publish nothing else: `posted` stays at the last Simple step)
