@@ -900,7 +900,19 @@ static int fz_wait_group(fz_run_t **xs, int k, int how)
     } else if (how == 1) {
         for (int i = 0; i < k; i++)
             q[i] = xs[i]->req;
-        rc = MPI_Waitall(k, q, MPI_STATUSES_IGNORE);
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION < 5
+        /* Open MPI 4.1's MPI_Waitall never returns under MPI_THREAD_MULTIPLE when one of
+         * its requests has already failed: it skips the wait and then spins for ever in
+         * WAIT_SYNC_RELEASE on a flag only a wait clears (ompi/request/req_wait.c; fixed
+         * in 5.0). Only kill programs fail requests: they wait with MPI_Testall. */
+        if (prog.kill) {
+            int all = 0;
+            while (!all && (rc = MPI_Testall(k, q, &all, MPI_STATUSES_IGNORE)) == MPI_SUCCESS)
+                if (!all)
+                    sched_yield();
+        } else
+#endif
+            rc = MPI_Waitall(k, q, MPI_STATUSES_IGNORE);
     } else {
         int left = k;
         while (left > 0 && rc == MPI_SUCCESS) {
