@@ -894,9 +894,15 @@ static int fz_wait_group(fz_run_t **xs, int k, int how)
 {
     MPI_Request q[64];
     int rc = MPI_SUCCESS;
+    /* kill programs wait for every request of the group, failed or not: the buffers of
+     * one still in flight are freed after this (a failed request stays allocated: MPI
+     * frees none that failed) */
     if (how == 0 || k == 1) {
-        for (int i = 0; i < k && rc == MPI_SUCCESS; i++)
-            rc = MPI_Wait(&xs[i]->req, MPI_STATUS_IGNORE);
+        for (int i = 0; i < k && (rc == MPI_SUCCESS || prog.kill); i++) {
+            const int r = MPI_Wait(&xs[i]->req, MPI_STATUS_IGNORE);
+            if (rc == MPI_SUCCESS)
+                rc = r;
+        }
     } else if (how == 1) {
         for (int i = 0; i < k; i++)
             q[i] = xs[i]->req;
@@ -914,14 +920,19 @@ static int fz_wait_group(fz_run_t **xs, int k, int how)
 #endif
             rc = MPI_Waitall(k, q, MPI_STATUSES_IGNORE);
     } else {
-        int left = k;
-        while (left > 0 && rc == MPI_SUCCESS) {
+        int left = k, over[64] = {0};
+        while (left > 0 && (rc == MPI_SUCCESS || prog.kill)) {
             left = 0;
-            for (int i = 0; i < k && rc == MPI_SUCCESS; i++) {
+            for (int i = 0; i < k && (rc == MPI_SUCCESS || prog.kill); i++) {
                 int done = 0;
-                if (xs[i]->req == MPI_REQUEST_NULL)
+                if (over[i] || xs[i]->req == MPI_REQUEST_NULL)
                     continue;
-                rc = MPI_Test(&xs[i]->req, &done, MPI_STATUS_IGNORE);
+                const int r = MPI_Test(&xs[i]->req, &done, MPI_STATUS_IGNORE);
+                if (r != MPI_SUCCESS)
+                    done = 1; /* failed: complete, and left allocated by MPI */
+                if (rc == MPI_SUCCESS)
+                    rc = r;
+                over[i] = done;
                 left += !done;
             }
             if (left)
