@@ -144,8 +144,8 @@ static bool check_advance(mca_coll_dfccl_module_t *m, mca_coll_dfccl_req_t *req)
         if (req->check->lost_rank >= 0 || req->check->timed_out) {
             char why[160];
             mca_coll_dfccl_xchg_why(req->check, why, sizeof why);
-            DFCCL_ERROR("coll_dfccl_check on %s (cid %u): %s; the call fails with MPI_ERR_OTHER", m->comm->c_name,
-                        m->comm->c_contextid, why);
+            DFCCL_ERROR("coll_dfccl_check on %s (cid %u): %s; the call fails with MPI_ERR_OTHER",
+                        m->comm->c_name, m->comm->c_contextid, why);
         }
     } else {
         mca_coll_dfccl_check_t *all = malloc(sizeof(*all) * (size_t)m->size);

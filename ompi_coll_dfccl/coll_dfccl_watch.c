@@ -142,7 +142,8 @@ int mca_coll_dfccl_watch_lost(mca_coll_dfccl_watch_t **wp, struct ompi_communica
         const bool gone = kill(p, 0) == -1 && errno == ESRCH;
         const unsigned long long start = gone ? 0 : proc_stat(p, &state);
         /* a zombie is dead (not reaped yet); another start time: the pid was reused */
-        if (gone || state == 'Z' || state == 'X' || (start && w->peer[i].start && start != w->peer[i].start)) {
+        if (gone || state == 'Z' || state == 'X' ||
+            (start && w->peer[i].start && start != w->peer[i].start)) {
             *pid = p;
             return i;
         }

@@ -153,11 +153,14 @@ static bool stalled(mca_coll_dfccl_xchg_t *x)
     if (cm->xchg_stall_ms > 0 && waited >= cm->xchg_stall_ms * 1000000LL && !x->stall_said) {
         x->stall_said = true;
         const int unseen = mca_coll_dfccl_watch_unseen(*x->watch);
-        DFCCL_WARN("%s on %s (cid %u, rank %d of %d) has waited %.1f s for rank %d's message; the %d same-host "
-                   "peers are alive%s%d%s (coll_dfccl_timeout ends the wait)",
+        char others[96] = "";
+        if (unseen)
+            snprintf(others, sizeof others, "; %d can't be watched from here (other hosts or pid namespaces)",
+                     unseen);
+        DFCCL_WARN("%s on %s (cid %u, rank %d of %d) has waited %.1f s for rank %d's message; %d same-host "
+                   "peers are alive%s (coll_dfccl_timeout ends the wait)",
                    x->what ? x->what : "exchange", x->comm->c_name, x->comm->c_contextid, x->rank, x->size,
-                   (double)waited / 1e9, (x->rank + x->dist) % x->size, x->size - 1 - unseen,
-                   unseen ? ", and " : "", unseen, unseen ? " can't be watched from here (other hosts)" : "");
+                   (double)waited / 1e9, (x->rank + x->dist) % x->size, x->size - 1 - unseen, others);
     }
     return false;
 }
@@ -208,8 +211,8 @@ void mca_coll_dfccl_xchg_why(const mca_coll_dfccl_xchg_t *x, char *buf, size_t l
         snprintf(buf, len, "rank %d of it (pid %d on %s) is gone", x->lost_rank, x->lost_pid,
                  proc ? opal_get_proc_hostname(&proc->super) : "this host");
     } else if (x->timed_out) {
-        snprintf(buf, len, "rank %d's message did not come within coll_dfccl_timeout (%lld ms)",
-                 x->awaited, mca_coll_dfccl_component.xchg_timeout_ms);
+        snprintf(buf, len, "rank %d's message did not come within coll_dfccl_timeout (%lld ms)", x->awaited,
+                 mca_coll_dfccl_component.xchg_timeout_ms);
     } else {
         snprintf(buf, len, "MPI error %d", x->rc);
     }

@@ -549,9 +549,11 @@ for np in 2 4; do
 done
 peer_loss "the same with coll_dfccl_check=1" 3 --mca coll_dfccl_check 1
 peer_loss "the same with coll_dfccl_eager=1" 3 --mca coll_dfccl_eager 1
-# a rank that is only late (3 s) is no failure: its pid lives
-run 60 3 "${HB[@]}" -- t_peerloss --mode late --late-ms 3000
-check_ok "a rank 3 s late to the engine set-up: no false alarm, results right np=3" $?
+# a rank that is only late (3 s) is no failure: its pid lives; the stall report (1 s here)
+# names the rank waited for
+run 60 3 "${HB[@]}" --mca coll_dfccl_stall_report 1000 -- t_peerloss --mode late --late-ms 3000
+check_lines "a rank 3 s late to the engine set-up: no false alarm, results right, the stall reported np=3" $? \
+    'OK t_peerloss' "has waited 1.* s for rank 2's message; 2 same-host peers are alive"
 # coll_dfccl_timeout ends a set-up that waits longer (the knob for peers on other hosts,
 # whose processes can't be watched): every rank's calls fail, the late one's too
 run 60 3 "${HB[@]}" --mca coll_dfccl_timeout 1000 -- t_peerloss --mode timeout --late-ms 3000 --deadline 20

@@ -118,8 +118,8 @@ int main(int argc, char **argv)
     MPI_Comm_free(&a);
     MPI_Comm_free(&b);
     if (ot_rank == 0)
-        printf("OK t_peerloss --mode late: rank %d %d ms late, the others waited %.2f s, results right\n", victim,
-               late_ms, dt);
+        printf("OK t_peerloss --mode late: rank %d %d ms late, the others waited %.2f s, results right\n",
+               victim, late_ms, dt);
     MPI_Finalize();
     return 0;
 }
