@@ -31,9 +31,9 @@
  *     collective; "kill": in the last phase one rank raises SIGKILL after a random
  *     number of its submissions, and every survivor must then end with an error (the
  *     phase ends with a blocking barrier on the world duplicate, which the victim never
- *     reaches; fz_mpi: a 1-element allreduce, and no MPI_Barrier in kill programs, since
- *     the component leaves barriers to Open MPI's own components) and print
- *     "FZ-SURVIVOR", never hang. Run kill programs with `mpirun --enable-recovery`.
+ *     reaches; fz_mpi: a 1-element allreduce, and no MPI_Barrier nor 0-element call in
+ *     kill programs, since the component leaves those to Open MPI's own components) and
+ *     print "FZ-SURVIVOR", never hang. Run kill programs with `mpirun --enable-recovery`.
  *
  * Oracle: every input element is a hash of (seed, rank, index) (test/mpi/test_common.h:
  * not all equal, not all zero, exact in every type and op), every receive buffer starts
@@ -251,6 +251,11 @@ static void fz_gen_op(fz_prog_t *pr, tc_rng_t *g, int k, int phase, int mpi)
         o->n = 1;
     if (o->coll == FZ_BARRIER)
         o->n = 0;
+    /* MPI kill programs: the component leaves a call that moves nothing to Open MPI's own
+     * components too (an MPI_Ialltoall of 0 elements to libnbc), which wait for a dead rank
+     * forever as MPI_Barrier does; no draw, so the rest of the program is unchanged */
+    else if (mpi && pr->kill && o->n == 0)
+        o->n = 1;
     o->root = fz_has_root(o->coll) ? (int)tc_rng_below(g, (uint64_t)c->n) : 0;
     o->inplace = (o->coll == FZ_ALLREDUCE || o->coll == FZ_ALLGATHER) && tc_rng_below(g, 3) == 0;
     o->blocking = tc_rng_below(g, 5) == 0;
