@@ -128,7 +128,9 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                  COUNT(0, 86400000ull),
                  .unit = "ms",
                  .help = "a collective stalled this long logs which ranks have not arrived (0: never)",
-                 .more = "Said once per collective."},
+                 .more =
+                     "Said once per collective; through Open MPI also once per engine communicator set-up "
+                     "that waits this long for a peer."},
     [K_TIMEOUT] = {.env = "DFCCL_TIMEOUT",
                    .mca = "timeout",
                    FIELD64(timeoutMs),
@@ -136,7 +138,10 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                    COUNT(0, 86400000ull),
                    .unit = "ms",
                    .help = "fail a collective stalled this long and abort its communicator (0: never)",
-                   .more = "The MPI call returns an error; 0 waits forever."},
+                   .more =
+                       "The MPI call returns an error; 0 waits forever. Through Open MPI it also ends an "
+                       "engine communicator set-up that waits this long for a peer (one on another host: a "
+                       "same-host peer that died is found without it)."},
     [K_IDLE] = {.env = "DFCCL_IDLE_US",
                 .def = "2000",
                 COUNT(0, 10000000ull),

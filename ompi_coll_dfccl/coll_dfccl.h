@@ -88,6 +88,8 @@ typedef struct mca_coll_dfccl_component_t {
     int nknobs;
     char *param_str[9];           /**< MCA storage of priority, verbose and the switches (as given) */
     bool bad_params;              /**< a coll_dfccl_* value was refused: the component is off */
+    long long xchg_timeout_ms;    /**< coll_dfccl_timeout / DFCCL_TIMEOUT: a private exchange too */
+    long long xchg_stall_ms;      /**< coll_dfccl_stall_report / DFCCL_STALL_REPORT: said once */
     mca_coll_dfccl_hooks_t hooks; /**< registered at init_query */
     void (*shutdown)(void);       /**< component close: what the runtime must undo */
 
@@ -120,6 +122,8 @@ OMPI_MODULE_DECLSPEC extern mca_coll_dfccl_component_t mca_coll_dfccl_component;
  *        and one receive). Posted and advanced from any MPI call, matched by tag alone,
  *        so it never waits for a collective that another rank issues in another order.
  */
+typedef struct mca_coll_dfccl_watch_t mca_coll_dfccl_watch_t;
+
 typedef struct {
     struct ompi_communicator_t *comm;
     int tag, rank, size;
@@ -128,6 +132,14 @@ typedef struct {
     int dist;               /**< this round's distance; >= size when finished */
     ompi_request_t *req[2]; /**< receive, send */
     int rc;                 /**< OMPI_SUCCESS or the first failure */
+    /* a stalled exchange (set by the caller after xchg_start; NULL: not watched) */
+    mca_coll_dfccl_watch_t **watch; /**< the module's watch of its peers (coll_dfccl_watch.c) */
+    const char *what;               /**< for messages: "engine set-up", "coll_dfccl_check" */
+    long long t_round, t_look;      /**< ns: the last round's start, the last look at the peers */
+    bool stall_said;                /**< the stall report was said */
+    int lost_rank, lost_pid;        /**< a peer found dead (rank in comm) and its pid, else -1 */
+    bool timed_out;                 /**< ended by coll_dfccl_timeout, waiting for rank awaited */
+    int awaited;
 } mca_coll_dfccl_xchg_t;
 
 /** @brief Post the first round. OMPI_SUCCESS, or an error with nothing left posted. */
@@ -139,6 +151,22 @@ bool mca_coll_dfccl_xchg_test(mca_coll_dfccl_xchg_t *x);
 void mca_coll_dfccl_xchg_result(const mca_coll_dfccl_xchg_t *x, void *all);
 /** @brief Release a finished exchange. */
 void mca_coll_dfccl_xchg_fini(mca_coll_dfccl_xchg_t *x);
+/** @brief What ended a failed exchange, for an error message: "rank R of it (pid P) is
+ *         gone", "... waited N ms" ...; "" when nothing but an MPI error. */
+void mca_coll_dfccl_xchg_why(const mca_coll_dfccl_xchg_t *x, char *buf, size_t len);
+
+/* ---------------------------------------------------------------- watch.c */
+
+/** @brief MPI_Init (component open): publish this process's pid, start time and pid
+ *         namespace in the modex, for the same-host peers' watch. */
+void mca_coll_dfccl_watch_publish(void);
+/** @brief Look at the processes of the same-host peers of @p comm (the watch is made
+ *         at the first look, into *@p wp): the rank of one that is gone (its pid in
+ *         *@p pid), or -1. */
+int mca_coll_dfccl_watch_lost(mca_coll_dfccl_watch_t **wp, struct ompi_communicator_t *comm, int *pid);
+/** @brief How many peers the watch can't see (other hosts, pid namespaces, no identity). */
+int mca_coll_dfccl_watch_unseen(const mca_coll_dfccl_watch_t *w);
+void mca_coll_dfccl_watch_free(mca_coll_dfccl_watch_t *w);
 
 /* ---------------------------------------------------------------- module */
 
@@ -147,6 +175,9 @@ typedef enum {
     MCA_COLL_DFCCL_ENGINE_SETUP,    /**< being created: engine calls wait in the module's queue */
     MCA_COLL_DFCCL_ENGINE_LIVE,
     MCA_COLL_DFCCL_ENGINE_FAILED,   /**< creation failed: every call falls back */
+    MCA_COLL_DFCCL_ENGINE_LOST,     /**< a peer died (or coll_dfccl_timeout passed) during the
+                                         set-up: every engine call fails, as it would on a live
+                                         communicator (a fallback would wait for the dead rank) */
     MCA_COLL_DFCCL_ENGINE_DESTROYED /**< communicator freed */
 } mca_coll_dfccl_engine_state_t;
 
@@ -186,6 +217,8 @@ typedef struct mca_coll_dfccl_module_t {
     dfcclComm_t ecomm;
     mca_coll_dfccl_engine_state_t engine;
     struct mca_coll_dfccl_boot_t *boot; /**< the set-up in flight (ENGINE_SETUP) */
+    mca_coll_dfccl_watch_t *watch;      /**< its peers' processes, while an exchange stalls */
+    char lost[256];                     /**< ENGINE_LOST: why */
     int outstanding;                    /**< non-blocking calls not completed yet */
     bool destroy_pending;               /**< communicator freed while calls were outstanding */
     bool attr_set;                      /**< the delete attribute is on the communicator */

@@ -55,6 +55,7 @@ struct mca_coll_dfccl_boot_t {
     bool thread_started;
     bool abort;    /**< finalize: every further all-gather fails */
     bool finished; /**< dfcclCommInit returned (or never ran) */
+    bool lost;     /**< an exchange found a peer dead (or timed out): err says which */
     dfcclResult_t res;
     dfcclComm_t ecomm;
     char err[512];
@@ -100,12 +101,12 @@ static void *boot_main(void *arg)
                                   &mca_coll_dfccl_component.config);
     }
     pthread_mutex_lock(&b->lock);
-    if (!go)
+    if (!go && !b->lost)
         snprintf(b->err, sizeof(b->err),
                  "a rank could not start its set-up (a thread or the teardown attribute)");
     b->res = res;
     b->ecomm = res == dfcclSuccess ? ecomm : NULL;
-    if (res != dfcclSuccess && go) /* the engine's message is this thread's */
+    if (res != dfcclSuccess && go && !b->lost) /* the engine's message is this thread's */
         snprintf(b->err, sizeof(b->err), "%s", dfcclGetLastError());
     b->finished = true;
     pthread_mutex_unlock(&b->lock);
@@ -187,6 +188,10 @@ static void boot_finish(mca_coll_dfccl_module_t *m, struct mca_coll_dfccl_boot_t
         m->live_next = cm->live;
         cm->live = m;
         __atomic_store_n(&m->engine, MCA_COLL_DFCCL_ENGINE_LIVE, __ATOMIC_RELEASE);
+    } else if (b->lost && !b->abort) {
+        /* no fallback: the previous module would wait for the dead rank forever */
+        snprintf(m->lost, sizeof(m->lost), "%.255s", b->err);
+        __atomic_store_n(&m->engine, MCA_COLL_DFCCL_ENGINE_LOST, __ATOMIC_RELEASE);
     } else {
         __atomic_store_n(&m->engine, MCA_COLL_DFCCL_ENGINE_FAILED, __ATOMIC_RELEASE);
     }
@@ -198,6 +203,10 @@ static void boot_finish(mca_coll_dfccl_module_t *m, struct mca_coll_dfccl_boot_t
     } else if (b->abort) { /* finalize stopped it: nothing went wrong */
         DFCCL_VERBOSE(1, "engine set-up of %s (cid %u) stopped at finalize", m->comm->c_name,
                       m->comm->c_contextid);
+    } else if (b->lost) { /* every time: each such communicator's calls fail from now on */
+        DFCCL_ERROR("engine set-up of %s (cid %u, rank %d of %d) failed after %.0f ms: %s; its collectives "
+                    "fail with MPI_ERR_OTHER",
+                    m->comm->c_name, m->comm->c_contextid, m->rank, m->size, ms, b->err);
     } else if (!failure_reported) { /* once per process; every time at verbose 1 */
         failure_reported = true;
         DFCCL_ERROR("no engine communicator for %s (cid %u): %s; its collectives go to the previous module",
@@ -218,6 +227,8 @@ bool mca_coll_dfccl_engine_advance(mca_coll_dfccl_module_t *m)
     if (b->xstate == BOOT_X_POSTED) {
         const int rc = mca_coll_dfccl_xchg_start(&b->x, m->comm, MCA_COLL_DFCCL_TAG_BOOT, b->send, b->bytes);
         if (rc == OMPI_SUCCESS) {
+            b->x.watch = &m->watch; /* a peer that dies now must not leave us waiting */
+            b->x.what = "the engine set-up";
             b->xstate = BOOT_X_RUNNING;
         } else if (rc != OMPI_ERR_OUT_OF_RESOURCE) {
             /* out of memory is tried again at the next progress: a rank that left the
@@ -227,11 +238,17 @@ bool mca_coll_dfccl_engine_advance(mca_coll_dfccl_module_t *m)
         }
     }
     if (b->xstate == BOOT_X_RUNNING && mca_coll_dfccl_xchg_test(&b->x)) {
-        if (b->x.rc == OMPI_SUCCESS)
+        if (b->x.rc == OMPI_SUCCESS) {
             mca_coll_dfccl_xchg_result(&b->x, b->recv);
-        else
+        } else if (b->x.lost_rank >= 0 || b->x.timed_out) {
+            char why[160];
+            mca_coll_dfccl_xchg_why(&b->x, why, sizeof why);
+            snprintf(b->err, sizeof(b->err), "%s (exchange %d of the set-up)", why, b->rounds + 1);
+            b->lost = true; /* said by boot_finish */
+        } else {
             DFCCL_ERROR("engine set-up exchange on %s (cid %u) failed: MPI error %d", m->comm->c_name,
                         m->comm->c_contextid, b->x.rc);
+        }
         b->xstate = b->x.rc == OMPI_SUCCESS ? BOOT_X_DONE : BOOT_X_FAILED;
         mca_coll_dfccl_xchg_fini(&b->x);
         if (b->gate == BOOT_GATE_CLOSED) {

@@ -91,6 +91,19 @@ static void verbose_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_
                   rec->kind == MCA_COLL_DFCCL_MEM_HOST ? "host" : "device", (long long)rec->bytes, when);
 }
 
+/* An engine call on a communicator whose set-up lost a peer: it fails, as it would on
+ * a live communicator with a dead peer (boot.c said why once; verbose 1 says each call). */
+static int lost_error(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_t *rec, bool blocking)
+{
+    if (mca_coll_dfccl_component.verbose >= 1) {
+        char name[32];
+        mca_coll_dfccl_call_name(name, sizeof(name), rec->coll, !blocking);
+        DFCCL_VERBOSE(1, "MPI_%s on %s (cid %u) fails: %s", name, m->comm->c_name, m->comm->c_contextid,
+                      m->lost);
+    }
+    return MPI_ERR_OTHER;
+}
+
 /* Start a request that waited: engine submission, or the previous module's
  * non-blocking call (on host copies for the staged path). */
 static int start_waited(mca_coll_dfccl_req_t *req)
@@ -121,11 +134,19 @@ static bool check_advance(mca_coll_dfccl_module_t *m, mca_coll_dfccl_req_t *req)
             req->checked = true;
             return true;
         }
+        req->check->watch = &m->watch; /* a dead peer fails the call instead of a hang */
+        req->check->what = "coll_dfccl_check's exchange";
     }
     if (!mca_coll_dfccl_xchg_test(req->check))
         return false;
     if (req->check->rc != OMPI_SUCCESS) {
         req->op.rc = req->check->rc;
+        if (req->check->lost_rank >= 0 || req->check->timed_out) {
+            char why[160];
+            mca_coll_dfccl_xchg_why(req->check, why, sizeof why);
+            DFCCL_ERROR("coll_dfccl_check on %s (cid %u): %s; the call fails with MPI_ERR_OTHER",
+                        m->comm->c_name, m->comm->c_contextid, why);
+        }
     } else {
         mca_coll_dfccl_check_t *all = malloc(sizeof(*all) * (size_t)m->size);
         if (!all) {
@@ -162,6 +183,8 @@ void mca_coll_dfccl_queue_advance(mca_coll_dfccl_module_t *m)
                 return; /* waits for the set-up, and so does everything behind it */
             if (state == MCA_COLL_DFCCL_ENGINE_LIVE)
                 req->plan.ecomm = m->ecomm;
+            else if (state == MCA_COLL_DFCCL_ENGINE_LOST)
+                req->op.rc = lost_error(m, &req->rec, req->blocking);
             else
                 req->plan.path = fallback_path(&req->rec);
             if (mca_coll_dfccl_component.verbose >= 3)
@@ -241,6 +264,8 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
          * call still waiting (those fall back when they leave the queue) */
         if (state == MCA_COLL_DFCCL_ENGINE_FAILED && !queue_busy(m))
             plan.path = fallback_path(&rec);
+        if (state == MCA_COLL_DFCCL_ENGINE_LOST && !queue_busy(m) && !cm->check)
+            return lost_error(m, &rec, blocking);
     }
     note_fallback(m, &rec, plan.path, engine_ok);
     const bool wait = (cm->check && !m->inter) || (plan.path == MCA_COLL_DFCCL_PATH_ENGINE &&

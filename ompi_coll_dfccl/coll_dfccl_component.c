@@ -277,6 +277,29 @@ static int dfccl_register(void)
     return OMPI_SUCCESS;
 }
 
+static bool explicitly_set(int var_index);
+
+/* An engine setting's value as the engine will take it: its coll_dfccl_ parameter if set,
+ * else its DFCCL_* variable, else its default (the private exchanges' timeout and stall
+ * report follow the collectives'). A value the engine would refuse counts as 0 here. */
+static long long knob_value(const char *mca)
+{
+    const mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+    for (int i = 0; i < cm->nknobs; i++) {
+        const mca_coll_dfccl_knob_t *k = &cm->knobs[i];
+        if (strcmp(k->row->mca, mca))
+            continue;
+        if (explicitly_set(k->var_index))
+            return (long long)k->value;
+        const char *env = getenv(k->row->env);
+        uint64_t v = 0;
+        if (!k->row->parse || k->row->parse(k->row, env ? env : k->row->def, &v) != 0)
+            return 0;
+        return (long long)v;
+    }
+    return 0;
+}
+
 static int dfccl_open(void)
 {
     mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
@@ -287,6 +310,10 @@ static int dfccl_open(void)
     cm->engine_ready = false;
     cm->active = NULL;
     cm->live = NULL;
+    cm->xchg_timeout_ms = knob_value("timeout");
+    cm->xchg_stall_ms = knob_value("stall_report");
+    if (cm->enable) /* MPI_Init opens the coll framework before its modex: in time */
+        mca_coll_dfccl_watch_publish();
     DFCCL_VERBOSE(1, "dfccl coll component %d.%d.%d open: enable %d, priority %d, host_buffers %d",
                   DFCCL_MAJOR, DFCCL_MINOR, DFCCL_PATCH, (int)cm->enable, cm->priority,
                   (int)cm->host_buffers);

@@ -49,6 +49,7 @@ static void mca_coll_dfccl_module_destruct(mca_coll_dfccl_module_t *m)
     if (m->engine == MCA_COLL_DFCCL_ENGINE_LIVE)
         mca_coll_dfccl_engine_destroy(m);
     release_previous(m);
+    mca_coll_dfccl_watch_free(m->watch);
     /* as coll/ucc: the keyval goes with MPI_COMM_WORLD, whose attributes are deleted
      * before it is destructed */
     if (m->comm == &ompi_mpi_comm_world.comm && mca_coll_dfccl_component.keyval != MPI_KEYVAL_INVALID) {

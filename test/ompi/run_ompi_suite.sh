@@ -55,7 +55,7 @@ on_fail() {
 }
 
 # ---------------------------------------------------------------- build the programs
-PROGS="t_colls t_fallback t_nb t_chaos t_commfree t_check t_allcolls t_teardown t_alone t_inter"
+PROGS="t_colls t_fallback t_nb t_chaos t_commfree t_check t_allcolls t_teardown t_alone t_inter t_peerloss"
 mkdir -p "$BIN"
 for p in $PROGS; do
     if [ ! -x "$BIN/$p" ] || [ "$SRC/$p.c" -nt "$BIN/$p" ] || [ "$SRC/ompi_test.h" -nt "$BIN/$p" ]; then
@@ -521,6 +521,48 @@ if [ $rc != 0 ] && [ $rc != 3 ] && [ $rc != 124 ] && [ $rc != 137 ] && grep -q '
     grep 'failed on the engine' "$WORK/out" | head -1 | sed 's/.*ERROR: /    /'
 else
     fail "chaos order, preempt 0, coll_dfccl_timeout 2000 np=2" "rc $rc"
+fi
+
+# ---------------------------------------------------------------- peer loss
+# A rank killed before the engine communicator's set-up (test/ompi/t_peerloss.c): Open MPI
+# 4.1 fails no message to a dead process, and under --enable-recovery mpirun leaves the
+# survivors running, so before they waited in the set-up's exchange forever (the test's
+# watchdog: HANG, exit 3). Now each survivor's stalled exchange finds the dead pid within
+# ~0.2 s and its calls there fail (MPI_ERR_OTHER), naming the dead rank.
+peer_loss() {
+    local name=$1 np=$2 rc n
+    shift 2
+    run 60 "$np" "${HB[@]}" --enable-recovery "$@" -- t_peerloss --mode kill --deadline 20
+    rc=$?
+    n=$(grep -c '^SURVIVOR rank .*MPI_Allreduce MPI_ERR_OTHER.*MPI_Iallreduce MPI_ERR_OTHER' "$WORK/out")
+    if [ "$n" = $((np - 1)) ] && ! grep -q '^HANG' "$WORK/out" && [ "$rc" != 124 ] && [ "$rc" != 137 ] &&
+        [ "$(grep -c 'engine set-up of .* failed after .*: rank .* is gone\|coll_dfccl_check on .* is gone' "$WORK/out")" -ge $((np - 1)) ]; then
+        pass "$name np=$np"
+        grep -m1 '^SURVIVOR' "$WORK/out" | sed 's/^/    /'
+        grep -m1 -o 'engine set-up of .* is gone[^;]*' "$WORK/out" | sed 's/^/    /'
+    else
+        fail "$name np=$np" "$n of $((np - 1)) survivors failed their calls; rc $rc$(grep -m1 '^HANG' "$WORK/out" | sed 's/^/: /')"
+    fi
+}
+for np in 2 4; do
+    peer_loss "a rank killed before the engine set-up: every survivor's calls fail, none hangs" $np
+done
+peer_loss "the same with coll_dfccl_check=1" 3 --mca coll_dfccl_check 1
+peer_loss "the same with coll_dfccl_eager=1" 3 --mca coll_dfccl_eager 1
+# a rank that is only late (3 s) is no failure: its pid lives; the stall report (1 s here)
+# names the rank waited for
+run 60 3 "${HB[@]}" --mca coll_dfccl_stall_report 1000 -- t_peerloss --mode late --late-ms 3000
+check_lines "a rank 3 s late to the engine set-up: no false alarm, results right, the stall reported np=3" $? \
+    'OK t_peerloss' "has waited 1.* s for rank 2's message; 2 same-host peers are alive"
+# coll_dfccl_timeout ends a set-up that waits longer (the knob for peers on other hosts,
+# whose processes can't be watched): every rank's calls fail, the late one's too
+run 60 3 "${HB[@]}" --mca coll_dfccl_timeout 1000 -- t_peerloss --mode timeout --late-ms 3000 --deadline 20
+rc=$?
+if [ "$(grep -c '^TIMED-OUT rank .*MPI_Allreduce MPI_ERR_OTHER.*MPI_Iallreduce MPI_ERR_OTHER' "$WORK/out")" = 3 ] &&
+    [ "$rc" = 0 ] && grep -q 'did not come within coll_dfccl_timeout (1000 ms)' "$WORK/out"; then
+    pass "coll_dfccl_timeout 1000 and a rank 3 s late: every rank's set-up gives up, its calls fail, MPI_Finalize returns np=3"
+else
+    fail "coll_dfccl_timeout 1000, a rank 3 s late np=3" "rc $rc, $(grep -c '^TIMED-OUT' "$WORK/out") of 3 ranks failed their calls"
 fi
 
 # ---------------------------------------------------------------- communicator churn
