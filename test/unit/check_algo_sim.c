@@ -88,7 +88,8 @@ static long sim_run(sim_t *s, eng_coll_args_t *args, int channels, int stall_pct
                                      .nranks = N,
                                      .depth = s[c].depth,
                                      .chunk = s[c].chunk,
-                                     .conns = &s[c].conns[r * N]};
+                                     .conns = &s[c].conns[r * N],
+                                     .sig = eng_coll_sig(&args[r])};
                 eng_ctx_t saved = *x, *run = x;
                 if (copy_ctx)
                     run = &saved;
