@@ -167,14 +167,11 @@ static int marked_by(const struct dfccl_comm *c, const eng_seg_hdr_t *me, char *
     return p;
 }
 
-int eng_sig_diagnose(const struct dfccl_comm *c, int gpu, uint64_t seq, char *buf, size_t len)
+/* Collective seq's descriptions on this rank and every shared-memory peer: the first
+ * peer whose differs (or who refused its call), with the reason in buf; else -1. */
+static int diagnose_one(const struct dfccl_comm *c, const eng_seg_hdr_t *me, int gpu, uint64_t seq, char *buf,
+                        size_t len)
 {
-    const eng_seg_hdr_t *me = my_hdr(c);
-    if (!me)
-        return -1;
-    const int marker = marked_by(c, me, buf, len);
-    if (marker >= 0)
-        return marker;
     eng_sig_entry_t mine, theirs;
     if (!entry_read(me, gpu, seq, &mine) || mine.refused)
         return -1;
@@ -195,9 +192,28 @@ int eng_sig_diagnose(const struct dfccl_comm *c, int gpu, uint64_t seq, char *bu
             theirs.root == mine.root && theirs.dtype == mine.dtype && theirs.op == mine.op)
             continue;
         describe(&theirs, d1, sizeof d1);
-        snprintf(buf, len, "%scollective %" PRIu64 ": rank %d called %s, rank %d %s: %s", gpu ? "GPU " : "",
-                 seq, p, d1, c->rank, d0, difference(&theirs, &mine));
+        snprintf(buf, len, "%scollective %" PRIu64 ": rank %d called %s, rank %d %s: %s", gpu ? "GPU " : "", seq,
+                 p, d1, c->rank, d0, difference(&theirs, &mine));
         return p;
+    }
+    return -1;
+}
+
+int eng_sig_diagnose(const struct dfccl_comm *c, int gpu, uint64_t seq, char *buf, size_t len)
+{
+    const eng_seg_hdr_t *me = my_hdr(c);
+    if (!me)
+        return -1;
+    const int marker = marked_by(c, me, buf, len);
+    if (marker >= 0)
+        return marker;
+    /* the stalled collective, then the ones before it: a mismatch that every rank
+     * completed (two ranks that both took themselves for a bcast's root) left a step in
+     * a FIFO, which a later collective finds of another signature and stalls on */
+    for (uint64_t d = 0; d < ENG_SIG_RING && d <= seq; d++) {
+        const int p = diagnose_one(c, me, gpu, seq - d, buf, len);
+        if (p >= 0)
+            return p;
     }
     return -1;
 }
