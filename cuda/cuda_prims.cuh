@@ -31,14 +31,21 @@ __device__ __forceinline__ int block_broadcast_flag(int v)
  * with volatile accesses: no thread may see a stale L1 copy. */
 
 /* A step from the peer is posted, of a collective with signature sig (eng_sig.h: else
- * it is never ready, and the host's stall diagnosis names the mismatch). The size word
- * is in the receiver's own memory, read after the acquire of `posted`. Pairs with the
- * release of `posted` in conn_post. */
+ * it is never ready, and the host's stall diagnosis names the mismatch). The step's size
+ * word, in the receiver's own memory, is loaded before the acquire of `posted`, so both
+ * loads are in flight at once; it is trusted when it carries this step's tag
+ * (eng_step_word) and reloaded only when it does not. Pairs with the release of `posted`
+ * in conn_post. */
 __device__ __forceinline__ int conn_recv_ready(const eng_conn_t *c, uint32_t depth, uint32_t sig)
 {
     const uint64_t recvd = ld_volatile_u64(&c->recvd);
-    return ld_acquire_u64(&c->recv_ctrl->posted, c->sys) > recvd &&
-           eng_step_sig_ok(ld_volatile_u64(&c->recv_ctrl->bytes[eng_mod(recvd, depth)]), sig);
+    const uint64_t *wp = &c->recv_ctrl->bytes[eng_mod(recvd, depth)];
+    uint64_t w = ld_volatile_u64(wp);
+    if (ld_acquire_u64(&c->recv_ctrl->posted, c->sys) <= recvd)
+        return 0;
+    if (!eng_step_tagged(w, sig, recvd))
+        w = ld_volatile_u64(wp); /* loaded before the post: now the step's own */
+    return eng_step_sig_ok(w, sig, recvd);
 }
 
 /* The peer has room. Pairs with the release of `consumed` in conn_consumed. */
@@ -48,12 +55,12 @@ __device__ __forceinline__ int conn_send_ready(const eng_conn_t *c, uint32_t dep
 }
 
 /* Publish one step (after a barrier: the block's data writes are observed by this
- * thread): size and signature (eng_step_word), a fence at the connection's scope, then
- * `posted` (NCCL postPeer). */
-__device__ __forceinline__ void conn_post(eng_conn_t *c, uint32_t depth, uint64_t word)
+ * thread): size and signature's tag (eng_step_word), a fence at the connection's scope,
+ * then `posted` (NCCL postPeer). */
+__device__ __forceinline__ void conn_post(eng_conn_t *c, uint32_t depth, uint64_t bytes, uint32_t sig)
 {
     const uint64_t sent = ld_volatile_u64(&c->sent);
-    st_volatile_u64(&c->send_ctrl->bytes[eng_mod(sent, depth)], word);
+    st_volatile_u64(&c->send_ctrl->bytes[eng_mod(sent, depth)], eng_step_word(bytes, sig, sent));
     st_volatile_u64(&c->sent, sent + 1);
     fence_acq_rel(c->sys);
     st_release_u64(&c->send_ctrl->posted, sent + 1, c->sys);
@@ -99,7 +106,7 @@ DFCCL_DEV_INLINE void prim_send_post(eng_conn_t *c, const eng_chan_view_t *v, ui
 {
     __syncthreads();
     if (threadIdx.x == 0)
-        conn_post(c, v->depth, eng_step_word(bytes, v->sig));
+        conn_post(c, v->depth, bytes, v->sig);
     __syncthreads();
 }
 
@@ -143,7 +150,7 @@ DFCCL_DEV_INLINE void prim_send_post_all(eng_conn_t *conns, int n, const eng_cha
 {
     __syncthreads(); /* the block's data writes, observed by every posting lane */
     for (int p = threadIdx.x; p < n && threadIdx.x < 32; p += 32)
-        conn_post(&conns[p], v->depth, eng_step_word(bytes, v->sig));
+        conn_post(&conns[p], v->depth, bytes, v->sig);
     __syncthreads();
 }
 
@@ -603,7 +610,7 @@ static __device__ __noinline__ void prim_dx_send(eng_conn_t *conns, int n, uint3
     dx_move(L);
     __syncthreads(); /* the block's data writes, observed by every posting lane */
     if (mine)
-        conn_post(&conns[tid], v->depth, eng_step_word(bytes, v->sig));
+        conn_post(&conns[tid], v->depth, bytes, v->sig);
 }
 
 /* Every peer p of mask: its step to dst's block p, and the step given back. */
@@ -731,7 +738,7 @@ static __device__ __noinline__ void prim_dx_reduce(eng_conn_t *conns, int n, uin
     __syncthreads(); /* the block's writes before the posts; every step read before it goes back */
     if (mine) {
         if (send)
-            conn_post(&conns[tid], v->depth, bytes);
+            conn_post(&conns[tid], v->depth, bytes, v->sig);
         conn_consumed(&conns[tid]);
     }
 }

@@ -85,12 +85,21 @@ DFCCL_INLINE uint32_t eng_coll_sig(const eng_coll_args_t *a)
     return eng_sig_hash(&f);
 }
 
-/* A Simple step's size word: the bytes in the low half (a step is far below 4 GiB), the
- * sender's signature in the high half; written by the store that already publishes the
- * size, so the signature costs the sender nothing. */
-DFCCL_INLINE uint64_t eng_step_word(uint64_t bytes, uint32_t sig)
+/* A Simple step's size word: the bytes in the low half (a step is far below 4 GiB), in
+ * the high half the sender's signature mixed with the connection's step number (its tag),
+ * written by the store that already publishes the size, so the signature costs the sender
+ * nothing. The step number makes a word left in the slot by an earlier step never pass
+ * for the current one, so a receiver may read the word before it acquires `posted` (the
+ * two reads overlap) and trust it when it matches, rereading it only when it does not.
+ * A sender without a signature writes tag 0. */
+DFCCL_INLINE uint32_t eng_step_tag(uint32_t sig, uint64_t step)
 {
-    return bytes | (uint64_t)sig << 32;
+    return sig ? (sig ^ (uint32_t)step * 0x9E3779B1u) | 1u : 0u;
+}
+
+DFCCL_INLINE uint64_t eng_step_word(uint64_t bytes, uint32_t sig, uint64_t step)
+{
+    return bytes | (uint64_t)eng_step_tag(sig, step) << 32;
 }
 
 DFCCL_INLINE uint64_t eng_step_bytes(uint64_t word)
@@ -98,12 +107,18 @@ DFCCL_INLINE uint64_t eng_step_bytes(uint64_t word)
     return word & 0xffffffffull;
 }
 
-/* The step is for a collective with the receiver's signature (0 on either side: none
- * to compare, as for steps the net proxy lands, and the unit tests' bare views). */
-DFCCL_INLINE int eng_step_sig_ok(uint64_t word, uint32_t sig)
+/* The word is step `step`'s, of signature sig (exactly: what a read that may predate the
+ * post can trust), or the receiver has no signature. */
+DFCCL_INLINE int eng_step_tagged(uint64_t word, uint32_t sig, uint64_t step)
 {
-    const uint32_t s = (uint32_t)(word >> 32);
-    return s == sig || !s || !sig;
+    return !sig || (uint32_t)(word >> 32) == eng_step_tag(sig, step);
+}
+
+/* A word read after the step was posted is of the receiver's signature, or carries none
+ * (a step the net proxy landed: the signature does not cross the network). */
+DFCCL_INLINE int eng_step_sig_ok(uint64_t word, uint32_t sig, uint64_t step)
+{
+    return !(uint32_t)(word >> 32) || eng_step_tagged(word, sig, step);
 }
 
 #endif

@@ -20,11 +20,18 @@
 
 /* A step from the peer is posted, not yet consumed, and of a collective with this one's
  * signature (else it is never ready: a mismatch stalls, and the stall's diagnosis names
- * it). Pairs with the release store of `posted` in prim_send_post. */
+ * it). The step's word is read first, so that its miss overlaps `posted`'s, and again only
+ * when that early read does not show this step's tag (eng_step_word). Pairs with the
+ * release store of `posted` in prim_send_post. */
 DFCCL_DEV_INLINE int prim_recv_ready(const eng_conn_t *c, const eng_chan_view_t *v)
 {
-    return dfccl_load_acquire64(&c->recv_ctrl->posted) > c->recvd &&
-           eng_step_sig_ok(DFCCL_READ_ONCE(c->recv_ctrl->bytes[eng_mod(c->recvd, v->depth)]), v->sig);
+    const uint64_t *wp = &c->recv_ctrl->bytes[eng_mod(c->recvd, v->depth)];
+    uint64_t w = DFCCL_READ_ONCE(*wp);
+    if (dfccl_load_acquire64(&c->recv_ctrl->posted) <= c->recvd)
+        return 0;
+    if (!eng_step_tagged(w, v->sig, c->recvd))
+        w = DFCCL_READ_ONCE(*wp); /* read before the post: now the step's own */
+    return eng_step_sig_ok(w, v->sig, c->recvd);
 }
 
 /* The peer has room for one more step. Pairs with the release store of `consumed` in
@@ -53,7 +60,7 @@ DFCCL_DEV_INLINE char *prim_send_buf(const eng_conn_t *c, const eng_chan_view_t 
  * (the receiver's acquire in prim_recv_ready is the counterpart). */
 DFCCL_DEV_INLINE void prim_send_post(eng_conn_t *c, const eng_chan_view_t *v, uint64_t bytes)
 {
-    c->send_ctrl->bytes[eng_mod(c->sent, v->depth)] = eng_step_word(bytes, v->sig);
+    c->send_ctrl->bytes[eng_mod(c->sent, v->depth)] = eng_step_word(bytes, v->sig, c->sent);
     c->sent++;
     dfccl_store_release64(&c->send_ctrl->posted, c->sent);
     eng_bell_ring(c->bell);

@@ -574,11 +574,15 @@ START_TEST(signature_fields)
             ck_assert_uint_ne(eng_coll_sig(&r2), eng_coll_sig(&r1));
     }
     const uint32_t sig = eng_coll_sig(&r1);
-    const uint64_t w = eng_step_word(65536, sig);
+    const uint64_t w = eng_step_word(65536, sig, 7);
     ck_assert_uint_eq(eng_step_bytes(w), 65536);
-    ck_assert(eng_step_sig_ok(w, sig));
-    ck_assert(!eng_step_sig_ok(w, sig ^ 2));
-    ck_assert(eng_step_sig_ok(65536, sig)); /* landed by the net proxy: none to compare */
+    ck_assert(eng_step_tagged(w, sig, 7) && eng_step_sig_ok(w, sig, 7));
+    ck_assert(!eng_step_sig_ok(w, sig ^ 2, 7));
+    /* a word an earlier step left in the slot (depth steps before) never passes */
+    for (uint64_t k = 0; k < 64; k++)
+        ck_assert(!eng_step_tagged(eng_step_word(8, sig, k), sig, k + 4));
+    ck_assert(eng_step_sig_ok(65536, sig, 7));  /* landed by the net proxy: none to compare */
+    ck_assert(!eng_step_tagged(65536, sig, 7)); /* ... but no early read's proof of the step */
 }
 END_TEST
 
