@@ -38,7 +38,8 @@ static const eng_seg_hdr_t *peer_hdr(const struct dfccl_comm *c, int p)
     return eng_seg_hdr(c, p);
 }
 
-static void entry_write(eng_sig_entry_t *e, uint64_t seq, const eng_sig_fields_t *f, uint32_t sig, int refused)
+static void entry_write(eng_sig_entry_t *e, uint64_t seq, const eng_sig_fields_t *f, uint32_t sig,
+                        int refused)
 {
     dfccl_store_relaxed64(&e->seq1, 0);
     dfccl_fence_release(); /* the zero before the fields: a reader rereads seq1 after them */
@@ -192,8 +193,8 @@ static int diagnose_one(const struct dfccl_comm *c, const eng_seg_hdr_t *me, int
             theirs.root == mine.root && theirs.dtype == mine.dtype && theirs.op == mine.op)
             continue;
         describe(&theirs, d1, sizeof d1);
-        snprintf(buf, len, "%scollective %" PRIu64 ": rank %d called %s, rank %d %s: %s", gpu ? "GPU " : "", seq,
-                 p, d1, c->rank, d0, difference(&theirs, &mine));
+        snprintf(buf, len, "%scollective %" PRIu64 ": rank %d called %s, rank %d %s: %s", gpu ? "GPU " : "",
+                 seq, p, d1, c->rank, d0, difference(&theirs, &mine));
         return p;
     }
     return -1;

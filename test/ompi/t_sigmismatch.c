@@ -29,8 +29,8 @@ int main(int argc, char **argv)
     const int odd = ot_rank == ot_size - 1; /* the last rank calls something else */
     int *buf = calloc((size_t)n + 1, sizeof(int)), *out = calloc((size_t)n + 1, sizeof(int));
     float *fbuf = calloc((size_t)n + 1, sizeof(float));
-    static const char *const cases[] = {"count", "reduce root", "allreduce vs bcast", "op", "datatype",
-                                        "bcast root"};
+    static const char *const cases[] = {"count", "reduce root", "allreduce vs bcast",
+                                        "op",    "datatype",    "bcast root"};
     const int ncases = (int)(sizeof cases / sizeof cases[0]);
     int at_call = 0, at_next = 0;
     for (int k = 0; k < ncases; k++) {
@@ -51,7 +51,8 @@ int main(int argc, char **argv)
             break;
         case 3: rc = MPI_Allreduce(buf, out, n, MPI_INT, odd ? MPI_MAX : MPI_SUM, c); break;
         case 4:
-            rc = MPI_Allreduce(odd ? (void *)fbuf : (void *)buf, out, n, odd ? MPI_FLOAT : MPI_INT, MPI_SUM, c);
+            rc = MPI_Allreduce(odd ? (void *)fbuf : (void *)buf, out, n, odd ? MPI_FLOAT : MPI_INT, MPI_SUM,
+                               c);
             break;
         default: rc = MPI_Bcast(buf, n, MPI_INT, odd ? 1 : 0, c); break;
         }
@@ -84,9 +85,10 @@ int main(int argc, char **argv)
     free(out);
     free(fbuf);
     if (ot_rank == 0)
-        printf("OK t_sigmismatch: %d mismatches, every rank got an error (%d at the call, %d at the next call) "
-               "on %d ranks with the default settings\n",
-               ncases, tot[0], tot[1], ot_size);
+        printf(
+            "OK t_sigmismatch: %d mismatches, every rank got an error (%d at the call, %d at the next call) "
+            "on %d ranks with the default settings\n",
+            ncases, tot[0], tot[1], ot_size);
     MPI_Finalize();
     return 0;
 }
