@@ -94,11 +94,19 @@ static dfcclResult_t comm_open_error(const char *fn, struct dfccl_comm *comm)
 
 /* A call that failed after its communicator was found, not for an abort: described as
  * refused (sig.c), so that peers that make their part of it fail with its reason instead
- * of waiting for it. */
-static dfcclResult_t refused(struct dfccl_comm *comm, dfcclResult_t r)
+ * of waiting for it. Among the collectives of the daemon its buffers would have picked
+ * (none: the latest call's), as the peers' calls are. */
+static dfcclResult_t refused(struct dfccl_comm *comm, dfcclResult_t r, const void *sendbuf,
+                             const void *recvbuf)
 {
-    if (r != dfcclSuccess && comm && !dfccl_load_acquire(&comm->aborted))
-        eng_sig_refuse(comm, dfcclGetLastError());
+    if (r == dfcclSuccess || !comm || dfccl_load_acquire(&comm->aborted))
+        return r;
+    int gpu = 0;
+    if (comm->gpu)
+        gpu = sendbuf || recvbuf
+                  ? (sendbuf && eng_gpu_buffer(sendbuf, 1)) || (recvbuf && eng_gpu_buffer(recvbuf, 1))
+                  : comm->last_on_gpu;
+    eng_sig_refuse(comm, gpu, dfcclGetLastError());
     return r;
 }
 
@@ -213,7 +221,7 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
     struct dfccl_comm *comm = NULL;
     const dfcclResult_t r =
         submit_call(fn, coll, sendbuf, recvbuf, count, datatype, op, root, handle, request_p, &comm);
-    return refused(comm, r);
+    return refused(comm, r, sendbuf, recvbuf);
 }
 
 dfcclResult_t dfcclAllReduce(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
@@ -389,7 +397,7 @@ static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t
 {
     struct dfccl_comm *comm = NULL;
     const dfcclResult_t r = submit_v_call(fn, coll, v, handle, request_p, &comm);
-    return refused(comm, r);
+    return refused(comm, r, v->sendbuf, v->recvbuf);
 }
 
 dfcclResult_t dfcclGather(const void *sendbuf, void *recvbuf, size_t sendcount, dfcclDataType_t datatype,

@@ -90,6 +90,8 @@ struct dfccl_comm {
     uint64_t peer_check_ns; /* the latest look (atomic: the waiters share it) */
     /* host side, under the daemon's submission lock */
     uint64_t next_seq;
+    uint32_t refusals[2]; /* calls refused here, by the daemon they would have gone to
+                             (engine/sig.c: 0 the CPU's, 1 the GPU's) */
     /* daemon side */
     uint64_t *slot_next;   /* [slots] */
     dfcclResult_t aborted; /* 0, or why every later collective fails */
@@ -172,10 +174,10 @@ int eng_comm_why_get(dfcclComm_t handle, char *buf, size_t len);
  * daemon's) in this rank's segment, as it is submitted. */
 void eng_sig_publish(struct dfccl_comm *c, int gpu, uint64_t seq, const eng_coll_args_t *a);
 /* This rank's call was refused by its argument check (msg): describe the collective it
- * would have been as refused, so that peers whose same collective stalls fail with msg
- * instead of waiting for ever. The communicator stays usable here: if every rank refused
- * it, nobody waits. */
-void eng_sig_refuse(struct dfccl_comm *c, const char *msg);
+ * would have been (the next of the CPU daemon's, or of the GPU daemon's when gpu) as
+ * refused, so that peers whose same collective stalls fail with msg instead of waiting
+ * for ever. The communicator stays usable here: if every rank refused it, nobody waits. */
+void eng_sig_refuse(struct dfccl_comm *c, int gpu, const char *msg);
 /* Why collective seq cannot complete, as the ranks' descriptions say: a peer's abort mark
  * in this rank's header, a peer that refused its call, or a peer that called another
  * collective. That peer, with the reason in buf; else -1 (nothing known: peers late,

@@ -108,7 +108,10 @@ typedef struct {
     int32_t root;
     uint8_t coll, dtype, op;
     uint8_t refused; /* its call was refused here (an argument error): why[] says why */
-    uint32_t sig, pad;
+    uint32_t sig;
+    /* the calls this rank refused before this one (of the same daemon's): a peer whose own
+     * count at this collective is higher refused the same call, and is no mismatch */
+    uint32_t refusals;
 } eng_sig_entry_t;
 
 #define ENG_SIG_RING 32 /* the latest collectives each rank describes, per daemon */

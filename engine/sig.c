@@ -39,7 +39,7 @@ static const eng_seg_hdr_t *peer_hdr(const struct dfccl_comm *c, int p)
 }
 
 static void entry_write(eng_sig_entry_t *e, uint64_t seq, const eng_sig_fields_t *f, uint32_t sig,
-                        int refused)
+                        int refused, uint32_t refusals)
 {
     dfccl_store_relaxed64(&e->seq1, 0);
     dfccl_fence_release(); /* the zero before the fields: a reader rereads seq1 after them */
@@ -50,6 +50,7 @@ static void entry_write(eng_sig_entry_t *e, uint64_t seq, const eng_sig_fields_t
     dfccl_store_relaxed(&e->op, f->op);
     dfccl_store_relaxed(&e->refused, (uint8_t)refused);
     dfccl_store_relaxed(&e->sig, sig);
+    dfccl_store_relaxed(&e->refusals, refusals);
     dfccl_store_release64(&e->seq1, seq + 1);
 }
 
@@ -67,6 +68,7 @@ static int entry_read(const eng_seg_hdr_t *h, int gpu, uint64_t seq, eng_sig_ent
     out->op = dfccl_load_relaxed(&e->op);
     out->refused = dfccl_load_relaxed(&e->refused);
     out->sig = dfccl_load_relaxed(&e->sig);
+    out->refusals = dfccl_load_relaxed(&e->refusals);
     dfccl_fence_acquire(); /* the fields before seq1 again: unchanged means not torn */
     return dfccl_load_relaxed64(&e->seq1) == seq + 1 && out->coll < ENG_COLL_NUM;
 }
@@ -77,7 +79,7 @@ void eng_sig_publish(struct dfccl_comm *c, int gpu, uint64_t seq, const eng_coll
     if (!h)
         return;
     const eng_sig_fields_t f = eng_sig_fields(a);
-    entry_write(&h->sigs[gpu][seq % ENG_SIG_RING], seq, &f, eng_sig_hash(&f), 0);
+    entry_write(&h->sigs[gpu][seq % ENG_SIG_RING], seq, &f, eng_sig_hash(&f), 0, c->refusals[gpu]);
 }
 
 static void why_write(eng_seg_hdr_t *h, uint64_t seq1, const char *msg)
@@ -102,18 +104,15 @@ static void why_read(const eng_seg_hdr_t *h, uint64_t seq1, char *buf, size_t le
         snprintf(buf, len, "its reason is no longer published");
 }
 
-void eng_sig_refuse(struct dfccl_comm *c, const char *msg)
+void eng_sig_refuse(struct dfccl_comm *c, int gpu, const char *msg)
 {
     eng_seg_hdr_t *h = my_hdr(c);
     if (!h || c->nranks < 2 || c->aborted)
         return;
-    /* the daemon it would have gone to: a call refused before its buffers were looked
-     * at goes by the latest one (a CPU-only communicator: the CPU daemon) */
-    const int gpu = c->gpu && c->last_on_gpu;
     const uint64_t seq = gpu ? dfccl_load_relaxed64(&h->gpu_arrived) : DFCCL_READ_ONCE(c->next_seq);
     const eng_sig_fields_t none = {0};
     why_write(h, (seq + 1) << 1 | (uint64_t)gpu, msg);
-    entry_write(&h->sigs[gpu][seq % ENG_SIG_RING], seq, &none, 0, 1);
+    entry_write(&h->sigs[gpu][seq % ENG_SIG_RING], seq, &none, 0, 1, c->refusals[gpu]++);
 }
 
 /* "allreduce of 100 int32 (sum)", "bcast of 64 bytes from root 1", "barrier" */
@@ -182,6 +181,8 @@ static int diagnose_one(const struct dfccl_comm *c, const eng_seg_hdr_t *me, int
             continue;
         char d0[96], d1[96];
         describe(&mine, d0, sizeof d0);
+        if (theirs.refused && mine.refusals > theirs.refusals)
+            continue; /* this rank refused that call too, and p has not made its next one yet */
         if (theirs.refused) {
             char why[sizeof me->why];
             why_read(h, (seq + 1) << 1 | (uint64_t)gpu, why, sizeof why);

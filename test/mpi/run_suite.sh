@@ -172,7 +172,7 @@ fi
 # signatures): every rank errors at that call or its next one, naming the difference,
 # within seconds (a wait past 20 s prints HANG); the communicator is refused from then
 # on; others and new ones work. 64 elements: one LL round; 65536: ring and chain.
-for m in count reduce-root bcast-root kind op datatype refused none; do
+for m in count reduce-root bcast-root kind op datatype refused none refused-all; do
     run_case "t_collmismatch[$m]" 3 60 -- t_collmismatch "$m"
     run_case "t_collmismatch[$m,65536 elements]" 4 60 -- t_collmismatch "$m" --elems 65536
 done

@@ -12,10 +12,17 @@
  *
  * usage: t_collmismatch CASE [--elems N]
  *   CASE: count, reduce-root, bcast-root, kind (allreduce against bcast), op, datatype,
- *         refused (the last rank passes a NULL recvbuf), none (no mismatch: all succeed)
+ *         refused (the last rank passes a NULL recvbuf), none (no mismatch: all succeed),
+ *         refused-all (every rank passes a NULL recvbuf, then rank 0 makes its next call
+ *         100 ms after the others: no error, the communicator stays usable)
  *   --elems N: elements of the collective (default 64: an LL round; 65536: the ring and
  *         the chain)
+ * Built with -DTM_DEVICE (t_collmismatch_dev): the mismatched collective and the calls
+ * after it take device buffers (the GPU daemon; the checked allreduces stay on the host).
  */
+#ifdef TM_DEVICE
+#include <cuda_runtime.h>
+#endif
 #include "test_common.h"
 
 #define DEADLINE_S 20.0
@@ -39,6 +46,8 @@ static dfcclResult_t call_case(const char *mode, int odd, int32_t *s, int32_t *r
         return dfcclAllReduce(s, r, n, odd ? dfcclFloat32 : dfcclInt32, dfcclSum, c, q);
     if (!strcmp(mode, "refused"))
         return dfcclAllReduce(s, odd ? NULL : r, n, dfcclInt32, dfcclSum, c, q);
+    if (!strcmp(mode, "refused-all"))
+        return dfcclAllReduce(s, NULL, n, dfcclInt32, dfcclSum, c, q);
     return dfcclAllReduce(s, r, n, dfcclInt32, dfcclSum, c, q);
 }
 
@@ -71,21 +80,40 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "";
     const char *ev = tc_arg_value(argc, argv, "--elems");
     const size_t n = ev ? (size_t)strtoull(ev, NULL, 10) : 64;
-    const int none = !strcmp(mode, "none"), refused = !strcmp(mode, "refused");
+    const int all_refused = !strcmp(mode, "refused-all");
+    const int none = !strcmp(mode, "none") || all_refused, refused = !strcmp(mode, "refused");
     if (tc_size < 2) {
         printf("SKIP: needs 2 ranks or more\n");
         MPI_Finalize();
         return 0;
     }
     const int odd = tc_rank == tc_size - 1;
+#ifdef TM_DEVICE
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if (tc_rank == 0)
+            printf("SKIP: no CUDA device\n");
+        MPI_Finalize();
+        return 0;
+    }
+    cudaSetDevice(tc_rank % ndev);
+#endif
     dfcclComm_t A, B;
     CHECK(dfcclCommInitMPI(&A, MPI_COMM_WORLD));
     CHECK(dfcclCommInitMPI(&B, MPI_COMM_WORLD));
     tc_checked_allreduce(A, "allreduce before the mismatch");
 
-    int32_t *s = tc_malloc((n + 1) * sizeof(int32_t)), *r = tc_malloc((n + 1) * sizeof(int32_t));
+    int32_t *hs = tc_malloc((n + 1) * sizeof(int32_t)), *s = hs, *r = tc_malloc((n + 1) * sizeof(int32_t));
     for (size_t i = 0; i <= n; i++)
-        s[i] = tc_rank + 1;
+        hs[i] = tc_rank + 1;
+#ifdef TM_DEVICE
+    int32_t *hr = r;
+    if (cudaMalloc((void **)&s, (n + 1) * sizeof(int32_t)) != cudaSuccess ||
+        cudaMalloc((void **)&r, (n + 1) * sizeof(int32_t)) != cudaSuccess ||
+        cudaMemcpy(s, hs, (n + 1) * sizeof(int32_t), cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaStreamSynchronize(0) != cudaSuccess)
+        TC_FAIL("device buffers of %zu elements", n + 1);
+#endif
     const char *reason = expected_reason(mode);
     char msg[1024] = "";
     int where = 0; /* 1: the mismatched call failed here, 2: the next one, 0: none */
@@ -93,15 +121,30 @@ int main(int argc, char **argv)
     const double t0 = MPI_Wtime();
     dfcclRequest_t q = NULL;
     dfcclResult_t rc = call_case(mode, odd, s, r, n, A, &q);
-    if (refused && odd) {
+    if ((refused && odd) || all_refused) {
         if (rc != dfcclInvalidArgument)
-            TC_FAIL("refused: the NULL recvbuf gave %d (%s), expected dfcclInvalidArgument", (int)rc,
+            TC_FAIL("%s: the NULL recvbuf gave %d (%s), expected dfcclInvalidArgument", mode, (int)rc,
                     dfcclGetErrorString(rc));
         rc = dfcclSuccess; /* its own error is the argument's: what matters is the next call */
+        if (all_refused) {
+            /* the others make their next call first and wait on rank 0 past the diagnosis's
+             * 10 ms, while its description of that collective still says refused */
+            if (tc_rank == 0)
+                tc_sleep_us(100000);
+            rc = dfcclAllReduce(s, r, n, dfcclInt32, dfcclSum, A, &q);
+            if (rc == dfcclSuccess)
+                rc = wait_deadline(&q, "the call after a call every rank refused");
+            if (rc != dfcclSuccess)
+                TC_FAIL("refused-all: the next call returned %d: %s", (int)rc, dfcclGetLastError());
+        }
+    } else if (rc != dfcclSuccess) {
+        /* a rank slower to call than its peers were to find the mismatch: refused at once,
+         * with the reason */
+        where = 1;
+        snprintf(msg, sizeof msg, "%s", dfcclGetLastError());
+        if (none || (rc != dfcclCommAborted && rc != dfcclMismatch))
+            TC_FAIL("%s: the call returned %d (%s): %s", mode, (int)rc, dfcclGetErrorString(rc), msg);
     } else {
-        if (rc != dfcclSuccess)
-            TC_FAIL("%s: the call returned %d (%s): %s", mode, (int)rc, dfcclGetErrorString(rc),
-                    dfcclGetLastError());
         rc = wait_deadline(&q, mode);
         if (rc != dfcclSuccess) {
             where = 1;
@@ -148,6 +191,12 @@ int main(int argc, char **argv)
     CHECK(dfcclCommInitMPI(&A, MPI_COMM_WORLD));
     tc_checked_allreduce(A, "allreduce on a new communicator");
     CHECK(dfcclCommDestroy(A));
+#ifdef TM_DEVICE
+    cudaFree(s);
+    cudaFree(r);
+    s = hs;
+    r = hr;
+#endif
     free(s);
     free(r);
     int failed_here = where == 1, failed_calls = 0;
