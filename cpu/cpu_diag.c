@@ -42,6 +42,16 @@ static void report_stall(eng_task_t *t, uint64_t waited_ns)
                missing);
 }
 
+/* A stalled task's signature diagnosis (sig.c) is due: after ENG_SIG_CHECK_NS of waiting,
+ * and every ENG_SIG_CHECK_NS after (a few loads per peer, of lines rarely written). */
+static int sig_check_due(eng_wnode_t *n, uint64_t waited, uint64_t now)
+{
+    if (waited < ENG_SIG_CHECK_NS || now - n->sig_check_ns < ENG_SIG_CHECK_NS)
+        return 0;
+    n->sig_check_ns = now;
+    return 1;
+}
+
 /* DFCCL_TRACE: worker W ran t from t0 (eng_now_ns) until now, with this outcome. */
 void cpu_trace_run(const eng_worker_t *W, const eng_task_t *t, uint64_t t0, int outcome)
 {
@@ -59,6 +69,7 @@ int cpu_check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now, uint64_t run_
     const char *name = eng_coll_names[t->args.coll];
     const unsigned long long seq = (unsigned long long)t->seq;
     dfcclResult_t res = dfcclSuccess;
+    char msg[sizeof c->why - 32];
     int p;
     if (waited > ENG_PEER_CHECK_NS && eng_peer_check_due(c, now) && (p = eng_shm_dead_peer(c, now)) >= 0) {
         /* a peer died without leaving: nothing more can run on the communicator */
@@ -76,6 +87,12 @@ int cpu_check_stall(eng_worker_t *W, eng_wnode_t *n, uint64_t now, uint64_t run_
                      "peer rank %d left the communicator (dfcclCommDestroy or exit) before completing %s "
                      "seq %llu; it and every later collective on it fail",
                      p, name, seq);
+    } else if (sig_check_due(n, waited, now) && eng_sig_diagnose(c, 0, t->seq, msg, sizeof msg) >= 0) {
+        /* the ranks called different collectives (or a peer refused its call, or aborted on
+         * such a finding): the steps exchanged so far leave the connections out of step,
+         * so nothing more can run on the communicator; every peer is told */
+        res = dfcclMismatch;
+        eng_sig_abort(c, !dfccl_exchange_relaxed(&t->reported, 1), msg);
     } else {
         if (eng_config.stall_report_ms && waited > eng_config.stall_report_ms * 1000000ull &&
             !dfccl_exchange_relaxed(&t->reported, 1))

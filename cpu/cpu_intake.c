@@ -194,6 +194,7 @@ static void take_entry(const eng_sq_entry_t *e)
     }
     memset(t, 0, sizeof(*t));
     t->args = e->args;
+    t->sig = eng_coll_sig(&t->args);
     t->comm = c;
     t->req = e->req;
     t->seq = e->seq;
@@ -260,6 +261,9 @@ dfcclResult_t cpu_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
          * communicator's collectives in sequence order */
         e->seq = comm->next_seq++;
         comm->stats.submitted++;
+        /* described before `arrived` says it is here: a peer that sees it arrived and
+         * stalls on it can compare (sig.c) */
+        eng_sig_publish(comm, 0, e->seq, args);
         dfccl_store_release64(&eng_seg_hdr(comm, comm->rank)->arrived, comm->next_seq);
         /* stamped after the peers can see it: a peer that still named this rank late
          * looked before the stamp, as the timeline's check expects */

@@ -78,7 +78,8 @@ static int run_task(eng_worker_t *W, eng_wnode_t *n, int is_head)
                                  .nranks = c->nranks,
                                  .depth = c->depth,
                                  .chunk = c->chunk,
-                                 .conns = eng_comm_conns(c, t->slot, ch)};
+                                 .conns = eng_comm_conns(c, t->slot, ch),
+                                 .sig = t->sig};
             eng_prog_t r = eng_algo_progress(&t->args, &v, x);
             if (r == ENG_DONE) {
                 x->done = 1;

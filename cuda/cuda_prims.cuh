@@ -11,6 +11,7 @@
 
 #include "../engine/eng_types.h"
 #include "../engine/ll_packet.h"
+#include "../engine/eng_sig.h"
 #include "../engine/ll_plan.h"
 #include "../engine/reduce.h"
 #include "cuda_atomic.cuh"
@@ -29,10 +30,22 @@ __device__ __forceinline__ int block_broadcast_flag(int v)
  * The step counters (sent, recvd) are written by one thread and read by others, always
  * with volatile accesses: no thread may see a stale L1 copy. */
 
-/* A step from the peer is posted. Pairs with the release of `posted` in conn_post. */
-__device__ __forceinline__ int conn_recv_ready(const eng_conn_t *c)
+/* A step from the peer is posted, of a collective with signature sig (eng_sig.h: else
+ * it is never ready, and the host's stall diagnosis names the mismatch). The step's size
+ * word, in the receiver's own memory, is loaded before the acquire of `posted`, so both
+ * loads are in flight at once; it is trusted when it carries this step's tag
+ * (eng_step_word) and reloaded only when it does not. Pairs with the release of `posted`
+ * in conn_post. */
+__device__ __forceinline__ int conn_recv_ready(const eng_conn_t *c, uint32_t depth, uint32_t sig)
 {
-    return ld_acquire_u64(&c->recv_ctrl->posted, c->sys) > ld_volatile_u64(&c->recvd);
+    const uint64_t recvd = ld_volatile_u64(&c->recvd);
+    const uint64_t *wp = &c->recv_ctrl->bytes[eng_mod(recvd, depth)];
+    uint64_t w = ld_volatile_u64(wp);
+    if (ld_acquire_u64(&c->recv_ctrl->posted, c->sys) <= recvd)
+        return 0;
+    if (!eng_step_tagged(w, sig, recvd))
+        w = ld_volatile_u64(wp); /* loaded before the post: now the step's own */
+    return eng_step_sig_ok(w, sig, recvd);
 }
 
 /* The peer has room. Pairs with the release of `consumed` in conn_consumed. */
@@ -42,11 +55,12 @@ __device__ __forceinline__ int conn_send_ready(const eng_conn_t *c, uint32_t dep
 }
 
 /* Publish one step (after a barrier: the block's data writes are observed by this
- * thread): size, a fence at the connection's scope, then `posted` (NCCL postPeer). */
-__device__ __forceinline__ void conn_post(eng_conn_t *c, uint32_t depth, uint64_t bytes)
+ * thread): size and signature's tag (eng_step_word), a fence at the connection's scope,
+ * then `posted` (NCCL postPeer). */
+__device__ __forceinline__ void conn_post(eng_conn_t *c, uint32_t depth, uint64_t bytes, uint32_t sig)
 {
     const uint64_t sent = ld_volatile_u64(&c->sent);
-    st_volatile_u64(&c->send_ctrl->bytes[eng_mod(sent, depth)], bytes);
+    st_volatile_u64(&c->send_ctrl->bytes[eng_mod(sent, depth)], eng_step_word(bytes, sig, sent));
     st_volatile_u64(&c->sent, sent + 1);
     fence_acq_rel(c->sys);
     st_release_u64(&c->send_ctrl->posted, sent + 1, c->sys);
@@ -62,9 +76,9 @@ __device__ __forceinline__ void conn_consumed(eng_conn_t *c)
 
 /* --- readiness ------------------------------------------------------------------------ */
 
-DFCCL_DEV_INLINE int prim_recv_ready(const eng_conn_t *c)
+DFCCL_DEV_INLINE int prim_recv_ready(const eng_conn_t *c, const eng_chan_view_t *v)
 {
-    return block_broadcast_flag(threadIdx.x == 0 && conn_recv_ready(c));
+    return block_broadcast_flag(threadIdx.x == 0 && conn_recv_ready(c, v->depth, v->sig));
 }
 
 DFCCL_DEV_INLINE int prim_send_ready(const eng_conn_t *c, uint32_t depth)
@@ -78,7 +92,7 @@ DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_v
 {
     uint32_t s = (uint32_t)eng_mod(ld_volatile_u64(&c->recvd), v->depth);
     if (bytes_p)
-        *bytes_p = ld_volatile_u64(&c->recv_ctrl->bytes[s]);
+        *bytes_p = eng_step_bytes(ld_volatile_u64(&c->recv_ctrl->bytes[s]));
     return c->recv_data + (uint64_t)s * c->rchunk;
 }
 
@@ -92,7 +106,7 @@ DFCCL_DEV_INLINE void prim_send_post(eng_conn_t *c, const eng_chan_view_t *v, ui
 {
     __syncthreads();
     if (threadIdx.x == 0)
-        conn_post(c, v->depth, bytes);
+        conn_post(c, v->depth, bytes, v->sig);
     __syncthreads();
 }
 
@@ -108,13 +122,13 @@ DFCCL_DEV_INLINE void prim_recv_done(eng_conn_t *c)
 /* --- every connection at once (one-shot): lane p of warp 0 handles connection p, so
  * N peers cost one flag round trip instead of N ------------------------------------- */
 
-DFCCL_DEV_INLINE int prim_recv_ready_all(const eng_conn_t *conns, int n)
+DFCCL_DEV_INLINE int prim_recv_ready_all(const eng_conn_t *conns, int n, const eng_chan_view_t *v)
 {
     int r = 1;
     if (threadIdx.x < 32) {
         int ok = 1;
         for (int p = threadIdx.x; p < n; p += 32)
-            ok &= conn_recv_ready(&conns[p]);
+            ok &= conn_recv_ready(&conns[p], v->depth, v->sig);
         r = __all_sync(0xffffffffu, ok);
     }
     return block_broadcast_flag(r);
@@ -136,7 +150,7 @@ DFCCL_DEV_INLINE void prim_send_post_all(eng_conn_t *conns, int n, const eng_cha
 {
     __syncthreads(); /* the block's data writes, observed by every posting lane */
     for (int p = threadIdx.x; p < n && threadIdx.x < 32; p += 32)
-        conn_post(&conns[p], v->depth, bytes);
+        conn_post(&conns[p], v->depth, bytes, v->sig);
     __syncthreads();
 }
 
@@ -175,12 +189,13 @@ __device__ __forceinline__ ll_block_t *ll_block(void)
     return &s_ll;
 }
 
-/* Lane p (< n, warp 0): resolve connection p's receive step into the block's state. */
+/* Lane p (< n, warp 0): resolve connection p's receive step into the block's state. The
+ * signature salts the flag (eng_sig.h): lines of a peer of another signature never pass. */
 __device__ __forceinline__ void ll_recv_step(ll_block_t *L, const eng_conn_t *c, int p, uint64_t recvd,
-                                             uint32_t depth)
+                                             uint32_t depth, uint32_t sig)
 {
     L->src[p] = c->recv_data + eng_mod(recvd, depth) * c->rchunk;
-    L->rflag[p] = eng_ll_flag(c->ll_salt, recvd + 1);
+    L->rflag[p] = eng_ll_flag(c->ll_salt ^ sig, recvd + 1);
     L->rctrl[p] = c->recv_ctrl;
     L->recvd[p] = recvd;
 }
@@ -228,11 +243,11 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
                 }
                 ok = sent - credit < v->depth;
                 L->dst[tid] = c->send_data + eng_mod(sent, v->depth) * c->schunk;
-                L->sflag[tid] = eng_ll_flag(c->ll_salt, sent + 1);
+                L->sflag[tid] = eng_ll_flag(c->ll_salt ^ v->sig, sent + 1);
                 L->speer[ll_rank_in(smask, tid)] = (uint8_t)tid;
             }
             if (rmask >> tid & 1) {
-                ll_recv_step(L, c, tid, recvd, v->depth);
+                ll_recv_step(L, c, tid, recvd, v->depth, v->sig);
                 L->rpeer[ll_rank_in(rmask, tid)] = (uint8_t)tid;
             }
         }
@@ -293,7 +308,7 @@ static __device__ __noinline__ int prim_ll_recv_all(eng_conn_t *conns, int n, co
     const uint32_t rmask = pl.rmask;
     if (!L->recv_valid) { /* a retry, or nothing sent: the steps again (one round trip) */
         if (tid < n && (rmask >> tid & 1)) {
-            ll_recv_step(L, &conns[tid], tid, ld_volatile_u64(&conns[tid].recvd), v->depth);
+            ll_recv_step(L, &conns[tid], tid, ld_volatile_u64(&conns[tid].recvd), v->depth, v->sig);
             L->rpeer[ll_rank_in(rmask, tid)] = (uint8_t)tid;
         }
         __syncthreads();
@@ -509,15 +524,15 @@ __device__ __forceinline__ dx_block_t *dx_block(void)
 
 /* Every peer of rmask has a step posted and every peer of smask has room. */
 DFCCL_DEV_INLINE int prim_ready_mask(const eng_conn_t *conns, int n, uint32_t rmask, uint32_t smask,
-                                     uint32_t depth)
+                                     const eng_chan_view_t *v)
 {
     int r = 1;
     if (threadIdx.x < 32) {
         const int p = (int)threadIdx.x;
         int ok = 1;
         if (p < n) {
-            const int rok = (rmask >> p & 1) ? conn_recv_ready(&conns[p]) : 1;
-            const int sok = (smask >> p & 1) ? conn_send_ready(&conns[p], depth) : 1;
+            const int rok = (rmask >> p & 1) ? conn_recv_ready(&conns[p], v->depth, v->sig) : 1;
+            const int sok = (smask >> p & 1) ? conn_send_ready(&conns[p], v->depth) : 1;
             ok = rok & sok;
         }
         r = __all_sync(0xffffffffu, ok);
@@ -604,7 +619,7 @@ static __device__ __noinline__ void prim_dx_send(eng_conn_t *conns, int n, uint3
     dx_move(L);
     __syncthreads(); /* the block's data writes, observed by every posting lane */
     if (mine)
-        conn_post(&conns[tid], v->depth, bytes);
+        conn_post(&conns[tid], v->depth, bytes, v->sig);
 }
 
 /* Every peer p of mask: its step to dst's block p, and the step given back. */
@@ -732,7 +747,7 @@ static __device__ __noinline__ void prim_dx_reduce(eng_conn_t *conns, int n, uin
     __syncthreads(); /* the block's writes before the posts; every step read before it goes back */
     if (mine) {
         if (send)
-            conn_post(&conns[tid], v->depth, bytes);
+            conn_post(&conns[tid], v->depth, bytes, v->sig);
         conn_consumed(&conns[tid]);
     }
 }

@@ -486,6 +486,7 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             v.depth = s_task.depth;
             v.chunk = s_task.chunk;
             v.conns = s_task.conns;
+            v.sig = eng_coll_sig(&args); /* in band with every step (engine/eng_sig.h) */
             uint64_t threshold = s_task.threshold_ns, wait_start = 0, budget = 0;
             int spins = 0, moved = 0;
             if (t0) {

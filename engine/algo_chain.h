@@ -28,7 +28,7 @@ DFCCL_DEV_INLINE eng_prog_t algo_chain_progress(const eng_coll_args_t *a, eng_ch
 
     while (x->off < x->hi) {
         const uint64_t off = x->off, n = DFCCL_MIN(CE, x->hi - off), bytes = n * ts;
-        if (in && !prim_recv_ready(in))
+        if (in && !prim_recv_ready(in, v))
             return prog;
         if (out && !prim_send_ready(out, v->depth))
             return prog;

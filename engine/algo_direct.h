@@ -73,8 +73,7 @@ DFCCL_DEV_INLINE int eng_dx_phase(const eng_coll_args_t *a, const eng_chan_view_
     const int N = v->nranks, r = v->rank;
     const uint32_t all = N >= 32 ? 0xffffffffu : (1u << N) - 1u, peers = all & ~(1u << r);
     const int one = a->algo == ENG_ALGO_DIRECT1, two = a->coll == ENG_COLL_ALLREDUCE && !one;
-    if (!prim_ready_mask(v->conns, N, phase ? peers : 0, phase == 0 || (phase == 1 && two) ? peers : 0,
-                         v->depth))
+    if (!prim_ready_mask(v->conns, N, phase ? peers : 0, phase == 0 || (phase == 1 && two) ? peers : 0, v))
         return 0;
     const uint32_t ts = (uint32_t)eng_type_size(a->dtype);
     const uint64_t S = eng_dx_stride(a, N);

@@ -38,7 +38,7 @@ DFCCL_DEV_INLINE eng_prog_t algo_oneshot_progress(const eng_coll_args_t *a, eng_
     }
     /* step 1: once chunk x->sub of all N contributions is in, reduce it in rank order */
     while (x->sub < k) {
-        if (!prim_recv_ready_all(v->conns, N))
+        if (!prim_recv_ready_all(v->conns, N, v))
             return prog;
         const uint64_t off = (uint64_t)x->sub * S, e = n ? DFCCL_MIN(S, n - off) : 0;
         if (e) {

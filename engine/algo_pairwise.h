@@ -105,7 +105,7 @@ DFCCL_DEV_INLINE eng_prog_t algo_pairwise_progress(const eng_coll_args_t *a, eng
             x->sub++;
             prog = ENG_PROGRESS;
         }
-        while (x->sub2 < nin && prim_recv_ready(in)) {
+        while (x->sub2 < nin && prim_recv_ready(in, v)) {
             const uint64_t off = rlo + (uint64_t)x->sub2 * CI, n = DFCCL_MIN(CI, rhi - off);
             prim_recv_copy(in, v, rbuf + bi.roff + off, n);
             x->sub2++;

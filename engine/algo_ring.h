@@ -43,7 +43,7 @@ DFCCL_DEV_INLINE eng_prog_t algo_ring_progress(const eng_coll_args_t *a, eng_cha
     while (x->off < x->hi) {
         const uint64_t off = x->off, e = DFCCL_MIN(CE, x->hi - off);
         const uint32_t t = x->step;
-        if (t > 0 && !prim_recv_ready(in))
+        if (t > 0 && !prim_recv_ready(in, v))
             return prog;
         if (t < last && !prim_send_ready(out, v->depth))
             return prog;

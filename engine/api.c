@@ -66,6 +66,7 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
         }
         req->gpu_seq = seq;
         comm->stats.submitted++;
+        eng_sig_publish(comm, 1, seq, a); /* the CPU daemon's are described at submission */
         if (eng_trace_on) {
             req->tkey = eng_trace_key(comm, seq, a->coll, 1);
             eng_trace_submit(&req->tkey, t_submit);
@@ -82,9 +83,37 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
     return dfcclSuccess;
 }
 
-static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
-                            dfcclDataType_t datatype, dfcclRedOp_t op, int root, dfcclComm_t handle,
-                            dfcclRequest_t *request_p)
+/* The communicator may take the call: not aborted here, nor by a peer (its mark in this
+ * rank's segment: one load, sig.c). */
+static dfcclResult_t comm_open_error(const char *fn, struct dfccl_comm *comm)
+{
+    dfcclResult_t r = eng_api_aborted_error(fn, comm);
+    if (r == dfcclSuccess && DFCCL_UNLIKELY(eng_sig_marked(comm)) && eng_sig_adopt_mark(comm) != dfcclSuccess)
+        r = eng_api_aborted_error(fn, comm);
+    return r;
+}
+
+/* A call that failed after its communicator was found, not for an abort: described as
+ * refused (sig.c), so that peers that make their part of it fail with its reason instead
+ * of waiting for it. Among the collectives of the daemon its buffers would have picked
+ * (none: the latest call's), as the peers' calls are. */
+static dfcclResult_t refused(struct dfccl_comm *comm, dfcclResult_t r, const void *sendbuf,
+                             const void *recvbuf)
+{
+    if (r == dfcclSuccess || !comm || dfccl_load_acquire(&comm->aborted))
+        return r;
+    int gpu = 0;
+    if (comm->gpu)
+        gpu = sendbuf || recvbuf
+                  ? (sendbuf && eng_gpu_buffer(sendbuf, 1)) || (recvbuf && eng_gpu_buffer(recvbuf, 1))
+                  : comm->last_on_gpu;
+    eng_sig_refuse(comm, gpu, dfcclGetLastError());
+    return r;
+}
+
+static dfcclResult_t submit_call(const char *fn, eng_coll_t coll, const void *sendbuf, void *recvbuf,
+                                 size_t count, dfcclDataType_t datatype, dfcclRedOp_t op, int root,
+                                 dfcclComm_t handle, dfcclRequest_t *request_p, struct dfccl_comm **comm_p)
 {
     const int reduces = coll == ENG_COLL_ALLREDUCE || coll == ENG_COLL_REDUCE ||
                         coll == ENG_COLL_REDUCE_SCATTER || coll == ENG_COLL_SCAN || coll == ENG_COLL_EXSCAN;
@@ -94,6 +123,7 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
     dfcclResult_t r = eng_api_open_call(fn, handle, request_p, &comm);
     if (r != dfcclSuccess)
         return r;
+    *comm_p = comm;
     if (coll != ENG_COLL_BARRIER && !eng_api_type_ok(datatype))
         return eng_set_error(dfcclInvalidArgument, fn, "datatype %d is not a dfcclDataType_t", (int)datatype);
     if (reduces && ((int)op < 0 || op >= dfcclNumOps))
@@ -158,7 +188,7 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
                 fn, "sendbuf and recvbuf overlap partially (in place means sendbuf == recvbuf)", count, ts,
                 sendbuf, bytes, recvbuf, bytes);
     }
-    if ((r = eng_api_aborted_error(fn, comm)) != dfcclSuccess)
+    if ((r = comm_open_error(fn, comm)) != dfcclSuccess)
         return r;
 
     /* the memory kind picks the daemon; every rank passes the same kind (usage rule) */
@@ -183,6 +213,16 @@ static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf
                          .sendbuf = sendbuf,
                          .recvbuf = recvbuf};
     return launch(fn, comm, &a, NULL, on_gpu, bytes > 0, request_p);
+}
+
+static dfcclResult_t submit(const char *fn, eng_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
+                            dfcclDataType_t datatype, dfcclRedOp_t op, int root, dfcclComm_t handle,
+                            dfcclRequest_t *request_p)
+{
+    struct dfccl_comm *comm = NULL;
+    const dfcclResult_t r =
+        submit_call(fn, coll, sendbuf, recvbuf, count, datatype, op, root, handle, request_p, &comm);
+    return refused(comm, r, sendbuf, recvbuf);
 }
 
 dfcclResult_t dfcclAllReduce(const void *sendbuf, void *recvbuf, size_t count, dfcclDataType_t datatype,
@@ -233,13 +273,14 @@ dfcclResult_t dfcclBarrier(dfcclComm_t comm, dfcclRequest_t *request_p)
 
 /* ---- collectives moved block by block from a per-peer table ------------------------- */
 
-static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t *v, dfcclComm_t handle,
-                              dfcclRequest_t *request_p)
+static dfcclResult_t submit_v_call(const char *fn, eng_coll_t coll, const eng_vargs_t *v, dfcclComm_t handle,
+                                   dfcclRequest_t *request_p, struct dfccl_comm **comm_p)
 {
     struct dfccl_comm *comm;
     dfcclResult_t r = eng_api_open_call(fn, handle, request_p, &comm);
     if (r != dfcclSuccess)
         return r;
+    *comm_p = comm;
     const int N = comm->nranks, me = comm->rank;
     const int rooted = coll == ENG_COLL_GATHERV || coll == ENG_COLL_SCATTERV;
     if (coll != ENG_COLL_ALLTOALLW && !eng_api_type_ok(v->datatype))
@@ -266,7 +307,7 @@ static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t
     for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
         if (arrays[i].used && !arrays[i].p)
             return eng_set_error(dfcclInvalidArgument, fn, "%s is NULL", arrays[i].name);
-    if ((r = eng_api_aborted_error(fn, comm)) != dfcclSuccess)
+    if ((r = comm_open_error(fn, comm)) != dfcclSuccess)
         return r;
 
     eng_block_t *b = malloc(sizeof(*b) * (size_t)N);
@@ -350,6 +391,14 @@ static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t
                          .sendbuf = sendbuf,
                          .recvbuf = recvbuf};
     return launch(fn, comm, &a, b, on_gpu, shi > slo || rhi > rlo, request_p);
+}
+
+static dfcclResult_t submit_v(const char *fn, eng_coll_t coll, const eng_vargs_t *v, dfcclComm_t handle,
+                              dfcclRequest_t *request_p)
+{
+    struct dfccl_comm *comm = NULL;
+    const dfcclResult_t r = submit_v_call(fn, coll, v, handle, request_p, &comm);
+    return refused(comm, r, v->sendbuf, v->recvbuf);
 }
 
 dfcclResult_t dfcclGather(const void *sendbuf, void *recvbuf, size_t sendcount, dfcclDataType_t datatype,

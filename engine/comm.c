@@ -97,6 +97,12 @@ int eng_comm_watch_peers(dfcclComm_t handle, uint64_t gpu_seq, uint64_t now)
         dfccl_store_release(&c->aborted, dfcclCommAborted);
         if (c->gpu)
             eng_gpu->comm_abort(c->gpu, dfcclCommAborted);
+    } else if (c && !c->aborted) {
+        /* the ranks' descriptions of the collective (sig.c): a peer that called another
+         * one, refused its call, or aborted on such a finding */
+        char msg[sizeof c->why - 32];
+        if ((gone = eng_sig_diagnose(c, 1, gpu_seq, msg, sizeof msg)) >= 0)
+            eng_sig_abort(c, 1, msg);
     }
     pthread_mutex_unlock(&live_lock);
     return gone;

@@ -76,6 +76,19 @@ DFCCL_ATOMIC_INLINE void dfccl_fence_seq_cst(void)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
+/* Earlier loads before later loads (a seqlock's reader: its fields, then its count again;
+ * engine/sig.c), and earlier stores before later stores (its writer: the count zeroed,
+ * then the fields). On x86 both are compiler barriers only. */
+DFCCL_ATOMIC_INLINE void dfccl_fence_acquire(void)
+{
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+}
+
+DFCCL_ATOMIC_INLINE void dfccl_fence_release(void)
+{
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
 DFCCL_ATOMIC_INLINE void dfccl_cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "dfccl.h"
+#include "eng_atomic.h"
 #include "eng_config.h"
 #include "eng_cpu_wait.h"
 #include "eng_handle.h"
@@ -55,6 +56,7 @@ typedef struct eng_wnode {
     struct eng_wnode *next, *prev; /* the worker's list; `next` also links its inbox */
     uint64_t threshold_ns;
     uint64_t progress_ns;   /* last time it moved (or was first run) */
+    uint64_t sig_check_ns;  /* last time its stall was diagnosed (eng_sig_diagnose) */
     uint32_t channels_left; /* of this worker's channels */
 } eng_wnode_t;
 
@@ -67,6 +69,7 @@ typedef struct eng_task {
     uint32_t workers_left; /* workers still running a channel of it (atomic) */
     int32_t result;        /* the first failure of any worker's part (atomic) */
     uint32_t reported;     /* a stall report was logged (atomic: one per task) */
+    uint32_t sig;          /* its signature (eng_sig.h), in band with its steps */
     eng_wnode_t *node;     /* [workers], after ctx[] */
     eng_ctx_t ctx[];       /* one per channel */
 } eng_task_t;
@@ -87,6 +90,8 @@ struct dfccl_comm {
     uint64_t peer_check_ns; /* the latest look (atomic: the waiters share it) */
     /* host side, under the daemon's submission lock */
     uint64_t next_seq;
+    uint32_t refusals[2]; /* calls refused here, by the daemon they would have gone to
+                             (engine/sig.c: 0 the CPU's, 1 the GPU's) */
     /* daemon side */
     uint64_t *slot_next;   /* [slots] */
     dfcclResult_t aborted; /* 0, or why every later collective fails */
@@ -165,6 +170,34 @@ void eng_comm_why(struct dfccl_comm *c, int log, const char *fmt, ...) __attribu
  * aborted, no reason kept, or no longer live). */
 int eng_comm_why_get(dfcclComm_t handle, char *buf, size_t len);
 
+/* sig.c: mismatched collectives (eng_sig.h). Describe collective seq (gpu: among the GPU
+ * daemon's) in this rank's segment, as it is submitted. */
+void eng_sig_publish(struct dfccl_comm *c, int gpu, uint64_t seq, const eng_coll_args_t *a);
+/* This rank's call was refused by its argument check (msg): describe the collective it
+ * would have been (the next of the CPU daemon's, or of the GPU daemon's when gpu) as
+ * refused, so that peers whose same collective stalls fail with msg instead of waiting
+ * for ever. The communicator stays usable here: if every rank refused it, nobody waits. */
+void eng_sig_refuse(struct dfccl_comm *c, int gpu, const char *msg);
+/* Why collective seq cannot complete, as the ranks' descriptions say: a peer's abort mark
+ * in this rank's header, a peer that refused its call, or a peer that called another
+ * collective. That peer, with the reason in buf; else -1 (nothing known: peers late,
+ * or their descriptions overwritten). A few loads per shared-memory peer. */
+int eng_sig_diagnose(const struct dfccl_comm *c, int gpu, uint64_t seq, char *buf, size_t len);
+/* Abort c with dfcclMismatch for msg (what eng_sig_diagnose found): kept as the reason
+ * (logged when log), published in this rank's header and marked in every shared-memory
+ * peer's, the GPU daemon's tasks of c failed too. */
+void eng_sig_abort(struct dfccl_comm *c, int log, const char *msg);
+/* A peer marked c aborted (eng_sig_marked): abort it here too with the peer's reason.
+ * The result every call on c now gets (dfcclSuccess: no mark). */
+dfcclResult_t eng_sig_adopt_mark(struct dfccl_comm *c);
+/* Is there a peer's mark? One load of a line this rank writes at every submission. */
+DFCCL_INLINE int eng_sig_marked(const struct dfccl_comm *c)
+{
+    return c->segs && c->segs[c->rank] && dfccl_load_relaxed64(&eng_seg_hdr(c, c->rank)->abort_mark);
+}
+/* How long a collective waits before its stall is diagnosed, and how often again. */
+#define ENG_SIG_CHECK_NS 10000000ull
+
 /* comm.c: registry of live communicators. A handle names a slot of a handle table and
  * carries a 40-bit generation (eng_handle.h), so a destroyed handle is rejected even
  * when a new communicator got the same slot or address. The live communicator a handle
@@ -172,8 +205,8 @@ int eng_comm_why_get(dfcclComm_t handle, char *buf, size_t len);
 struct dfccl_comm *eng_comm_get(dfcclComm_t handle);
 /* For a waiter of GPU collective gpu_seq (the GPU daemon can't tell a dead peer): look,
  * at most every ENG_PEER_CHECK_NS, whether a shared-memory peer of the communicator died,
- * and whether one left it before completing gpu_seq; if so abort it (logged). That
- * rank, else -1. */
+ * and whether one left it before completing gpu_seq, or the ranks' descriptions of
+ * gpu_seq differ (eng_sig_diagnose); if so abort it (logged). That rank, else -1. */
 int eng_comm_watch_peers(dfcclComm_t handle, uint64_t gpu_seq, uint64_t now);
 
 #endif

@@ -98,7 +98,25 @@ typedef struct {
     uint32_t sleepers; /* daemon threads of the owner blocked on seq */
 } eng_bell_t;
 
-/* Header at the start of each rank's segment. */
+/* A rank's description of one of its collectives (engine/sig.c): written into its own
+ * segment as it submits it, read by a peer whose same collective stalls, which compares
+ * it with its own to name a mismatch. seq1 is written last (release) and reread after the
+ * fields, so a reader never takes half of one entry for another. */
+typedef struct {
+    uint64_t seq1;  /* 1 + the collective's number (0: being written) */
+    uint64_t count; /* eng_sig_fields_t's */
+    int32_t root;
+    uint8_t coll, dtype, op;
+    uint8_t refused; /* its call was refused here (an argument error): why[] says why */
+    uint32_t sig;
+    /* the calls this rank refused before this one (of the same daemon's): a peer whose own
+     * count at this collective is higher refused the same call, and is no mismatch */
+    uint32_t refusals;
+} eng_sig_entry_t;
+
+#define ENG_SIG_RING 32 /* the latest collectives each rank describes, per daemon */
+
+/* Header at the start of each rank's segment (its first page). */
 typedef struct {
     uint64_t magic;
     uint64_t arrived; /* collectives this rank has submitted on the communicator */
@@ -111,9 +129,18 @@ typedef struct {
     uint64_t gpu_arrived; /* collectives this rank has submitted to the GPU daemon (their own
                              numbers): what DFCCL_TRACE's GPU stretches name late ranks by */
     uint64_t gpu_closed;  /* as closed, for its GPU collectives (their own numbers) */
-    char pad[DFCCL_CACHELINE - 6 * sizeof(uint64_t)];
+    /* 1 + the rank that aborted the communicator on a mismatch (engine/sig.c), written by
+     * that rank into every shared-memory peer's header: in the line the owner writes at
+     * each submission, so the look at every call costs nothing */
+    uint64_t abort_mark;
+    char pad[DFCCL_CACHELINE - 7 * sizeof(uint64_t)];
     eng_bell_t bell; /* its own line: rung by every peer */
     char pad2[DFCCL_CACHELINE - sizeof(eng_bell_t)];
+    /* what the owner found or refused (a mismatch, an argument error), for its peers'
+     * errors: why_seq1 (1 + the collective, release) after the text */
+    uint64_t why_seq1;
+    char why[248];
+    eng_sig_entry_t sigs[2][ENG_SIG_RING]; /* [0]: the CPU daemon's collectives, [1]: the GPU's */
 } eng_seg_hdr_t;
 
 /* This rank's view of the two directions of a connection with one peer. */
@@ -140,6 +167,8 @@ typedef struct {
 typedef struct {
     int rank, nranks;
     uint32_t depth;    /* FIFO steps per connection */
+    uint32_t sig;      /* the collective's signature (eng_sig.h), in band with every step;
+                          0: none (the unit tests' bare views) */
     uint64_t chunk;    /* bytes per step */
     eng_conn_t *conns; /* [nranks] for this slot and channel */
 } eng_chan_view_t;

@@ -186,6 +186,7 @@ const char *dfcclGetErrorString(dfcclResult_t result)
     case dfcclUnsupported: return "unsupported";
     case dfcclInternalError: return "internal error";
     case dfcclBootstrapError: return "bootstrap all-gather failed";
+    case dfcclMismatch: return "ranks called one collective with different arguments";
     }
     return "unknown result code";
 }

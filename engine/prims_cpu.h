@@ -10,6 +10,7 @@
 
 #include "eng_atomic.h"
 #include "eng_bell.h"
+#include "eng_sig.h"
 #include "eng_types.h"
 #include "ll_packet.h"
 #include "ll_plan.h"
@@ -17,11 +18,20 @@
 
 /* --- readiness: never wait here; the scheduler owns every wait ---------------------- */
 
-/* A step from the peer is posted and not yet consumed. Pairs with the release store of
- * `posted` in prim_send_post. */
-DFCCL_DEV_INLINE int prim_recv_ready(const eng_conn_t *c)
+/* A step from the peer is posted, not yet consumed, and of a collective with this one's
+ * signature (else it is never ready: a mismatch stalls, and the stall's diagnosis names
+ * it). The step's word is read first, so that its miss overlaps `posted`'s, and again only
+ * when that early read does not show this step's tag (eng_step_word). Pairs with the
+ * release store of `posted` in prim_send_post. */
+DFCCL_DEV_INLINE int prim_recv_ready(const eng_conn_t *c, const eng_chan_view_t *v)
 {
-    return dfccl_load_acquire64(&c->recv_ctrl->posted) > c->recvd;
+    const uint64_t *wp = &c->recv_ctrl->bytes[eng_mod(c->recvd, v->depth)];
+    uint64_t w = DFCCL_READ_ONCE(*wp);
+    if (dfccl_load_acquire64(&c->recv_ctrl->posted) <= c->recvd)
+        return 0;
+    if (!eng_step_tagged(w, v->sig, c->recvd))
+        w = DFCCL_READ_ONCE(*wp); /* read before the post: now the step's own */
+    return eng_step_sig_ok(w, v->sig, c->recvd);
 }
 
 /* The peer has room for one more step. Pairs with the release store of `consumed` in
@@ -37,7 +47,7 @@ DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_v
 {
     uint32_t s = (uint32_t)eng_mod(c->recvd, v->depth);
     if (bytes_p)
-        *bytes_p = DFCCL_READ_ONCE(c->recv_ctrl->bytes[s]);
+        *bytes_p = eng_step_bytes(DFCCL_READ_ONCE(c->recv_ctrl->bytes[s]));
     return c->recv_data + (uint64_t)s * c->rchunk;
 }
 
@@ -46,11 +56,11 @@ DFCCL_DEV_INLINE char *prim_send_buf(const eng_conn_t *c, const eng_chan_view_t 
     return c->send_data + eng_mod(c->sent, v->depth) * c->schunk;
 }
 
-/* Publish one step: data and size first, then `posted` with release (the receiver's
- * acquire in prim_recv_ready is the counterpart). */
+/* Publish one step: data and size (with the signature) first, then `posted` with release
+ * (the receiver's acquire in prim_recv_ready is the counterpart). */
 DFCCL_DEV_INLINE void prim_send_post(eng_conn_t *c, const eng_chan_view_t *v, uint64_t bytes)
 {
-    c->send_ctrl->bytes[eng_mod(c->sent, v->depth)] = bytes;
+    c->send_ctrl->bytes[eng_mod(c->sent, v->depth)] = eng_step_word(bytes, v->sig, c->sent);
     c->sent++;
     dfccl_store_release64(&c->send_ctrl->posted, c->sent);
     eng_bell_ring(c->bell);
@@ -66,10 +76,10 @@ DFCCL_DEV_INLINE void prim_recv_done(eng_conn_t *c)
 
 /* --- every connection at once (one-shot): the GPU checks and posts them in parallel -- */
 
-DFCCL_DEV_INLINE int prim_recv_ready_all(const eng_conn_t *conns, int n)
+DFCCL_DEV_INLINE int prim_recv_ready_all(const eng_conn_t *conns, int n, const eng_chan_view_t *v)
 {
     for (int p = 0; p < n; p++)
-        if (!prim_recv_ready(&conns[p]))
+        if (!prim_recv_ready(&conns[p], v))
             return 0;
     return 1;
 }
@@ -117,7 +127,8 @@ DFCCL_DEV_INLINE int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_v
         eng_conn_t *c = &conns[p];
         uint64_t *dst = (uint64_t *)prim_send_buf(c, v);
         const char *s = (const char *)src + (uint64_t)p * pl->sstride;
-        const uint64_t flag = (uint64_t)eng_ll_flag(c->ll_salt, c->sent + 1) << 32;
+        /* the signature salts the flag: a peer of another signature never sees the line */
+        const uint64_t flag = (uint64_t)eng_ll_flag(c->ll_salt ^ v->sig, c->sent + 1) << 32;
         for (uint64_t i = 0; i < lines; i++) {
             const uint64_t pk = bytes ? eng_ll_packet_load(s, bytes, i) : 0;
             dfccl_store_relaxed64(&dst[2 * i], flag | (uint32_t)pk);
@@ -150,7 +161,7 @@ DFCCL_DEV_INLINE int prim_ll_recv_all(eng_conn_t *conns, int n, const eng_chan_v
         if (!(pl->rmask >> p & 1))
             continue;
         src[p] = (const uint64_t *)prim_recv_buf(&conns[p], v, NULL);
-        const uint32_t flag = eng_ll_flag(conns[p].ll_salt, conns[p].recvd + 1);
+        const uint32_t flag = eng_ll_flag(conns[p].ll_salt ^ v->sig, conns[p].recvd + 1);
         for (uint64_t i = 0; i < 2 * lines; i++)
             if ((uint32_t)(dfccl_load_relaxed64(&src[p][i]) >> 32) != flag)
                 return 0;

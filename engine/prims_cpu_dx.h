@@ -14,12 +14,12 @@
 
 /* Every peer of rmask has a step posted and every peer of smask has room. */
 DFCCL_DEV_INLINE int prim_ready_mask(const eng_conn_t *conns, int n, uint32_t rmask, uint32_t smask,
-                                     uint32_t depth)
+                                     const eng_chan_view_t *v)
 {
     for (int p = 0; p < n; p++) {
-        if ((rmask >> p & 1) && !prim_recv_ready(&conns[p]))
+        if ((rmask >> p & 1) && !prim_recv_ready(&conns[p], v))
             return 0;
-        if ((smask >> p & 1) && !prim_send_ready(&conns[p], depth))
+        if ((smask >> p & 1) && !prim_send_ready(&conns[p], v->depth))
             return 0;
     }
     return 1;

@@ -50,6 +50,10 @@ typedef enum {
     dfcclUnsupported = -7,     /**< valid but not supported by this build/backend */
     dfcclInternalError = -8,   /**< a bug in dfccl: please report it */
     dfcclBootstrapError = -9,  /**< the bootstrap all-gather callback failed */
+    dfcclMismatch = -10,       /**< ranks passed different kinds, counts, datatypes, ops or
+                                    roots to one collective, or a peer's call was refused:
+                                    the message names the difference; the communicator is
+                                    aborted (docs/usage.md, "Mismatched collectives") */
 } dfcclResult_t;
 
 /** @brief Element types. */

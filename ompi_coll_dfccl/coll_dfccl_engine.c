@@ -22,7 +22,8 @@ int mca_coll_dfccl_engine_error(const char *what, dfcclResult_t res)
 int mca_coll_dfccl_result_to_mpi(dfcclResult_t res)
 {
     switch (res) {
-    case dfcclInvalidArgument: return MPI_ERR_ARG;
+    case dfcclInvalidArgument:
+    case dfcclMismatch: return MPI_ERR_ARG; /* as coll_dfccl_check's finding */
     case dfcclNoMemory: return MPI_ERR_NO_MEM;
     case dfcclInternalError: return MPI_ERR_INTERN;
     default: return MPI_ERR_OTHER;

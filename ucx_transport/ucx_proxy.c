@@ -13,6 +13,7 @@
 
 #include "eng_clock.h"
 #include "eng_log.h"
+#include "eng_sig.h"
 #include "ucx_state.h"
 
 static dfcclResult_t ucs_error(const char *what, ucs_status_t st)
@@ -63,7 +64,9 @@ int net_proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
     const int eager = nc->watch_pid[p] != 0;
     for (uint64_t s = k->sent_posted; s < posted; s++) {
         const uint32_t slot = (uint32_t)(s % nc->depth);
-        const uint64_t len = k->shadow_ctrl->bytes[slot];
+        /* the size's word also carries the signature (eng_sig.h), not sent: a step landed
+         * from the net has none, which a receiver takes as matching */
+        const uint64_t len = eng_step_bytes(k->shadow_ctrl->bytes[slot]);
         const char *data = k->shadow_data + (uint64_t)slot * k->schunk;
         /* eager steps go in pieces that UCX need not reassemble; rendezvous ones whole */
         const uint64_t piece = eager && k->piece ? k->piece : len;

@@ -87,6 +87,15 @@ for np in ${VCOLLS_NPS-1 2 4 8}; do
     run "vcolls" 300 ok $np $V
 done
 [ -z "$NET_ONLY" ] && run "vcolls chaos" 180 ok 4 $V --chaos 6 --scale 400000 --deadline 120
+# one collective called differently on the last rank, device buffers (the GPU daemon's
+# in-band signatures; the waiting thread's diagnosis): every rank errors at that call or
+# its next, naming the difference (docs/usage.md, "Mismatched collectives")
+if [ -z "$NET_ONLY" ]; then
+    for m in count reduce-root bcast-root kind op datatype refused none refused-all; do
+        run "collmismatch $m" 90 ok 3 $B/test/gpu/t_collmismatch_dev $m
+        run "collmismatch $m, 65536 elements" 90 ok 4 $B/test/gpu/t_collmismatch_dev $m --elems 65536
+    done
+fi
 # DFCCL_TRACE on device buffers: the deadlock demo's timeline (4 ranks, 8 communicators
 # in a different order on every rank) with the GPU daemon's run stretches in it, checked
 # by tools/dfccl-trace as on the CPU (every collective submitted and completed, every

@@ -5,7 +5,8 @@
 #
 # usage: run_suite.sh BUILD_BIN_DIR
 #   BUILD_BIN_DIR holds the compiled programs t_matrix, t_comms, t_chaos, t_random,
-#   t_badinput, t_killed, t_large, t_threads, t_mismatch, t_vcolls, t_config, t_firstfail, t_left
+#   t_badinput, t_killed, t_large, t_threads, t_mismatch, t_vcolls, t_config, t_firstfail, t_left,
+#   t_collmismatch
 #   (named like their .c files).
 #
 # Every case runs under mpirun inside `timeout`, so a hang fails fast; processes of
@@ -46,7 +47,7 @@ nfail=0
 FAILED=()
 
 for p in t_matrix t_comms t_chaos t_random t_badinput t_killed t_large t_threads t_mismatch t_vcolls t_config \
-    t_firstfail t_left; do
+    t_firstfail t_left t_collmismatch; do
     if [ ! -x "$BIN/$p" ]; then
         echo "FAIL: $p (missing program $BIN/$p)"
         nfail=$((nfail + 1))
@@ -167,6 +168,19 @@ run_case "t_mismatch[DFCCL_LOG_LEVEL=loud on the last rank]" 4 60 -- t_mismatch 
 if "$BIN/../../tools/dfccl-info" -b 2>/dev/null | grep -q 'GPU backend (CUDA) yes'; then
     run_case "t_mismatch[DFCCL_GPU=0 on the last rank]" 2 60 -- t_mismatch DFCCL_GPU 1 0 --refused --refused-code usage
 fi
+
+# one collective called differently on the last rank, default settings (in-band
+# signatures): every rank errors at that call or its next one, naming the difference,
+# within seconds (a wait past 20 s prints HANG); the communicator is refused from then
+# on; others and new ones work. 64 elements: one LL round; 65536: ring and chain.
+for m in count reduce-root bcast-root kind op datatype refused none refused-all; do
+    run_case "t_collmismatch[$m]" 3 60 -- t_collmismatch "$m"
+    run_case "t_collmismatch[$m,65536 elements]" 4 60 -- t_collmismatch "$m" --elems 65536
+done
+run_case "t_collmismatch[op,threads=2,channels=4]" 2 60 -x DFCCL_CPU_THREADS=2 -x DFCCL_CHANNELS=4 -- \
+    t_collmismatch op --elems 65536
+run_case "t_collmismatch[datatype,direct_max=4M]" 4 60 -x DFCCL_DIRECT_MAX=4194304 -- t_collmismatch datatype \
+    --elems 65536
 
 # more than 2^31 bytes: 2 ranks only
 run_case t_large 2 400 -- t_large

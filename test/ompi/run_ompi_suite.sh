@@ -55,7 +55,7 @@ on_fail() {
 }
 
 # ---------------------------------------------------------------- build the programs
-PROGS="t_colls t_fallback t_nb t_chaos t_commfree t_check t_allcolls t_teardown t_alone t_inter t_peerloss"
+PROGS="t_colls t_fallback t_nb t_chaos t_commfree t_check t_sigmismatch t_allcolls t_teardown t_alone t_inter t_peerloss"
 mkdir -p "$BIN"
 for p in $PROGS; do
     if [ ! -x "$BIN/$p" ] || [ "$SRC/$p.c" -nt "$BIN/$p" ] || [ "$SRC/ompi_test.h" -nt "$BIN/$p" ]; then
@@ -659,6 +659,18 @@ for np in 2 4; do
 done
 run 300 3 "${HB[@]}" --mca coll_dfccl_check 1 -- t_colls --quick --comms world,split
 check_ok "coll_dfccl_check=1 passes every matching call (no false alarm) np=3" $?
+# the default settings (coll_dfccl_check 0): the engine's in-band signatures find the
+# same mismatches (count, roots, allreduce vs bcast, op, datatype) on every rank, at the
+# call or the next one (10 ints: an LL round; 20000: ring and chain). np >= 3: with two
+# ranks that both take themselves for a bcast's root, neither waits for anything
+# (docs/usage.md, "Mismatched collectives")
+for np in 3 4; do
+    for n in 10 20000; do
+        run 60 $np "${HB[@]}" -- t_sigmismatch $n
+        check_ok "default settings: mismatched calls fail on every rank, nothing hangs np=$np count=$n" $?
+    done
+done
+grep -m2 'dfcclMismatch\|different arguments' "$WORK/out" | sed 's/^/    /' | cut -c1-300
 
 fi # DEVICE_ONLY
 

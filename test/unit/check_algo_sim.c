@@ -88,7 +88,8 @@ static long sim_run(sim_t *s, eng_coll_args_t *args, int channels, int stall_pct
                                      .nranks = N,
                                      .depth = s[c].depth,
                                      .chunk = s[c].chunk,
-                                     .conns = &s[c].conns[r * N]};
+                                     .conns = &s[c].conns[r * N],
+                                     .sig = eng_coll_sig(&args[r])};
                 eng_ctx_t saved = *x, *run = x;
                 if (copy_ctx)
                     run = &saved;
@@ -473,6 +474,118 @@ START_TEST(ll_steps_reuse_and_wait)
 }
 END_TEST
 
+/* Ranks whose arguments differ (eng_sig.h): a step of another signature is never taken,
+ * so a rank that needs data from a mismatched peer waits (the stall the daemon then
+ * diagnoses) instead of completing with it. mode: what rank 2 passes differently. */
+static const struct {
+    const char *name;
+    int coll, algo_ll, oneshot, field; /* field: 0 op, 1 datatype, 2 root, 3 count */
+    size_t count;
+} sig_cases[] = {
+    {"allreduce LL, op", ENG_COLL_ALLREDUCE, 1, 0, 0, 10},
+    {"allreduce ring, op", ENG_COLL_ALLREDUCE, 0, 0, 0, 1000},
+    {"allreduce one-shot, datatype", ENG_COLL_ALLREDUCE, 0, 1, 1, 40},
+    {"allreduce ring, count", ENG_COLL_ALLREDUCE, 0, 0, 3, 1000},
+    {"bcast LL, root", ENG_COLL_BCAST, 1, 0, 2, 10},
+    {"bcast chain, root", ENG_COLL_BCAST, 0, 0, 2, 1000},
+    {"reduce chain, root", ENG_COLL_REDUCE, 0, 0, 2, 1000},
+};
+
+START_TEST(signature_mismatch_never_taken)
+{
+    const int N = 3, k = _i;
+    sim_t s;
+    sim_init(&s, N, 4, 256, 0);
+    for (int i = 0; i < N * N; i++)
+        s.conns[i].ll_salt = eng_ll_salt(0x5151ull);
+    int32_t in[3][1001], out[3][1001];
+    eng_coll_args_t a[3];
+    eng_ctx_t x[3];
+    int done[3] = {0, 0, 0};
+    for (int r = 0; r < N; r++) {
+        for (int i = 0; i < 1001; i++)
+            in[r][i] = r + 1, out[r][i] = -7;
+        a[r] = (eng_coll_args_t){.coll = (uint8_t)sig_cases[k].coll,
+                                 .dtype = dfcclInt32,
+                                 .op = dfcclSum,
+                                 .count = sig_cases[k].count,
+                                 .sendbuf = in[r],
+                                 .recvbuf = out[r]};
+        if (r == 2) {
+            const int f = sig_cases[k].field;
+            a[r].op = f == 0 ? dfcclMax : a[r].op;
+            a[r].dtype = f == 1 ? dfcclFloat32 : a[r].dtype;
+            a[r].root = f == 2 ? 1 : 0;
+            a[r].count += f == 3;
+        }
+        a[r].algo = (uint8_t)eng_algo_select(&a[r], N, sig_cases[k].oneshot ? 1024 : 0,
+                                             sig_cases[k].algo_ll ? 256 : 0, 0, 0);
+        eng_ctx_init(&a[r], N, 0, 1, &x[r]);
+    }
+    ck_assert_uint_ne(eng_coll_sig(&a[0]), eng_coll_sig(&a[2]));
+    for (int round = 0; round < 500; round++)
+        for (int r = 0; r < N; r++) {
+            if (done[r])
+                continue;
+            eng_chan_view_t v = {.rank = r,
+                                 .nranks = N,
+                                 .depth = 4,
+                                 .chunk = 256,
+                                 .conns = &s.conns[r * N],
+                                 .sig = eng_coll_sig(&a[r])};
+            done[r] = eng_algo_progress(&a[r], &v, &x[r]) == ENG_DONE;
+        }
+    /* rank 2 receives from a peer of another signature in every case; an allreduce's
+     * every rank does (a ring or a one-shot reads every peer, and the LL round too) */
+    ck_assert_msg(!done[2], "%s: rank 2 completed with a peer of another signature", sig_cases[k].name);
+    if (sig_cases[k].coll == ENG_COLL_ALLREDUCE)
+        for (int r = 0; r < N; r++)
+            ck_assert_msg(!done[r], "%s: rank %d completed", sig_cases[k].name, r);
+    sim_free(&s);
+}
+END_TEST
+
+START_TEST(signature_fields)
+{
+    /* a bcast moves bytes: 4 int32 and 16 uint8 are one signature; a reduction's datatype
+     * counts; a v-collective's counts are each rank's own; the step word carries both */
+    eng_coll_args_t b1 = {.coll = ENG_COLL_BCAST, .dtype = dfcclInt32, .count = 4, .root = 1};
+    eng_coll_args_t b2 = {.coll = ENG_COLL_BCAST, .dtype = dfcclUint8, .count = 16, .root = 1};
+    ck_assert_uint_eq(eng_coll_sig(&b1), eng_coll_sig(&b2));
+    b2.root = 0;
+    ck_assert_uint_ne(eng_coll_sig(&b1), eng_coll_sig(&b2));
+    eng_coll_args_t r1 = {.coll = ENG_COLL_ALLREDUCE, .dtype = dfcclInt32, .op = dfcclSum, .count = 4};
+    eng_coll_args_t r2 = r1;
+    r2.dtype = dfcclFloat32;
+    ck_assert_uint_ne(eng_coll_sig(&r1), eng_coll_sig(&r2));
+    r2 = r1;
+    r2.root = 3; /* not rooted: the root is no part of it */
+    ck_assert_uint_eq(eng_coll_sig(&r1), eng_coll_sig(&r2));
+    eng_coll_args_t g1 = {.coll = ENG_COLL_GATHERV, .dtype = dfcclUint8, .count = 100, .root = 0};
+    eng_coll_args_t g2 = g1;
+    g2.count = 7;
+    ck_assert_uint_eq(eng_coll_sig(&g1), eng_coll_sig(&g2));
+    for (uint64_t c = 0; c < 1000; c++) {
+        r2 = r1;
+        r2.count = c;
+        ck_assert_uint_ne(eng_coll_sig(&r2), 0); /* 0 means "none" */
+        ck_assert_uint_eq(eng_coll_sig(&r2) >> 31, 0);
+        if (c != r1.count)
+            ck_assert_uint_ne(eng_coll_sig(&r2), eng_coll_sig(&r1));
+    }
+    const uint32_t sig = eng_coll_sig(&r1);
+    const uint64_t w = eng_step_word(65536, sig, 7);
+    ck_assert_uint_eq(eng_step_bytes(w), 65536);
+    ck_assert(eng_step_tagged(w, sig, 7) && eng_step_sig_ok(w, sig, 7));
+    ck_assert(!eng_step_sig_ok(w, sig ^ 2, 7));
+    /* a word an earlier step left in the slot (depth steps before) never passes */
+    for (uint64_t k = 0; k < 64; k++)
+        ck_assert(!eng_step_tagged(eng_step_word(8, sig, k), sig, k + 4));
+    ck_assert(eng_step_sig_ok(65536, sig, 7));  /* landed by the net proxy: none to compare */
+    ck_assert(!eng_step_tagged(65536, sig, 7)); /* ... but no early read's proof of the step */
+}
+END_TEST
+
 Suite *check_algo_sim_suite(void)
 {
     Suite *s = suite_create("algo_sim");
@@ -483,6 +596,8 @@ Suite *check_algo_sim_suite(void)
     tcase_add_test(t, algo_barrier_waits_for_all);
     tcase_add_test(t, ll_stale_simple_data_never_passes);
     tcase_add_test(t, ll_steps_reuse_and_wait);
+    tcase_add_loop_test(t, signature_mismatch_never_taken, 0, (int)(sizeof(sig_cases) / sizeof(sig_cases[0])));
+    tcase_add_test(t, signature_fields);
     suite_add_tcase(s, t);
     return s;
 }

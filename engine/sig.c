@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Mismatched collectives (docs/usage.md, "Mismatched collectives"): ranks that pass one
+ * collective different kinds, counts, datatypes, ops or roots, or whose call one rank
+ * refused. In band (eng_sig.h), a step of another signature is never taken, so such a
+ * collective stalls instead of completing with wrong data or hanging for ever with no
+ * reason; here, each rank describes every collective it submits in its own segment (a
+ * few stores to a line of its own: no message, no wait), and the stall's diagnosis
+ * compares the descriptions of the stalled collective, names the difference, aborts the
+ * communicator and marks every shared-memory peer's segment, so every rank fails: the
+ * ones stalled on it at once, the others at their next call or wait. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "eng_api.h"
+#include "eng_atomic.h"
+#include "eng_comm.h"
+#include "eng_gpu.h"
+#include "eng_log.h"
+#include "eng_sig.h"
+#include "transport.h"
+
+_Static_assert(sizeof(eng_seg_hdr_t) <= ENG_PAGE, "a segment's header fits its first page");
+
+/* why_seq1 of a text that is the reason for an abort, not for one refused call */
+#define WHY_ABORT UINT64_MAX
+
+static eng_seg_hdr_t *my_hdr(const struct dfccl_comm *c)
+{
+    return c->segs && c->segs[c->rank] ? eng_seg_hdr(c, c->rank) : NULL;
+}
+
+/* A peer whose segment is its own (shared memory): its header is what it wrote. */
+static const eng_seg_hdr_t *peer_hdr(const struct dfccl_comm *c, int p)
+{
+    if (!c->segs || !c->segs[p] || (c->tp && c->tp[p] != ENG_TP_SHM))
+        return NULL;
+    return eng_seg_hdr(c, p);
+}
+
+static void entry_write(eng_sig_entry_t *e, uint64_t seq, const eng_sig_fields_t *f, uint32_t sig,
+                        int refused, uint32_t refusals)
+{
+    dfccl_store_relaxed64(&e->seq1, 0);
+    dfccl_fence_release(); /* the zero before the fields: a reader rereads seq1 after them */
+    dfccl_store_relaxed64(&e->count, f->count);
+    dfccl_store_relaxed(&e->root, f->root);
+    dfccl_store_relaxed(&e->coll, f->coll);
+    dfccl_store_relaxed(&e->dtype, f->dtype);
+    dfccl_store_relaxed(&e->op, f->op);
+    dfccl_store_relaxed(&e->refused, (uint8_t)refused);
+    dfccl_store_relaxed(&e->sig, sig);
+    dfccl_store_relaxed(&e->refusals, refusals);
+    dfccl_store_release64(&e->seq1, seq + 1);
+}
+
+/* h's description of its collective seq: 1, else 0 (not submitted yet, or already
+ * overwritten by a later one). */
+static int entry_read(const eng_seg_hdr_t *h, int gpu, uint64_t seq, eng_sig_entry_t *out)
+{
+    const eng_sig_entry_t *e = &h->sigs[gpu][seq % ENG_SIG_RING];
+    if (dfccl_load_acquire64(&e->seq1) != seq + 1)
+        return 0;
+    out->count = dfccl_load_relaxed64(&e->count);
+    out->root = dfccl_load_relaxed(&e->root);
+    out->coll = dfccl_load_relaxed(&e->coll);
+    out->dtype = dfccl_load_relaxed(&e->dtype);
+    out->op = dfccl_load_relaxed(&e->op);
+    out->refused = dfccl_load_relaxed(&e->refused);
+    out->sig = dfccl_load_relaxed(&e->sig);
+    out->refusals = dfccl_load_relaxed(&e->refusals);
+    dfccl_fence_acquire(); /* the fields before seq1 again: unchanged means not torn */
+    return dfccl_load_relaxed64(&e->seq1) == seq + 1 && out->coll < ENG_COLL_NUM;
+}
+
+void eng_sig_publish(struct dfccl_comm *c, int gpu, uint64_t seq, const eng_coll_args_t *a)
+{
+    eng_seg_hdr_t *h = my_hdr(c);
+    if (!h)
+        return;
+    const eng_sig_fields_t f = eng_sig_fields(a);
+    entry_write(&h->sigs[gpu][seq % ENG_SIG_RING], seq, &f, eng_sig_hash(&f), 0, c->refusals[gpu]);
+}
+
+static void why_write(eng_seg_hdr_t *h, uint64_t seq1, const char *msg)
+{
+    dfccl_store_relaxed64(&h->why_seq1, 0);
+    dfccl_fence_release();
+    snprintf(h->why, sizeof h->why, "%s", msg);
+    dfccl_store_release64(&h->why_seq1, seq1);
+}
+
+/* p's published text if it is the one for seq1, into buf (else a placeholder). */
+static void why_read(const eng_seg_hdr_t *h, uint64_t seq1, char *buf, size_t len)
+{
+    char tmp[sizeof h->why];
+    const uint64_t s = dfccl_load_acquire64(&h->why_seq1);
+    memcpy(tmp, h->why, sizeof tmp);
+    tmp[sizeof tmp - 1] = 0;
+    dfccl_fence_acquire();
+    if (s && s == seq1 && dfccl_load_relaxed64(&h->why_seq1) == s)
+        snprintf(buf, len, "%s", tmp);
+    else
+        snprintf(buf, len, "its reason is no longer published");
+}
+
+void eng_sig_refuse(struct dfccl_comm *c, int gpu, const char *msg)
+{
+    eng_seg_hdr_t *h = my_hdr(c);
+    if (!h || c->nranks < 2 || c->aborted)
+        return;
+    const uint64_t seq = gpu ? dfccl_load_relaxed64(&h->gpu_arrived) : DFCCL_READ_ONCE(c->next_seq);
+    const eng_sig_fields_t none = {0};
+    why_write(h, (seq + 1) << 1 | (uint64_t)gpu, msg);
+    entry_write(&h->sigs[gpu][seq % ENG_SIG_RING], seq, &none, 0, 1, c->refusals[gpu]++);
+}
+
+/* "allreduce of 100 int32 (sum)", "bcast of 64 bytes from root 1", "barrier" */
+static void describe(const eng_sig_entry_t *e, char *buf, size_t len)
+{
+    const char *name = eng_coll_names[e->coll];
+    char root[32] = "";
+    if (eng_coll_rooted(e->coll))
+        snprintf(root, sizeof root, ", root %d", (int)e->root);
+    if (eng_coll_reduces(e->coll) && e->dtype < dfcclNumTypes && e->op < dfcclNumOps)
+        snprintf(buf, len, "%s of %" PRIu64 " %s (%s%s)", name, e->count,
+                 eng_api_type_name((dfcclDataType_t)e->dtype), eng_api_op_name((dfcclRedOp_t)e->op), root);
+    else if (e->coll == ENG_COLL_BARRIER)
+        snprintf(buf, len, "%s", name);
+    else if (eng_coll_tabled(e->coll))
+        snprintf(buf, len, "%s%s%s%s", name, *root ? " (" : "", *root ? root + 2 : "", *root ? ")" : "");
+    else
+        snprintf(buf, len, "%s of %" PRIu64 " bytes%s%s%s", name, e->count, *root ? " (" : "",
+                 *root ? root + 2 : "", *root ? ")" : "");
+}
+
+/* What differs first, in the order a reader checks a call. */
+static const char *difference(const eng_sig_entry_t *a, const eng_sig_entry_t *b)
+{
+    if (a->coll != b->coll)
+        return "the collectives differ";
+    if (a->root != b->root)
+        return "the roots differ";
+    if (a->count != b->count)
+        return eng_coll_reduces(a->coll) ? "the counts differ" : "the sizes in bytes differ";
+    if (a->dtype != b->dtype)
+        return "the datatypes differ";
+    if (a->op != b->op)
+        return "the ops differ";
+    return "their signatures differ";
+}
+
+/* The peer whose mark is in this rank's header, its reason into buf; else -1. */
+static int marked_by(const struct dfccl_comm *c, const eng_seg_hdr_t *me, char *buf, size_t len)
+{
+    const uint64_t mark = dfccl_load_acquire64(&me->abort_mark);
+    if (!mark || (int)(mark - 1) == c->rank || (int)(mark - 1) >= c->nranks)
+        return -1;
+    const int p = (int)(mark - 1);
+    const eng_seg_hdr_t *h = peer_hdr(c, p);
+    char why[sizeof me->why];
+    if (h)
+        why_read(h, WHY_ABORT, why, sizeof why);
+    else
+        snprintf(why, sizeof why, "its reason is not visible from here");
+    snprintf(buf, len, "rank %d aborted the communicator: %s", p, why);
+    return p;
+}
+
+/* Collective seq's descriptions on this rank and every shared-memory peer: the first
+ * peer whose differs (or who refused its call), with the reason in buf; else -1. */
+static int diagnose_one(const struct dfccl_comm *c, const eng_seg_hdr_t *me, int gpu, uint64_t seq, char *buf,
+                        size_t len)
+{
+    eng_sig_entry_t mine, theirs;
+    if (!entry_read(me, gpu, seq, &mine) || mine.refused)
+        return -1;
+    for (int p = 0; p < c->nranks; p++) {
+        const eng_seg_hdr_t *h = p == c->rank ? NULL : peer_hdr(c, p);
+        if (!h || !entry_read(h, gpu, seq, &theirs))
+            continue;
+        char d0[96], d1[96];
+        describe(&mine, d0, sizeof d0);
+        if (theirs.refused && mine.refusals > theirs.refusals)
+            continue; /* this rank refused that call too, and p has not made its next one yet */
+        if (theirs.refused) {
+            char why[sizeof me->why];
+            why_read(h, (seq + 1) << 1 | (uint64_t)gpu, why, sizeof why);
+            snprintf(buf, len, "%scollective %" PRIu64 ": rank %d refused its call (%s); rank %d called %s",
+                     gpu ? "GPU " : "", seq, p, why, c->rank, d0);
+            return p;
+        }
+        if (theirs.sig == mine.sig && theirs.coll == mine.coll && theirs.count == mine.count &&
+            theirs.root == mine.root && theirs.dtype == mine.dtype && theirs.op == mine.op)
+            continue;
+        describe(&theirs, d1, sizeof d1);
+        snprintf(buf, len, "%scollective %" PRIu64 ": rank %d called %s, rank %d %s: %s", gpu ? "GPU " : "",
+                 seq, p, d1, c->rank, d0, difference(&theirs, &mine));
+        return p;
+    }
+    return -1;
+}
+
+int eng_sig_diagnose(const struct dfccl_comm *c, int gpu, uint64_t seq, char *buf, size_t len)
+{
+    const eng_seg_hdr_t *me = my_hdr(c);
+    if (!me)
+        return -1;
+    const int marker = marked_by(c, me, buf, len);
+    if (marker >= 0)
+        return marker;
+    /* the stalled collective, then the ones before it: a mismatch that every rank
+     * completed (two ranks that both took themselves for a bcast's root) left a step in
+     * a FIFO, which a later collective finds of another signature and stalls on */
+    for (uint64_t d = 0; d < ENG_SIG_RING && d <= seq; d++) {
+        const int p = diagnose_one(c, me, gpu, seq - d, buf, len);
+        if (p >= 0)
+            return p;
+    }
+    return -1;
+}
+
+void eng_sig_abort(struct dfccl_comm *c, int log, const char *msg)
+{
+    eng_comm_why(c, log, "%s", msg);
+    eng_seg_hdr_t *h = my_hdr(c);
+    if (h) {
+        why_write(h, WHY_ABORT, msg);
+        /* every peer that waits, or calls next, finds it (the first mark stays) */
+        for (int p = 0; p < c->nranks; p++) {
+            if (p == c->rank || !peer_hdr(c, p))
+                continue;
+            uint64_t none = 0;
+            __atomic_compare_exchange_n(&eng_seg_hdr(c, p)->abort_mark, &none, (uint64_t)c->rank + 1, 0,
+                                        __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+        }
+    }
+    dfccl_store_release(&c->aborted, dfcclMismatch);
+    if (c->gpu)
+        eng_gpu->comm_abort(c->gpu, dfcclMismatch);
+}
+
+dfcclResult_t eng_sig_adopt_mark(struct dfccl_comm *c)
+{
+    char msg[sizeof c->why];
+    const eng_seg_hdr_t *me = my_hdr(c);
+    if (c->aborted)
+        return c->aborted;
+    if (!me || marked_by(c, me, msg, sizeof msg) < 0)
+        return dfcclSuccess;
+    eng_comm_why(c, 1, "%s", msg);
+    dfccl_store_release(&c->aborted, dfcclMismatch);
+    if (c->gpu)
+        eng_gpu->comm_abort(c->gpu, dfcclMismatch);
+    return dfcclMismatch;
+}
