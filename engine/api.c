@@ -131,7 +131,7 @@ static dfcclResult_t submit_call(const char *fn, eng_coll_t coll, const void *se
     if (reduces && !eng_op_valid((int)datatype, (int)op))
         return eng_set_error(dfcclInvalidArgument, fn,
                              "op %s is not valid for datatype %s (bitwise ops take integer types)",
-                             eng_api_op_name(op), eng_api_type_name(datatype));
+                             eng_op_name(op), eng_type_name(datatype));
     const int N = comm->nranks, me = comm->rank;
     if (rooted && (root < 0 || root >= N))
         return eng_set_error(dfcclInvalidArgument, fn, "root %d out of range [0, %d)", root, N);

@@ -11,23 +11,9 @@
 #include "eng_log.h"
 #include "reduce.h"
 
-static const char *const type_names[dfcclNumTypes] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
-                                                      "uint64", "float16", "bfloat16", "float32", "float64"};
-static const char *const op_names[dfcclNumOps] = {"sum", "prod", "max", "min", "band", "bor", "bxor"};
-
 size_t dfcclTypeSize(dfcclDataType_t datatype)
 {
     return eng_type_size((int)datatype);
-}
-
-const char *eng_api_type_name(dfcclDataType_t t)
-{
-    return type_names[t];
-}
-
-const char *eng_api_op_name(dfcclRedOp_t op)
-{
-    return op_names[op];
 }
 
 int eng_api_overlaps(const void *a, size_t alen, const void *b, size_t blen)

@@ -43,22 +43,6 @@ struct dfccl_comm *eng_comm_get(dfcclComm_t handle)
     return lookup_locked(handle);
 }
 
-void eng_comm_why(struct dfccl_comm *c, int log, const char *fmt, ...)
-{
-    char msg[sizeof c->why - 32];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (log)
-        dfccl_error("communicator %016llx (rank %d): %s", (unsigned long long)c->uid, c->rank, msg);
-    uint32_t empty = 0;
-    if (dfccl_cas_relaxed(&c->why_state, &empty, 1)) {
-        snprintf(c->why, sizeof c->why, "rank %d: %s", c->rank, msg);
-        dfccl_store_release(&c->why_state, 2);
-    }
-}
-
 int eng_comm_why_get(dfcclComm_t handle, char *buf, size_t len)
 {
     int got = 0;

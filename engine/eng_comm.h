@@ -162,7 +162,7 @@ void eng_beat_stop(struct dfccl_comm *c);
 /* The first waiter of a communicator past the last look takes the next one (1). */
 int eng_peer_check_due(struct dfccl_comm *c, uint64_t now);
 
-/* comm.c: the reason c is being aborted ("peer rank 3 died; ..."), logged as an error when
+/* why.c: the reason c is being aborted ("peer rank 3 died; ..."), logged as an error when
  * log, and kept (the first one) for the errors its callers get. The caller then sets
  * c->aborted. */
 void eng_comm_why(struct dfccl_comm *c, int log, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

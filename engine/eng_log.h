@@ -80,4 +80,8 @@ dfcclResult_t eng_set_error(dfcclResult_t res, const char *func, const char *fmt
         }                                                                                                    \
     } while (0)
 
+/* log.c: the names messages give a datatype and an op ("float32", "sum"); valid values only. */
+const char *eng_type_name(dfcclDataType_t t);
+const char *eng_op_name(dfcclRedOp_t op);
+
 #endif

@@ -198,3 +198,18 @@ dfcclResult_t dfcclGetVersion(int *version_p)
     *version_p = DFCCL_VERSION_CODE;
     return dfcclSuccess;
 }
+
+/* The names messages give datatypes and ops (the public enums' order). */
+static const char *const type_names[dfcclNumTypes] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
+                                                      "uint64", "float16", "bfloat16", "float32", "float64"};
+static const char *const op_names[dfcclNumOps] = {"sum", "prod", "max", "min", "band", "bor", "bxor"};
+
+const char *eng_type_name(dfcclDataType_t t)
+{
+    return type_names[t];
+}
+
+const char *eng_op_name(dfcclRedOp_t op)
+{
+    return op_names[op];
+}

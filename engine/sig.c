@@ -124,7 +124,7 @@ static void describe(const eng_sig_entry_t *e, char *buf, size_t len)
         snprintf(root, sizeof root, ", root %d", (int)e->root);
     if (eng_coll_reduces(e->coll) && e->dtype < dfcclNumTypes && e->op < dfcclNumOps)
         snprintf(buf, len, "%s of %" PRIu64 " %s (%s%s)", name, e->count,
-                 eng_api_type_name((dfcclDataType_t)e->dtype), eng_api_op_name((dfcclRedOp_t)e->op), root);
+                 eng_type_name((dfcclDataType_t)e->dtype), eng_op_name((dfcclRedOp_t)e->op), root);
     else if (e->coll == ENG_COLL_BARRIER)
         snprintf(buf, len, "%s", name);
     else if (eng_coll_tabled(e->coll))
