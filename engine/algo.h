@@ -41,9 +41,9 @@
  *   2 ranks and 4.8-6.3 us at 8 ("Protocol switch points"), hence 8 KiB.
  * - one-shot against ring at 32 KiB: ring 1.5 us faster at 2 ranks, one-shot 25% / 41%
  *   faster at 4 / 8; at 64 KiB the ring wins at every rank count, hence 32 KiB.
- * - direct: off by default (DFCCL_DIRECT_MAX 0): set, the GPU daemon runs its kernel with
- *   the direct exchange, 1.2-1.7 us slower on small collectives; it pays at 8 ranks from
- *   64 KiB to 2 MiB, not at 2 ranks ("Direct exchange (two-shot / one-shot) on the GPU").
+ * - direct: DFCCL_DIRECT_MAX 1 MiB from DFCCL_DIRECT_RANKS 4 ranks: the allreduce 0.41-0.58x
+ *   the ring's time at 8 ranks and 0.71-0.84x at 4 from 64 KiB to 1 MiB, 1.01-1.13x at 2
+ *   ranks ("Direct exchange ... and the 256-thread daemon").
  * - LL round against chain, ring and pairwise, OSU at 8 B and 4 KiB: 1.3-1.7x faster at
  *   2 ranks, 1.9-3.3x at 4, 2.5-5.6x at 8 ("Small collectives in one LL round"); 8 KiB
  *   itself not measured for these, the allreduce limit is reused.
