@@ -284,22 +284,42 @@ __device__ static int daemon_quit(const gpu_daemon_params_t &p, uint64_t now, ui
     return __shfl_sync(0xffffffffu, quit, 0);
 }
 
+/* A block's shared state: the intake's and the pass's variables thread 0 writes and
+ * every warp reads, one struct so that take_input takes it by one reference. */
+struct gpu_block_state_t {
+    gpu_task_t task; /* the task the pass runs, staged by thread 0 */
+    uint64_t head;   /* the block's next device-ring entry */
+    uint32_t n;      /* tasks in the list */
+    int dec, progress;
+    int fresh; /* task is task 0, just built by the intake */
+    /* slot keys of the task list: a task may run only when no earlier task of the list
+     * has its key (instance seq of a communicator waits for seq-K on this channel, the
+     * scheduler's slot rule, checked without a memory access) */
+    uint32_t key[GPU_MAX_TASKS];
+    /* DFCCL_GPU_TRACE, thread 0 of block 0: the fresh task's record, the running task's
+     * record, its tries and first move */
+    uint64_t *fresh_rec, *trec;
+    uint32_t tries;
+    uint64_t moved_ns;
+    uint64_t tl_head, run_t0; /* DFCCL_TRACE, thread 0: records written, stretch start */
+    gpu_sq_entry_t stage[2];  /* block 0: the entries the fetcher just took */
+};
+
 /* Thread 0: take new entries of the device ring into the block's task list (block 0 from
  * what the fetcher just staged); a destroy entry fails the communicator's tasks. */
 template <bool kDirect>
-static __device__ __forceinline__ void
-take_input(const gpu_daemon_params_t &p, int b, gpu_task_t *tasks, uint64_t fpos, uint64_t fstart,
-           const gpu_sq_entry_t *s_stage, uint64_t &s_head, uint32_t &s_n, int &s_fresh, gpu_task_t &s_task,
-           uint32_t *s_key, uint64_t *&s_fresh_rec, int &s_progress, uint32_t &trace_n, uint64_t &last_move)
+static __device__ __forceinline__ void take_input(const gpu_daemon_params_t &p, int b, gpu_task_t *tasks,
+                                                  uint64_t fpos, uint64_t fstart, gpu_block_state_t &s,
+                                                  uint32_t &trace_n, uint64_t &last_move)
 {
-    uint64_t head = s_head;
-    uint32_t n = s_n;
-    s_fresh = 0;
+    uint64_t head = s.head;
+    uint32_t n = s.n;
+    s.fresh = 0;
     gpu_sq_entry_t entry;
     /* block 0's thread 0 is a fetcher lane: what this iteration fetched is staged */
     while (n < GPU_MAX_TASKS && (b == 0 ? head < fpos : take_entry(p.dring, head, &entry))) {
         if (b == 0 && head >= fstart)
-            entry = s_stage[head & 1];
+            entry = s.stage[head & 1];
         else if (b == 0 && !take_entry(p.dring, head, &entry))
             break; /* cannot be: the fetcher wrote it before this pass */
         const uint64_t taken_ns = p.trace && b == 0 ? globaltimer_ns() : 0;
@@ -307,11 +327,11 @@ take_input(const gpu_daemon_params_t &p, int b, gpu_task_t *tasks, uint64_t fpos
         head++;
         if (e->kind == GPU_SQ_DESTROY) {
             /* fail this block's channel of every task of the communicator */
-            s_fresh = 0; /* task 0 may be among them */
+            s.fresh = 0; /* task 0 may be among them */
             for (uint32_t i = 0; i < n;) {
                 if (tasks[i].comm_id == e->comm_id) {
                     channel_done(p, tasks[i].req_id, dfcclCommAborted, tasks[i].completed, tasks[i].nchan);
-                    task_remove(tasks, s_key, &n, i);
+                    task_remove(tasks, s.key, &n, i);
                 } else {
                     i++;
                 }
@@ -332,7 +352,7 @@ take_input(const gpu_daemon_params_t &p, int b, gpu_task_t *tasks, uint64_t fpos
             continue;
         /* the first task is built in shared memory, where the pass starts with
          * it (no reload from device memory), and copied to the list */
-        gpu_task_t *t = n == 0 ? &s_task : &tasks[n];
+        gpu_task_t *t = n == 0 ? &s.task : &tasks[n];
         const uint32_t slot = (uint32_t)eng_mod(e->seq, cm->slots);
         t->args = e->args;
         t->conns = cm->conns + ((size_t)slot * C + b) * (size_t)N;
@@ -351,8 +371,8 @@ take_input(const gpu_daemon_params_t &p, int b, gpu_task_t *tasks, uint64_t fpos
         t->nchan = k ? (uint32_t)k : 1u;
         t->ctx = x;
         if (n == 0) {
-            tasks[0] = s_task;
-            s_fresh = 1;
+            tasks[0] = s.task;
+            s.fresh = 1;
         }
         if (taken_ns && t->nchan == 1) { /* DFCCL_GPU_TRACE */
             const uint32_t r = trace_n++ & (GPU_TRACE_RECS - 1);
@@ -366,22 +386,22 @@ take_input(const gpu_daemon_params_t &p, int b, gpu_task_t *tasks, uint64_t fpos
             rec[GPU_TR_FINISHED] = rec[GPU_TR_POSTED] = rec[GPU_TR_TRIES] = 0;
             p.trace[GPU_TRACE_IDX_OFF + e->req_id] = r;
             if (n == 0)
-                s_fresh_rec = rec; /* the pass after this intake starts with it */
+                s.fresh_rec = rec; /* the pass after this intake starts with it */
             rec[GPU_TR_BUILT] = globaltimer_ns();
         }
-        s_key[n] = slot_key(e->comm_id, slot);
+        s.key[n] = slot_key(e->comm_id, slot);
         n++;
     }
-    if (head != s_head) {
+    if (head != s.head) {
         st_volatile_u64(&p.block_head[b], head); /* the fetcher may reuse the entries */
         last_move = globaltimer_ns();
         st_volatile_u64(&p.block_active[b], last_move);
     }
-    if (n != s_n)
+    if (n != s.n)
         st_volatile_u32(&p.ntasks[b], n);
-    s_head = head;
-    s_n = n;
-    s_progress = 0;
+    s.head = head;
+    s.n = n;
+    s.progress = 0;
 }
 
 /* The daemon: take_input (the CPU daemon's take_input), then one pass over the task list
@@ -397,26 +417,10 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
     const int b = blockIdx.x;
     const bool t0 = threadIdx.x == 0;
     gpu_task_t *tasks = p.tasks + (size_t)b * GPU_MAX_TASKS;
-    __shared__ uint64_t s_head;
-    __shared__ uint32_t s_n;
-    __shared__ int s_dec;
-    __shared__ int s_progress;
-    __shared__ gpu_task_t s_task;
-    __shared__ int s_fresh; /* s_task is task 0, just built by the intake */
-    /* slot keys of the task list: a task may run only when no earlier task of the list
-     * has its key (instance seq of a communicator waits for seq-K on this channel, the
-     * scheduler's slot rule, checked without a memory access) */
-    __shared__ uint32_t s_key[GPU_MAX_TASKS];
+    __shared__ gpu_block_state_t s;         /* thread 0 writes it, every warp reads it */
     uint64_t last_move = 0, last_check = 0; /* thread 0 (last_check: warp 0 of block 0) */
     uint32_t trace_n = 0;                   /* thread 0 of block 0: trace records written */
-    /* DFCCL_GPU_TRACE, thread 0 of block 0, in shared memory (registers are the ring's):
-     * the fresh task's record, the running task's record, its tries and first move */
-    __shared__ uint64_t *s_fresh_rec, *s_trec;
-    __shared__ uint32_t s_tries;
-    __shared__ uint64_t s_moved_ns;
-    __shared__ uint64_t s_tl_head, s_run_t0; /* DFCCL_TRACE, thread 0: records written, stretch start */
-    __shared__ gpu_sq_entry_t s_stage[2];    /* block 0: the entries the fetcher just took */
-    fetcher_t f = {0, 0, 0, 0, 0};           /* warp 0 of block 0 (the fetcher) */
+    fetcher_t f = {0, 0, 0, 0, 0};          /* warp 0 of block 0 (the fetcher) */
     const bool fetcher = b == 0 && threadIdx.x < 32;
 
     if (fetcher) {
@@ -426,87 +430,86 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
     }
     if (t0) {
         ll_block()->recv_valid = 0; /* shared memory starts undefined */
-        s_fresh_rec = s_trec = NULL;
-        s_head = ld_volatile_u64(&p.block_head[b]);
-        s_n = ld_volatile_u32(&p.ntasks[b]);
+        s.fresh_rec = s.trec = NULL;
+        s.head = ld_volatile_u64(&p.block_head[b]);
+        s.n = ld_volatile_u32(&p.ntasks[b]);
         last_move = last_check = globaltimer_ns();
         st_volatile_u64(&p.block_active[b], last_move);
         if (p.tl.recs)
-            s_tl_head = ld_volatile_u64(&p.tl.head[b]);
+            s.tl_head = ld_volatile_u64(&p.tl.head[b]);
     }
     __syncthreads();
-    for (uint32_t i = threadIdx.x; i < s_n; i += blockDim.x) /* tasks kept from the last launch */
-        s_key[i] = slot_key(tasks[i].comm_id, tasks[i].slot);
+    for (uint32_t i = threadIdx.x; i < s.n; i += blockDim.x) /* tasks kept from the last launch */
+        s.key[i] = slot_key(tasks[i].comm_id, tasks[i].slot);
     __syncthreads();
 
     for (;;) {
         uint64_t fstart = f.fpos;
         if (fetcher)
-            fstart = fetch(p, f, s_stage, s_n == 0);
+            fstart = fetch(p, f, s.stage, s.n == 0);
         if (t0) /* ---- take new entries of the device ring into the task list ---- */
-            take_input<kDirect>(p, b, tasks, f.fpos, fstart, s_stage, s_head, s_n, s_fresh, s_task, s_key,
-                                s_fresh_rec, s_progress, trace_n, last_move);
+            take_input<kDirect>(p, b, tasks, f.fpos, fstart, s, trace_n, last_move);
         __syncthreads();
 
         /* ---- one pass over the task list, in submission order ---- */
         int head_seen = 0;
-        for (uint32_t i = 0; i < s_n;) {
+        for (uint32_t i = 0; i < s.n;) {
             /* thread 0 stages the task and its communicator in shared memory: the other
              * warps never read the task table, which thread 0 rewrites */
             gpu_task_t *t = &tasks[i];
             if (t0) {
                 if (p.trace && i == 0) { /* DFCCL_GPU_TRACE */
-                    if (s_fresh_rec && s_fresh)
-                        s_fresh_rec[GPU_TR_PASS] = globaltimer_ns();
+                    if (s.fresh_rec && s.fresh)
+                        s.fresh_rec[GPU_TR_PASS] = globaltimer_ns();
                     else
-                        s_fresh_rec = NULL;
+                        s.fresh_rec = NULL;
                 }
                 int blocked = 0;
                 for (uint32_t j = 0; j < i && !blocked; j++)
-                    blocked = s_key[j] == s_key[i];
-                if (!blocked && !(i == 0 && s_fresh))
-                    s_task = *t;
+                    blocked = s.key[j] == s.key[i];
+                if (!blocked && !(i == 0 && s.fresh))
+                    s.task = *t;
                 prim_block_cache_reset();
-                s_fresh = 0;
-                s_dec = blocked;
+                s.fresh = 0;
+                s.dec = blocked;
             }
             __syncthreads();
-            if (s_dec) {
+            if (s.dec) {
                 __syncthreads();
                 i++; /* its slot still holds an earlier collective of the communicator */
                 continue;
             }
             const int is_head = !head_seen;
             head_seen = 1;
-            eng_coll_args_t args = s_task.args;
-            eng_ctx_t x = s_task.ctx; /* every thread steps its own copy identically */
+            eng_coll_args_t args = s.task.args;
+            eng_ctx_t x = s.task.ctx; /* every thread steps its own copy identically */
             eng_chan_view_t v;
-            v.rank = s_task.rank;
-            v.nranks = s_task.nranks;
-            v.depth = s_task.depth;
-            v.chunk = s_task.chunk;
-            v.conns = s_task.conns;
+            v.rank = s.task.rank;
+            v.nranks = s.task.nranks;
+            v.depth = s.task.depth;
+            v.chunk = s.task.chunk;
+            v.conns = s.task.conns;
             v.sig = eng_coll_sig(&args); /* in band with every step (engine/eng_sig.h) */
-            uint64_t threshold = s_task.threshold_ns, wait_start = 0, budget = 0;
+            uint64_t threshold = s.task.threshold_ns, wait_start = 0, budget = 0;
             int spins = 0, moved = 0;
             if (t0) {
                 wait_start = globaltimer_ns();
                 if (p.tl.recs)
-                    s_run_t0 = wait_start;
+                    s.run_t0 = wait_start;
                 budget = sched_budget(&p.sp, threshold, is_head);
                 if (p.trace) { /* DFCCL_GPU_TRACE: the fresh task's record is at hand */
                     uint64_t *rec = NULL;
-                    if (b == 0 && s_task.nchan == 1) {
-                        rec = s_fresh_rec && i == 0
-                                  ? s_fresh_rec
-                                  : p.trace + p.trace[GPU_TRACE_IDX_OFF + s_task.req_id] * GPU_TRACE_WORDS;
+                    if (b == 0 && s.task.nchan == 1) {
+                        rec = s.fresh_rec && i == 0
+                                  ? s.fresh_rec
+                                  : p.trace + p.trace[GPU_TRACE_IDX_OFF + s.task.req_id] * GPU_TRACE_WORDS;
                         if (!rec[GPU_TR_RUN])
                             rec[GPU_TR_RUN] = wait_start;
                     }
-                    s_trec = rec;
-                    s_fresh_rec = NULL;
-                    s_tries = 0;
-                    s_moved_ns = 0;
+                    s.trec = rec;
+                    s.fresh_rec = NULL;
+                    s.tries = 0;
+                    s.moved_ns = 0;
                 }
             }
             int finished = x.done;
@@ -517,10 +520,10 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             }
             while (!finished) {
                 eng_prog_t r = eng_algo_progress_in(&args, &v, &x, kDirect);
-                if (p.trace && t0 && s_trec) {
-                    s_tries++;
-                    if (r != ENG_WAIT && !s_moved_ns)
-                        s_moved_ns = globaltimer_ns();
+                if (p.trace && t0 && s.trec) {
+                    s.tries++;
+                    if (r != ENG_WAIT && !s.moved_ns)
+                        s.moved_ns = globaltimer_ns();
                 }
                 if (r == ENG_DONE) {
                     finished = 1;
@@ -533,7 +536,7 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                      * every 64 spins and before a preemption */
                     int32_t ab = 0;
                     if (r != ENG_PROGRESS && (spins % 64 == 63 || now - wait_start >= budget))
-                        ab = *(volatile int32_t *)s_task.abort_code;
+                        ab = *(volatile int32_t *)s.task.abort_code;
                     if (ab) {
                         dec = DEC_ABORT;
                         res = ab;
@@ -544,10 +547,10 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                         wait_start = now;
                         spins = 0;
                         moved = 1;
-                        s_progress = 1;
+                        s.progress = 1;
                     } else if (now - wait_start >= budget) {
                         dec = DEC_PREEMPT;
-                        uint64_t *st = s_task.stats; /* device memory */
+                        uint64_t *st = s.task.stats; /* device memory */
                         st[GPU_STAT_PREEMPT]++;
                         if (!moved)
                             st[GPU_STAT_STALLS]++;
@@ -555,10 +558,10 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                     } else {
                         spins++;
                     }
-                    s_dec = dec;
+                    s.dec = dec;
                 }
                 __syncthreads();
-                const int dec = s_dec;
+                const int dec = s.dec;
                 __syncthreads();
                 if (dec == DEC_PREEMPT) {
                     if (t0) {
@@ -573,24 +576,24 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                 }
             }
             if (p.tl.recs && t0) /* DFCCL_TRACE: this stretch */
-                timeline_run(p.tl, b, &s_task, s_run_t0,
+                timeline_run(p.tl, b, &s.task, s.run_t0,
                              finished ? (res < 0 ? ENG_TR_FAILED : ENG_TR_FINISHED)
                              : moved  ? ENG_TR_PREEMPTED
                                       : ENG_TR_STALLED,
-                             &s_tl_head);
-            if (p.trace && t0 && s_trec) { /* DFCCL_GPU_TRACE: this run's share (finished or preempted) */
-                s_trec[GPU_TR_TRIES] += s_tries;
-                if (s_moved_ns && !s_trec[GPU_TR_MOVED])
-                    s_trec[GPU_TR_MOVED] = s_moved_ns;
+                             &s.tl_head);
+            if (p.trace && t0 && s.trec) { /* DFCCL_GPU_TRACE: this run's share (finished or preempted) */
+                s.trec[GPU_TR_TRIES] += s.tries;
+                if (s.moved_ns && !s.trec[GPU_TR_MOVED])
+                    s.trec[GPU_TR_MOVED] = s.moved_ns;
             }
             if (finished) {
                 __syncthreads(); /* every thread's writes of the last step are done */
                 if (t0) {
-                    channel_done(p, s_task.req_id, res, s_task.completed, s_task.nchan);
-                    uint32_t n = s_n;
-                    task_remove(tasks, s_key, &n, i);
-                    s_n = n;
-                    s_progress = 1;
+                    channel_done(p, s.task.req_id, res, s.task.completed, s.task.nchan);
+                    uint32_t n = s.n;
+                    task_remove(tasks, s.key, &n, i);
+                    s.n = n;
+                    s.progress = 1;
                 }
                 __syncthreads();
                 continue; /* task i is now the next one */
@@ -602,28 +605,28 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
         /* ---- exit: block 0 decides for the daemon, every block follows ---- */
         if (t0) {
             const uint64_t now = globaltimer_ns();
-            if (s_progress) {
+            if (s.progress) {
                 last_move = now;
                 st_volatile_u64(&p.block_active[b], now);
-                st_volatile_u32(&p.ntasks[b], s_n);
+                st_volatile_u32(&p.ntasks[b], s.n);
             }
             /* block 0 looks at the others at most every 20 us, and only once it is still */
-            s_dec = b == 0 ? (now - last_move > 20000 && now - last_check > 20000 ? 2 : 0)
+            s.dec = b == 0 ? (now - last_move > 20000 && now - last_check > 20000 ? 2 : 0)
                            : ld_volatile_u32(p.quit) == p.gen;
-            if (s_dec == 2)
+            if (s.dec == 2)
                 last_check = now;
         }
         if (fetcher) {
             __syncwarp();
-            if (s_dec == 2) { /* the same in every lane */
+            if (s.dec == 2) { /* the same in every lane */
                 const int q = daemon_quit(p, __shfl_sync(0xffffffffu, globaltimer_ns(), 0), f.fpos);
                 __syncwarp();
                 if (threadIdx.x == 0)
-                    s_dec = q;
+                    s.dec = q;
             }
         }
         __syncthreads();
-        if (s_dec)
+        if (s.dec)
             return;
     }
 }
