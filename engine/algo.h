@@ -17,7 +17,7 @@
  * piece (eng_ll_piece: what one rank sends one peer) is at most ll_max bytes runs in one
  * round of LL lines (0: never); allreduces up to oneshot_max one-shot; allreduce,
  * reduce_scatter, allgather and alltoall up to direct_max bytes (eng_dx_bytes: the larger
- * of a rank's input and output) in a direct exchange with every peer at once (0: never),
+ * of a rank's input and output; alltoall: one block) in a direct exchange with every peer at once (0: never),
  * the allreduce one-shot over every channel on up to oneshot_ranks ranks, else two-shot
  * (the caller passes direct_max 0 below DFCCL_DIRECT_RANKS ranks, and with net peers);
  * the rest in a ring, chain or pairwise exchange. The switch points and what they rest on

@@ -55,12 +55,16 @@ DFCCL_INLINE uint64_t eng_dx_stride(const eng_coll_args_t *a, int nranks)
     return eng_div(n + G - 1, G) * G;
 }
 
-/* What eng_algo_select compares with direct_max: the larger of a rank's input and
- * output, in bytes (allreduce: its buffer; the others: N blocks). */
+/* What eng_algo_select compares with direct_max, in bytes: allreduce its buffer,
+ * reduce_scatter and allgather the larger of a rank's input and output (N blocks),
+ * alltoall one block (what a rank sends one peer). The alltoall's alternative, the
+ * pairwise exchange, takes N-1 dependent steps at every size: on one H200 at 8 ranks the
+ * direct exchange took 0.46-0.58x its time for 256 KiB-1 MiB blocks (N blocks of 2-8 MiB),
+ * where the allgather's ring already beat it from 512 KiB blocks (bench/RESULTS.md). */
 DFCCL_INLINE uint64_t eng_dx_bytes(const eng_coll_args_t *a, int nranks)
 {
     const uint64_t b = a->count * eng_type_size(a->dtype);
-    return a->coll == ENG_COLL_ALLREDUCE ? b : b * (uint64_t)nranks;
+    return a->coll == ENG_COLL_ALLREDUCE || a->coll == ENG_COLL_ALLTOALL ? b : b * (uint64_t)nranks;
 }
 
 /* One phase of one chunk (elements [off, off + e) of every block): 0 sends it to every

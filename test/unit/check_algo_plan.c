@@ -47,7 +47,8 @@ START_TEST(algo_select_rules)
         ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 0, 0), ENG_ALGO_LL);
     }
     /* the direct exchange: allreduce above one-shot, reduce_scatter, allgather and alltoall
-     * whose larger buffer (N blocks but for allreduce) fits direct_max; never a table's,
+     * whose larger buffer (N blocks but for allreduce; alltoall: one block) fits direct_max;
+     * never a table's,
      * an empty one, more than ENG_DX_MAX_RANKS ranks or the other collectives */
     eng_coll_args_t d = {.coll = ENG_COLL_ALLREDUCE, .dtype = dfcclFloat32, .count = 1024};
     ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4096, 0), ENG_ALGO_DIRECT);
@@ -61,8 +62,9 @@ START_TEST(algo_select_rules)
     static const uint8_t dx_colls[] = {ENG_COLL_REDUCE_SCATTER, ENG_COLL_ALLGATHER, ENG_COLL_ALLTOALL};
     for (size_t i = 0; i < sizeof dx_colls; i++) {
         eng_coll_args_t u = {.coll = dx_colls[i], .dtype = dfcclFloat32, .count = 256};
-        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, 4096, 0), ENG_ALGO_DIRECT);
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 4095, 0), ENG_ALGO_DIRECT);
+        const uint64_t dx = dx_colls[i] == ENG_COLL_ALLTOALL ? 1024 : 4096; /* 4 blocks of 1 KiB */
+        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, dx, 0), ENG_ALGO_DIRECT);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, dx - 1, 0), ENG_ALGO_DIRECT);
         ck_assert_int_eq(eng_algo_select(&u, 4, 64, 1024, 4096, 0), ENG_ALGO_LL);
         u.blocks = tab;
         ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 4096, 0), ENG_ALGO_DIRECT);
