@@ -195,10 +195,9 @@ typedef enum {
     X(iallgather)                                                                                            \
     X(reduce_scatter_block)                                                                                  \
     X(ireduce_scatter_block)                                                                                 \
-    X(reduce_scatter)                                                                                        \
-    X(ireduce_scatter) X(alltoall) X(ialltoall) X(gather) X(igather) X(gatherv) X(igatherv) X(scatter)       \
-        X(iscatter) X(scatterv) X(iscatterv) X(allgatherv) X(iallgatherv) X(alltoallv) X(ialltoallv)         \
-            X(alltoallw) X(ialltoallw) X(scan) X(iscan) X(exscan) X(iexscan)
+    X(reduce_scatter) X(ireduce_scatter) X(alltoall) X(ialltoall) X(gather) X(igather) X(gatherv)            \
+        X(igatherv) X(scatter) X(iscatter) X(scatterv) X(iscatterv) X(allgatherv) X(iallgatherv)             \
+            X(alltoallv) X(ialltoallv) X(alltoallw) X(ialltoallw) X(scan) X(iscan) X(exscan) X(iexscan)
 
 #define MCA_COLL_DFCCL_PREV(_api)                                                                            \
     mca_coll_base_module_##_api##_fn_t previous_##_api;                                                      \
@@ -317,8 +316,7 @@ typedef struct mca_coll_dfccl_op_t {
     mca_coll_dfccl_stage_t stage[3]; /**< staged user buffers */
     int nstage;
     void *tmp;      /**< a host temporary of the call itself */
-    void *dev_tmp;  /**< a device temporary: the move below is then a device copy */
-    void *move_dst; /**< copy done at completion, before staging out */
+    void *move_dst; /**< host-side copy done at completion, before staging out */
     const void *move_src;
     size_t move_len;
     dfcclRequest_t ereq;                 /**< engine request (engine path) */

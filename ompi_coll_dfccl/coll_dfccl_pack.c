@@ -223,14 +223,8 @@ static int packs_finish(mca_coll_dfccl_op_t *o, int rc)
 
 int mca_coll_dfccl_op_finish(mca_coll_dfccl_op_t *op, int rc)
 {
-    if (rc == OMPI_SUCCESS && op->move_len) {
-        if (op->dev_tmp)
-            rc = mca_coll_dfccl_copy(op->move_dst, op->move_src, op->move_len, true);
-        else
-            memmove(op->move_dst, op->move_src, op->move_len);
-    }
-    mca_coll_dfccl_device_free(op->dev_tmp);
-    op->dev_tmp = NULL;
+    if (rc == OMPI_SUCCESS && op->move_len)
+        memmove(op->move_dst, op->move_src, op->move_len);
     /* packed blocks are unpacked into their host views before those are copied back */
     rc = packs_finish(op, rc);
     return mca_coll_dfccl_stages_finish(op, rc);

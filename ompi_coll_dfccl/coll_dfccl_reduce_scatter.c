@@ -1,11 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * MPI_Reduce_scatter, MPI_Ireduce_scatter. Equal recvcounts are a reduce-scatter
- * on the engine; unequal ones an engine all-reduce of the whole input into a
- * temporary, of which each rank keeps its part when the call completes: on the GPU
- * daemon a device temporary and a device copy when both buffers are device memory
- * (staged through host memory, OSU's 8-byte reduce_scatter at 4 and 8 ranks took
- * 22-30 us, 1.4-1.9x an 8-byte allreduce), else a host one.
+ * on the engine; unequal ones an engine all-reduce of the whole input into a host
+ * temporary, of which each rank keeps its part when the call completes.
  * MPI_IN_PLACE: input in recvbuf, this rank's part left at its start.
  */
 #include "coll_dfccl_common.h"
@@ -33,35 +30,6 @@ static bool rs_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *
     return rec->bytes > 0 && mca_coll_dfccl_reduction_map(a->sdtype, a->op, &p->etype, &p->eop);
 }
 
-/* Unequal counts, both buffers on the device and a GPU daemon to run them: the
- * all-reduce into a device temporary. OMPI_ERR_NOT_AVAILABLE: not this way. */
-static int rs_device_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_plan_t *p, const void *sbuf,
-                           void *rbuf, const int *rcounts, mca_coll_dfccl_op_t *o)
-{
-    const size_t ts = dfcclTypeSize(p->etype);
-    const void *in = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-    void *view;
-    int rc;
-
-    if ((sbuf == MPI_IN_PLACE ? p->rkind : p->skind) != MCA_COLL_DFCCL_MEM_DEVICE ||
-        p->rkind != MCA_COLL_DFCCL_MEM_DEVICE)
-        return OMPI_ERR_NOT_AVAILABLE;
-    mca_coll_dfccl_op_engine(o, p->ecomm);
-    if (!o->device_direct || !(o->dev_tmp = mca_coll_dfccl_device_alloc(p->total * ts, in))) {
-        o->device_direct = false; /* the host temporary's way */
-        return OMPI_ERR_NOT_AVAILABLE;
-    }
-    /* the view only orders the application's stream work before the daemon reads */
-    if ((rc = mca_coll_dfccl_view(o, MCA_COLL_DFCCL_MEM_DEVICE, in, 0, p->total * ts, true, 0, 0, &view)) !=
-        OMPI_SUCCESS)
-        return rc;
-    o->move_dst = rbuf;
-    o->move_src = (char *)o->dev_tmp + p->disp * ts;
-    o->move_len = (size_t)rcounts[m->rank] * ts;
-    dfcclResult_t res = dfcclAllReduce(view, o->dev_tmp, p->total, p->etype, p->eop, p->ecomm, &o->ereq);
-    return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Reduce_scatter", res);
-}
-
 static int rs_engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_plan_t *p, const void *sbuf,
                            void *rbuf, const int *rcounts, mca_coll_dfccl_op_t *o)
 {
@@ -72,8 +40,6 @@ static int rs_engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_plan
 
     if (p->equal)
         return mca_coll_dfccl_rsb_engine_start(m, p, sbuf, rbuf, (size_t)rcounts[0], o);
-    if ((rc = rs_device_start(m, p, sbuf, rbuf, rcounts, o)) != OMPI_ERR_NOT_AVAILABLE)
-        return rc;
     if (!(o->tmp = malloc(all)))
         return MPI_ERR_NO_MEM;
     if (sbuf == MPI_IN_PLACE) {
