@@ -25,7 +25,8 @@
  *
  *   collective             piece <= DFCCL_LL_MAX (8 KiB)   above
  *   allreduce              LL round                        one-shot to DFCCL_ONESHOT_MAX
- *                                                          (32 KiB), to DFCCL_DIRECT_MAX
+ *                                                          (32 KiB; eng_oneshot_max on the
+ *                                                          GPU), to DFCCL_DIRECT_MAX
  *                                                          one-shot on every channel up
  *                                                          to DFCCL_ONESHOT_RANKS ranks,
  *                                                          else two-shot; then ring
@@ -87,6 +88,18 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
     case ENG_COLL_REDUCE_SCATTER: return ll_round ? ENG_ALGO_LL : direct ? ENG_ALGO_DIRECT : ENG_ALGO_RING;
     default: return ENG_ALGO_RING;
     }
+}
+
+/* The FIFO one-shot allreduce's limit: oneshot_max, or where the GPU daemon has the
+ * direct exchange, oneshot_max * 2 / N (16 KiB at 4 ranks, 8 KiB at 8 with the
+ * defaults). The one-shot sends N-1 copies of the whole buffer through the FIFOs in
+ * chunks of flag round trips; the direct exchange's traffic does not grow with N. On one
+ * H200 (OSU, 2026-12-03) the direct exchange took 0.54x the one-shot's time at 8 ranks
+ * and 32 KiB, 0.87x at 16 KiB, 0.77x at 4 ranks and 32 KiB, but 1.17x at 4 ranks and
+ * 16 KiB. */
+DFCCL_INLINE uint64_t eng_oneshot_max(uint64_t oneshot_max, int nranks, int direct)
+{
+    return direct && nranks > 2 ? DFCCL_MIN(oneshot_max, oneshot_max * 2 / (uint64_t)nranks) : oneshot_max;
 }
 
 /* Bytes one rank's collective covers in its output (for the one-rank copy; an exscan's

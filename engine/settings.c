@@ -119,8 +119,10 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                    .def = "32768",
                    COUNT(0, MB64),
                    .unit = "bytes",
-                   .help = "allreduces up to this size use one-shot, larger ones the ring",
-                   .more = "At most FIFO depth x the smallest FIFO step."},
+                   .help =
+                       "allreduces up to this size use one-shot, larger ones the direct exchange or the ring",
+                   .more = "At most FIFO depth x the smallest FIFO step; on the GPU daemon with the direct "
+                           "exchange (direct_ranks ranks or more) at most this x 2 / ranks."},
     [K_STALL] = {.env = "DFCCL_STALL_REPORT",
                  .mca = "stall_report",
                  FIELD64(stallReportMs),

@@ -77,6 +77,12 @@ START_TEST(algo_select_rules)
     a.coll = ENG_COLL_BARRIER;
     ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0, 0, 0), ENG_ALGO_ONESHOT);
     ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0), ENG_ALGO_LL);
+    /* the one-shot's limit gives way to the direct exchange as N grows, never above it */
+    ck_assert_uint_eq(eng_oneshot_max(32768, 2, 1), 32768);
+    ck_assert_uint_eq(eng_oneshot_max(32768, 4, 1), 16384);
+    ck_assert_uint_eq(eng_oneshot_max(32768, 8, 1), 8192);
+    ck_assert_uint_eq(eng_oneshot_max(32768, 8, 0), 32768);
+    ck_assert_uint_eq(eng_oneshot_max(0, 8, 1), 0);
 }
 END_TEST
 
