@@ -49,8 +49,10 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
     const uint64_t ll_max = any_net ? 0 : DFCCL_MIN(eng_config.ll_max, min_step / 2);
     /* below direct_ranks the ring's few hops beat the direct exchange's traffic */
     const uint64_t direct_max = any_net || (uint32_t)N < eng_config.direct_ranks ? 0 : eng_config.direct_max;
-    const uint64_t oneshot_max = DFCCL_MIN(eng_oneshot_max(eng_config.oneshot_max, N, on_gpu && direct_max),
-                                           min_step * eng_config.fifo_depth);
+    /* (the direct exchange takes what the one-shot leaves only when it reaches that far) */
+    const uint64_t oneshot_max =
+        DFCCL_MIN(eng_oneshot_max(eng_config.oneshot_max, N, on_gpu && direct_max >= eng_config.oneshot_max),
+                  min_step * eng_config.fifo_depth);
     /* the CPU daemon's one-shot reduces N buffers on one core where two-shot reduces one:
      * slower there (2 ranks, 64-256 KiB, 2 cores: 36-185 us against 27-93) */
     const uint32_t oneshot_ranks = on_gpu ? eng_config.oneshot_ranks : 0;
