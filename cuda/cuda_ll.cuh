@@ -142,6 +142,8 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
  * recvbuf (its reduce: every rank's), or peer p's copied to recvbuf + p * rstride; else 0 (a line
  * not complete yet is rewritten on the retry: the output is the user's and nothing reads
  * it before completion). */
+/* 8 (every peer's line in flight at 8 ranks) measured 1.00-1.06x slower than 4 on one
+ * H200 for 8 B-64 KiB reduce_scatter and allreduce (2026-12-03, bench/RESULTS.md) */
 #define ENG_LL_BATCH 4
 static __device__ __noinline__ int prim_ll_recv_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
                                                     const eng_coll_args_t *a)
