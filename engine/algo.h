@@ -16,12 +16,12 @@
  * communicator), so all ranks pick the same algorithm. Every uniform collective whose
  * piece (eng_ll_piece: what one rank sends one peer) is at most ll_max bytes runs in one
  * round of LL lines (0: never); allreduces up to oneshot_max one-shot; allreduce,
- * reduce_scatter, allgather and alltoall up to direct_max bytes (eng_dx_bytes: the larger
- * of a rank's input and output; alltoall: one block) in a direct exchange with every peer at once (0: never),
- * the allreduce one-shot over every channel on up to oneshot_ranks ranks, else two-shot
- * (the caller passes direct_max 0 below DFCCL_DIRECT_RANKS ranks, and with net peers);
- * the rest in a ring, chain or pairwise exchange. The switch points and what they rest on
- * (one H200, 2-8 ranks under MPS; bench/RESULTS.md):
+ * reduce_scatter, allgather, alltoall, bcast and reduce up to direct_max bytes (eng_dx_bytes: the larger
+ * of a rank's input and output; alltoall: one block; bcast, reduce: the buffer) in a direct exchange with
+ * every peer at once (0: never), the allreduce one-shot over every channel on up to oneshot_ranks ranks, else
+ * two-shot (the caller passes direct_max 0 below DFCCL_DIRECT_RANKS ranks, and with net peers); the rest in a
+ * ring, chain or pairwise exchange. The switch points and what they rest on (one H200, 2-8 ranks under MPS;
+ * bench/RESULTS.md):
  *
  *   collective             piece <= DFCCL_LL_MAX (8 KiB)   above
  *   allreduce              LL round                        one-shot to DFCCL_ONESHOT_MAX
@@ -30,7 +30,7 @@
  *                                                          one-shot on every channel up
  *                                                          to DFCCL_ONESHOT_RANKS ranks,
  *                                                          else two-shot; then ring
- *   reduce, bcast          LL round                        chain
+ *   reduce, bcast          LL round                        direct to DFCCL_DIRECT_MAX, chain
  *   allgather, red._scat.  LL round                        direct to DFCCL_DIRECT_MAX, ring
  *   alltoall               LL round                        direct to DFCCL_DIRECT_MAX, pairwise
  *   gather, scatter        LL round                        pairwise
@@ -73,7 +73,7 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
         return (uint32_t)nranks <= oneshot_ranks ? ENG_ALGO_DIRECT1 : ENG_ALGO_DIRECT;
     case ENG_COLL_BARRIER: return ll ? ENG_ALGO_LL : ENG_ALGO_ONESHOT;
     case ENG_COLL_REDUCE:
-    case ENG_COLL_BCAST: return ll_round ? ENG_ALGO_LL : ENG_ALGO_CHAIN;
+    case ENG_COLL_BCAST: return ll_round ? ENG_ALGO_LL : direct ? ENG_ALGO_DIRECT : ENG_ALGO_CHAIN;
     case ENG_COLL_ALLTOALL: return ll_round ? ENG_ALGO_LL : direct ? ENG_ALGO_DIRECT : ENG_ALGO_PAIRWISE;
     case ENG_COLL_GATHER:
     case ENG_COLL_SCATTER: return ll_round ? ENG_ALGO_LL : ENG_ALGO_PAIRWISE;

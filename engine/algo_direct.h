@@ -9,6 +9,8 @@
  *   reduce_scatter:       scatter -> reduce own block into the output
  *   allgather:            own block to every peer -> gather
  *   alltoall:             block p to rank p -> gather
+ *   bcast:                the root's buffer to every peer -> each peer copies it out
+ *   reduce:               every peer's buffer to the root -> the root reduces them all
  *
  * The data is N blocks of S elements (block p: rank p's share); channel c owns the same
  * range [lo, hi) of every block, in grains of 16 bytes so that vector copies stay aligned,
@@ -55,16 +57,25 @@ DFCCL_INLINE uint64_t eng_dx_stride(const eng_coll_args_t *a, int nranks)
     return eng_div(n + G - 1, G) * G;
 }
 
-/* What eng_algo_select compares with direct_max, in bytes: allreduce its buffer,
- * reduce_scatter and allgather the larger of a rank's input and output (N blocks),
- * alltoall one block (what a rank sends one peer). The alltoall's alternative, the
+/* bcast and reduce: the root talks to every peer at once, in one dependent step instead
+ * of the chain's N-1 hops; their one block is the whole buffer, as the one-shot's. */
+DFCCL_INLINE int eng_dx_rooted(const eng_coll_args_t *a)
+{
+    return a->coll == ENG_COLL_BCAST || a->coll == ENG_COLL_REDUCE;
+}
+
+/* What eng_algo_select compares with direct_max, in bytes: allreduce, bcast and reduce
+ * their buffer, reduce_scatter and allgather the larger of a rank's input and output (N
+ * blocks), alltoall one block (what a rank sends one peer). The alltoall's alternative, the
  * pairwise exchange, takes N-1 dependent steps at every size: on one H200 at 8 ranks the
  * direct exchange took 0.46-0.58x its time for 256 KiB-1 MiB blocks (N blocks of 2-8 MiB),
  * where the allgather's ring already beat it from 512 KiB blocks (bench/RESULTS.md). */
 DFCCL_INLINE uint64_t eng_dx_bytes(const eng_coll_args_t *a, int nranks)
 {
     const uint64_t b = a->count * eng_type_size(a->dtype);
-    return a->coll == ENG_COLL_ALLREDUCE || a->coll == ENG_COLL_ALLTOALL ? b : b * (uint64_t)nranks;
+    return a->coll == ENG_COLL_ALLREDUCE || a->coll == ENG_COLL_ALLTOALL || eng_dx_rooted(a)
+               ? b
+               : b * (uint64_t)nranks;
 }
 
 /* One phase of one chunk (elements [off, off + e) of every block): 0 sends it to every
@@ -74,10 +85,19 @@ DFCCL_INLINE uint64_t eng_dx_bytes(const eng_coll_args_t *a, int nranks)
 DFCCL_DEV_INLINE int eng_dx_phase(const eng_coll_args_t *a, const eng_chan_view_t *v, uint64_t off,
                                   uint64_t e, uint32_t phase)
 {
-    const int N = v->nranks, r = v->rank;
+    const int N = v->nranks, r = v->rank, rooted = eng_dx_rooted(a);
     const uint32_t all = N >= 32 ? 0xffffffffu : (1u << N) - 1u, peers = all & ~(1u << r);
-    const int one = a->algo == ENG_ALGO_DIRECT1, two = a->coll == ENG_COLL_ALLREDUCE && !one;
-    if (!prim_ready_mask(v->conns, N, phase ? peers : 0, phase == 0 || (phase == 1 && two) ? peers : 0, v))
+    const int one = a->algo == ENG_ALGO_DIRECT1 || rooted, two = a->coll == ENG_COLL_ALLREDUCE && !one;
+    /* the peers a phase receives from and sends to: everyone, or for bcast and reduce the
+     * root alone (a peer) or every peer (the root), in the direction the data flows */
+    uint32_t rmask = phase ? peers : 0, smask = phase == 0 || (phase == 1 && two) ? peers : 0;
+    if (rooted) {
+        const int at_root = r == a->root, to_root = a->coll == ENG_COLL_REDUCE;
+        const uint32_t far = at_root ? peers : 1u << a->root; /* the other end(s) */
+        rmask = phase == 1 && to_root == at_root ? far : 0;
+        smask = phase == 0 && to_root != at_root ? far : 0;
+    }
+    if (!prim_ready_mask(v->conns, N, rmask, smask, v))
         return 0;
     const uint32_t ts = (uint32_t)eng_type_size(a->dtype);
     const uint64_t S = eng_dx_stride(a, N);
@@ -85,21 +105,23 @@ DFCCL_DEV_INLINE int eng_dx_phase(const eng_coll_args_t *a, const eng_chan_view_
     char *rbuf = (char *)a->recvbuf;
     eng_dx_chunk_t d;
     d.S = one ? 0 : S; /* the one-shot: every rank's "block" is the whole buffer */
-    d.total = a->coll == ENG_COLL_ALLREDUCE ? a->count : (uint64_t)N * S;
+    d.total = a->coll == ENG_COLL_ALLREDUCE || rooted ? a->count : (uint64_t)N * S;
     d.off = off;
     d.e = e;
     d.ts = ts;
     const uint64_t own = ((uint64_t)r * d.S + off) * ts; /* the rank's own block of the chunk */
     if (phase == 0) {
         const int mine = a->coll == ENG_COLL_ALLGATHER || one; /* the own block to every peer */
-        prim_dx_send(v->conns, N, peers, v, &d, sbuf, mine);
-        if ((mine && !one) || a->coll == ENG_COLL_ALLTOALL)
+        prim_dx_send(v->conns, N, smask, v, &d, sbuf, mine);
+        if ((mine && !one) || a->coll == ENG_COLL_ALLTOALL ||
+            (a->coll == ENG_COLL_BCAST && r == a->root && sbuf != rbuf))
             prim_copy(rbuf + own, sbuf + (mine ? off * ts : own), eng_dx_elems(&d, r) * ts);
-    } else if (phase == 1 && (a->coll == ENG_COLL_ALLREDUCE || a->coll == ENG_COLL_REDUCE_SCATTER)) {
-        prim_dx_reduce(v->conns, N, peers, v, &d, sbuf + own, rbuf + (two ? own : off * ts), a->dtype, a->op,
+    } else if (phase == 1 && (a->coll == ENG_COLL_ALLREDUCE || a->coll == ENG_COLL_REDUCE_SCATTER ||
+                              (a->coll == ENG_COLL_REDUCE && r == a->root))) {
+        prim_dx_reduce(v->conns, N, rmask, v, &d, sbuf + own, rbuf + (two ? own : off * ts), a->dtype, a->op,
                        two);
     } else {
-        prim_dx_recv(v->conns, N, peers, v, &d, rbuf);
+        prim_dx_recv(v->conns, N, rmask, v, &d, rbuf); /* (a reduce's peer: nothing) */
     }
     return 1;
 }

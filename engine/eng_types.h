@@ -41,8 +41,8 @@ typedef enum {
     ENG_ALGO_PAIRWISE, /* alltoall(v/w), gather(v), scatter(v), allgatherv */
     ENG_ALGO_LL,       /* the smallest of every uniform collective, barrier: one round of LL lines */
     ENG_ALGO_SCAN,     /* scan, exscan: a chain from rank 0 up */
-    ENG_ALGO_DIRECT,   /* mid-range allreduce (two-shot), reduce_scatter, allgather, alltoall:
-                          every peer at once */
+    ENG_ALGO_DIRECT,   /* mid-range allreduce (two-shot), reduce_scatter, allgather, alltoall,
+                          bcast, reduce: every peer at once */
     ENG_ALGO_DIRECT1,  /* mid-range allreduce of few ranks: one shot over every channel */
 } eng_algo_t;
 

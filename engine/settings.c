@@ -289,8 +289,9 @@ const dfccl_setting_t eng_settings[K_ALL] = {
          .def = "1048576",
          COUNT(0, 1ull << 40),
          .unit = "bytes",
-         .help = "allreduce (two-shot), reduce_scatter, allgather and alltoall up to this size "
-                 "exchange with every peer at once, on communicators of direct_ranks or more (0: never)",
+         .help =
+             "allreduce (two-shot), reduce_scatter, allgather, alltoall, bcast and reduce up to this size "
+             "exchange with every peer at once, on communicators of direct_ranks or more (0: never)",
          .more = "The size is the larger buffer, a rank's input or output (an alltoall: one block, "
                  "what a rank sends one peer); one or two dependent "
                  "steps instead of the ring's 2N-1. On one H200: 0.41-0.58x the ring's time at 8 ranks and "

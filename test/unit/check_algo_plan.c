@@ -59,17 +59,20 @@ START_TEST(algo_select_rules)
     ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4096, 4), ENG_ALGO_DIRECT1);
     ck_assert_int_eq(eng_algo_select(&d, 5, 64, 64, 4096, 4), ENG_ALGO_DIRECT);
     ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 0, 4), ENG_ALGO_RING);
-    static const uint8_t dx_colls[] = {ENG_COLL_REDUCE_SCATTER, ENG_COLL_ALLGATHER, ENG_COLL_ALLTOALL};
+    static const uint8_t dx_colls[] = {ENG_COLL_REDUCE_SCATTER, ENG_COLL_ALLGATHER, ENG_COLL_ALLTOALL,
+                                       ENG_COLL_BCAST, ENG_COLL_REDUCE};
     for (size_t i = 0; i < sizeof dx_colls; i++) {
         eng_coll_args_t u = {.coll = dx_colls[i], .dtype = dfcclFloat32, .count = 256};
-        const uint64_t dx = dx_colls[i] == ENG_COLL_ALLTOALL ? 1024 : 4096; /* 4 blocks of 1 KiB */
+        /* 4 blocks of 1 KiB; alltoall one block, bcast and reduce their buffer */
+        const uint64_t dx =
+            dx_colls[i] == ENG_COLL_REDUCE_SCATTER || dx_colls[i] == ENG_COLL_ALLGATHER ? 4096 : 1024;
         ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, dx, 0), ENG_ALGO_DIRECT);
         ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, dx - 1, 0), ENG_ALGO_DIRECT);
         ck_assert_int_eq(eng_algo_select(&u, 4, 64, 1024, 4096, 0), ENG_ALGO_LL);
         u.blocks = tab;
         ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 4096, 0), ENG_ALGO_DIRECT);
     }
-    static const uint8_t no_dx[] = {ENG_COLL_REDUCE, ENG_COLL_BCAST, ENG_COLL_GATHER, ENG_COLL_SCATTER};
+    static const uint8_t no_dx[] = {ENG_COLL_GATHER, ENG_COLL_SCATTER};
     for (size_t i = 0; i < sizeof no_dx; i++) {
         eng_coll_args_t u = {.coll = no_dx[i], .dtype = dfcclFloat32, .count = 256};
         ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 1 << 20, 0), ENG_ALGO_DIRECT);
@@ -213,7 +216,8 @@ START_TEST(direct_ranges_tile_blocks)
      * allreduce's N blocks cover its buffer */
     static const size_t counts[] = {1, 3, 17, 1000, 4099, 65536, 262147, 1u << 22};
     static const uint8_t dtypes[] = {dfcclInt8, dfcclFloat16, dfcclFloat32, dfcclFloat64};
-    static const uint8_t colls[] = {ENG_COLL_ALLREDUCE, ENG_COLL_ALLGATHER, ENG_COLL_ALLREDUCE};
+    static const uint8_t colls[] = {ENG_COLL_ALLREDUCE, ENG_COLL_ALLGATHER, ENG_COLL_ALLREDUCE,
+                                    ENG_COLL_BCAST};
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
         for (size_t ti = 0; ti < sizeof dtypes; ti++)
             for (size_t oi = 0; oi < sizeof colls; oi++)
