@@ -23,6 +23,7 @@
 
 #include "dfccl_mpi.h"
 #include "../test/gpu/gpu_check.h" /* CU(), DC(), NC() with NCCL, the copy rate */
+#include "../test/tc_cuda.h"       /* tc_cuda_pick */
 
 #ifdef DFCCL_BENCH_NCCL
 static ncclComm_t g_nccl;
@@ -264,18 +265,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        if (me == 0)
-            printf("SKIP: gpu_bench needs a CUDA device\n");
-        MPI_Finalize();
-        return 77;
-    }
-    MPI_Comm local;
-    int lrank;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-    MPI_Comm_rank(local, &lrank);
-    CU(cudaSetDevice(lrank % ndev));
+    int nlocal;
+    const int ndev = tc_cuda_pick(me, "SKIP: gpu_bench needs a CUDA device", 77, &nlocal);
 
     const double copy_gbs = gpu_copy_rate(me); /* the ceiling */
 
@@ -284,8 +275,6 @@ int main(int argc, char **argv)
     const char *pre = getenv("DFCCL_PREEMPT"), *osm = getenv("DFCCL_ONESHOT_MAX");
     const size_t oneshot_max = osm ? (size_t)strtoull(osm, NULL, 0) : 32768;
     /* ranks sharing one device (N ranks on one GPU under MPS, or one per GPU) */
-    int nlocal;
-    MPI_Comm_size(local, &nlocal);
     const int ranks_per_gpu = (nlocal + ndev - 1) / ndev;
     int nccl_on = 0;
     cudaStream_t nstream = NULL;
@@ -518,10 +507,11 @@ int main(int argc, char **argv)
         /* device-memory traffic the algorithm performs, counted step by step
          * (gpu_ring_traffic_bytes), on every rank that shares the device; allreduces up to
          * DFCCL_ONESHOT_MAX take the one-shot, whose traffic is not counted (0) */
-        const double traffic =
-            coll == C_ALLREDUCE && cbytes <= oneshot_max
-                ? 0
-                : (double)ranks_per_gpu * gpu_ring_traffic_bytes((int)coll, P, (double)cbytes) / (us * 1e-6) / 1e9;
+        const double traffic = coll == C_ALLREDUCE && cbytes <= oneshot_max
+                                   ? 0
+                                   : (double)ranks_per_gpu *
+                                         gpu_ring_traffic_bytes((int)coll, P, (double)cbytes) / (us * 1e-6) /
+                                         1e9;
         if (me == 0) {
             printf("  %12zu %10.2f %9.2f %9.1f %6.1f%%", cbytes, us, busbw, traffic,
                    copy_gbs > 0 ? 100.0 * traffic / copy_gbs : 0);
@@ -556,7 +546,6 @@ int main(int argc, char **argv)
     free(hexp);
     free(hout);
     free(tv);
-    MPI_Comm_free(&local);
     MPI_Finalize();
     return total_err ? 1 : 0;
 }
