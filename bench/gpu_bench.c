@@ -23,6 +23,7 @@
 
 #include "dfccl_mpi.h"
 #include "../test/gpu/gpu_check.h" /* CU(), DC(), NC() with NCCL, the copy rate */
+#include "../test/tc_cuda.h"       /* tc_cuda_pick */
 
 #ifdef DFCCL_BENCH_NCCL
 static ncclComm_t g_nccl;
@@ -208,6 +209,162 @@ static long osu_table(size_t minb, size_t maxb, double factor, int iters, int vi
     return gbad;
 }
 
+/* The ncheck elements this rank's output must hold (part: the per-rank block). */
+static void expected(float *hexp, size_t ncheck, size_t part, int me, int P)
+{
+    for (size_t i = 0; i < ncheck; i++) {
+        float s = 0;
+        switch (coll) {
+        case C_ALLREDUCE:
+            for (int r = 0; r < P; r++)
+                s += val(r, i);
+            break;
+        case C_REDUCE_SCATTER:
+            for (int r = 0; r < P; r++)
+                s += val(r, (size_t)me * part + i);
+            break;
+        case C_ALLGATHER: s = val((int)(i / part), i % part); break;
+        default: s = val(0, i); break; /* bcast from rank 0 */
+        }
+        hexp[i] = s;
+    }
+}
+
+/* -N: the NCCL communicator (g_nccl) and its stream, where NCCL can run: 1, or 0 with
+ * the reason printed. */
+static int nccl_setup(int ranks_per_gpu, int me, int P, cudaStream_t *nstream)
+{
+#ifdef DFCCL_BENCH_NCCL
+    /* NCCL takes one GPU per rank */
+    if (ranks_per_gpu > 1) {
+        if (me == 0)
+            printf("# NCCL column off: %d ranks share a GPU (NCCL needs one GPU per rank)\n", ranks_per_gpu);
+        return 0;
+    }
+    ncclUniqueId id;
+    if (me == 0)
+        NC(ncclGetUniqueId(&id));
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    NC(ncclCommInitRank(&g_nccl, P, id, me));
+    CU(cudaStreamCreateWithFlags(nstream, cudaStreamNonBlocking));
+    return 1;
+#else
+    (void)ranks_per_gpu;
+    (void)P;
+    (void)nstream;
+    if (me == 0)
+        printf("# NCCL column off: built without NCCL\n");
+    return 0;
+#endif
+}
+
+/* how long a daemon holding a stalled collective keeps the SMs: rank 0 posts an
+ * allreduce nobody else has posted yet and times cudaDeviceSynchronize (it returns
+ * once the daemon's stall quit lets the kernel end); then the others join */
+static void stall_hold(dfcclComm_t comm, float *d1, float *d2, int me, int P)
+{
+    const char *pe = getenv("DFCCL_PREEMPT");
+    if (P > 1 && !(pe && atoi(pe) == 0)) { /* without preemption this is the GPU-sync deadlock */
+        double th[5];
+        for (int k = 0; k < 5; k++) {
+            dfcclRequest_t req = NULL;
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (me == 0) {
+                DC(dfcclAllReduce(d1, d2, 1, dfcclFloat32, dfcclSum, comm, &req));
+                double t0 = MPI_Wtime();
+                CU(cudaDeviceSynchronize());
+                th[k] = MPI_Wtime() - t0;
+            }
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (me != 0)
+                DC(dfcclAllReduce(d1, d2, 1, dfcclFloat32, dfcclSum, comm, &req));
+            DC(dfcclWait(&req));
+        }
+        if (me == 0)
+            printf("# a stalled daemon holds the SMs for %.0f us (median cudaDeviceSynchronize with a "
+                   "collective stalled on its peers)\n",
+                   gpu_median(th, 5) * 1e6);
+    }
+}
+
+/* where a small collective's time goes: the host's pointer-kind query (two per call),
+ * and a one-rank communicator's round trip (submission picked up by the daemon, a
+ * 4-byte copy, completion seen by the host) with no peer to wait for */
+static void small_call_costs(dfcclComm_t comm, int me, int P)
+{
+    float *d1, *d2;
+    CU(cudaMalloc((void **)&d1, 64));
+    CU(cudaMalloc((void **)&d2, 64));
+    CU(cudaMemset(d1, 0, 64));
+    CU(cudaStreamSynchronize(0));
+    double tq[50], ts[200], tsy[50], tsq[50];
+    for (int k = 0; k < 50; k++) {
+        double t0 = MPI_Wtime();
+        for (int j = 0; j < 100; j++) {
+            struct cudaPointerAttributes pa;
+            CU(cudaPointerGetAttributes(&pa, (j & 1) ? d1 : d2));
+        }
+        tq[k] = (MPI_Wtime() - t0) / 100;
+        /* what the component's per-call synchronization of the (idle) legacy stream
+         * costs, and what asking it costs */
+        t0 = MPI_Wtime();
+        for (int j = 0; j < 100; j++)
+            CU(cudaStreamSynchronize(0));
+        tsy[k] = (MPI_Wtime() - t0) / 100;
+        t0 = MPI_Wtime();
+        for (int j = 0; j < 100; j++)
+            CU(cudaStreamQuery(0));
+        tsq[k] = (MPI_Wtime() - t0) / 100;
+    }
+    {
+        double sy = gpu_median(tsy, 50) * 1e6, sq = gpu_median(tsq, 50) * 1e6, sym, sqm;
+        MPI_Reduce(&sy, &sym, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&sq, &sqm, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (me == 0)
+            printf("# idle legacy stream: cudaStreamSynchronize %.2f us, cudaStreamQuery %.2f us per call\n",
+                   sym, sqm);
+    }
+    dfcclComm_t self;
+    DC(dfcclCommInitMPI(&self, MPI_COMM_SELF));
+    for (int k = 0; k < 220; k++) {
+        double t0 = MPI_Wtime();
+        dfcclRequest_t req;
+        DC(dfcclAllReduce(d1, d2, 1, dfcclFloat32, dfcclSum, self, &req));
+        DC(dfcclWait(&req));
+        if (k >= 20)
+            ts[k - 20] = MPI_Wtime() - t0;
+    }
+    /* the same after the daemon exited idle: the relaunch's cost */
+    const char *iq = getenv("DFCCL_GPU_IDLE_QUIT");
+    const useconds_t idle_us = (useconds_t)(iq ? atoi(iq) : 5000);
+    double tr[10];
+    dfcclStats_t s0, s1;
+    DC(dfcclCommGetStats(self, &s0));
+    for (int k = 0; k < 10; k++) {
+        usleep(2 * idle_us + 2000);
+        double t0 = MPI_Wtime();
+        dfcclRequest_t req;
+        DC(dfcclAllReduce(d1, d2, 1, dfcclFloat32, dfcclSum, self, &req));
+        DC(dfcclWait(&req));
+        tr[k] = MPI_Wtime() - t0;
+    }
+    DC(dfcclCommGetStats(self, &s1));
+    DC(dfcclCommDestroy(self));
+    double q = gpu_median(tq, 50) * 1e6, r = gpu_median(ts, 200) * 1e6, rl = gpu_median(tr, 10) * 1e6, qmax,
+           rmax, rlmax;
+    MPI_Reduce(&q, &qmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&r, &rmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&rl, &rlmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (me == 0)
+        printf("# cudaPointerGetAttributes: %.2f us per call; one-rank allreduce round trip (pick-up + "
+               "4-byte copy + completion, all %d processes at once): %.2f us (median, slowest rank); "
+               "after an idle quit (relaunch, %llu launches for 10 calls): %.2f us\n",
+               qmax, P, rmax, (unsigned long long)(s1.daemon_launches - s0.daemon_launches), rlmax);
+    stall_hold(comm, d1, d2, me, P);
+    cudaFree(d1);
+    cudaFree(d2);
+}
+
 static size_t parse_size(const char *s)
 {
     char *end;
@@ -221,27 +378,29 @@ static size_t parse_size(const char *s)
     return (size_t)v;
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+struct args {
+    size_t minb, maxb;
+    double factor;
+    int iters, warm, staged, viampi, want_nccl, osu;
+};
+
+/* 0, or 2 with the reason printed by rank 0 (a bad option, an unknown -c). */
+static int parse_args(int argc, char **argv, int me, struct args *a)
 {
-    MPI_Init(&argc, &argv);
-    int me, P;
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    size_t minb = 8, maxb = 256u << 20;
-    double factor = 4;
-    int iters = 50, warm = 10, staged = 1, viampi = 0, want_nccl = 0, osu = 0, opt;
+    *a = (struct args){.minb = 8, .maxb = 256u << 20, .factor = 4, .iters = 50, .warm = 10, .staged = 1};
+    int opt;
     while ((opt = getopt(argc, argv, "b:e:f:n:w:smNoc:")) != -1) {
         switch (opt) {
-        case 'b': minb = parse_size(optarg); break;
-        case 'e': maxb = parse_size(optarg); break;
-        case 'f': factor = atof(optarg); break;
-        case 'n': iters = atoi(optarg); break;
-        case 'w': warm = atoi(optarg); break;
-        case 's': staged = 0; break;
-        case 'm': viampi = 1; break;
-        case 'N': want_nccl = 1; break;
-        case 'o': osu = 1; break;
+        case 'b': a->minb = parse_size(optarg); break;
+        case 'e': a->maxb = parse_size(optarg); break;
+        case 'f': a->factor = atof(optarg); break;
+        case 'n': a->iters = atoi(optarg); break;
+        case 'w': a->warm = atoi(optarg); break;
+        case 's': a->staged = 0; break;
+        case 'm': a->viampi = 1; break;
+        case 'N': a->want_nccl = 1; break;
+        case 'o': a->osu = 1; break;
         case 'c':
             coll = C_NUM;
             for (int c = 0; c < C_NUM; c++)
@@ -252,7 +411,6 @@ int main(int argc, char **argv)
                     fprintf(stderr,
                             "gpu_bench: -c %s: expected allreduce, reduce_scatter, allgather or bcast\n",
                             optarg);
-                MPI_Finalize();
                 return 2;
             }
             break;
@@ -260,174 +418,64 @@ int main(int argc, char **argv)
             if (me == 0)
                 fprintf(stderr, "usage: gpu_bench [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [-s] "
                                 "[-m] [-N] [-o] [-c COLL]\n");
-            MPI_Finalize();
             return 2;
         }
     }
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        if (me == 0)
-            printf("SKIP: gpu_bench needs a CUDA device\n");
+    return 0;
+}
+
+/* Rank 0: the run's settings, the ceiling, the column heads. */
+static void print_header(int P, int ndev, int ranks_per_gpu, int nccl_on, int staged, int viampi,
+                         double copy_gbs)
+{
+    const char *pre = getenv("DFCCL_PREEMPT"), *ne = getenv("NCCL_NVLS_ENABLE");
+    printf("# gpu_bench: %s float32%s, %d ranks, %d device(s) per node, %d rank(s) per GPU, "
+           "DFCCL_PREEMPT=%s%s%s\n",
+           coll_name[coll], coll == C_ALLREDUCE || coll == C_REDUCE_SCATTER ? " sum" : "", P, ndev,
+           ranks_per_gpu, pre ? pre : "1 (default)", nccl_on ? ", NCCL_NVLS_ENABLE=" : "",
+           nccl_on ? (ne ? ne : "(unset)") : "");
+    printf("# device-to-device copy rate (read+write): %.1f GB/s\n", copy_gbs);
+    printf("# %12s %10s %9s %9s %7s", "bytes", "dfccl_us", "busbw", "traffic", "%copy");
+    if (nccl_on)
+        printf(" %10s %9s %7s", "nccl_us", "nccl_bw", "nccl/df");
+    if (staged)
+        printf(" %11s %9s", "staged_us", "speedup");
+    if (viampi)
+        printf(" %10s", "mpi_us");
+    printf(" %6s\n", "errors");
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int me, P;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    struct args a;
+    if (parse_args(argc, argv, me, &a)) {
         MPI_Finalize();
-        return 77;
+        return 2;
     }
-    MPI_Comm local;
-    int lrank;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-    MPI_Comm_rank(local, &lrank);
-    CU(cudaSetDevice(lrank % ndev));
+    const size_t minb = a.minb, maxb = a.maxb;
+    const double factor = a.factor;
+    const int iters = a.iters, warm = a.warm, staged = a.staged, viampi = a.viampi, osu = a.osu;
+    int nlocal;
+    const int ndev = tc_cuda_pick(me, "SKIP: gpu_bench needs a CUDA device", 77, &nlocal);
 
     const double copy_gbs = gpu_copy_rate(me); /* the ceiling */
 
     dfcclComm_t comm;
     DC(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
-    const char *pre = getenv("DFCCL_PREEMPT"), *osm = getenv("DFCCL_ONESHOT_MAX");
+    const char *osm = getenv("DFCCL_ONESHOT_MAX");
     const size_t oneshot_max = osm ? (size_t)strtoull(osm, NULL, 0) : 32768;
     /* ranks sharing one device (N ranks on one GPU under MPS, or one per GPU) */
-    int nlocal;
-    MPI_Comm_size(local, &nlocal);
     const int ranks_per_gpu = (nlocal + ndev - 1) / ndev;
-    int nccl_on = 0;
     cudaStream_t nstream = NULL;
-    if (want_nccl) {
-#ifdef DFCCL_BENCH_NCCL
-        /* NCCL takes one GPU per rank */
-        if (ranks_per_gpu > 1) {
-            if (me == 0)
-                printf("# NCCL column off: %d ranks share a GPU (NCCL needs one GPU per rank)\n",
-                       ranks_per_gpu);
-        } else {
-            ncclUniqueId id;
-            if (me == 0)
-                NC(ncclGetUniqueId(&id));
-            MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-            NC(ncclCommInitRank(&g_nccl, P, id, me));
-            CU(cudaStreamCreateWithFlags(&nstream, cudaStreamNonBlocking));
-            nccl_on = 1;
-        }
-#else
-        if (me == 0)
-            printf("# NCCL column off: built without NCCL\n");
-#endif
-    }
-    if (me == 0) {
-        const char *ne = getenv("NCCL_NVLS_ENABLE");
-        printf("# gpu_bench: %s float32%s, %d ranks, %d device(s) per node, %d rank(s) per GPU, "
-               "DFCCL_PREEMPT=%s%s%s\n",
-               coll_name[coll], coll == C_ALLREDUCE || coll == C_REDUCE_SCATTER ? " sum" : "", P, ndev,
-               ranks_per_gpu, pre ? pre : "1 (default)", nccl_on ? ", NCCL_NVLS_ENABLE=" : "",
-               nccl_on ? (ne ? ne : "(unset)") : "");
-        printf("# device-to-device copy rate (read+write): %.1f GB/s\n", copy_gbs);
-        printf("# %12s %10s %9s %9s %7s", "bytes", "dfccl_us", "busbw", "traffic", "%copy");
-        if (nccl_on)
-            printf(" %10s %9s %7s", "nccl_us", "nccl_bw", "nccl/df");
-        if (staged)
-            printf(" %11s %9s", "staged_us", "speedup");
-        if (viampi)
-            printf(" %10s", "mpi_us");
-        printf(" %6s\n", "errors");
-    }
-    /* where a small collective's time goes: the host's pointer-kind query (two per call),
-     * and a one-rank communicator's round trip (submission picked up by the daemon, a
-     * 4-byte copy, completion seen by the host) with no peer to wait for */
-    {
-        float *d1, *d2;
-        CU(cudaMalloc((void **)&d1, 64));
-        CU(cudaMalloc((void **)&d2, 64));
-        CU(cudaMemset(d1, 0, 64));
-        CU(cudaStreamSynchronize(0));
-        double tq[50], ts[200], tsy[50], tsq[50];
-        for (int k = 0; k < 50; k++) {
-            double t0 = MPI_Wtime();
-            for (int j = 0; j < 100; j++) {
-                struct cudaPointerAttributes pa;
-                CU(cudaPointerGetAttributes(&pa, (j & 1) ? d1 : d2));
-            }
-            tq[k] = (MPI_Wtime() - t0) / 100;
-            /* what the component's per-call synchronization of the (idle) legacy stream
-             * costs, and what asking it costs */
-            t0 = MPI_Wtime();
-            for (int j = 0; j < 100; j++)
-                CU(cudaStreamSynchronize(0));
-            tsy[k] = (MPI_Wtime() - t0) / 100;
-            t0 = MPI_Wtime();
-            for (int j = 0; j < 100; j++)
-                CU(cudaStreamQuery(0));
-            tsq[k] = (MPI_Wtime() - t0) / 100;
-        }
-        {
-            double sy = gpu_median(tsy, 50) * 1e6, sq = gpu_median(tsq, 50) * 1e6, sym, sqm;
-            MPI_Reduce(&sy, &sym, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-            MPI_Reduce(&sq, &sqm, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-            if (me == 0)
-                printf(
-                    "# idle legacy stream: cudaStreamSynchronize %.2f us, cudaStreamQuery %.2f us per call\n",
-                    sym, sqm);
-        }
-        dfcclComm_t self;
-        DC(dfcclCommInitMPI(&self, MPI_COMM_SELF));
-        for (int k = 0; k < 220; k++) {
-            double t0 = MPI_Wtime();
-            dfcclRequest_t req;
-            DC(dfcclAllReduce(d1, d2, 1, dfcclFloat32, dfcclSum, self, &req));
-            DC(dfcclWait(&req));
-            if (k >= 20)
-                ts[k - 20] = MPI_Wtime() - t0;
-        }
-        /* the same after the daemon exited idle: the relaunch's cost */
-        const char *iq = getenv("DFCCL_GPU_IDLE_QUIT");
-        const useconds_t idle_us = (useconds_t)(iq ? atoi(iq) : 5000);
-        double tr[10];
-        dfcclStats_t s0, s1;
-        DC(dfcclCommGetStats(self, &s0));
-        for (int k = 0; k < 10; k++) {
-            usleep(2 * idle_us + 2000);
-            double t0 = MPI_Wtime();
-            dfcclRequest_t req;
-            DC(dfcclAllReduce(d1, d2, 1, dfcclFloat32, dfcclSum, self, &req));
-            DC(dfcclWait(&req));
-            tr[k] = MPI_Wtime() - t0;
-        }
-        DC(dfcclCommGetStats(self, &s1));
-        DC(dfcclCommDestroy(self));
-        double q = gpu_median(tq, 50) * 1e6, r = gpu_median(ts, 200) * 1e6, rl = gpu_median(tr, 10) * 1e6,
-               qmax, rmax, rlmax;
-        MPI_Reduce(&q, &qmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        MPI_Reduce(&r, &rmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        MPI_Reduce(&rl, &rlmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        if (me == 0)
-            printf("# cudaPointerGetAttributes: %.2f us per call; one-rank allreduce round trip (pick-up + "
-                   "4-byte copy + completion, all %d processes at once): %.2f us (median, slowest rank); "
-                   "after an idle quit (relaunch, %llu launches for 10 calls): %.2f us\n",
-                   qmax, P, rmax, (unsigned long long)(s1.daemon_launches - s0.daemon_launches), rlmax);
-        /* how long a daemon holding a stalled collective keeps the SMs: rank 0 posts an
-         * allreduce nobody else has posted yet and times cudaDeviceSynchronize (it returns
-         * once the daemon's stall quit lets the kernel end); then the others join */
-        const char *pe = getenv("DFCCL_PREEMPT");
-        if (P > 1 && !(pe && atoi(pe) == 0)) { /* without preemption this is the GPU-sync deadlock */
-            double th[5];
-            for (int k = 0; k < 5; k++) {
-                dfcclRequest_t req = NULL;
-                MPI_Barrier(MPI_COMM_WORLD);
-                if (me == 0) {
-                    DC(dfcclAllReduce(d1, d2, 1, dfcclFloat32, dfcclSum, comm, &req));
-                    double t0 = MPI_Wtime();
-                    CU(cudaDeviceSynchronize());
-                    th[k] = MPI_Wtime() - t0;
-                }
-                MPI_Barrier(MPI_COMM_WORLD);
-                if (me != 0)
-                    DC(dfcclAllReduce(d1, d2, 1, dfcclFloat32, dfcclSum, comm, &req));
-                DC(dfcclWait(&req));
-            }
-            if (me == 0)
-                printf("# a stalled daemon holds the SMs for %.0f us (median cudaDeviceSynchronize with a "
-                       "collective stalled on its peers)\n",
-                       gpu_median(th, 5) * 1e6);
-        }
-        cudaFree(d1);
-        cudaFree(d2);
-    }
+    const int nccl_on = a.want_nccl && nccl_setup(ranks_per_gpu, me, P, &nstream);
+    if (me == 0)
+        print_header(P, ndev, ranks_per_gpu, nccl_on, staged, viampi, copy_gbs);
+    small_call_costs(comm, me, P);
     /* nccl-tests' conventions: "bytes" is the larger buffer (allgather's output,
      * reduce_scatter's input); busbw = algbw x (2(P-1)/P | (P-1)/P | 1) */
     const double busf = coll == C_ALLREDUCE ? 2.0 * (P - 1) / P : coll == C_BCAST ? 1.0 : (double)(P - 1) / P;
@@ -452,22 +500,7 @@ int main(int argc, char **argv)
         int it = bytes >= (64u << 20) ? (iters < 10 ? iters : 10) : iters;
         for (size_t i = 0; i < nin; i++)
             h[i] = val(me, i);
-        for (size_t i = 0; i < ncheck; i++) {
-            float s = 0;
-            switch (coll) {
-            case C_ALLREDUCE:
-                for (int r = 0; r < P; r++)
-                    s += val(r, i);
-                break;
-            case C_REDUCE_SCATTER:
-                for (int r = 0; r < P; r++)
-                    s += val(r, (size_t)me * part + i);
-                break;
-            case C_ALLGATHER: s = val((int)(i / part), i % part); break;
-            default: s = val(0, i); break; /* bcast from rank 0 */
-            }
-            hexp[i] = s;
-        }
+        expected(hexp, ncheck, part, me, P);
         CU(cudaMemcpy(din, h, nin * 4, cudaMemcpyHostToDevice));
         CU(cudaStreamSynchronize(0));
         long err = 0;
@@ -518,10 +551,11 @@ int main(int argc, char **argv)
         /* device-memory traffic the algorithm performs, counted step by step
          * (gpu_ring_traffic_bytes), on every rank that shares the device; allreduces up to
          * DFCCL_ONESHOT_MAX take the one-shot, whose traffic is not counted (0) */
-        const double traffic =
-            coll == C_ALLREDUCE && cbytes <= oneshot_max
-                ? 0
-                : (double)ranks_per_gpu * gpu_ring_traffic_bytes((int)coll, P, (double)cbytes) / (us * 1e-6) / 1e9;
+        const double traffic = coll == C_ALLREDUCE && cbytes <= oneshot_max
+                                   ? 0
+                                   : (double)ranks_per_gpu *
+                                         gpu_ring_traffic_bytes((int)coll, P, (double)cbytes) / (us * 1e-6) /
+                                         1e9;
         if (me == 0) {
             printf("  %12zu %10.2f %9.2f %9.1f %6.1f%%", cbytes, us, busbw, traffic,
                    copy_gbs > 0 ? 100.0 * traffic / copy_gbs : 0);
@@ -556,7 +590,6 @@ int main(int argc, char **argv)
     free(hexp);
     free(hout);
     free(tv);
-    MPI_Comm_free(&local);
     MPI_Finalize();
     return total_err ? 1 : 0;
 }

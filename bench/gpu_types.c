@@ -19,6 +19,7 @@
 #include "../engine/reduce.h" /* the half and bfloat16 conversions */
 #include "dfccl_mpi.h"
 #include "../test/gpu/gpu_check.h" /* CU(), DC(), the median, the copy rate */
+#include "../test/tc_cuda.h"       /* tc_cuda_pick */
 
 static const struct {
     dfcclDataType_t t;
@@ -78,20 +79,9 @@ int main(int argc, char **argv)
     }
     if (iters < 1 || iters > 1000)
         iters = 20;
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        if (me == 0)
-            printf("SKIP: gpu_types needs a CUDA device\n");
-        MPI_Finalize();
-        return 77;
-    }
-    MPI_Comm local;
-    int lrank, nlocal;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-    MPI_Comm_rank(local, &lrank);
-    MPI_Comm_size(local, &nlocal);
+    int nlocal;
+    const int ndev = tc_cuda_pick(me, "SKIP: gpu_types needs a CUDA device", 77, &nlocal);
     const int ranks_per_gpu = (nlocal + ndev - 1) / ndev;
-    CU(cudaSetDevice(lrank % ndev));
     void *din, *dout, *h = malloc(bytes), *hout = malloc(bytes);
     CU(cudaMalloc(&din, bytes));
     CU(cudaMalloc(&dout, bytes));

@@ -50,7 +50,7 @@ import textwrap
 PROG = "plot.py"
 
 # ---------------------------------------------------------------------------------------
-# What the benchmarks print (bench/dfccl_bench.c: print_header, print_row;
+# What the benchmarks print (bench/dfccl_bench_print.c: bench_print_header, bench_print_row;
 # bench/gpu_bench.c: main)
 # ---------------------------------------------------------------------------------------
 

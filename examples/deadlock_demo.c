@@ -141,29 +141,24 @@ static void usage(FILE *f)
                "  --deadline SEC  give up (exit 3) when nothing completes for SEC seconds\n");
 }
 
-int main(int argc, char **argv)
+/* The command line into *iters and *deadline: -1 to run, else the exit status (0 after
+ * --help, 2 for a bad argument; rank 0 prints). */
+static int parse_args(int argc, char **argv, int *iters, double *deadline)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
-
-    int iters = 5;
-    double deadline = 0; /* 0: wait forever */
     for (int a = 1; a < argc; a++) {
         char *end = NULL;
         if (!strcmp(argv[a], "--iters") && a + 1 < argc) {
             long v = strtol(argv[++a], &end, 10);
             if (*end || v < 1 || v > 1000000)
                 goto bad;
-            iters = (int)v;
+            *iters = (int)v;
         } else if (!strcmp(argv[a], "--deadline") && a + 1 < argc) {
-            deadline = strtod(argv[++a], &end);
-            if (*end || !(deadline > 0))
+            *deadline = strtod(argv[++a], &end);
+            if (*end || !(*deadline > 0))
                 goto bad;
         } else if (!strcmp(argv[a], "-h") || !strcmp(argv[a], "--help")) {
             if (g_rank == 0)
                 usage(stdout);
-            MPI_Finalize();
             return 0;
         } else {
         bad:
@@ -171,13 +166,17 @@ int main(int argc, char **argv)
                 fprintf(stderr, "deadlock_demo: bad argument '%s'\n", argv[a]);
                 usage(stderr);
             }
-            MPI_Finalize();
             return 2;
         }
     }
+    return -1;
+}
 
-    /* Device buffers (the GPU daemon) when this build has CUDA and a GPU is present;
-     * host buffers (the CPU daemon) otherwise, or with DFCCL_DEMO_HOST=1. */
+/* Device buffers (the GPU daemon) when this build has CUDA and every rank has a GPU
+ * (this one: its host rank modulo the devices); host buffers (the CPU daemon) otherwise,
+ * or with DFCCL_DEMO_HOST=1. Collective: 1 for device buffers. */
+static int pick_buffers(void)
+{
     int use_gpu = 0;
 #ifdef DFCCL_DEMO_CUDA
     int ndev = 0;
@@ -195,7 +194,124 @@ int main(int argc, char **argv)
 #endif
     int all_gpu = 0;
     MPI_Allreduce(&use_gpu, &all_gpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    use_gpu = all_gpu; /* every rank must pass the same memory kind */
+    return all_gpu; /* every rank must pass the same memory kind */
+}
+
+/* Wait for all of an iteration's all-reduces, by polling, so that a deadline can be
+ * kept. */
+static void wait_all(dfcclRequest_t *req, const int *order, double deadline, int it)
+{
+    int pending = NCOMMS;
+    double last_progress = MPI_Wtime();
+    while (pending > 0) {
+        int progressed = 0;
+        for (int k = 0; k < NCOMMS; k++) {
+            int c = order[k];
+            if (!req[c])
+                continue;
+            int done = 0;
+            dfcclResult_t r = dfcclTest(&req[c], &done);
+            if (r != dfcclSuccess) {
+                char what[64];
+                snprintf(what, sizeof what, "all-reduce on comm %d", c);
+                fail(what, r);
+            }
+            if (done) {
+                pending--;
+                progressed = 1;
+            }
+        }
+        double now = MPI_Wtime();
+        if (progressed)
+            last_progress = now;
+        else if (deadline > 0 && now - last_progress > deadline)
+            deadlocked(deadline, order, req, it, 0);
+        else
+            sched_yield();
+    }
+}
+
+/* Statistics per communicator, summed over ranks, and the verdict (rank 0 prints). */
+static void print_summary(const dfcclComm_t *comms, uint64_t wrong_all, double elapsed, int iters,
+                          int preempt)
+{
+    uint64_t mine[NCOMMS][6], sum[NCOMMS][6];
+    for (int c = 0; c < NCOMMS; c++) {
+        dfcclStats_t st;
+        dfcclResult_t r = dfcclCommGetStats(comms[c], &st);
+        if (r != dfcclSuccess)
+            fail("dfcclCommGetStats", r);
+        mine[c][0] = st.submitted;
+        mine[c][1] = st.completed;
+        mine[c][2] = st.preemptions;
+        mine[c][3] = st.stalls;
+        mine[c][4] = st.stall_ns;
+        mine[c][5] = st.shm_bytes;
+    }
+    MPI_Reduce(mine, sum, NCOMMS * 6, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+
+    if (g_rank == 0) {
+        if (wrong_all == 0)
+            printf("dfccl: all %d collectives completed on every rank in %d iterations, "
+                   "results correct (%.3f s)\n",
+                   NCOMMS, iters, elapsed);
+        else
+            printf("dfccl: all %d collectives completed on every rank in %d iterations, "
+                   "but %" PRIu64 " results are WRONG\n",
+                   NCOMMS, iters, wrong_all);
+        printf("per communicator, summed over the %d ranks:\n", g_nranks);
+        printf("  %4s %10s %9s %9s %11s %9s %11s\n", "comm", "floats", "submitted", "completed",
+               "preemptions", "stalls", "stalled_ms");
+        uint64_t tp = 0, ts = 0;
+        for (int c = 0; c < NCOMMS; c++) {
+            printf("  %4d %10zu %9" PRIu64 " %9" PRIu64 " %11" PRIu64 " %9" PRIu64 " %11.3f\n", c, counts[c],
+                   sum[c][0], sum[c][1], sum[c][2], sum[c][3], (double)sum[c][4] / 1e6);
+            tp += sum[c][2];
+            ts += sum[c][3];
+        }
+        printf("  total preemptions %" PRIu64 ", stalls %" PRIu64 "\n", tp, ts);
+        if (preempt && tp > 0)
+            printf("a preemption is dfccl setting aside a collective that waited on a peer and "
+                   "running another one: that is what kept the ranks from deadlocking\n");
+        fflush(stdout);
+    }
+}
+
+/* Every rank's order, gathered to rank 0 so that they print in rank order. */
+static void print_orders(const int *order, double deadline)
+{
+    int *all = g_rank == 0 ? malloc(sizeof(int) * NCOMMS * (size_t)g_nranks) : NULL;
+    MPI_Gather(order, NCOMMS, MPI_INT, all, NCOMMS, MPI_INT, 0, MPI_COMM_WORLD);
+    if (g_rank == 0) {
+        printf("submission order of the communicators on each rank:\n");
+        for (int r = 0; r < g_nranks; r++) {
+            printf("  rank %d:", r);
+            for (int k = 0; k < NCOMMS; k++)
+                printf(" %d", all[r * NCOMMS + k]);
+            printf("\n");
+        }
+        printf("every rank first submits all 8, then waits for all 8%s\n",
+               deadline > 0 ? "" : " (no deadline)");
+        fflush(stdout);
+        free(all);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_nranks);
+
+    int iters = 5;
+    double deadline = 0; /* 0: wait forever */
+    const int rc = parse_args(argc, argv, &iters, &deadline);
+    if (rc >= 0) {
+        MPI_Finalize();
+        return rc;
+    }
+
+    const int use_gpu = pick_buffers();
 
     const char *pre = getenv("DFCCL_PREEMPT");
     int preempt = pre && *pre ? strtoul(pre, NULL, 0) != 0 : 1; /* as the engine reads it */
@@ -225,21 +341,7 @@ int main(int argc, char **argv)
     /* Orders: gathered to rank 0 so that they print in rank order. */
     int order[NCOMMS];
     make_order(g_rank, order);
-    int *all = g_rank == 0 ? malloc(sizeof(int) * NCOMMS * (size_t)g_nranks) : NULL;
-    MPI_Gather(order, NCOMMS, MPI_INT, all, NCOMMS, MPI_INT, 0, MPI_COMM_WORLD);
-    if (g_rank == 0) {
-        printf("submission order of the communicators on each rank:\n");
-        for (int r = 0; r < g_nranks; r++) {
-            printf("  rank %d:", r);
-            for (int k = 0; k < NCOMMS; k++)
-                printf(" %d", all[r * NCOMMS + k]);
-            printf("\n");
-        }
-        printf("every rank first submits all 8, then waits for all 8%s\n",
-               deadline > 0 ? "" : " (no deadline)");
-        fflush(stdout);
-        free(all);
-    }
+    print_orders(order, deadline);
 
     float *send[NCOMMS], *recv[NCOMMS];
     void *dsend[NCOMMS] = {0}, *drecv[NCOMMS] = {0}; /* device twins in GPU mode */
@@ -285,35 +387,7 @@ int main(int argc, char **argv)
             if (r != dfcclSuccess)
                 fail("dfcclAllReduce", r);
         }
-        /* Wait for all, by polling, so that a deadline can be kept. */
-        int pending = NCOMMS;
-        double last_progress = MPI_Wtime();
-        while (pending > 0) {
-            int progressed = 0;
-            for (int k = 0; k < NCOMMS; k++) {
-                int c = order[k];
-                if (!req[c])
-                    continue;
-                int done = 0;
-                dfcclResult_t r = dfcclTest(&req[c], &done);
-                if (r != dfcclSuccess) {
-                    char what[64];
-                    snprintf(what, sizeof what, "all-reduce on comm %d", c);
-                    fail(what, r);
-                }
-                if (done) {
-                    pending--;
-                    progressed = 1;
-                }
-            }
-            double now = MPI_Wtime();
-            if (progressed)
-                last_progress = now;
-            else if (deadline > 0 && now - last_progress > deadline)
-                deadlocked(deadline, order, req, it, 0);
-            else
-                sched_yield();
-        }
+        wait_all(req, order, deadline, it);
 #ifdef DFCCL_DEMO_CUDA
         if (use_gpu)
             for (int c = 0; c < NCOMMS; c++)
@@ -344,47 +418,7 @@ int main(int argc, char **argv)
     uint64_t wrong_all = 0;
     MPI_Allreduce(&wrong, &wrong_all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
 
-    /* Statistics per communicator, summed over ranks. */
-    uint64_t mine[NCOMMS][6], sum[NCOMMS][6];
-    for (int c = 0; c < NCOMMS; c++) {
-        dfcclStats_t st;
-        dfcclResult_t r = dfcclCommGetStats(comms[c], &st);
-        if (r != dfcclSuccess)
-            fail("dfcclCommGetStats", r);
-        mine[c][0] = st.submitted;
-        mine[c][1] = st.completed;
-        mine[c][2] = st.preemptions;
-        mine[c][3] = st.stalls;
-        mine[c][4] = st.stall_ns;
-        mine[c][5] = st.shm_bytes;
-    }
-    MPI_Reduce(mine, sum, NCOMMS * 6, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-
-    if (g_rank == 0) {
-        if (wrong_all == 0)
-            printf("dfccl: all %d collectives completed on every rank in %d iterations, "
-                   "results correct (%.3f s)\n",
-                   NCOMMS, iters, elapsed);
-        else
-            printf("dfccl: all %d collectives completed on every rank in %d iterations, "
-                   "but %" PRIu64 " results are WRONG\n",
-                   NCOMMS, iters, wrong_all);
-        printf("per communicator, summed over the %d ranks:\n", g_nranks);
-        printf("  %4s %10s %9s %9s %11s %9s %11s\n", "comm", "floats", "submitted", "completed",
-               "preemptions", "stalls", "stalled_ms");
-        uint64_t tp = 0, ts = 0;
-        for (int c = 0; c < NCOMMS; c++) {
-            printf("  %4d %10zu %9" PRIu64 " %9" PRIu64 " %11" PRIu64 " %9" PRIu64 " %11.3f\n", c, counts[c],
-                   sum[c][0], sum[c][1], sum[c][2], sum[c][3], (double)sum[c][4] / 1e6);
-            tp += sum[c][2];
-            ts += sum[c][3];
-        }
-        printf("  total preemptions %" PRIu64 ", stalls %" PRIu64 "\n", tp, ts);
-        if (preempt && tp > 0)
-            printf("a preemption is dfccl setting aside a collective that waited on a peer and "
-                   "running another one: that is what kept the ranks from deadlocking\n");
-        fflush(stdout);
-    }
+    print_summary(comms, wrong_all, elapsed, iters, preempt);
 
     for (int c = 0; c < NCOMMS; c++) {
         dfcclResult_t r = dfcclCommDestroy(comms[c]);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "../mpi/test_common.h"
+#include "../tc_cuda.h" /* tc_cuda_pick */
 #include "dfccl_mpi.h"
 
 #define CU(call)                                                                                             \
@@ -520,18 +521,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--comms") && i + 1 < argc)
             ncomms = atoi(argv[++i]);
     }
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        if (tc_rank == 0)
-            printf("SKIP: t_gpu needs a CUDA device\n");
-        MPI_Finalize();
-        return 77;
-    }
-    MPI_Comm local;
-    int lrank;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-    MPI_Comm_rank(local, &lrank);
-    CU(cudaSetDevice(lrank % ndev));
+    tc_cuda_pick(tc_rank, "SKIP: t_gpu needs a CUDA device", 77, NULL);
     /* the memory-kind query, on every kind of allocation, before any communicator */
     {
         void *d = NULL, *m = NULL, *h = NULL, *pg = malloc(64);
@@ -581,7 +571,6 @@ int main(int argc, char **argv)
     int any = 0;
     MPI_Allreduce(&fail, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     CHECK(dfcclCommDestroy(comm));
-    MPI_Comm_free(&local);
     if (tc_rank == 0)
         printf(any ? "FAILED\n" : "OK\n");
     MPI_Finalize();

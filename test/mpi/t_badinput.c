@@ -96,30 +96,15 @@ static int cb_fail(const void *s, void *r, size_t bytes, void *ctx)
     return -1;
 }
 
-int main(int argc, char **argv)
+/* A stale handle, before any other communicator is created: C was destroyed; then a new
+ * communicator, most likely in C's slot of the handle table. */
+static void check_stale(dfcclComm_t C, float *sb, float *rb, size_t n)
 {
-    MPI_Init(&argc, &argv);
-    tc_init_world();
-    (void)argc;
-    (void)argv;
-    P = tc_size;
-    me = tc_rank;
-
-    dfcclComm_t C; /* destroyed early: its stale handle must be rejected */
-    CHECK(dfcclCommInitMPI(&A, MPI_COMM_WORLD));
-    CHECK(dfcclCommInitMPI(&B, MPI_COMM_WORLD));
-    CHECK(dfcclCommInitMPI(&C, MPI_COMM_WORLD));
-
-    const size_t n = 64; /* elements per rank */
-    float *sb = tc_malloc(n * (size_t)P * sizeof(double));
-    float *rb = tc_malloc(n * (size_t)P * sizeof(double));
-    memset(sb, 0, n * (size_t)P * sizeof(double));
-    dfcclRequest_t req = NULL;
     const dfcclDataType_t F = dfcclFloat32;
-    int st_rank, st_size, done;
+    dfcclRequest_t req = NULL;
+    int st_rank, st_size;
     dfcclStats_t stats;
 
-    /* ---- stale handle first, before any other communicator is created ---- */
     CHECK(dfcclCommDestroy(C));
     BAD_STALE(dfcclAllReduce(sb, rb, n, F, dfcclSum, C, &req));
     BAD_STALE(dfcclReduce(sb, rb, n, F, dfcclSum, 0, C, &req));
@@ -161,6 +146,15 @@ int main(int argc, char **argv)
     if (tc_rank == 0)
         printf("stale handle: the new communicator %s the destroyed one's slot\n",
                reused ? "reused" : "did not reuse");
+}
+
+/* NULL communicators, NULL buffers with count > 0, partly overlapping buffers */
+static void check_null_args(float *sb, float *rb, size_t n)
+{
+    const dfcclDataType_t F = dfcclFloat32;
+    dfcclRequest_t req = NULL;
+    int st_rank, st_size;
+    dfcclStats_t stats;
 
     /* ---- NULL communicator ---- */
     BAD("comm", dfcclAllReduce(sb, rb, n, F, dfcclSum, NULL, &req));
@@ -195,24 +189,35 @@ int main(int argc, char **argv)
     BAD("overlap", dfcclBroadcast(sb + 2, sb, n, F, me, A, &req));        /* on the root */
     BAD("overlap", dfcclAllToAll(sb, sb + 1, n, F, A, &req));
     BAD("recvbuf", dfcclAllToAll(sb, NULL, n, F, A, &req));
+}
 
-    /* ---- a count larger than the buffers: that is the reason, not an overlap ---- */
-    {
-        const size_t huge = (size_t)1 << 40;
-        BAD("count 1099511627776 is larger than", dfcclAllReduce(sb, rb, huge, F, dfcclSum, A, &req));
-        BAD("is larger than", dfcclReduce(sb, rb, huge, F, dfcclSum, me, A, &req)); /* on the root */
-        BAD("is larger than", dfcclAllGather(sb, rb, huge >> 4, F, A, &req));
-        BAD("is larger than", dfcclAllToAll(sb, rb, huge >> 4, F, A, &req));
-        BAD("is larger than", dfcclReduceScatter(sb, rb, huge >> 4, F, dfcclSum, A, &req));
-        size_t *cnt = tc_malloc(sizeof(size_t) * (size_t)P), *dsp = tc_malloc(sizeof(size_t) * (size_t)P);
-        for (int p = 0; p < P; p++) {
-            cnt[p] = huge >> 4;
-            dsp[p] = (size_t)p * (huge >> 4);
-        }
-        BAD("reach past", dfcclAllToAllv(sb, cnt, dsp, rb, cnt, dsp, F, A, &req));
-        free(cnt);
-        free(dsp);
+/* a count larger than the buffers: that is the reason, not an overlap */
+static void check_huge_counts(float *sb, float *rb)
+{
+    const dfcclDataType_t F = dfcclFloat32;
+    dfcclRequest_t req = NULL;
+
+    const size_t huge = (size_t)1 << 40;
+    BAD("count 1099511627776 is larger than", dfcclAllReduce(sb, rb, huge, F, dfcclSum, A, &req));
+    BAD("is larger than", dfcclReduce(sb, rb, huge, F, dfcclSum, me, A, &req)); /* on the root */
+    BAD("is larger than", dfcclAllGather(sb, rb, huge >> 4, F, A, &req));
+    BAD("is larger than", dfcclAllToAll(sb, rb, huge >> 4, F, A, &req));
+    BAD("is larger than", dfcclReduceScatter(sb, rb, huge >> 4, F, dfcclSum, A, &req));
+    size_t *cnt = tc_malloc(sizeof(size_t) * (size_t)P), *dsp = tc_malloc(sizeof(size_t) * (size_t)P);
+    for (int p = 0; p < P; p++) {
+        cnt[p] = huge >> 4;
+        dsp[p] = (size_t)p * (huge >> 4);
     }
+    BAD("reach past", dfcclAllToAllv(sb, cnt, dsp, rb, cnt, dsp, F, A, &req));
+    free(cnt);
+    free(dsp);
+}
+
+/* NULL request_p; datatype, op and root out of range; bitwise ops on floating types */
+static void check_ranges(float *sb, float *rb, size_t n)
+{
+    const dfcclDataType_t F = dfcclFloat32;
+    dfcclRequest_t req = NULL;
 
     /* ---- NULL request_p ---- */
     BAD("request", dfcclAllReduce(sb, rb, n, F, dfcclSum, A, NULL));
@@ -266,6 +271,12 @@ int main(int argc, char **argv)
         BAD("root", dfcclReduce(sb, rb, n, F, dfcclSum, bad_roots[i], A, &req));
         BAD("root", dfcclBroadcast(sb, rb, n, F, bad_roots[i], A, &req));
     }
+}
+
+/* NULL output pointers of the other calls; the version; every error string */
+static void check_null_outputs(void)
+{
+    int done;
 
     /* ---- NULL output pointers of the other calls ---- */
     BAD(NULL, dfcclCommRank(A, NULL));
@@ -292,148 +303,195 @@ int main(int argc, char **argv)
         if (!s || !*s)
             TC_FAIL("dfcclGetErrorString(%d) is NULL or empty", code);
     }
+}
 
-    /* ---- request handles: a stale copy, one request twice, forged words ---- */
-    {
-        dfcclRequest_t r1 = NULL, r2 = NULL, copy, forged;
-        CHECK(dfcclAllReduce(sb, rb, n, F, dfcclSum, A, &r1));
-        copy = r1;
-        CHECK(dfcclWait(&r1));
-        a_submitted++;
-        const dfcclRequest_t stale = copy;
-        BAD("request_p", dfcclWait(&copy));
-        BAD("request_p", dfcclTest(&copy, &done));
-        if (copy != stale)
-            TC_FAIL("a rejected wait changed the caller's (stale) request handle");
-        /* a new request, most likely in the completed one's slot: the copy still names nothing */
-        CHECK(dfcclAllReduce(sb, rb, n, F, dfcclSum, A, &r2));
-        BAD("request_p", dfcclWait(&copy));
-        dfcclRequest_t twice[3] = {r2, NULL, r2};
-        BAD("requests[0] and requests[2]", dfcclWaitAll(3, twice));
-        if (twice[0] != r2 || twice[2] != r2)
-            TC_FAIL("a rejected dfcclWaitAll changed its requests");
-        dfcclRequest_t mixed[2] = {r2, copy};
-        BAD("requests[1]", dfcclWaitAll(2, mixed));
-        CHECK(dfcclWait(&r2)); /* nothing above waited on it */
-        a_submitted++;
-        BAD("request_p", dfcclWait(&twice[2])); /* the second copy, after the first's wait */
-        forged = (dfcclRequest_t)0x1;
-        BAD("request_p", dfcclWait(&forged));
-        forged = (dfcclRequest_t)A; /* a communicator's handle is no request */
-        BAD("request_p", dfcclTest(&forged, &done));
-        forged = (dfcclRequest_t)(uintptr_t)~0ull;
-        BAD("request_p", dfcclWait(&forged));
-        /* many requests (the sorted check), one of them twice */
-        enum { NR = 40 };
-        dfcclRequest_t many[NR + 1];
-        for (int i = 0; i < NR; i++)
-            CHECK(dfcclBarrier(A, &many[i]));
-        many[NR] = many[7];
-        BAD("requests[7] and requests[40]", dfcclWaitAll(NR + 1, many));
-        CHECK(dfcclWaitAll(NR, many));
-        a_submitted += NR;
-        for (int i = 0; i < NR; i++)
-            if (many[i])
-                TC_FAIL("request %d not NULL after dfcclWaitAll", i);
-        BAD("requests[0]", dfcclWaitAll(1, &many[NR]));
+/* request handles: a stale copy, one request twice, forged words */
+static void check_request_handles(float *sb, float *rb, size_t n)
+{
+    const dfcclDataType_t F = dfcclFloat32;
+    int done;
+
+    dfcclRequest_t r1 = NULL, r2 = NULL, copy, forged;
+    CHECK(dfcclAllReduce(sb, rb, n, F, dfcclSum, A, &r1));
+    copy = r1;
+    CHECK(dfcclWait(&r1));
+    a_submitted++;
+    const dfcclRequest_t stale = copy;
+    BAD("request_p", dfcclWait(&copy));
+    BAD("request_p", dfcclTest(&copy, &done));
+    if (copy != stale)
+        TC_FAIL("a rejected wait changed the caller's (stale) request handle");
+    /* a new request, most likely in the completed one's slot: the copy still names nothing */
+    CHECK(dfcclAllReduce(sb, rb, n, F, dfcclSum, A, &r2));
+    BAD("request_p", dfcclWait(&copy));
+    dfcclRequest_t twice[3] = {r2, NULL, r2};
+    BAD("requests[0] and requests[2]", dfcclWaitAll(3, twice));
+    if (twice[0] != r2 || twice[2] != r2)
+        TC_FAIL("a rejected dfcclWaitAll changed its requests");
+    dfcclRequest_t mixed[2] = {r2, copy};
+    BAD("requests[1]", dfcclWaitAll(2, mixed));
+    CHECK(dfcclWait(&r2)); /* nothing above waited on it */
+    a_submitted++;
+    BAD("request_p", dfcclWait(&twice[2])); /* the second copy, after the first's wait */
+    forged = (dfcclRequest_t)0x1;
+    BAD("request_p", dfcclWait(&forged));
+    forged = (dfcclRequest_t)A; /* a communicator's handle is no request */
+    BAD("request_p", dfcclTest(&forged, &done));
+    forged = (dfcclRequest_t)(uintptr_t)~0ull;
+    BAD("request_p", dfcclWait(&forged));
+    /* many requests (the sorted check), one of them twice */
+    enum { NR = 40 };
+    dfcclRequest_t many[NR + 1];
+    for (int i = 0; i < NR; i++)
+        CHECK(dfcclBarrier(A, &many[i]));
+    many[NR] = many[7];
+    BAD("requests[7] and requests[40]", dfcclWaitAll(NR + 1, many));
+    CHECK(dfcclWaitAll(NR, many));
+    a_submitted += NR;
+    for (int i = 0; i < NR; i++)
+        if (many[i])
+            TC_FAIL("request %d not NULL after dfcclWaitAll", i);
+    BAD("requests[0]", dfcclWaitAll(1, &many[NR]));
+}
+
+/* count 0 with NULL buffers is legal (collective: every rank does it) */
+static void check_count0(void)
+{
+    const dfcclDataType_t F = dfcclFloat32;
+
+    dfcclRequest_t z[8] = {NULL};
+    int root = P - 1;
+    CHECK(dfcclAllReduce(NULL, NULL, 0, F, dfcclSum, A, &z[0]));
+    CHECK(dfcclReduce(NULL, NULL, 0, dfcclInt64, dfcclMax, root, A, &z[1]));
+    CHECK(dfcclBroadcast(NULL, NULL, 0, dfcclUint8, root, A, &z[2]));
+    CHECK(dfcclAllGather(NULL, NULL, 0, dfcclFloat16, A, &z[3]));
+    CHECK(dfcclReduceScatter(NULL, NULL, 0, dfcclBfloat16, dfcclMin, A, &z[4]));
+    CHECK(dfcclAllToAll(NULL, NULL, 0, dfcclFloat64, A, &z[5]));
+    CHECK(dfcclAllReduce(NULL, NULL, 0, dfcclUint32, dfcclBxor, A, &z[6]));
+    CHECK(dfcclBarrier(A, &z[7]));
+    a_submitted += 8;
+    for (int i = 0; i < 8; i++)
+        if (z[i] == NULL)
+            TC_FAIL("count-0 collective %d returned a NULL request", i);
+    CHECK(dfcclWaitAll(8, z));
+    for (int i = 0; i < 8; i++)
+        if (z[i] != NULL)
+            TC_FAIL("count-0 request %d not NULL after dfcclWaitAll", i);
+    good_on(A, "count-0 collectives");
+    good_on(B, "count-0 collectives");
+}
+
+/* dfcclCommInit argument checks (local: the callback must not be called) */
+static void check_comm_init(void)
+{
+    dfcclComm_t x = NULL;
+    cb_calls = 0;
+    BAD("rank", dfcclCommInit(&x, P, -1, cb_fail, NULL));
+    BAD("rank", dfcclCommInit(&x, P, P, cb_fail, NULL));
+    BAD("rank", dfcclCommInit(&x, P, P + 100, cb_fail, NULL));
+    BAD("nranks", dfcclCommInit(&x, 0, 0, cb_fail, NULL));
+    BAD("nranks", dfcclCommInit(&x, -3, 0, cb_fail, NULL));
+    BAD("allgather", dfcclCommInit(&x, P, me, NULL, NULL));
+    BAD("comm", dfcclCommInit(NULL, P, me, cb_fail, NULL));
+    if (cb_calls != 0)
+        TC_FAIL("dfcclCommInit called the bootstrap all-gather %d times for invalid arguments", cb_calls);
+    /* valid arguments, failing bootstrap (every rank fails locally) */
+    dfcclResult_t r = dfcclCommInit(&x, P, me, cb_fail, NULL);
+    if (r != dfcclBootstrapError)
+        TC_FAIL("dfcclCommInit with a failing all-gather returned %d (%s), expected %d; last "
+                "error \"%s\"",
+                (int)r, dfcclGetErrorString(r), (int)dfcclBootstrapError, dfcclGetLastError());
+    if (cb_calls < 1)
+        TC_FAIL("dfcclCommInit returned dfcclBootstrapError without calling the all-gather");
+    MPI_Barrier(MPI_COMM_WORLD);
+    good_on(A, "failed dfcclCommInit");
+    good_on(B, "failed dfcclCommInit");
+    /* nranks larger than the processes the all-gather spans, and every process
+     * passing rank 0: named as such (not as a knob that differs), on every rank */
+    BAD("spans fewer processes", dfcclCommInit(&x, P + 1, me, mpi_ag, NULL));
+    if (x)
+        TC_FAIL("a failed dfcclCommInit left a communicator");
+    if (P > 1)
+        BAD("passed the same rank", dfcclCommInit(&x, P, 0, mpi_ag, NULL));
+}
+
+/* destroy with a collective pending: it completes with dfcclCommAborted */
+static void check_destroy_pending(float *sb, float *rb, size_t n)
+{
+    const dfcclDataType_t F = dfcclFloat32;
+    int done;
+
+    if (P < 2)
+        return;
+    dfcclComm_t D;
+    CHECK(dfcclCommInitMPI(&D, MPI_COMM_WORLD));
+    if (me == 0) {
+        /* only rank 0 submits: the collective can never complete */
+        dfcclRequest_t pr = NULL;
+        CHECK(dfcclAllReduce(sb, rb, n, F, dfcclSum, D, &pr));
+        for (int i = 0; i < 20; i++) {
+            CHECK(dfcclTest(&pr, &done));
+            if (done)
+                TC_FAIL("an allreduce submitted on rank 0 only completed");
+            tc_sleep_us(1000);
+        }
+        CHECK(dfcclCommDestroy(D));
+        dfcclResult_t r = dfcclWait(&pr);
+        if (r != dfcclCommAborted)
+            TC_FAIL("pending allreduce of a destroyed communicator completed with %d (%s), "
+                    "expected %d (dfcclCommAborted)",
+                    (int)r, dfcclGetErrorString(r), (int)dfcclCommAborted);
+        if (pr != NULL)
+            TC_FAIL("dfcclWait left the aborted request non-NULL");
+    } else {
+        CHECK(dfcclCommDestroy(D));
     }
+    MPI_Barrier(MPI_COMM_WORLD);
+    good_on(A, "destroy with a pending collective");
+    good_on(B, "destroy with a pending collective");
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    tc_init_world();
+    (void)argc;
+    (void)argv;
+    P = tc_size;
+    me = tc_rank;
+
+    dfcclComm_t C; /* destroyed early: its stale handle must be rejected */
+    CHECK(dfcclCommInitMPI(&A, MPI_COMM_WORLD));
+    CHECK(dfcclCommInitMPI(&B, MPI_COMM_WORLD));
+    CHECK(dfcclCommInitMPI(&C, MPI_COMM_WORLD));
+
+    const size_t n = 64; /* elements per rank */
+    float *sb = tc_malloc(n * (size_t)P * sizeof(double));
+    float *rb = tc_malloc(n * (size_t)P * sizeof(double));
+    memset(sb, 0, n * (size_t)P * sizeof(double));
+
+    check_stale(C, sb, rb, n);
+    check_null_args(sb, rb, n);
+    check_huge_counts(sb, rb);
+    check_ranges(sb, rb, n);
+    check_null_outputs();
+    check_request_handles(sb, rb, n);
 
     /* A, having rejected all of the above, still works */
     good_on(A, "all bad calls on A");
 
-    /* ---- count 0 with NULL buffers is legal (collective: every rank does it) ---- */
-    {
-        dfcclRequest_t z[8] = {NULL};
-        int root = P - 1;
-        CHECK(dfcclAllReduce(NULL, NULL, 0, F, dfcclSum, A, &z[0]));
-        CHECK(dfcclReduce(NULL, NULL, 0, dfcclInt64, dfcclMax, root, A, &z[1]));
-        CHECK(dfcclBroadcast(NULL, NULL, 0, dfcclUint8, root, A, &z[2]));
-        CHECK(dfcclAllGather(NULL, NULL, 0, dfcclFloat16, A, &z[3]));
-        CHECK(dfcclReduceScatter(NULL, NULL, 0, dfcclBfloat16, dfcclMin, A, &z[4]));
-        CHECK(dfcclAllToAll(NULL, NULL, 0, dfcclFloat64, A, &z[5]));
-        CHECK(dfcclAllReduce(NULL, NULL, 0, dfcclUint32, dfcclBxor, A, &z[6]));
-        CHECK(dfcclBarrier(A, &z[7]));
-        a_submitted += 8;
-        for (int i = 0; i < 8; i++)
-            if (z[i] == NULL)
-                TC_FAIL("count-0 collective %d returned a NULL request", i);
-        CHECK(dfcclWaitAll(8, z));
-        for (int i = 0; i < 8; i++)
-            if (z[i] != NULL)
-                TC_FAIL("count-0 request %d not NULL after dfcclWaitAll", i);
-        good_on(A, "count-0 collectives");
-        good_on(B, "count-0 collectives");
-    }
+    check_count0();
 
     /* statistics of A count only the accepted collectives */
+    dfcclStats_t stats;
     CHECK(dfcclCommGetStats(A, &stats));
     if (stats.submitted != a_submitted || stats.completed != a_submitted)
         TC_FAIL("stats of A: submitted=%llu completed=%llu, expected %llu (rejected calls must not count)",
                 (unsigned long long)stats.submitted, (unsigned long long)stats.completed,
                 (unsigned long long)a_submitted);
 
-    /* ---- dfcclCommInit argument checks (local: the callback must not be called) ---- */
-    {
-        dfcclComm_t x = NULL;
-        cb_calls = 0;
-        BAD("rank", dfcclCommInit(&x, P, -1, cb_fail, NULL));
-        BAD("rank", dfcclCommInit(&x, P, P, cb_fail, NULL));
-        BAD("rank", dfcclCommInit(&x, P, P + 100, cb_fail, NULL));
-        BAD("nranks", dfcclCommInit(&x, 0, 0, cb_fail, NULL));
-        BAD("nranks", dfcclCommInit(&x, -3, 0, cb_fail, NULL));
-        BAD("allgather", dfcclCommInit(&x, P, me, NULL, NULL));
-        BAD("comm", dfcclCommInit(NULL, P, me, cb_fail, NULL));
-        if (cb_calls != 0)
-            TC_FAIL("dfcclCommInit called the bootstrap all-gather %d times for invalid arguments", cb_calls);
-        /* valid arguments, failing bootstrap (every rank fails locally) */
-        dfcclResult_t r = dfcclCommInit(&x, P, me, cb_fail, NULL);
-        if (r != dfcclBootstrapError)
-            TC_FAIL("dfcclCommInit with a failing all-gather returned %d (%s), expected %d; last "
-                    "error \"%s\"",
-                    (int)r, dfcclGetErrorString(r), (int)dfcclBootstrapError, dfcclGetLastError());
-        if (cb_calls < 1)
-            TC_FAIL("dfcclCommInit returned dfcclBootstrapError without calling the all-gather");
-        MPI_Barrier(MPI_COMM_WORLD);
-        good_on(A, "failed dfcclCommInit");
-        good_on(B, "failed dfcclCommInit");
-        /* nranks larger than the processes the all-gather spans, and every process
-         * passing rank 0: named as such (not as a knob that differs), on every rank */
-        BAD("spans fewer processes", dfcclCommInit(&x, P + 1, me, mpi_ag, NULL));
-        if (x)
-            TC_FAIL("a failed dfcclCommInit left a communicator");
-        if (P > 1)
-            BAD("passed the same rank", dfcclCommInit(&x, P, 0, mpi_ag, NULL));
-    }
-
-    /* ---- destroy with a collective pending: it completes with dfcclCommAborted ---- */
-    if (P > 1) {
-        dfcclComm_t D;
-        CHECK(dfcclCommInitMPI(&D, MPI_COMM_WORLD));
-        if (me == 0) {
-            /* only rank 0 submits: the collective can never complete */
-            dfcclRequest_t pr = NULL;
-            CHECK(dfcclAllReduce(sb, rb, n, F, dfcclSum, D, &pr));
-            for (int i = 0; i < 20; i++) {
-                CHECK(dfcclTest(&pr, &done));
-                if (done)
-                    TC_FAIL("an allreduce submitted on rank 0 only completed");
-                tc_sleep_us(1000);
-            }
-            CHECK(dfcclCommDestroy(D));
-            dfcclResult_t r = dfcclWait(&pr);
-            if (r != dfcclCommAborted)
-                TC_FAIL("pending allreduce of a destroyed communicator completed with %d (%s), "
-                        "expected %d (dfcclCommAborted)",
-                        (int)r, dfcclGetErrorString(r), (int)dfcclCommAborted);
-            if (pr != NULL)
-                TC_FAIL("dfcclWait left the aborted request non-NULL");
-        } else {
-            CHECK(dfcclCommDestroy(D));
-        }
-        MPI_Barrier(MPI_COMM_WORLD);
-        good_on(A, "destroy with a pending collective");
-        good_on(B, "destroy with a pending collective");
-    }
+    check_comm_init();
+    check_destroy_pending(sb, rb, n);
 
     CHECK(dfcclCommDestroy(A));
     CHECK(dfcclCommDestroy(B));

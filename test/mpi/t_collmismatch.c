@@ -24,6 +24,9 @@
 #include <cuda_runtime.h>
 #endif
 #include "test_common.h"
+#ifdef TM_DEVICE
+#include "../tc_cuda.h" /* tc_cuda_pick */
+#endif
 
 #define DEADLINE_S 20.0
 
@@ -89,14 +92,7 @@ int main(int argc, char **argv)
     }
     const int odd = tc_rank == tc_size - 1;
 #ifdef TM_DEVICE
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        if (tc_rank == 0)
-            printf("SKIP: no CUDA device\n");
-        MPI_Finalize();
-        return 0;
-    }
-    cudaSetDevice(tc_rank % ndev);
+    tc_cuda_pick(tc_rank, "SKIP: no CUDA device", 0, NULL);
 #endif
     dfcclComm_t A, B;
     CHECK(dfcclCommInitMPI(&A, MPI_COMM_WORLD));

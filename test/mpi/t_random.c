@@ -14,6 +14,34 @@
 
 #define MAXPER 3
 
+/* One random collective on communicator comm (P ranks, this one me): the same draws, in
+ * the same order, on each of its ranks. */
+static void random_case(tc_case_t *c, tc_rng_t *g, size_t max_elems, dfcclComm_t comm, int P, int me,
+                        int label)
+{
+    memset(c, 0, sizeof *c);
+    c->coll = (tc_coll_t)tc_rng_below(g, TC_NCOLL);
+    tc_random_type_op(g, c->coll, &c->t, &c->op);
+    /* size: 0 with 1/10 probability, else log-uniform in [1, max_elems] */
+    size_t count = 0;
+    if (tc_rng_below(g, 10) != 0) {
+        double u = (double)tc_rng_below(g, 1u << 20) / (double)(1u << 20);
+        count = (size_t)exp(u * log((double)max_elems));
+    }
+    if (c->coll == TC_ALLGATHER || c->coll == TC_ALLTOALL || c->coll == TC_REDUCESCATTER)
+        if (count > max_elems / (size_t)P)
+            count = max_elems / (size_t)P;
+    c->count = count;
+    c->inplace = tc_coll_has_inplace(c->coll) ? (int)tc_rng_below(g, 2) : 0;
+    c->root = tc_coll_has_root(c->coll) ? (int)tc_rng_below(g, (uint64_t)P) : 0;
+    c->seed = tc_rng_next(g);
+    c->misalign = tc_rng_below(g, 4) == 0;
+    c->comm = comm;
+    c->P = P;
+    c->me = me;
+    c->label = label;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -61,30 +89,8 @@ int main(int argc, char **argv)
             tc_rng_t g;
             tc_rng_seed(&g, tc_mix(seed0) ^ ((uint64_t)round << 40) ^ ((uint64_t)k << 16));
             nper[k] = 1 + (int)tc_rng_below(&g, MAXPER);
-            for (int m = 0; m < nper[k]; m++) {
-                tc_case_t *c = &cases[k * MAXPER + m];
-                memset(c, 0, sizeof *c);
-                c->coll = (tc_coll_t)tc_rng_below(&g, TC_NCOLL);
-                tc_random_type_op(&g, c->coll, &c->t, &c->op);
-                /* size: 0 with 1/10 probability, else log-uniform in [1, max_elems] */
-                size_t count = 0;
-                if (tc_rng_below(&g, 10) != 0) {
-                    double u = (double)tc_rng_below(&g, 1u << 20) / (double)(1u << 20);
-                    count = (size_t)exp(u * log((double)max_elems));
-                }
-                if (c->coll == TC_ALLGATHER || c->coll == TC_ALLTOALL || c->coll == TC_REDUCESCATTER)
-                    if (count > max_elems / (size_t)P[k])
-                        count = max_elems / (size_t)P[k];
-                c->count = count;
-                c->inplace = tc_coll_has_inplace(c->coll) ? (int)tc_rng_below(&g, 2) : 0;
-                c->root = tc_coll_has_root(c->coll) ? (int)tc_rng_below(&g, (uint64_t)P[k]) : 0;
-                c->seed = tc_rng_next(&g);
-                c->misalign = tc_rng_below(&g, 4) == 0;
-                c->comm = dc[k];
-                c->P = P[k];
-                c->me = me[k];
-                c->label = k;
-            }
+            for (int m = 0; m < nper[k]; m++)
+                random_case(&cases[k * MAXPER + m], &g, max_elems, dc[k], P[k], me[k], k);
             next[k] = 0;
         }
         /* 2. this rank's own interleaving, keeping each communicator's order */

@@ -29,6 +29,9 @@
 
 #include "test_common.h"
 #include "dfccl_mpi.h"
+#ifdef TV_DEVICE
+#include "../tc_cuda.h" /* tc_cuda_pick */
+#endif
 
 #define SENT 0xA5
 
@@ -565,14 +568,7 @@ int main(int argc, char **argv)
     if (tc_size > 64)
         TC_FAIL("at most 64 ranks");
 #ifdef TV_DEVICE
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        if (tc_rank == 0)
-            printf("SKIP: no CUDA device\n");
-        MPI_Finalize();
-        return 0;
-    }
-    cudaSetDevice(tc_rank % ndev);
+    tc_cuda_pick(tc_rank, "SKIP: no CUDA device", 0, NULL);
 #endif
     CHECK(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
     CHECK(dfcclCommRank(comm, &me));

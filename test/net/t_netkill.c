@@ -130,6 +130,186 @@ static dfcclResult_t wait_polling(dfcclRequest_t *req)
     }
 }
 
+/* --teardown: rounds of create, one checked allreduce, destroy; then nothing may have
+ * leaked (file descriptors, threads, resident memory). Finalizes MPI; returns the exit
+ * status. */
+static int run_teardown(dfcclComm_t comm, int teardown, size_t count, int keep, int keep_sub)
+{
+    dfcclComm_t kept = keep ? comm : NULL;
+    if (!keep)
+        CHECK(dfcclCommDestroy(comm));
+    MPI_Comm sub = MPI_COMM_NULL;
+    if (keep_sub) {
+        MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, tc_rank == tc_size - 1 ? MPI_UNDEFINED : 0, tc_rank, &sub));
+        if (sub != MPI_COMM_NULL)
+            CHECK(dfcclCommInitMPI(&kept, sub));
+    }
+    int fds0 = -1, tasks0 = -1;
+    long rss0 = -1, rssm = -1; /* rssm: halfway between round 10 and the last */
+    const int mid = (10 + teardown - 1) / 2;
+    for (int round = 0; round < teardown; round++) {
+        CHECK(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
+        tc_case_t c;
+        memset(&c, 0, sizeof c);
+        c.coll = TC_ALLREDUCE;
+        c.t = dfcclFloat32;
+        c.op = dfcclSum;
+        c.count = count;
+        c.seed = 1000 + (uint64_t)round;
+        c.comm = comm;
+        c.P = tc_size;
+        c.me = tc_rank;
+        tc_case_setup(&c);
+        tc_case_submit(&c);
+        dfcclResult_t r = dfcclWait(&c.req);
+        if (r != dfcclSuccess)
+            TC_FAIL("round %d: allreduce failed: %d (%s): %s", round, (int)r, result_name(r),
+                    dfcclGetLastError());
+        if (tc_case_check(&c))
+            TC_FAIL("round %d: allreduce gave wrong results", round);
+        tc_case_free(&c);
+        CHECK(dfcclCommDestroy(comm));
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (round == 10 || (round == teardown - 1 && fds0 < 0)) {
+            fds0 = proc_entries("/proc/self/fd");
+            tasks0 = proc_entries("/proc/self/task");
+            rss0 = proc_rss_kb();
+        }
+        if (round == mid && round > 10)
+            rssm = proc_rss_kb();
+    }
+    /* a socket or thread of the last round may still be closing (a loaded machine): a
+     * leak stays, a close in flight goes within a second */
+    int fds1 = proc_entries("/proc/self/fd"), tasks1 = proc_entries("/proc/self/task");
+    for (int i = 0; i < 20 && (fds1 > fds0 || tasks1 > tasks0); i++) {
+        tc_sleep_us(50000);
+        fds1 = proc_entries("/proc/self/fd");
+        tasks1 = proc_entries("/proc/self/task");
+    }
+    const long rss1 = proc_rss_kb();
+    if (kept) {
+        tc_checked_allreduce_on(kept, sub != MPI_COMM_NULL ? tc_size - 1 : tc_size, tc_rank,
+                                "allreduce on the kept communicator");
+        CHECK(dfcclCommDestroy(kept));
+    }
+    if (sub != MPI_COMM_NULL)
+        MPI_Comm_free(&sub);
+    printf("rank %d: after round 10: %d fds, %d threads, rss %ld kB; after %d: %d fds, %d threads, rss %ld "
+           "kB\n",
+           tc_rank, fds0, tasks0, rss0, teardown, fds1, tasks1, rss1);
+    if (fds1 > fds0)
+        TC_FAIL("file descriptors grew from %d to %d over %d communicators", fds0, fds1, teardown - 11);
+    if (tasks1 > tasks0)
+        TC_FAIL("threads grew from %d to %d over %d communicators", tasks0, tasks1, teardown - 11);
+    /* a leak grows with every communicator, so in both halves; an allocator's one-off
+     * step (a UCX memory pool taking its next 8 MiB chunk under a loaded machine) lands
+     * in one half only, and is bounded by the total */
+    const long grow1 = rssm >= 0 ? rssm - rss0 : rss1 - rss0, grow2 = rssm >= 0 ? rss1 - rssm : 0;
+    if ((grow1 > 1024 && grow2 > 1024) || rss1 - rss0 > 32768)
+        TC_FAIL("resident memory grew by %ld kB then %ld kB over %d communicators", grow1, grow2,
+                teardown - 11);
+    if (tc_rank == 0)
+        printf("OK\n");
+    MPI_Finalize();
+    return 0;
+}
+
+#ifdef TK_DEVICE
+/* the allreduces' buffers to device memory: copies of the host ones, which are freed */
+static void to_device(float **send_p, float **recv_p, size_t count, int ncomms)
+{
+    float *dsend, *drecv;
+    if (cudaMalloc((void **)&dsend, count * sizeof(float)) != cudaSuccess ||
+        cudaMalloc((void **)&drecv, (size_t)ncomms * count * sizeof(float)) != cudaSuccess ||
+        cudaMemcpy(dsend, *send_p, count * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaMemcpy(drecv, *recv_p, (size_t)ncomms * count * sizeof(float), cudaMemcpyHostToDevice) !=
+            cudaSuccess ||
+        cudaStreamSynchronize(0) != cudaSuccess)
+        TC_FAIL("device buffers of %zu floats could not be set up", count);
+    free(*send_p);
+    free(*recv_p);
+    *send_p = dsend;
+    *recv_p = drecv;
+}
+#endif
+
+/* The victim: with --mid it posts the allreduce too; then it dies by SIGKILL. */
+static void die_as_victim(dfcclComm_t comm, float *send, float *recv, size_t count, int mid,
+                          long kill_after_us)
+{
+    dfcclRequest_t q = NULL;
+    if (mid)
+        CHECK(dfcclAllReduce(send, recv, count, dfcclFloat32, dfcclSum, comm, &q));
+    /* let the others post theirs and, with --mid, let chunks flow */
+    tc_sleep_us(kill_after_us >= 0 ? kill_after_us : mid ? 20000 : 300000);
+    printf("t_netkill: victim rank %d pid %ld\n", tc_rank, (long)getpid());
+    fflush(stdout);
+    fflush(stderr);
+    raise(SIGKILL);
+}
+
+/* --survivor-comm: the survivors' communicator does not include the dead rank: it must
+ * work */
+static void check_survivors(MPI_Comm smc, dfcclComm_t scomm, size_t count, int victim, double deadline)
+{
+    int me, P;
+    MPI_Comm_rank(smc, &me);
+    MPI_Comm_size(smc, &P);
+    tc_case_t s;
+    memset(&s, 0, sizeof s);
+    s.coll = TC_ALLREDUCE;
+    s.t = dfcclFloat32;
+    s.op = dfcclSum;
+    s.count = count;
+    s.seed = 43;
+    s.comm = scomm;
+    s.P = P;
+    s.me = me;
+    tc_case_setup(&s);
+    tc_case_submit(&s);
+    arm(3, deadline);
+    dfcclResult_t rs = wait_polling(&s.req);
+    alarm(0);
+    if (rs != dfcclSuccess)
+        TC_FAIL("allreduce on the survivors' communicator failed after rank %d died: %d (%s): %s", victim,
+                (int)rs, dfcclGetErrorString(rs), dfcclGetLastError());
+    if (tc_case_check(&s))
+        TC_FAIL("allreduce on the survivors' communicator gave wrong results after rank %d died", victim);
+    tc_case_free(&s);
+    /* every survivor done before any destroys (the teardown race has its own case) */
+    MPI_CHECK(MPI_Barrier(smc));
+    CHECK(dfcclCommDestroy(scomm));
+    printf("OK: survivors' communicator still works on rank %d\n", tc_rank);
+}
+
+/* after the failure: a barrier posted on each communicator must not hang either, and each
+ * one is destroyed */
+static void check_after_failure(dfcclComm_t *comms, int ncomms, int victim, double deadline)
+{
+    for (int i = 0; i < ncomms; i++) {
+        arm(1, deadline);
+        dfcclRequest_t b = NULL;
+        dfcclResult_t rb = dfcclBarrier(comms[i], &b);
+        if (rb == dfcclSuccess)
+            rb = wait_polling(&b);
+        alarm(0);
+        if (rb == dfcclSuccess)
+            TC_FAIL(
+                "a barrier posted after the failure on communicator %d of %d completed successfully although "
+                "rank %d is dead",
+                i + 1, ncomms, victim);
+    }
+
+    for (int i = 0; i < ncomms; i++) {
+        arm(2, deadline);
+        dfcclResult_t rd = dfcclCommDestroy(comms[i]);
+        alarm(0);
+        if (rd != dfcclSuccess)
+            TC_FAIL("dfcclCommDestroy after the failure returned %d (%s): %s", (int)rd,
+                    dfcclGetErrorString(rd), dfcclGetLastError());
+    }
+}
+
 int main(int argc, char **argv)
 {
     setenv("DFCCL_NET", "ucx", 0);
@@ -177,87 +357,8 @@ int main(int argc, char **argv)
         tc_sleep_us(1000L * atol(tc_arg_value(argc, argv, "--late-ms")));
     tc_checked_allreduce(comm, "allreduce before the kill");
 
-    if (teardown > 0) {
-        dfcclComm_t kept = keep ? comm : NULL;
-        if (!keep)
-            CHECK(dfcclCommDestroy(comm));
-        MPI_Comm sub = MPI_COMM_NULL;
-        if (keep_sub) {
-            MPI_CHECK(
-                MPI_Comm_split(MPI_COMM_WORLD, tc_rank == tc_size - 1 ? MPI_UNDEFINED : 0, tc_rank, &sub));
-            if (sub != MPI_COMM_NULL)
-                CHECK(dfcclCommInitMPI(&kept, sub));
-        }
-        int fds0 = -1, tasks0 = -1;
-        long rss0 = -1, rssm = -1; /* rssm: halfway between round 10 and the last */
-        const int mid = (10 + teardown - 1) / 2;
-        for (int round = 0; round < teardown; round++) {
-            CHECK(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
-            tc_case_t c;
-            memset(&c, 0, sizeof c);
-            c.coll = TC_ALLREDUCE;
-            c.t = dfcclFloat32;
-            c.op = dfcclSum;
-            c.count = count;
-            c.seed = 1000 + (uint64_t)round;
-            c.comm = comm;
-            c.P = tc_size;
-            c.me = tc_rank;
-            tc_case_setup(&c);
-            tc_case_submit(&c);
-            r = dfcclWait(&c.req);
-            if (r != dfcclSuccess)
-                TC_FAIL("round %d: allreduce failed: %d (%s): %s", round, (int)r, result_name(r),
-                        dfcclGetLastError());
-            if (tc_case_check(&c))
-                TC_FAIL("round %d: allreduce gave wrong results", round);
-            tc_case_free(&c);
-            CHECK(dfcclCommDestroy(comm));
-            MPI_Barrier(MPI_COMM_WORLD);
-            if (round == 10 || (round == teardown - 1 && fds0 < 0)) {
-                fds0 = proc_entries("/proc/self/fd");
-                tasks0 = proc_entries("/proc/self/task");
-                rss0 = proc_rss_kb();
-            }
-            if (round == mid && round > 10)
-                rssm = proc_rss_kb();
-        }
-        /* a socket or thread of the last round may still be closing (a loaded machine): a
-         * leak stays, a close in flight goes within a second */
-        int fds1 = proc_entries("/proc/self/fd"), tasks1 = proc_entries("/proc/self/task");
-        for (int i = 0; i < 20 && (fds1 > fds0 || tasks1 > tasks0); i++) {
-            tc_sleep_us(50000);
-            fds1 = proc_entries("/proc/self/fd");
-            tasks1 = proc_entries("/proc/self/task");
-        }
-        const long rss1 = proc_rss_kb();
-        if (kept) {
-            tc_checked_allreduce_on(kept, sub != MPI_COMM_NULL ? tc_size - 1 : tc_size, tc_rank,
-                                    "allreduce on the kept communicator");
-            CHECK(dfcclCommDestroy(kept));
-        }
-        if (sub != MPI_COMM_NULL)
-            MPI_Comm_free(&sub);
-        printf(
-            "rank %d: after round 10: %d fds, %d threads, rss %ld kB; after %d: %d fds, %d threads, rss %ld "
-            "kB\n",
-            tc_rank, fds0, tasks0, rss0, teardown, fds1, tasks1, rss1);
-        if (fds1 > fds0)
-            TC_FAIL("file descriptors grew from %d to %d over %d communicators", fds0, fds1, teardown - 11);
-        if (tasks1 > tasks0)
-            TC_FAIL("threads grew from %d to %d over %d communicators", tasks0, tasks1, teardown - 11);
-        /* a leak grows with every communicator, so in both halves; an allocator's one-off
-         * step (a UCX memory pool taking its next 8 MiB chunk under a loaded machine) lands
-         * in one half only, and is bounded by the total */
-        const long grow1 = rssm >= 0 ? rssm - rss0 : rss1 - rss0, grow2 = rssm >= 0 ? rss1 - rssm : 0;
-        if ((grow1 > 1024 && grow2 > 1024) || rss1 - rss0 > 32768)
-            TC_FAIL("resident memory grew by %ld kB then %ld kB over %d communicators", grow1, grow2,
-                    teardown - 11);
-        if (tc_rank == 0)
-            printf("OK\n");
-        MPI_Finalize();
-        return 0;
-    }
+    if (teardown > 0)
+        return run_teardown(comm, teardown, count, keep, keep_sub);
 
     if (probe) {
         CHECK(dfcclCommDestroy(comm));
@@ -287,33 +388,12 @@ int main(int argc, char **argv)
     tc_fill(send, dfcclFloat32, dfcclSum, 7, tc_rank, 0, count);
     tc_poison(recv, (size_t)ncomms * count * sizeof(float));
 #ifdef TK_DEVICE
-    {
-        float *dsend, *drecv;
-        if (cudaMalloc((void **)&dsend, count * sizeof(float)) != cudaSuccess ||
-            cudaMalloc((void **)&drecv, (size_t)ncomms * count * sizeof(float)) != cudaSuccess ||
-            cudaMemcpy(dsend, send, count * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess ||
-            cudaMemcpy(drecv, recv, (size_t)ncomms * count * sizeof(float), cudaMemcpyHostToDevice) !=
-                cudaSuccess ||
-            cudaStreamSynchronize(0) != cudaSuccess)
-            TC_FAIL("device buffers of %zu floats could not be set up", count);
-        free(send);
-        free(recv);
-        send = dsend;
-        recv = drecv;
-    }
+    to_device(&send, &recv, count, ncomms);
 #endif
     MPI_Barrier(MPI_COMM_WORLD);
 
     if (tc_rank == victim) {
-        dfcclRequest_t q = NULL;
-        if (mid)
-            CHECK(dfcclAllReduce(send, recv, count, dfcclFloat32, dfcclSum, comm, &q));
-        /* let the others post theirs and, with --mid, let chunks flow */
-        tc_sleep_us(kill_after_us >= 0 ? kill_after_us : mid ? 20000 : 300000);
-        printf("t_netkill: victim rank %d pid %ld\n", tc_rank, (long)getpid());
-        fflush(stdout);
-        fflush(stderr);
-        raise(SIGKILL);
+        die_as_victim(comm, send, recv, count, mid, kill_after_us);
         return 99; /* not reached */
     }
 
@@ -358,65 +438,14 @@ int main(int argc, char **argv)
                 i + 1, ncomms, victim);
     }
 
-    /* a collective posted after the failure must not hang either */
-    for (int i = 0; i < ncomms; i++) {
-        arm(1, deadline);
-        dfcclRequest_t b = NULL;
-        dfcclResult_t rb = dfcclBarrier(comms[i], &b);
-        if (rb == dfcclSuccess)
-            rb = wait_polling(&b);
-        alarm(0);
-        if (rb == dfcclSuccess)
-            TC_FAIL(
-                "a barrier posted after the failure on communicator %d of %d completed successfully although "
-                "rank %d is dead",
-                i + 1, ncomms, victim);
-    }
-
-    for (int i = 0; i < ncomms; i++) {
-        arm(2, deadline);
-        dfcclResult_t rd = dfcclCommDestroy(comms[i]);
-        alarm(0);
-        if (rd != dfcclSuccess)
-            TC_FAIL("dfcclCommDestroy after the failure returned %d (%s): %s", (int)rd,
-                    dfcclGetErrorString(rd), dfcclGetLastError());
-    }
+    check_after_failure(comms, ncomms, victim, deadline);
 
     printf("OK: peer failure reported on rank %d after %.2f s: result %d (%s)%s: %s\n", tc_rank, dt, (int)r,
            result_name(r), r == dfcclCommAborted ? "" : " [expected dfcclCommAborted]", first_err);
     fflush(stdout);
 
-    if (survivor_comm) {
-        /* the survivors' communicator does not include the dead rank: it must work */
-        int me, P;
-        MPI_Comm_rank(smc, &me);
-        MPI_Comm_size(smc, &P);
-        tc_case_t s;
-        memset(&s, 0, sizeof s);
-        s.coll = TC_ALLREDUCE;
-        s.t = dfcclFloat32;
-        s.op = dfcclSum;
-        s.count = count;
-        s.seed = 43;
-        s.comm = scomm;
-        s.P = P;
-        s.me = me;
-        tc_case_setup(&s);
-        tc_case_submit(&s);
-        arm(3, deadline);
-        dfcclResult_t rs = wait_polling(&s.req);
-        alarm(0);
-        if (rs != dfcclSuccess)
-            TC_FAIL("allreduce on the survivors' communicator failed after rank %d died: %d (%s): %s", victim,
-                    (int)rs, dfcclGetErrorString(rs), dfcclGetLastError());
-        if (tc_case_check(&s))
-            TC_FAIL("allreduce on the survivors' communicator gave wrong results after rank %d died", victim);
-        tc_case_free(&s);
-        /* every survivor done before any destroys (the teardown race has its own case) */
-        MPI_CHECK(MPI_Barrier(smc));
-        CHECK(dfcclCommDestroy(scomm));
-        printf("OK: survivors' communicator still works on rank %d\n", tc_rank);
-    }
+    if (survivor_comm)
+        check_survivors(smc, scomm, count, victim, deadline);
 
 #ifdef TK_DEVICE
     cudaFree(send);

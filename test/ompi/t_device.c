@@ -12,7 +12,8 @@
  */
 #include <cuda_runtime.h>
 
-#include "ompi_test.h" /* CU() with the CUDA runtime */
+#include "ompi_test.h"  /* CU() with the CUDA runtime */
+#include "../tc_cuda.h" /* tc_cuda_pick */
 
 static long g_checks;
 
@@ -320,18 +321,7 @@ static void chaos(int ncomms, int count)
 int main(int argc, char **argv)
 {
     ot_init(&argc, &argv);
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        if (ot_rank == 0)
-            printf("SKIP t_device: no CUDA device\n");
-        MPI_Finalize();
-        return 77;
-    }
-    MPI_Comm local;
-    int lrank;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-    MPI_Comm_rank(local, &lrank);
-    CU(cudaSetDevice(lrank % ndev));
+    const int ndev = tc_cuda_pick(ot_rank, "SKIP t_device: no CUDA device", 77, NULL);
     const size_t count = (size_t)atol(ot_opt(argc, argv, "--count", "100003"));
 
     MPI_Comm dup;
@@ -348,7 +338,6 @@ int main(int argc, char **argv)
     sync_memops(MPI_COMM_WORLD);
     chaos(8, 70000);
     OT_MPI(MPI_Comm_free(&dup));
-    MPI_Comm_free(&local);
     long total = 0;
     MPI_Reduce(&g_checks, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (ot_rank == 0)
