@@ -66,7 +66,7 @@ DFCCL_INLINE eng_sig_fields_t eng_sig_fields(const eng_coll_args_t *a)
     return f;
 }
 
-/* The hash: never 0 (a step landed by the net proxy carries none, eng_step_sig_ok).
+/* The hash: never 0 (0 stands for "no signature": the unit tests' bare views).
  * Two different signatures share a hash with probability 2^-31. */
 DFCCL_INLINE uint32_t eng_sig_hash(const eng_sig_fields_t *f)
 {
@@ -114,11 +114,12 @@ DFCCL_INLINE int eng_step_tagged(uint64_t word, uint32_t sig, uint64_t step)
     return !sig || (uint32_t)(word >> 32) == eng_step_tag(sig, step);
 }
 
-/* A word read after the step was posted is of the receiver's signature, or carries none
- * (a step the net proxy landed: the signature does not cross the network). */
+/* A word read after the step was posted is of the receiver's signature. A step the net
+ * proxy landed carries its sender's tag too (ucx_transport/net_landing.h), so a step
+ * without one passes only a receiver without a signature. */
 DFCCL_INLINE int eng_step_sig_ok(uint64_t word, uint32_t sig, uint64_t step)
 {
-    return !(uint32_t)(word >> 32) || eng_step_tagged(word, sig, step);
+    return eng_step_tagged(word, sig, step);
 }
 
 #endif

@@ -46,16 +46,19 @@ DFCCL_INLINE int net_addressed(uint32_t id, uint64_t key, uint32_t msg_id, uint6
     return id == msg_id && key == msg_key;
 }
 
-/* Step `step` (bytes long) is in its slot. Returns 1 when the published count moved,
- * 0 when it waits for an earlier step, -1 for a step outside the window the sender's
- * credits allow, or one that landed already (a protocol error: nothing is changed). */
+/* Step `step` is in its slot; `word` is its size word as the sender's daemon wrote it
+ * (its bytes, and above them the tag of its collective's signature: eng_step_word), which
+ * the receiver's daemon checks against its own before it takes the step, as it does for a
+ * step a shared-memory peer posted. Returns 1 when the published count moved, 0 when it
+ * waits for an earlier step, -1 for a step outside the window the sender's credits allow,
+ * or one that landed already (a protocol error: nothing is changed). */
 DFCCL_INLINE int net_land(net_landing_t *l, eng_conn_ctrl_t *ctrl, uint32_t depth, uint64_t step,
-                          uint64_t bytes)
+                          uint64_t word)
 {
     const uint32_t slot = (uint32_t)(step % depth);
     if (!net_in_window(l, ctrl, depth, step) || (l->mask & (1ull << slot)))
         return -1;
-    ctrl->bytes[slot] = bytes;
+    ctrl->bytes[slot] = word;
     l->mask |= 1ull << slot;
     uint64_t p = l->posted;
     while (l->mask & (1ull << (p % depth))) {
@@ -70,11 +73,12 @@ DFCCL_INLINE int net_land(net_landing_t *l, eng_conn_ctrl_t *ctrl, uint32_t dept
 }
 
 /* A piece of step `step`, `len` of its `total` bytes, is in its slot (the caller checked
- * net_in_window before copying it there); got[slot] counts the step's bytes landed so far. The step lands
- * (net_land) with its last byte. Returns as net_land, 0 while pieces are missing, -1 for
- * a piece outside the window or one that overfills its step. */
+ * net_in_window before copying it there); got[slot] counts the step's bytes landed so
+ * far. The step lands (net_land) with its last byte, its size word carrying `tag` (every
+ * piece's header carries the step's). Returns as net_land, 0 while pieces are missing, -1
+ * for a piece outside the window or one that overfills its step. */
 DFCCL_INLINE int net_land_piece(net_landing_t *l, uint64_t *got, eng_conn_ctrl_t *ctrl, uint32_t depth,
-                                uint64_t step, uint64_t len, uint64_t total)
+                                uint64_t step, uint64_t len, uint64_t total, uint32_t tag)
 {
     const uint32_t slot = (uint32_t)(step % depth);
     if (!net_in_window(l, ctrl, depth, step) || (l->mask & (1ull << slot)) || got[slot] > total ||
@@ -84,7 +88,7 @@ DFCCL_INLINE int net_land_piece(net_landing_t *l, uint64_t *got, eng_conn_ctrl_t
     if (got[slot] < total)
         return 0;
     got[slot] = 0;
-    return net_land(l, ctrl, depth, step, total);
+    return net_land(l, ctrl, depth, step, total | (uint64_t)tag << 32);
 }
 
 #endif

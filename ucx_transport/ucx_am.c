@@ -48,9 +48,10 @@ static net_conn_t *conn_of(const net_am_hdr_t *h, struct eng_net_comm **nc_p, co
  * of it): publish what can be. A step the sender had no credit for, one that landed
  * already, or one overfilled is a protocol error (a bug, or a corrupted header): the
  * communicator fails. */
-static void step_landed(struct eng_net_comm *nc, net_conn_t *k, uint64_t step, uint64_t len, uint64_t total)
+static void step_landed(struct eng_net_comm *nc, net_conn_t *k, uint64_t step, uint64_t len, uint64_t total,
+                        uint32_t tag)
 {
-    const int landed = net_land_piece(&k->in, k->got, k->local_ctrl, nc->depth, step, len, total);
+    const int landed = net_land_piece(&k->in, k->got, k->local_ctrl, nc->depth, step, len, total, tag);
     if (landed > 0)
         eng_bell_ring(nc->bell); /* a daemon thread here may sleep on it */
     if (landed < 0) {
@@ -70,7 +71,7 @@ static void rndv_done(void *request, ucs_status_t status, size_t length, void *u
     net_pend_t *pd = user_data;
     dfccl_fetch_sub_relaxed(&pd->nc->inflight, 1);
     if (status == UCS_OK)
-        step_landed(pd->nc, pd->k, pd->step, length, length);
+        step_landed(pd->nc, pd->k, pd->step, length, length, pd->tag);
     else
         net_peer_lost(pd->nc, pd->k->peer, ucs_status_string(status));
     ucp_request_free(request);
@@ -109,11 +110,11 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     char *dst = k->local_data + (uint64_t)slot * k->rchunk;
     if (!rndv) { /* a whole step or one piece of it, read in place from UCX's buffer */
         memcpy(dst + h.off, data, length);
-        step_landed(nc, k, h.step, length, h.total);
+        step_landed(nc, k, h.step, length, h.total, h.tag);
         return UCS_OK;
     }
     net_pend_t *pd = &k->pend[slot];
-    *pd = (net_pend_t){.nc = nc, .k = k, .step = h.step};
+    *pd = (net_pend_t){.nc = nc, .k = k, .step = h.step, .tag = h.tag};
     ucp_request_param_t prm;
     memset(&prm, 0, sizeof(prm));
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -123,7 +124,7 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     if (UCS_PTR_IS_ERR(r))
         net_peer_lost(nc, k->peer, ucs_status_string(UCS_PTR_STATUS(r)));
     else if (r == NULL)
-        step_landed(nc, k, h.step, length, length);
+        step_landed(nc, k, h.step, length, length, h.tag);
     else
         dfccl_fetch_add_relaxed(&nc->inflight, 1);
     return UCS_OK;

@@ -64,9 +64,10 @@ int net_proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
     const int eager = nc->watch_pid[p] != 0;
     for (uint64_t s = k->sent_posted; s < posted; s++) {
         const uint32_t slot = (uint32_t)(s % nc->depth);
-        /* the size's word also carries the signature (eng_sig.h), not sent: a step landed
-         * from the net has none, which a receiver takes as matching */
-        const uint64_t len = eng_step_bytes(k->shadow_ctrl->bytes[slot]);
+        /* the size's word also carries the signature's tag (eng_sig.h): it travels in the
+         * header, and lands with the step in the peer's word, checked there as a shared-
+         * memory peer's is */
+        const uint64_t word = k->shadow_ctrl->bytes[slot], len = eng_step_bytes(word);
         const char *data = k->shadow_data + (uint64_t)slot * k->schunk;
         /* eager steps go in pieces that UCX need not reassemble; rendezvous ones whole */
         const uint64_t piece = eager && k->piece ? k->piece : len;
@@ -82,7 +83,8 @@ int net_proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
                                 .idx = k->idx,
                                 .off = (uint32_t)off,
                                 .step = s,
-                                .total = len};
+                                .total = len,
+                                .tag = (uint32_t)(word >> 32)};
             if (net_am_send(ep, eager, AM_STEP, h++, data + off, n))
                 return -1;
             off += n;

@@ -73,6 +73,8 @@ typedef struct {
     uint64_t key;   /* the receiving rank's random key of the communicator (see comm_by_id) */
     uint64_t step;  /* AM_STEP: the step; AM_CREDIT: steps consumed */
     uint64_t total; /* AM_STEP: the step's bytes, over all its pieces */
+    uint32_t tag;   /* AM_STEP: its collective's signature tag (eng_sig.h, eng_step_word) */
+    uint32_t pad;
 } net_am_hdr_t;
 
 struct eng_net_comm;
@@ -83,6 +85,7 @@ typedef struct {
     struct eng_net_comm *nc;
     net_conn_t *k;
     uint64_t step;
+    uint32_t tag;
 } net_pend_t;
 
 struct net_conn {

@@ -581,8 +581,10 @@ START_TEST(signature_fields)
     /* a word an earlier step left in the slot (depth steps before) never passes */
     for (uint64_t k = 0; k < 64; k++)
         ck_assert(!eng_step_tagged(eng_step_word(8, sig, k), sig, k + 4));
-    ck_assert(eng_step_sig_ok(65536, sig, 7));  /* landed by the net proxy: none to compare */
-    ck_assert(!eng_step_tagged(65536, sig, 7)); /* ... but no early read's proof of the step */
+    /* a word without a tag passes only a receiver without a signature (the net proxy
+     * lands its sender's tag: check_net.c, net_landing_carries_tag) */
+    ck_assert(!eng_step_sig_ok(65536, sig, 7) && !eng_step_tagged(65536, sig, 7));
+    ck_assert(eng_step_sig_ok(65536, 0, 7) && eng_step_sig_ok(w, 0, 7));
 }
 END_TEST
 
@@ -596,7 +598,8 @@ Suite *check_algo_sim_suite(void)
     tcase_add_test(t, algo_barrier_waits_for_all);
     tcase_add_test(t, ll_stale_simple_data_never_passes);
     tcase_add_test(t, ll_steps_reuse_and_wait);
-    tcase_add_loop_test(t, signature_mismatch_never_taken, 0, (int)(sizeof(sig_cases) / sizeof(sig_cases[0])));
+    tcase_add_loop_test(t, signature_mismatch_never_taken, 0,
+                        (int)(sizeof(sig_cases) / sizeof(sig_cases[0])));
     tcase_add_test(t, signature_fields);
     suite_add_tcase(s, t);
     return s;

@@ -12,6 +12,7 @@
 
 #include "check_engine.h"
 #include "eng_log.h"
+#include "eng_sig.h"
 #include "../../ucx_transport/net_landing.h"
 #include "transport.h"
 
@@ -72,7 +73,7 @@ START_TEST(net_landing_credit_window)
     /* published 4, consumed none: step 4 would overwrite step 0, unread */
     ck_assert(!net_in_window(&l, &c, depth, 4));
     ck_assert_int_eq(net_land(&l, &c, depth, 4, 99), -1);
-    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 4, 1, 2), -1);
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 4, 1, 2, 0), -1);
     ck_assert_uint_eq(c.bytes[0], 10);
     ck_assert_uint_eq(got[0], 0);
     ck_assert_uint_eq(l.mask, 0);
@@ -81,8 +82,8 @@ START_TEST(net_landing_credit_window)
     ck_assert(net_in_window(&l, &c, depth, 4));
     ck_assert(!net_in_window(&l, &c, depth, 5));
     ck_assert_int_eq(net_land(&l, &c, depth, 5, 1), -1);
-    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 4, 1, 2), 0);
-    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 4, 1, 2), 1);
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 4, 1, 2, 0), 0);
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 4, 1, 2, 0), 1);
     ck_assert_uint_eq(c.posted, 5);
     ck_assert_uint_eq(c.bytes[0], 2);
     ck_assert_uint_eq(c.bytes[1], 11); /* step 1, unread, untouched */
@@ -128,25 +129,51 @@ START_TEST(net_landing_pieces)
     net_landing_t l = {0, 0};
     const uint32_t depth = 4;
     uint64_t got[4] = {0, 0, 0, 0};
-    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 1, 300, 700), 0); /* step 1: 300 of 700 */
-    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 0, 500, 1000), 0);
-    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 1, 400, 700), 0); /* 1 whole, waits for 0 */
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 1, 300, 700, 0), 0); /* step 1: 300 of 700 */
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 0, 500, 1000, 0), 0);
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 1, 400, 700, 0), 0); /* 1 whole, waits for 0 */
     ck_assert_uint_eq(c.posted, 0);
-    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 0, 501, 1000), -1); /* overfills */
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 0, 501, 1000, 0), -1); /* overfills */
     ck_assert_uint_eq(got[0], 500);
-    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 4, 1, 1), -1);   /* no credit yet */
-    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 1, 1, 700), -1); /* landed already */
-    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 0, 500, 1000), 1);
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 4, 1, 1, 0), -1);   /* no credit yet */
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 1, 1, 700, 0), -1); /* landed already */
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 0, 500, 1000, 0), 1);
     ck_assert_uint_eq(c.posted, 2);
     ck_assert_uint_eq(c.bytes[0], 1000);
     ck_assert_uint_eq(c.bytes[1], 700);
     ck_assert_uint_eq(got[0], 0);
     ck_assert_uint_eq(got[1], 0);
-    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 2, 0, 0), 1); /* an empty step */
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 2, 0, 0, 0), 1); /* an empty step */
     ck_assert_uint_eq(c.posted, 3);
     ck_assert_uint_eq(c.bytes[2], 0);
-    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 1, 10, 10), -1); /* in the past */
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 1, 10, 10, 0), -1); /* in the past */
     ck_assert_uint_eq(l.mask, 0);
+}
+END_TEST
+
+/* Net receiver, signatures: a step lands with the tag of its sender's signature in its
+ * size word (eng_step_word), in one message or in pieces, so the receiving daemon takes it
+ * only when its own collective's signature is the same; before, the proxy dropped the tag
+ * and every landed step passed. */
+START_TEST(net_landing_carries_tag)
+{
+    eng_conn_ctrl_t c;
+    memset(&c, 0, sizeof(c));
+    net_landing_t l = {0, 0};
+    const uint32_t depth = 4, sig = 0x1234567u, other = 0x7654321u;
+    uint64_t got[4] = {0, 0, 0, 0};
+    const uint64_t w0 = eng_step_word(4096, sig, 0), w1 = eng_step_word(700, sig, 1);
+    ck_assert_int_eq(net_land(&l, &c, depth, 0, w0), 1);
+    ck_assert_uint_eq(c.bytes[0], w0);
+    ck_assert_uint_eq(eng_step_bytes(c.bytes[0]), 4096);
+    ck_assert(eng_step_sig_ok(c.bytes[0], sig, 0));
+    ck_assert(!eng_step_sig_ok(c.bytes[0], other, 0));
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 1, 300, 700, (uint32_t)(w1 >> 32)), 0);
+    ck_assert_int_eq(net_land_piece(&l, got, &c, depth, 1, 400, 700, (uint32_t)(w1 >> 32)), 1);
+    ck_assert_uint_eq(c.bytes[1], w1);
+    ck_assert(eng_step_sig_ok(c.bytes[1], sig, 1));
+    ck_assert(!eng_step_sig_ok(c.bytes[1], sig, 0)); /* another step's word */
+    ck_assert(!eng_step_sig_ok(c.bytes[1], other, 1));
 }
 END_TEST
 
@@ -273,6 +300,7 @@ Suite *check_net_suite(void)
     t = tcase_create("net");
     tcase_add_test(t, net_landing_in_order);
     tcase_add_test(t, net_landing_pieces);
+    tcase_add_test(t, net_landing_carries_tag);
     tcase_add_test(t, net_landing_credit_window);
     tcase_add_test(t, net_credit_checks);
     tcase_add_test(t, net_addressed_by_key);
