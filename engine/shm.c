@@ -482,10 +482,31 @@ static void shm_describe(const struct dfccl_comm *c, int p, char *buf, size_t le
     snprintf(buf, len, "shm (segment of pid %d mapped)", c->shm ? c->shm->peer[p].pid : 0);
 }
 
+/* A shared-memory peer's header is its own, mapped here: live, nothing to ask. */
+static const eng_seg_hdr_t *shm_published(const struct dfccl_comm *c, int p)
+{
+    return c->segs && c->segs[p] ? eng_seg_hdr(c, p) : NULL;
+}
+
+/* The mark goes straight into each peer's header (the first mark stays): in the line its
+ * owner reads at every call. */
+static void shm_tell(struct dfccl_comm *c)
+{
+    for (int p = 0; p < c->nranks; p++) {
+        if (p == c->rank || !c->segs || !c->segs[p] || (c->tp && c->tp[p] != ENG_TP_SHM))
+            continue;
+        uint64_t none = 0;
+        __atomic_compare_exchange_n(&eng_seg_hdr(c, p)->abort_mark, &none, (uint64_t)c->rank + 1, 0,
+                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+    }
+}
+
 const eng_transport_t eng_tp_shm = {.id = ENG_TP_SHM,
                                     .name = "shm",
                                     .gpu_name = "cuda-ipc",
                                     .reaches = shm_reaches,
                                     .connect = shm_connect,
                                     .close = shm_close,
-                                    .describe = shm_describe};
+                                    .describe = shm_describe,
+                                    .published = shm_published,
+                                    .tell = shm_tell};

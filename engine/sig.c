@@ -1,23 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Mismatched collectives (docs/usage.md, "Mismatched collectives"): ranks that pass one
  * collective different kinds, counts, datatypes, ops or roots, or whose call one rank
- * refused. In band (eng_sig.h), a step of another signature is never taken, so such a
- * collective stalls instead of completing with wrong data or hanging for ever with no
- * reason; here, each rank describes every collective it submits in its own segment (a
+ * refused. In band (eng_sig.h), a step of another signature is never taken, so
+ * such a collective stalls instead of completing with wrong data or hanging for ever with
+ * no reason; here, each rank describes every collective it submits in its own segment (a
  * few stores to a line of its own: no message, no wait), and the stall's diagnosis
  * compares the descriptions of the stalled collective, names the difference, aborts the
- * communicator and marks every shared-memory peer's segment, so every rank fails: the
- * ones stalled on it at once, the others at their next call or wait. */
+ * communicator and marks every peer, so every rank fails: the ones stalled on it at once,
+ * the others at their next call or wait. The peers' descriptions and the marks reach each
+ * rank through its transports (transport.h: published, ask, tell): a shared-memory peer's
+ * header is mapped here, a net peer's is copied here on request. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "eng_api.h"
 #include "eng_atomic.h"
 #include "eng_comm.h"
 #include "eng_gpu.h"
 #include "eng_log.h"
 #include "eng_sig.h"
+#include "eng_sig_desc.h"
 #include "transport.h"
 
 _Static_assert(sizeof(eng_seg_hdr_t) <= ENG_PAGE, "a segment's header fits its first page");
@@ -30,47 +32,39 @@ static eng_seg_hdr_t *my_hdr(const struct dfccl_comm *c)
     return c->segs && c->segs[c->rank] ? eng_seg_hdr(c, c->rank) : NULL;
 }
 
-/* A peer whose segment is its own (shared memory): its header is what it wrote. */
+static const eng_transport_t *tp_of(const struct dfccl_comm *c, int p)
+{
+    const unsigned t = c->tp ? c->tp[p] : ENG_TP_SHM;
+    return t < ENG_TP_NUM ? eng_transports[t] : NULL;
+}
+
+/* What peer p published, as this rank sees it (NULL: nothing yet). */
 static const eng_seg_hdr_t *peer_hdr(const struct dfccl_comm *c, int p)
 {
-    if (!c->segs || !c->segs[p] || (c->tp && c->tp[p] != ENG_TP_SHM))
-        return NULL;
-    return eng_seg_hdr(c, p);
+    const eng_transport_t *t = tp_of(c, p);
+    return p != c->rank && t && t->published ? t->published(c, p) : NULL;
 }
 
 static void entry_write(eng_sig_entry_t *e, uint64_t seq, const eng_sig_fields_t *f, uint32_t sig,
                         int refused, uint32_t refusals)
 {
-    dfccl_store_relaxed64(&e->seq1, 0);
-    dfccl_fence_release(); /* the zero before the fields: a reader rereads seq1 after them */
-    dfccl_store_relaxed64(&e->count, f->count);
-    dfccl_store_relaxed(&e->root, f->root);
-    dfccl_store_relaxed(&e->coll, f->coll);
-    dfccl_store_relaxed(&e->dtype, f->dtype);
-    dfccl_store_relaxed(&e->op, f->op);
-    dfccl_store_relaxed(&e->refused, (uint8_t)refused);
-    dfccl_store_relaxed(&e->sig, sig);
-    dfccl_store_relaxed(&e->refusals, refusals);
-    dfccl_store_release64(&e->seq1, seq + 1);
+    const eng_sig_entry_t v = {.seq1 = seq + 1,
+                               .count = f->count,
+                               .root = f->root,
+                               .coll = f->coll,
+                               .dtype = f->dtype,
+                               .op = f->op,
+                               .refused = (uint8_t)refused,
+                               .sig = sig,
+                               .refusals = refusals};
+    eng_sig_entry_store(e, &v);
 }
 
-/* h's description of its collective seq: 1, else 0 (not submitted yet, or already
- * overwritten by a later one). */
+/* h's description of its collective seq (of daemon gpu's): 1, else 0 (not submitted yet,
+ * or already overwritten by a later one). */
 static int entry_read(const eng_seg_hdr_t *h, int gpu, uint64_t seq, eng_sig_entry_t *out)
 {
-    const eng_sig_entry_t *e = &h->sigs[gpu][seq % ENG_SIG_RING];
-    if (dfccl_load_acquire64(&e->seq1) != seq + 1)
-        return 0;
-    out->count = dfccl_load_relaxed64(&e->count);
-    out->root = dfccl_load_relaxed(&e->root);
-    out->coll = dfccl_load_relaxed(&e->coll);
-    out->dtype = dfccl_load_relaxed(&e->dtype);
-    out->op = dfccl_load_relaxed(&e->op);
-    out->refused = dfccl_load_relaxed(&e->refused);
-    out->sig = dfccl_load_relaxed(&e->sig);
-    out->refusals = dfccl_load_relaxed(&e->refusals);
-    dfccl_fence_acquire(); /* the fields before seq1 again: unchanged means not torn */
-    return dfccl_load_relaxed64(&e->seq1) == seq + 1 && out->coll < ENG_COLL_NUM;
+    return eng_sig_entry_load(&h->sigs[gpu][seq % ENG_SIG_RING], out) == seq + 1;
 }
 
 void eng_sig_publish(struct dfccl_comm *c, int gpu, uint64_t seq, const eng_coll_args_t *a)
@@ -82,23 +76,11 @@ void eng_sig_publish(struct dfccl_comm *c, int gpu, uint64_t seq, const eng_coll
     entry_write(&h->sigs[gpu][seq % ENG_SIG_RING], seq, &f, eng_sig_hash(&f), 0, c->refusals[gpu]);
 }
 
-static void why_write(eng_seg_hdr_t *h, uint64_t seq1, const char *msg)
-{
-    dfccl_store_relaxed64(&h->why_seq1, 0);
-    dfccl_fence_release();
-    snprintf(h->why, sizeof h->why, "%s", msg);
-    dfccl_store_release64(&h->why_seq1, seq1);
-}
-
 /* p's published text if it is the one for seq1, into buf (else a placeholder). */
 static void why_read(const eng_seg_hdr_t *h, uint64_t seq1, char *buf, size_t len)
 {
-    char tmp[sizeof h->why];
-    const uint64_t s = dfccl_load_acquire64(&h->why_seq1);
-    memcpy(tmp, h->why, sizeof tmp);
-    tmp[sizeof tmp - 1] = 0;
-    dfccl_fence_acquire();
-    if (s && s == seq1 && dfccl_load_relaxed64(&h->why_seq1) == s)
+    char tmp[ENG_SIG_WHY_LEN];
+    if (eng_sig_why_load(h, tmp) == seq1)
         snprintf(buf, len, "%s", tmp);
     else
         snprintf(buf, len, "its reason is no longer published");
@@ -111,7 +93,7 @@ void eng_sig_refuse(struct dfccl_comm *c, int gpu, const char *msg)
         return;
     const uint64_t seq = gpu ? dfccl_load_relaxed64(&h->gpu_arrived) : DFCCL_READ_ONCE(c->next_seq);
     const eng_sig_fields_t none = {0};
-    why_write(h, (seq + 1) << 1 | (uint64_t)gpu, msg);
+    eng_sig_why_store(h, (seq + 1) << 1 | (uint64_t)gpu, msg);
     entry_write(&h->sigs[gpu][seq % ENG_SIG_RING], seq, &none, 0, 1, c->refusals[gpu]++);
 }
 
@@ -158,7 +140,7 @@ static int marked_by(const struct dfccl_comm *c, const eng_seg_hdr_t *me, char *
         return -1;
     const int p = (int)(mark - 1);
     const eng_seg_hdr_t *h = peer_hdr(c, p);
-    char why[sizeof me->why];
+    char why[ENG_SIG_WHY_LEN];
     if (h)
         why_read(h, WHY_ABORT, why, sizeof why);
     else
@@ -167,38 +149,76 @@ static int marked_by(const struct dfccl_comm *c, const eng_seg_hdr_t *me, char *
     return p;
 }
 
-/* Collective seq's descriptions on this rank and every shared-memory peer: the first
- * peer whose differs (or who refused its call), with the reason in buf; else -1. */
+/* Where a peer described one call of this rank's: its daemon (ring) and its number there. */
+typedef struct {
+    eng_sig_entry_t e;
+    int ring;
+    uint64_t seq;
+} peer_call_t;
+
+/* h's description of this rank's call `mine` (its collective seq among daemon gpu's):
+ * h's collective of the same number. 1 when there is one. */
+static int peer_call(const eng_seg_hdr_t *h, int gpu, uint64_t seq, const eng_sig_entry_t *mine,
+                     peer_call_t *out)
+{
+    (void)mine;
+    out->ring = gpu;
+    out->seq = seq;
+    return entry_read(h, gpu, seq, &out->e);
+}
+
+/* Peer p's description (pc, published at h) of this rank's call `mine`, collective seq of
+ * daemon gpu: 1 and the reason into buf when they differ (or p refused the call). */
+static int differs(const struct dfccl_comm *c, const eng_seg_hdr_t *h, int p, int gpu, uint64_t seq,
+                   const eng_sig_entry_t *mine, const peer_call_t *pc, char *buf, size_t len)
+{
+    const eng_sig_entry_t *theirs = &pc->e;
+    const char *daemon = gpu ? "GPU " : "";
+    char d0[96], d1[96];
+    describe(mine, d0, sizeof d0);
+    if (theirs->refused && pc->ring == gpu && mine->refusals > theirs->refusals)
+        return 0; /* this rank refused that call too, and p has not made its next one yet */
+    if (theirs->refused) {
+        char why[ENG_SIG_WHY_LEN];
+        why_read(h, (pc->seq + 1) << 1 | (uint64_t)pc->ring, why, sizeof why);
+        snprintf(buf, len, "%scollective %" PRIu64 ": rank %d refused its call (%s); rank %d called %s",
+                 daemon, seq, p, why, c->rank, d0);
+        return 1;
+    }
+    describe(theirs, d1, sizeof d1);
+    if (theirs->sig == mine->sig && theirs->coll == mine->coll && theirs->count == mine->count &&
+        theirs->root == mine->root && theirs->dtype == mine->dtype && theirs->op == mine->op)
+        return 0;
+    snprintf(buf, len, "%scollective %" PRIu64 ": rank %d called %s, rank %d %s: %s", daemon, seq, p, d1,
+             c->rank, d0, difference(theirs, mine));
+    return 1;
+}
+
+/* Collective seq's descriptions on this rank and every peer: the first peer whose
+ * differs (or who refused its call), with the reason in buf; else -1. */
 static int diagnose_one(const struct dfccl_comm *c, const eng_seg_hdr_t *me, int gpu, uint64_t seq, char *buf,
                         size_t len)
 {
-    eng_sig_entry_t mine, theirs;
+    eng_sig_entry_t mine;
     if (!entry_read(me, gpu, seq, &mine) || mine.refused)
         return -1;
     for (int p = 0; p < c->nranks; p++) {
-        const eng_seg_hdr_t *h = p == c->rank ? NULL : peer_hdr(c, p);
-        if (!h || !entry_read(h, gpu, seq, &theirs))
+        const eng_seg_hdr_t *h = peer_hdr(c, p);
+        peer_call_t pc;
+        if (!h)
             continue;
-        char d0[96], d1[96];
-        describe(&mine, d0, sizeof d0);
-        if (theirs.refused && mine.refusals > theirs.refusals)
-            continue; /* this rank refused that call too, and p has not made its next one yet */
-        if (theirs.refused) {
-            char why[sizeof me->why];
-            why_read(h, (seq + 1) << 1 | (uint64_t)gpu, why, sizeof why);
-            snprintf(buf, len, "%scollective %" PRIu64 ": rank %d refused its call (%s); rank %d called %s",
-                     gpu ? "GPU " : "", seq, p, why, c->rank, d0);
+        if (!peer_call(h, gpu, seq, &mine, &pc))
+            continue;
+        if (differs(c, h, p, gpu, seq, &mine, &pc, buf, len))
             return p;
-        }
-        if (theirs.sig == mine.sig && theirs.coll == mine.coll && theirs.count == mine.count &&
-            theirs.root == mine.root && theirs.dtype == mine.dtype && theirs.op == mine.op)
-            continue;
-        describe(&theirs, d1, sizeof d1);
-        snprintf(buf, len, "%scollective %" PRIu64 ": rank %d called %s, rank %d %s: %s", gpu ? "GPU " : "",
-                 seq, p, d1, c->rank, d0, difference(&theirs, &mine));
-        return p;
     }
     return -1;
+}
+
+/* Transport t when some pair of c's ranks uses it. */
+static const eng_transport_t *tp_in_use(const struct dfccl_comm *c, int t)
+{
+    return c->tp_used >> t & 1 ? eng_transports[t] : NULL;
 }
 
 int eng_sig_diagnose(const struct dfccl_comm *c, int gpu, uint64_t seq, char *buf, size_t len)
@@ -206,6 +226,9 @@ int eng_sig_diagnose(const struct dfccl_comm *c, int gpu, uint64_t seq, char *bu
     const eng_seg_hdr_t *me = my_hdr(c);
     if (!me)
         return -1;
+    for (int t = 0; t < ENG_TP_NUM; t++) /* fresh copies of the net peers', for the next look */
+        if (tp_in_use(c, t) && tp_in_use(c, t)->ask)
+            tp_in_use(c, t)->ask(c);
     const int marker = marked_by(c, me, buf, len);
     if (marker >= 0)
         return marker;
@@ -225,15 +248,10 @@ void eng_sig_abort(struct dfccl_comm *c, int log, const char *msg)
     eng_comm_why(c, log, "%s", msg);
     eng_seg_hdr_t *h = my_hdr(c);
     if (h) {
-        why_write(h, WHY_ABORT, msg);
-        /* every peer that waits, or calls next, finds it (the first mark stays) */
-        for (int p = 0; p < c->nranks; p++) {
-            if (p == c->rank || !peer_hdr(c, p))
-                continue;
-            uint64_t none = 0;
-            __atomic_compare_exchange_n(&eng_seg_hdr(c, p)->abort_mark, &none, (uint64_t)c->rank + 1, 0,
-                                        __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-        }
+        eng_sig_why_store(h, WHY_ABORT, msg);
+        for (int t = 0; t < ENG_TP_NUM; t++) /* every peer that waits, or calls next, finds it */
+            if (tp_in_use(c, t) && tp_in_use(c, t)->tell)
+                tp_in_use(c, t)->tell(c);
     }
     dfccl_store_release(&c->aborted, dfcclMismatch);
     if (c->gpu)

@@ -13,6 +13,12 @@
  *             reaches them (and start whatever moves the steps)
  *   close     local: stop moving, release
  *   describe  one line for logs: how it reaches a peer
+ *   published, ask, tell
+ *             what a peer publishes in its segment's header for the others, as this rank
+ *             can read it (engine/sig.c: the descriptions of its collectives, the reason
+ *             it aborted), and this rank's abort mark, as its peers must see it: shm maps
+ *             the peers' headers and writes the mark into them; ucx keeps a copy of each
+ *             peer's in my shadow of it, which `ask` refreshes, and sends the mark
  *
  * Instances, in the table's order (engine/transport.c), which is the order of preference
  * and of connecting; closing runs backwards:
@@ -34,6 +40,7 @@
 #include <stdint.h>
 
 #include "dfccl.h"
+#include "eng_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -63,6 +70,16 @@ typedef struct eng_transport {
     dfcclResult_t (*connect)(struct dfccl_comm *c, const uint8_t *peers, dfcclAllgatherFn_t ag, void *ctx);
     void (*close)(struct dfccl_comm *c);
     void (*describe)(const struct dfccl_comm *c, int peer, char *buf, size_t len);
+    /* peer's header as this rank sees it (NULL: none yet), read without a lock
+     * (eng_sig_desc.h) */
+    const eng_seg_hdr_t *(*published)(const struct dfccl_comm *c, int peer);
+    /* have this transport's peers refresh what `published` shows, in the background, at
+     * most every few ms (NULL: it shows their live headers) */
+    void (*ask)(const struct dfccl_comm *c);
+    /* this rank aborted c on a mismatch, its reason published in its header: mark every
+     * peer of this transport (in its own header's abort_mark), so that its next call or
+     * wait on c fails with that reason */
+    void (*tell)(struct dfccl_comm *c);
 } eng_transport_t;
 
 /* The transports of this build, by id (NULL: not built). */
