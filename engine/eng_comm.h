@@ -92,6 +92,7 @@ struct dfccl_comm {
     uint64_t next_seq;
     uint32_t refusals[2]; /* calls refused here, by the daemon they would have gone to
                              (engine/sig.c: 0 the CPU's, 1 the GPU's) */
+    uint64_t calls;       /* collectives described here, both daemons' (eng_sig_entry_t.call) */
     /* daemon side */
     uint64_t *slot_next;   /* [slots] */
     dfcclResult_t aborted; /* 0, or why every later collective fails */

@@ -27,6 +27,7 @@ DFCCL_INLINE void eng_sig_entry_store(eng_sig_entry_t *e, const eng_sig_entry_t 
     dfccl_store_relaxed64(&e->seq1, 0);
     dfccl_fence_release(); /* the zero before the fields: a reader rereads seq1 after them */
     dfccl_store_relaxed64(&e->count, v->count);
+    dfccl_store_relaxed64(&e->call, v->call);
     dfccl_store_relaxed(&e->root, v->root);
     dfccl_store_relaxed(&e->coll, v->coll);
     dfccl_store_relaxed(&e->dtype, v->dtype);
@@ -42,6 +43,7 @@ DFCCL_INLINE uint64_t eng_sig_entry_load(const eng_sig_entry_t *e, eng_sig_entry
 {
     const uint64_t s = dfccl_load_acquire64(&e->seq1);
     out->count = dfccl_load_relaxed64(&e->count);
+    out->call = dfccl_load_relaxed64(&e->call);
     out->root = dfccl_load_relaxed(&e->root);
     out->coll = dfccl_load_relaxed(&e->coll);
     out->dtype = dfccl_load_relaxed(&e->dtype);

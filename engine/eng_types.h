@@ -101,10 +101,14 @@ typedef struct {
 /* A rank's description of one of its collectives (engine/sig.c): written into its own
  * segment as it submits it, read by a peer whose same collective stalls, which compares
  * it with its own to name a mismatch. seq1 is written last (release) and reread after the
- * fields, so a reader never takes half of one entry for another. */
+ * fields, so a reader never takes half of one entry for another (eng_sig_desc.h). */
 typedef struct {
     uint64_t seq1;  /* 1 + the collective's number (0: being written) */
     uint64_t count; /* eng_sig_fields_t's */
+    /* the collectives this rank submitted on the communicator before this one, both
+     * daemons' together: the same number on every rank for one call (MPI's order), so a
+     * call whose ranks picked different daemons (memory kinds) is found in the other ring */
+    uint64_t call;
     int32_t root;
     uint8_t coll, dtype, op;
     uint8_t refused; /* its call was refused here (an argument error): why[] says why */

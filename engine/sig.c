@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Mismatched collectives (docs/usage.md, "Mismatched collectives"): ranks that pass one
- * collective different kinds, counts, datatypes, ops or roots, or whose call one rank
- * refused. In band (eng_sig.h), a step of another signature is never taken, so
+ * collective different kinds, counts, datatypes, ops, roots or memory kinds, or whose call
+ * one rank refused. In band (eng_sig.h), a step of another signature is never taken, so
  * such a collective stalls instead of completing with wrong data or hanging for ever with
  * no reason; here, each rank describes every collective it submits in its own segment (a
  * few stores to a line of its own: no message, no wait), and the stall's diagnosis
@@ -46,10 +46,11 @@ static const eng_seg_hdr_t *peer_hdr(const struct dfccl_comm *c, int p)
 }
 
 static void entry_write(eng_sig_entry_t *e, uint64_t seq, const eng_sig_fields_t *f, uint32_t sig,
-                        int refused, uint32_t refusals)
+                        int refused, uint32_t refusals, uint64_t call)
 {
     const eng_sig_entry_t v = {.seq1 = seq + 1,
                                .count = f->count,
+                               .call = call,
                                .root = f->root,
                                .coll = f->coll,
                                .dtype = f->dtype,
@@ -73,7 +74,8 @@ void eng_sig_publish(struct dfccl_comm *c, int gpu, uint64_t seq, const eng_coll
     if (!h)
         return;
     const eng_sig_fields_t f = eng_sig_fields(a);
-    entry_write(&h->sigs[gpu][seq % ENG_SIG_RING], seq, &f, eng_sig_hash(&f), 0, c->refusals[gpu]);
+    const uint64_t call = __atomic_fetch_add(&c->calls, 1, __ATOMIC_RELAXED);
+    entry_write(&h->sigs[gpu][seq % ENG_SIG_RING], seq, &f, eng_sig_hash(&f), 0, c->refusals[gpu], call);
 }
 
 /* p's published text if it is the one for seq1, into buf (else a placeholder). */
@@ -94,7 +96,9 @@ void eng_sig_refuse(struct dfccl_comm *c, int gpu, const char *msg)
     const uint64_t seq = gpu ? dfccl_load_relaxed64(&h->gpu_arrived) : DFCCL_READ_ONCE(c->next_seq);
     const eng_sig_fields_t none = {0};
     eng_sig_why_store(h, (seq + 1) << 1 | (uint64_t)gpu, msg);
-    entry_write(&h->sigs[gpu][seq % ENG_SIG_RING], seq, &none, 0, 1, c->refusals[gpu]++);
+    /* the number its call would have had: the peers' description of the same call has it */
+    entry_write(&h->sigs[gpu][seq % ENG_SIG_RING], seq, &none, 0, 1, c->refusals[gpu]++,
+                dfccl_load_relaxed(&c->calls));
 }
 
 /* "allreduce of 100 int32 (sum)", "bcast of 64 bytes from root 1", "barrier" */
@@ -157,15 +161,29 @@ typedef struct {
 } peer_call_t;
 
 /* h's description of this rank's call `mine` (its collective seq among daemon gpu's):
- * h's collective of the same number. 1 when there is one. */
+ * h's collective of the same number when it is the same call, else the same call among
+ * h's other daemon's collectives (its ranks passed different memory kinds), else h's
+ * collective of the same number (calls are numbered alike only when every rank described
+ * each: numbers alone paired them before). 1 when there is one. */
 static int peer_call(const eng_seg_hdr_t *h, int gpu, uint64_t seq, const eng_sig_entry_t *mine,
                      peer_call_t *out)
 {
-    (void)mine;
+    const int same = entry_read(h, gpu, seq, &out->e);
     out->ring = gpu;
     out->seq = seq;
-    return entry_read(h, gpu, seq, &out->e);
+    if (same && out->e.call == mine->call)
+        return 1;
+    for (int i = 0; i < ENG_SIG_RING; i++) {
+        eng_sig_entry_t e;
+        if (eng_sig_entry_load(&h->sigs[!gpu][i], &e) && e.call == mine->call) {
+            *out = (peer_call_t){.e = e, .ring = !gpu, .seq = e.seq1 - 1};
+            return 1;
+        }
+    }
+    return same;
 }
+
+static const char *const mem_names[2] = {"host", "device"};
 
 /* Peer p's description (pc, published at h) of this rank's call `mine`, collective seq of
  * daemon gpu: 1 and the reason into buf when they differ (or p refused the call). */
@@ -186,6 +204,14 @@ static int differs(const struct dfccl_comm *c, const eng_seg_hdr_t *h, int p, in
         return 1;
     }
     describe(theirs, d1, sizeof d1);
+    if (pc->ring != gpu) {
+        snprintf(buf, len,
+                 "%scollective %" PRIu64 ": rank %d called %s on %s memory (its %s collective %" PRIu64
+                 "), rank %d on %s memory: the memory kinds differ",
+                 daemon, seq, p, d1, mem_names[pc->ring], pc->ring ? "GPU" : "CPU", pc->seq, c->rank,
+                 mem_names[gpu]);
+        return 1;
+    }
     if (theirs->sig == mine->sig && theirs->coll == mine->coll && theirs->count == mine->count &&
         theirs->root == mine->root && theirs->dtype == mine->dtype && theirs->op == mine->op)
         return 0;

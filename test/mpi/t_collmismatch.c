@@ -14,7 +14,9 @@
  *   CASE: count, reduce-root, bcast-root, kind (allreduce against bcast), op, datatype,
  *         refused (the last rank passes a NULL recvbuf), none (no mismatch: all succeed),
  *         refused-all (every rank passes a NULL recvbuf, then rank 0 makes its next call
- *         100 ms after the others: no error, the communicator stays usable)
+ *         100 ms after the others: no error, the communicator stays usable),
+ *         memkind (the last rank passes host memory, the others device memory: with
+ *         -DTM_DEVICE only, else SKIP)
  *   --elems N: elements of the collective (default 64: an LL round; 65536: the ring and
  *         the chain)
  * Built with -DTM_DEVICE (t_collmismatch_dev): the mismatched collective and the calls
@@ -61,6 +63,8 @@ static const char *expected_reason(const char *mode)
         return "the counts differ";
     if (!strcmp(mode, "reduce-root") || !strcmp(mode, "bcast-root"))
         return "the roots differ";
+    if (!strcmp(mode, "memkind"))
+        return "the memory kinds differ";
     if (!strcmp(mode, "kind"))
         return "the collectives differ";
     if (!strcmp(mode, "op"))
@@ -91,7 +95,15 @@ int main(int argc, char **argv)
         return 0;
     }
     const int odd = tc_rank == tc_size - 1;
-#ifdef TM_DEVICE
+    const int memkind = !strcmp(mode, "memkind");
+#ifndef TM_DEVICE
+    if (memkind) {
+        if (tc_rank == 0)
+            printf("SKIP: memkind needs device buffers (t_collmismatch_dev)\n");
+        MPI_Finalize();
+        return 0;
+    }
+#else
     tc_cuda_pick(tc_rank, "SKIP: no CUDA device", 0, NULL);
 #endif
     dfcclComm_t A, B;
@@ -116,7 +128,13 @@ int main(int argc, char **argv)
 
     const double t0 = MPI_Wtime();
     dfcclRequest_t q = NULL;
+#ifdef TM_DEVICE
+    /* memkind: the last rank's buffers are host memory (the CPU daemon), the others'
+     * device memory (the GPU daemon) */
+    dfcclResult_t rc = call_case(mode, odd, memkind && odd ? hs : s, memkind && odd ? hr : r, n, A, &q);
+#else
     dfcclResult_t rc = call_case(mode, odd, s, r, n, A, &q);
+#endif
     if ((refused && odd) || all_refused) {
         if (rc != dfcclInvalidArgument)
             TC_FAIL("%s: the NULL recvbuf gave %d (%s), expected dfcclInvalidArgument", mode, (int)rc,

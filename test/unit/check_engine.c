@@ -15,6 +15,7 @@ int main(void)
     srunner_add_suite(sr, check_net_suite());
     srunner_add_suite(sr, check_trace_suite());
     srunner_add_suite(sr, check_settings_suite());
+    srunner_add_suite(sr, check_sig_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -14,5 +14,6 @@ Suite *check_algo_plan_suite(void); /* check_algo_plan.c: the algorithms' plans 
 Suite *check_net_suite(void);       /* check_net.c: net landing, the locality decision */
 Suite *check_trace_suite(void);     /* check_trace.c: DFCCL_TRACE and its files */
 Suite *check_settings_suite(void);  /* check_settings.c: the table of settings */
+Suite *check_sig_suite(void);       /* check_sig.c: the mismatch diagnosis over descriptions */
 
 #endif
