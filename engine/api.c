@@ -87,11 +87,14 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
 }
 
 /* The communicator may take the call: not aborted here, nor by a peer (its mark in this
- * rank's segment: one load, sig.c). */
+ * rank's segment: one load, sig.c), nor on a look at the peers' descriptions of a bcast or
+ * scatter this rank was the root of (only after one). */
 static dfcclResult_t comm_open_error(const char *fn, struct dfccl_comm *comm)
 {
     dfcclResult_t r = eng_api_aborted_error(fn, comm);
     if (r == dfcclSuccess && DFCCL_UNLIKELY(eng_sig_marked(comm)) && eng_sig_adopt_mark(comm) != dfcclSuccess)
+        r = eng_api_aborted_error(fn, comm);
+    if (r == dfcclSuccess && DFCCL_UNLIKELY(eng_sig_unverified(comm)) && eng_sig_verify(comm) != dfcclSuccess)
         r = eng_api_aborted_error(fn, comm);
     return r;
 }

@@ -461,6 +461,10 @@ dfcclResult_t dfcclCommDestroy(dfcclComm_t handle)
         eng_gpu->comm_stats(comm->gpu, &g);
         gpu_left = g.completed;
     }
+    /* a bcast or scatter this rank was the root of and made no call after: compared with
+     * the peers' descriptions now (sig.c), so that a mismatch is said at least here */
+    if (eng_sig_unverified(comm))
+        (void)eng_sig_verify(comm);
     /* peers that still wait on this communicator must not take this exit for a death,
      * and fail a collective this rank left before completing */
     mark_left(comm, cpu_left, gpu_left);

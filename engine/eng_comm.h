@@ -93,6 +93,10 @@ struct dfccl_comm {
     uint32_t refusals[2]; /* calls refused here, by the daemon they would have gone to
                              (engine/sig.c: 0 the CPU's, 1 the GPU's) */
     uint64_t calls;       /* collectives described here, both daemons' (eng_sig_entry_t.call) */
+    /* 1 + the first collective (of the CPU's, the GPU's) in which this rank was the root of
+     * a bcast or scatter(v) that its peers' descriptions have not been compared with (0:
+     * none): eng_sig_verify, at the next call */
+    uint64_t root_unverified[2];
     /* daemon side */
     uint64_t *slot_next;   /* [slots] */
     dfcclResult_t aborted; /* 0, or why every later collective fails */
@@ -191,6 +195,16 @@ void eng_sig_abort(struct dfccl_comm *c, int log, const char *msg);
 /* A peer marked c aborted (eng_sig_marked): abort it here too with the peer's reason.
  * The result every call on c now gets (dfcclSuccess: no mark). */
 dfcclResult_t eng_sig_adopt_mark(struct dfccl_comm *c);
+/* This rank was the root of a bcast or scatter(v) since the last look (eng_sig_unverified):
+ * compare the shared-memory peers' descriptions of it, since no rank stalls when two take
+ * themselves for its root. A difference aborts c as eng_sig_abort does (dfcclMismatch);
+ * a peer that has not described it yet is looked at again at the next call. A few loads
+ * per peer, once per such collective. */
+dfcclResult_t eng_sig_verify(struct dfccl_comm *c);
+DFCCL_INLINE int eng_sig_unverified(const struct dfccl_comm *c)
+{
+    return (c->root_unverified[0] | c->root_unverified[1]) != 0;
+}
 /* Is there a peer's mark? One load of a line this rank writes at every submission. */
 DFCCL_INLINE int eng_sig_marked(const struct dfccl_comm *c)
 {

@@ -45,6 +45,13 @@ static const eng_seg_hdr_t *peer_hdr(const struct dfccl_comm *c, int p)
     return p != c->rank && t && t->published ? t->published(c, p) : NULL;
 }
 
+/* Is what p published here its live header (shared memory), not a copy asked for? */
+static int peer_live(const struct dfccl_comm *c, int p)
+{
+    const eng_transport_t *t = tp_of(c, p);
+    return t && !t->ask;
+}
+
 static void entry_write(eng_sig_entry_t *e, uint64_t seq, const eng_sig_fields_t *f, uint32_t sig,
                         int refused, uint32_t refusals, uint64_t call)
 {
@@ -68,6 +75,14 @@ static int entry_read(const eng_seg_hdr_t *h, int gpu, uint64_t seq, eng_sig_ent
     return eng_sig_entry_load(&h->sigs[gpu][seq % ENG_SIG_RING], out) == seq + 1;
 }
 
+/* A collective in which the root only sends (bcast, scatter, scatterv): a second rank
+ * that takes itself for the root sends too and waits for nothing, so neither stalls, and
+ * no step of another signature is ever refused (eng_sig_verify looks instead). */
+static int root_only_sends(int coll)
+{
+    return coll == ENG_COLL_BCAST || coll == ENG_COLL_SCATTER || coll == ENG_COLL_SCATTERV;
+}
+
 void eng_sig_publish(struct dfccl_comm *c, int gpu, uint64_t seq, const eng_coll_args_t *a)
 {
     eng_seg_hdr_t *h = my_hdr(c);
@@ -76,6 +91,8 @@ void eng_sig_publish(struct dfccl_comm *c, int gpu, uint64_t seq, const eng_coll
     const eng_sig_fields_t f = eng_sig_fields(a);
     const uint64_t call = __atomic_fetch_add(&c->calls, 1, __ATOMIC_RELAXED);
     entry_write(&h->sigs[gpu][seq % ENG_SIG_RING], seq, &f, eng_sig_hash(&f), 0, c->refusals[gpu], call);
+    if (root_only_sends(a->coll) && a->root == c->rank && !c->root_unverified[gpu])
+        c->root_unverified[gpu] = seq + 1;
 }
 
 /* p's published text if it is the one for seq1, into buf (else a placeholder). */
@@ -221,9 +238,10 @@ static int differs(const struct dfccl_comm *c, const eng_seg_hdr_t *h, int p, in
 }
 
 /* Collective seq's descriptions on this rank and every peer: the first peer whose
- * differs (or who refused its call), with the reason in buf; else -1. */
+ * differs (or who refused its call), with the reason in buf; else -1. *unseen_p (when
+ * given) counts the peers with a live header that have not described it yet. */
 static int diagnose_one(const struct dfccl_comm *c, const eng_seg_hdr_t *me, int gpu, uint64_t seq, char *buf,
-                        size_t len)
+                        size_t len, int *unseen_p)
 {
     eng_sig_entry_t mine;
     if (!entry_read(me, gpu, seq, &mine) || mine.refused)
@@ -233,8 +251,13 @@ static int diagnose_one(const struct dfccl_comm *c, const eng_seg_hdr_t *me, int
         peer_call_t pc;
         if (!h)
             continue;
-        if (!peer_call(h, gpu, seq, &mine, &pc))
+        if (!peer_call(h, gpu, seq, &mine, &pc)) {
+            eng_sig_entry_t e;
+            if (unseen_p && peer_live(c, p) &&
+                eng_sig_entry_load(&h->sigs[gpu][seq % ENG_SIG_RING], &e) < seq + 1)
+                (*unseen_p)++;
             continue;
+        }
         if (differs(c, h, p, gpu, seq, &mine, &pc, buf, len))
             return p;
     }
@@ -262,7 +285,7 @@ int eng_sig_diagnose(const struct dfccl_comm *c, int gpu, uint64_t seq, char *bu
      * completed (two ranks that both took themselves for a bcast's root) left a step in
      * a FIFO, which a later collective finds of another signature and stalls on */
     for (uint64_t d = 0; d < ENG_SIG_RING && d <= seq; d++) {
-        const int p = diagnose_one(c, me, gpu, seq - d, buf, len);
+        const int p = diagnose_one(c, me, gpu, seq - d, buf, len, NULL);
         if (p >= 0)
             return p;
     }
@@ -282,6 +305,49 @@ void eng_sig_abort(struct dfccl_comm *c, int log, const char *msg)
     dfccl_store_release(&c->aborted, dfcclMismatch);
     if (c->gpu)
         eng_gpu->comm_abort(c->gpu, dfcclMismatch);
+}
+
+/* This rank's collectives of daemon gpu from root_unverified on, compared with its peers'
+ * where it was the root of one that only sends: a mismatch is aborted on (1); else
+ * root_unverified moves to the first one a shared-memory peer has not described yet (0:
+ * none left). */
+static int verify_ring(struct dfccl_comm *c, const eng_seg_hdr_t *me, int gpu)
+{
+    uint64_t s = c->root_unverified[gpu] - 1, next = 0;
+    for (int n = 0; n < 2 * ENG_SIG_RING; n++, s++) {
+        eng_sig_entry_t mine;
+        const uint64_t got = eng_sig_entry_load(&me->sigs[gpu][s % ENG_SIG_RING], &mine);
+        next = s + 1;
+        if (got > s + 1)
+            continue; /* overwritten: too old to compare */
+        if (got != s + 1) {
+            next = 0; /* not submitted: none left */
+            break;
+        }
+        if (!root_only_sends(mine.coll) || mine.root != c->rank || mine.refused)
+            continue;
+        char msg[sizeof c->why - 32];
+        int unseen = 0;
+        if (diagnose_one(c, me, gpu, s, msg, sizeof msg, &unseen) >= 0) {
+            eng_sig_abort(c, 1, msg);
+            return 1;
+        }
+        if (unseen)
+            break; /* looked at again at the next call */
+    }
+    c->root_unverified[gpu] = next;
+    return 0;
+}
+
+dfcclResult_t eng_sig_verify(struct dfccl_comm *c)
+{
+    const eng_seg_hdr_t *me = my_hdr(c);
+    if (!me || c->aborted)
+        return c->aborted;
+    for (int gpu = 0; gpu < 2; gpu++)
+        if (c->root_unverified[gpu] && verify_ring(c, me, gpu))
+            return dfcclMismatch;
+    return dfcclSuccess;
 }
 
 dfcclResult_t eng_sig_adopt_mark(struct dfccl_comm *c)

@@ -173,7 +173,9 @@ fi
 # signatures): every rank errors at that call or its next one, naming the difference,
 # within seconds (a wait past 20 s prints HANG); the communicator is refused from then
 # on; others and new ones work. 64 elements: one LL round; 65536: ring and chain.
-for m in count reduce-root bcast-root kind op datatype refused none refused-all; do
+# two-roots: two ranks take themselves for a bcast's root; nobody stalls, the roots find
+# it at their next call (engine/sig.c, eng_sig_verify)
+for m in count reduce-root bcast-root kind op datatype refused none refused-all two-roots; do
     run_case "t_collmismatch[$m]" 3 60 -- t_collmismatch "$m"
     run_case "t_collmismatch[$m,65536 elements]" 4 60 -- t_collmismatch "$m" --elems 65536
 done
@@ -181,6 +183,7 @@ run_case "t_collmismatch[op,threads=2,channels=4]" 2 60 -x DFCCL_CPU_THREADS=2 -
     t_collmismatch op --elems 65536
 run_case "t_collmismatch[datatype,direct_max=4M]" 4 60 -x DFCCL_DIRECT_MAX=4194304 -- t_collmismatch datatype \
     --elems 65536
+run_case "t_collmismatch[two-roots]" 2 60 -- t_collmismatch two-roots
 
 # more than 2^31 bytes: 2 ranks only
 run_case t_large 2 400 -- t_large

@@ -2,8 +2,9 @@
 /* Unit tests: the mismatch diagnosis over the ranks' descriptions (engine/sig.c), for
  * ranks simulated in one process: each rank's segment header in plain memory, each peer
  * reached through a test transport that shows its header live, as shared memory does.
- * What needs a GPU end to end (a rank whose buffers go to the other daemon) is decided
- * here from the descriptions alone. */
+ * What needs a GPU or several processes end to end (a rank whose buffers go to the other
+ * daemon, two ranks that take themselves for a bcast's root) is decided here from the
+ * descriptions alone. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,12 +136,72 @@ START_TEST(sig_both_daemons_agree)
 }
 END_TEST
 
+/* Two ranks take themselves for a bcast's root: at the next call each root compares its
+ * peers' descriptions (eng_sig_verify), finds the other root, aborts and marks every
+ * peer; a peer not described yet is looked at again at the call after. Before, nothing
+ * looked until a later collective stalled. */
+START_TEST(sig_two_roots_found_at_next_call)
+{
+    sim_t w;
+    sim_init(&w, 3);
+    for (int r = 0; r < 3; r++)
+        sim_call(&w, r, 0, ENG_COLL_ALLREDUCE, 1, 0);
+    sim_call(&w, 0, 0, ENG_COLL_BCAST, 64, 0);
+    sim_call(&w, 2, 0, ENG_COLL_BCAST, 64, 2); /* rank 2 passes itself */
+    ck_assert(eng_sig_unverified(&w.c[0]) && eng_sig_unverified(&w.c[2]));
+    ck_assert(!eng_sig_unverified(&w.c[1]));
+    /* rank 1 has not called it yet: rank 2 finds rank 0's root, rank 0 waits for rank 1 */
+    ck_assert_int_eq(eng_sig_verify(&w.c[2]), dfcclMismatch);
+    ck_assert_int_eq(w.c[2].aborted, dfcclMismatch);
+    ck_assert_msg(strstr(w.c[2].why, "rank 0 called bcast of 256 bytes (root 0), rank 2 bcast of 256 bytes "
+                                     "(root 2): the roots differ"),
+                  "%s", w.c[2].why);
+    ck_assert_uint_eq(((eng_seg_hdr_t *)w.segs[0])->abort_mark, 3);
+    ck_assert_uint_eq(((eng_seg_hdr_t *)w.segs[1])->abort_mark, 3);
+    sim_fini(&w);
+
+    /* the same from rank 0, whose peer 1 agrees and peer 2 is late */
+    sim_init(&w, 3);
+    sim_call(&w, 0, 0, ENG_COLL_BCAST, 64, 0);
+    sim_call(&w, 1, 0, ENG_COLL_BCAST, 64, 0);
+    ck_assert_int_eq(eng_sig_verify(&w.c[0]), dfcclSuccess);
+    ck_assert(eng_sig_unverified(&w.c[0])); /* rank 2 not described yet */
+    sim_call(&w, 0, 0, ENG_COLL_ALLREDUCE, 1, 0);
+    ck_assert_int_eq(eng_sig_verify(&w.c[0]), dfcclSuccess);
+    sim_call(&w, 2, 0, ENG_COLL_BCAST, 64, 2);
+    ck_assert_int_eq(eng_sig_verify(&w.c[0]), dfcclMismatch);
+    ck_assert_msg(strstr(w.c[0].why, "rank 2 called bcast of 256 bytes (root 2)"), "%s", w.c[0].why);
+    sim_fini(&w);
+}
+END_TEST
+
+/* Every rank agrees on the root: the roots' looks find nothing and stop; a rank that is
+ * no root of the bcast never looks. */
+START_TEST(sig_one_root_verified)
+{
+    sim_t w;
+    sim_init(&w, 3);
+    for (int k = 0; k < 40; k++) /* around the ring of descriptions */
+        for (int r = 0; r < 3; r++)
+            sim_call(&w, r, k % 2, k % 3 ? ENG_COLL_SCATTER : ENG_COLL_BCAST, 64, k % 3);
+    for (int r = 0; r < 3; r++) {
+        ck_assert(eng_sig_unverified(&w.c[r]));
+        ck_assert_int_eq(eng_sig_verify(&w.c[r]), dfcclSuccess);
+        ck_assert(!eng_sig_unverified(&w.c[r]));
+        ck_assert_int_eq(w.c[r].aborted, 0);
+    }
+    sim_fini(&w);
+}
+END_TEST
+
 Suite *check_sig_suite(void)
 {
     Suite *s = suite_create("sig");
     TCase *t = tcase_create("sig");
     tcase_add_test(t, sig_memory_kinds_differ);
     tcase_add_test(t, sig_both_daemons_agree);
+    tcase_add_test(t, sig_two_roots_found_at_next_call);
+    tcase_add_test(t, sig_one_root_verified);
     suite_add_tcase(s, t);
     return s;
 }
