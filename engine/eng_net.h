@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "dfccl.h"
+#include "eng_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -57,6 +58,19 @@ int eng_net_describe(char *buf, size_t len);
 
 /* My shadow of peer p (NULL when p is not on the net). */
 char *eng_net_shadow(eng_net_t *net, int p);
+
+/* What peer p published in its segment's header (engine/sig.c: its descriptions, its
+ * reason for an abort), as my copy in the header of my shadow of it has it: refreshed by
+ * eng_net_ask, read under each entry's seqlock (eng_sig_desc.h). NULL: p is not on the net. */
+const eng_seg_hdr_t *eng_net_published(const eng_net_t *net, int p);
+
+/* Ask every net peer for its descriptions, into my copies (at most every few ms: the
+ * proxy sends the asks, the peers' proxies the answers, in the background). */
+void eng_net_ask(eng_net_t *net);
+
+/* This rank aborted the communicator on a mismatch (the reason in my header): the proxy
+ * sends my descriptions to every net peer with the news, and each marks itself. */
+void eng_net_tell(eng_net_t *net);
 
 /* Local: pushes the steps still in the shadows, says goodbye, unregisters from the
  * proxy, releases endpoints and shadows. Waits (a bounded time) for the receives still

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Receiving: the active-message handlers, run by a proxy inside UCX's progress with its
  * lock held. A step lands in the receive FIFO (net_landing.h publishes it in order), a
- * credit moves the sender's shadow, a goodbye marks a peer's clean departure; anything
- * else, or a message without the communicator's key, is dropped and counted. */
+ * credit moves the sender's shadow, a goodbye marks a peer's clean departure, an ask is
+ * owed an answer, descriptions land in my copy of the sender's header; anything else, or
+ * a message without the communicator's key, is dropped and counted. */
 #include <string.h>
 
 #include "eng_bell.h"
 #include "eng_log.h"
+#include "eng_sig_desc.h"
 #include "ucx_state.h"
 
 /* The communicator a message names: the id indexes the table, the key must match too.
@@ -173,6 +175,79 @@ static ucs_status_t am_bye(void *arg, const void *header, size_t header_length, 
     return UCS_OK;
 }
 
+/* An ask or descriptions: a message of the right header size, for a communicator here
+ * (comm_by_id), from a rank it reaches over the net (a copy of its header lives in my
+ * shadow of it). A keyed message from any other rank is a protocol error. */
+static struct eng_net_comm *desc_comm(const void *header, size_t header_length, net_am_hdr_t *h,
+                                      const char *what)
+{
+    if (header_length != sizeof(*h))
+        return NULL;
+    memcpy(h, header, sizeof(*h));
+    struct eng_net_comm *nc = comm_by_id(h, what);
+    if (nc && (h->src < 0 || h->src >= nc->nranks || !nc->shadow[h->src] || !nc->me)) {
+        dfccl_error("communicator %016llx (rank %d): %s from rank %d, which it does not reach over the net "
+                    "(a protocol error); communicator aborted",
+                    (unsigned long long)nc->uid, nc->rank, what, (int)h->src);
+        net_abort(nc);
+        return NULL;
+    }
+    return nc;
+}
+
+/* A peer asks for my descriptions: proxy 0 (this thread) sends them at its next pass. */
+static ucs_status_t am_ask(void *arg, const void *header, size_t header_length, void *data, size_t length,
+                           const ucp_am_recv_param_t *param)
+{
+    (void)arg, (void)data, (void)length, (void)param;
+    net_am_hdr_t h;
+    struct eng_net_comm *nc = desc_comm(header, header_length, &h, "an ask for descriptions");
+    if (nc) {
+        dfccl_store_relaxed(&nc->owed[h.src], 1);
+        dfccl_store_relaxed(&nc->owed_any, 1);
+    }
+    return UCS_OK;
+}
+
+/* A peer's descriptions: into my copy of its header (each entry under its seqlock, only
+ * at its own place in the ring); with NET_DESC_TOLD it aborted the communicator, and its
+ * mark goes into my header as a shared-memory peer's would (after the text it names). */
+static ucs_status_t am_desc(void *arg, const void *header, size_t header_length, void *data, size_t length,
+                            const ucp_am_recv_param_t *param)
+{
+    (void)arg;
+    net_am_hdr_t h;
+    struct eng_net_comm *nc = desc_comm(header, header_length, &h, "descriptions");
+    if (!nc)
+        return UCS_OK;
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || length != sizeof(net_desc_t)) {
+        dfccl_error(
+            "communicator %016llx (rank %d): descriptions from rank %d of %zu bytes, not %zu (a protocol "
+            "error); communicator aborted",
+            (unsigned long long)nc->uid, nc->rank, (int)h.src, length, sizeof(net_desc_t));
+        net_abort(nc);
+        return UCS_OK;
+    }
+    net_desc_t d;
+    memcpy(&d, data, sizeof d);
+    eng_seg_hdr_t *copy = (eng_seg_hdr_t *)nc->shadow[h.src];
+    for (int g = 0; g < 2; g++)
+        for (int i = 0; i < ENG_SIG_RING; i++)
+            if (d.sigs[g][i].seq1 && (d.sigs[g][i].seq1 - 1) % ENG_SIG_RING == (uint64_t)i)
+                eng_sig_entry_store(&copy->sigs[g][i], &d.sigs[g][i]);
+    if (d.why_seq1) {
+        d.why[sizeof d.why - 1] = 0;
+        eng_sig_why_store(copy, d.why_seq1, d.why);
+    }
+    if (h.step & NET_DESC_TOLD) {
+        uint64_t none = 0;
+        __atomic_compare_exchange_n(&nc->me->abort_mark, &none, (uint64_t)h.src + 1, 0, __ATOMIC_RELEASE,
+                                    __ATOMIC_RELAXED);
+    }
+    eng_bell_ring(nc->bell); /* a daemon thread asleep on a stalled collective looks again */
+    return UCS_OK;
+}
+
 /* Any other id: a stray or hostile peer's message (another program's UCX worker, a
  * scan), dropped and counted. Registered for every id a peer can name (UCX's are 16-bit):
  * libucp up to 1.16 leaves the table entries below and beyond a registered id
@@ -203,16 +278,16 @@ static ucs_status_t set_handler(net_proxy_t *P, unsigned id, ucp_am_recv_callbac
     return ucp_worker_set_am_recv_handler(P->worker, &hp);
 }
 
-/* dfccl's three ids, and the dropping one for every other id a peer can send (am_stray):
- * 64 Ki entries of libucp's table, about 1.5 MiB a worker, set in a few ms */
+/* dfccl's ids (net_wire.h), and the dropping one for every other id a peer can send
+ * (am_stray): 64 Ki entries of libucp's table, about 1.5 MiB a worker, set in a few ms */
 ucs_status_t net_set_handlers(net_proxy_t *P)
 {
+    static const ucp_am_recv_callback_t own[AM_LAST - AM_FIRST + 1] = {
+        [AM_STEP - AM_FIRST] = am_step, [AM_CREDIT - AM_FIRST] = am_credit, [AM_BYE - AM_FIRST] = am_bye,
+        [AM_ASK - AM_FIRST] = am_ask,   [AM_DESC - AM_FIRST] = am_desc,
+    };
     ucs_status_t st = UCS_OK;
     for (uint32_t id = 0; id <= UINT16_MAX && st == UCS_OK; id++)
-        st = set_handler(P, id,
-                         id == AM_STEP     ? am_step
-                         : id == AM_CREDIT ? am_credit
-                         : id == AM_BYE    ? am_bye
-                                           : am_stray);
+        st = set_handler(P, id, id >= AM_FIRST && id <= AM_LAST ? own[id - AM_FIRST] : am_stray);
     return st;
 }

@@ -74,6 +74,7 @@ static void net_free_locked(struct eng_net_comm *nc)
     free(nc->peer_first);
     free(nc->peer_count);
     free(nc->dead);
+    free(nc->owed);
     free(nc->bye);
     free(nc->conns);
     free(nc);
@@ -121,10 +122,11 @@ static dfcclResult_t comm_alloc_locked(struct eng_net_comm *nc, const eng_net_la
     nc->peer_first = calloc((size_t)N, sizeof(size_t));
     nc->peer_count = calloc((size_t)N, sizeof(uint32_t));
     nc->dead = calloc((size_t)N, 1);
+    nc->owed = calloc((size_t)N, 1);
     nc->bye = calloc((size_t)N, sizeof(net_am_hdr_t));
     nc->conns = calloc(L->nconns ? L->nconns : 1, sizeof(net_conn_t));
     if (!nc->shadow || !nc->ep || !nc->peer_id || !nc->peer_key || !nc->watch_pid || !nc->peer_first ||
-        !nc->peer_count || !nc->dead || !nc->bye || !nc->conns)
+        !nc->peer_count || !nc->dead || !nc->owed || !nc->bye || !nc->conns)
         return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
     if (draw_key(&nc->key)) /* before the table shows nc to the handlers */
         return eng_set_error(dfcclSystemError, "dfcclCommInit", "getrandom for a communicator key: %s",
@@ -402,6 +404,7 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     nc->nranks = L->nranks;
     nc->depth = L->depth;
     nc->bell = L->seg ? &((eng_seg_hdr_t *)L->seg)->bell : NULL;
+    nc->me = (eng_seg_hdr_t *)L->seg;
     nc->abort_words[0] = L->abort_words[0];
     nc->abort_words[1] = L->abort_words[1];
     /* a local failure is reported through the exchange below: every rank takes part
@@ -461,6 +464,27 @@ char *eng_net_shadow(eng_net_t *nc, int p)
     return nc && p >= 0 && p < nc->nranks ? nc->shadow[p] : NULL;
 }
 
+const eng_seg_hdr_t *eng_net_published(const eng_net_t *nc, int p)
+{
+    return nc && p >= 0 && p < nc->nranks ? (const eng_seg_hdr_t *)nc->shadow[p] : NULL;
+}
+
+void eng_net_ask(eng_net_t *nc)
+{
+    if (!nc)
+        return;
+    const uint64_t now = eng_now_ns();
+    uint64_t last = dfccl_load_relaxed(&nc->ask_ns);
+    if (now - last >= NET_ASK_NS && dfccl_cas_relaxed(&nc->ask_ns, &last, now))
+        dfccl_store_relaxed(&nc->asking, 1); /* proxy 0 sends the asks */
+}
+
+void eng_net_tell(eng_net_t *nc)
+{
+    if (nc)
+        dfccl_store_relaxed(&nc->telling, 1);
+}
+
 int eng_net_teardown(eng_net_t *nc)
 {
     if (!nc)
@@ -471,7 +495,7 @@ int eng_net_teardown(eng_net_t *nc)
      * gone out yet: push them (the peers may still need them), then say goodbye, so
      * that peers still running the collective see a clean departure, not a failure */
     for (int pass = 0, moved = 1; moved && pass < 1000000; pass++) {
-        moved = 0;
+        moved = net_proxy_descs(nc); /* the news of an abort just found, too */
         for (size_t i = 0; i < nc->nconns; i++)
             if (net_proxy_conn(nc, &nc->conns[i]) > 0)
                 moved = 1;

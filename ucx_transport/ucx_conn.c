@@ -97,10 +97,30 @@ static void ucx_describe(const struct dfccl_comm *c, int p, char *buf, size_t le
     snprintf(buf, len, "ucx (my shadow of rank %d's segment, sent by the proxy thread)", p);
 }
 
+/* A net peer's descriptions are a copy, asked for (by the CPU daemon's connections'
+ * transport: both daemons' descriptions live in the same header). */
+static const eng_seg_hdr_t *ucx_published(const struct dfccl_comm *c, int p)
+{
+    return eng_net_published(c->net, p);
+}
+
+static void ucx_ask(const struct dfccl_comm *c)
+{
+    eng_net_ask(c->net);
+}
+
+static void ucx_tell(struct dfccl_comm *c)
+{
+    eng_net_tell(c->net);
+}
+
 const eng_transport_t eng_tp_ucx = {.id = ENG_TP_UCX,
                                     .name = "ucx",
                                     .gpu_name = "ucx (host-staged)",
                                     .reaches = ucx_reaches,
                                     .connect = ucx_connect,
                                     .close = ucx_close,
-                                    .describe = ucx_describe};
+                                    .describe = ucx_describe,
+                                    .published = ucx_published,
+                                    .ask = ucx_ask,
+                                    .tell = ucx_tell};

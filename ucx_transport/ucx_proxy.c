@@ -14,6 +14,7 @@
 #include "eng_clock.h"
 #include "eng_log.h"
 #include "eng_sig.h"
+#include "eng_sig_desc.h"
 #include "ucx_state.h"
 
 static dfcclResult_t ucs_error(const char *what, ucs_status_t st)
@@ -44,6 +45,76 @@ int net_am_send(ucp_ep_h ep, int eager, unsigned id, const net_am_hdr_t *h, cons
     if (r)
         ucp_request_free(r); /* it completes on its own */
     return 0;
+}
+
+static void copy_sent(void *request, ucs_status_t status, void *user_data)
+{
+    (void)request, (void)status;
+    free(user_data);
+}
+
+/* One eager message from a copy of its header and payload, freed once sent: for the
+ * descriptions, sent rarely, whose next one must not overwrite one still in flight.
+ * Returns -1 when the send failed at once. */
+static int am_send_copy(ucp_ep_h ep, unsigned id, const net_am_hdr_t *h, const void *buf, size_t len)
+{
+    char *m = malloc(sizeof(*h) + len);
+    if (!m)
+        return -1;
+    memcpy(m, h, sizeof(*h));
+    if (len)
+        memcpy(m + sizeof(*h), buf, len);
+    ucp_request_param_t prm;
+    memset(&prm, 0, sizeof(prm));
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+    prm.cb.send = copy_sent;
+    prm.user_data = m;
+    prm.flags = UCP_AM_SEND_FLAG_EAGER; /* the handler takes whole messages only */
+    ucs_status_ptr_t r = ucp_am_send_nbx(ep, id, m, sizeof(*h), m + sizeof(*h), len, &prm);
+    if (UCS_PTR_IS_ERR(r) || !r) {
+        free(m); /* failed, or done in place (no callback then) */
+        return UCS_PTR_IS_ERR(r) ? -1 : 0;
+    }
+    ucp_request_free(r); /* its callback frees the copy */
+    return 0;
+}
+
+/* My header's descriptions as they are now, each read as its seqlock says
+ * (eng_sig_desc.h): one being written goes with seq1 0. */
+static void desc_snapshot(const eng_seg_hdr_t *me, net_desc_t *d)
+{
+    d->why_seq1 = eng_sig_why_load(me, d->why);
+    for (int g = 0; g < 2; g++)
+        for (int i = 0; i < ENG_SIG_RING; i++)
+            eng_sig_entry_load(&me->sigs[g][i], &d->sigs[g][i]);
+}
+
+int net_proxy_descs(struct eng_net_comm *nc)
+{
+    if (!(dfccl_load_relaxed(&nc->asking) | dfccl_load_relaxed(&nc->telling) |
+          dfccl_load_relaxed(&nc->owed_any)))
+        return 0;
+    const uint32_t ask = dfccl_exchange_relaxed(&nc->asking, 0),
+                   tell = dfccl_exchange_relaxed(&nc->telling, 0);
+    dfccl_store_relaxed(&nc->owed_any, 0);
+    net_desc_t d;
+    int sent = 0, have = 0;
+    for (int p = 0; p < nc->nranks; p++) {
+        net_ep_t *e = nc->shadow[p] && nc->me ? *ep_of(nc, 0, p) : NULL;
+        const uint8_t owed = dfccl_exchange_relaxed(&nc->owed[p], 0);
+        if (!e || DFCCL_READ_ONCE(nc->dead[p]))
+            continue;
+        net_am_hdr_t h = {.dst = nc->peer_id[p], .src = nc->rank, .key = nc->peer_key[p]};
+        if (ask)
+            sent |= !am_send_copy(e->ep, AM_ASK, &h, NULL, 0);
+        if (!owed && !tell)
+            continue;
+        if (!have++)
+            desc_snapshot(nc->me, &d);
+        h.step = tell ? NET_DESC_TOLD : 0;
+        sent |= !am_send_copy(e->ep, AM_DESC, &h, &d, sizeof d);
+    }
+    return sent;
 }
 
 /* Move what the daemon produced, and the credits it gave, since the last visit.
@@ -122,6 +193,8 @@ static void *proxy_main(void *arg)
             net_watch_peers(P);
         }
         for (struct eng_net_comm *nc = net_ucx.comms; nc; nc = nc->next) {
+            if (P->idx == 0) /* an aborted one too: its news goes out */
+                moved |= net_proxy_descs(nc);
             if (net_aborted(nc))
                 continue;
             for (size_t i = 0; i < nc->nconns; i++) {

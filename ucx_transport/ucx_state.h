@@ -16,6 +16,7 @@
  * The room, from the bottom up (each file calls only the ones above it in this list):
  *
  *   ucx_state.c  the process's UCX state (net_ucx) and how a failure spreads
+ *   net_wire.h   what the proxies send each other: ids, headers, descriptions
  *   ucx_am.c     receiving: the active-message handlers (run inside UCX's progress)
  *   ucx_ep.c     the endpoint cache: one endpoint per (worker, peer worker address)
  *   ucx_proxy.c  sending, and the proxy threads with their context and workers
@@ -37,6 +38,17 @@
  * peer's process exits or shows a new worker: closing it earlier would race a peer that
  * still uses (or has just reused) the pair, and leaves UCX state behind at the peer.
  *
+ * Mismatched collectives (engine/sig.c): a step carries its collective's signature tag
+ * in its header and lands with it, so the receiving daemon refuses a step of another
+ * collective as it does a shared-memory peer's. What a shared-memory peer's mapped header
+ * shows live (the descriptions of its collectives, its reason for an abort) a net peer
+ * sends on request: a stalled collective's diagnosis asks (transport.h's ask: AM_ASK to
+ * every net peer, at most every NET_ASK_NS), each peer's proxy answers with its header's
+ * descriptions (AM_DESC), and mine copies them into the header of my shadow of it, where
+ * the next diagnosis reads them. A rank that aborts on a mismatch sends its descriptions
+ * with the news (tell), and each receiver marks itself, as the shared-memory mark does.
+ * All of it goes through proxy 0's endpoints, only while something has stalled.
+ *
  * A peer whose endpoint fails (killed process, lost link) aborts every communicator
  * using that endpoint, so their pending collectives fail instead of hanging; the
  * endpoint leaves the cache. The proxy spins while there is traffic and sleeps on the
@@ -54,28 +66,16 @@
 #include "eng_net.h"
 #include "eng_types.h"
 #include "net_landing.h"
+#include "net_wire.h"
 
 #define NET_VALS        64           /* stable headers of credit messages, reused after 64 more */
 #define NET_MAX_COMMS   4096         /* live net communicators per process (ids index a table) */
 #define NET_WATCH_NS    100000000ull /* how often same-host peers' processes are checked */
 #define NET_TCP_SEG_MAX (1ull << 20) /* largest tcp segment set for a step (see tcp_segments) */
 
-enum { AM_STEP = 11, AM_CREDIT = 12, AM_BYE = 13 };
+#define NET_ASK_NS 5000000ull /* asks for the peers' descriptions at most this often */
 
 #define NET_MAX_PIECES 64 /* eager messages per step at most (DFCCL_NET_PIECE is raised to fit) */
-
-/* Every message's header. */
-typedef struct {
-    uint32_t dst;   /* the receiving rank's communicator id */
-    int32_t src;    /* the sending rank */
-    uint32_t idx;   /* the connection, among those between the two ranks */
-    uint32_t off;   /* AM_STEP: where this piece of the step goes */
-    uint64_t key;   /* the receiving rank's random key of the communicator (see comm_by_id) */
-    uint64_t step;  /* AM_STEP: the step; AM_CREDIT: steps consumed */
-    uint64_t total; /* AM_STEP: the step's bytes, over all its pieces */
-    uint32_t tag;   /* AM_STEP: its collective's signature tag (eng_sig.h, eng_step_word) */
-    uint32_t pad;
-} net_am_hdr_t;
 
 struct eng_net_comm;
 typedef struct net_conn net_conn_t;
@@ -146,6 +146,15 @@ struct eng_net_comm {
     uint64_t inflight; /* rendezvous receives not yet completed (atomic: every proxy's) */
     int closing;       /* this rank is tearing the communicator down */
     eng_bell_t *bell;  /* my doorbell (my segment's header), rung after a step or credit lands */
+    /* descriptions (engine/sig.c, transport.h's published, ask and tell): my header,
+     * whose descriptions go to peers that ask and whose abort_mark a peer's news sets; the
+     * peers' copies live in the headers of my shadows of them */
+    eng_seg_hdr_t *me;
+    uint64_t ask_ns;   /* the latest ask (atomic: eng_net_ask) */
+    uint32_t asking;   /* ask every peer at the next pass of proxy 0 (atomic) */
+    uint32_t telling;  /* tell every peer this rank aborted, at the next pass (atomic) */
+    uint32_t owed_any; /* some peer asked (atomic) */
+    uint8_t *owed;     /* [nranks]: the peer asked for my descriptions (atomic) */
     struct eng_net_comm *next;
 };
 
@@ -216,7 +225,7 @@ void net_peer_lost(struct eng_net_comm *nc, int p, const char *why);
 
 /* ---- ucx_am.c: receiving --------------------------------------------------------------- */
 
-/* Registers the handlers on P's worker: dfccl's three ids, and a dropping one for every
+/* Registers the handlers on P's worker: dfccl's ids (net_wire.h), and a dropping one for every
  * other id a peer can send. */
 ucs_status_t net_set_handlers(net_proxy_t *P);
 
@@ -256,6 +265,11 @@ int net_am_send(ucp_ep_h ep, int eager, unsigned id, const net_am_hdr_t *h, cons
 /* Move what the daemon produced, and the credits it gave, since the last visit.
  * Returns 1 if anything moved, -1 on a failed send. */
 int net_proxy_conn(struct eng_net_comm *nc, net_conn_t *k);
+
+/* Descriptions: my asks, the answers owed to peers that asked, the news that this rank
+ * aborted, all through proxy 0's endpoints. Called with proxy 0's lock held. Returns 1
+ * if anything was sent. */
+int net_proxy_descs(struct eng_net_comm *nc);
 
 /* One context per process, DFCCL_NET_THREADS workers and proxy threads, shared by every
  * communicator: a reference, started by the first. Called with net_ucx.lock held. */

@@ -4,9 +4,10 @@
  * the rank must drop them and keep working. Two ranks set up a communicator over UCX
  * (DFCCL_NET=ucx); rank 1 keeps what the bootstrap all-gather carried, finds rank 0's
  * proxy worker address in it (ucx_transport/net_boot.h), connects to it from a UCX
- * context of its own and sends messages under ids dfccl does not use (0..10, 14, 15,
- * 16, 100, 1000, 65535: short, fragmented eager and rendezvous), and under dfccl's own
- * ids with a header of the wrong size or naming no communicator. After each id both
+ * context of its own and sends messages under ids dfccl does not use (0..10, 16, 17,
+ * 100, 1000, 65535: short, fragmented eager and rendezvous), and under dfccl's own ids
+ * (ucx_transport/net_wire.h: steps, credits, goodbyes, asks and descriptions) with a
+ * header of the wrong size or naming no communicator. After each id both
  * ranks run a checked allreduce on the communicator: rank 0 must still be alive and
  * right. Rank 1 prints each case ("case: ... -> ...") and "t_netstray: N messages"; rank
  * 0 prints "OK". Exit 77 with "SKIP: ..." when the library has no UCX transport.
@@ -17,6 +18,7 @@
 
 #include "../mpi/test_common.h"
 #include "net_boot.h"
+#include "net_wire.h"
 
 /* every all-gather the communicator's set-up made, as rank 1 received it */
 typedef struct {
@@ -161,9 +163,9 @@ int main(int argc, char **argv)
     }
     CHECK(r);
 
-    /* ids dfccl does not use; then its own (11 step, 12 credit, 13 goodbye) with a
-     * header of the wrong size and with one naming no communicator */
-    static const unsigned stray[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 14, 15, 16, 100, 1000, 65535};
+    /* ids dfccl does not use; then its own (11 step, 12 credit, 13 goodbye, 14 ask, 15
+     * descriptions) with a header of the wrong size and with one naming no communicator */
+    static const unsigned stray[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 16, 17, 100, 1000, 65535};
     const int nstray = (int)(sizeof stray / sizeof stray[0]);
     if (tc_rank == 1) {
         size_t alen = 0;
@@ -206,13 +208,15 @@ int main(int argc, char **argv)
         snprintf(after, sizeof after, "stray active messages of id %u", stray[i]);
         alive(comm, after);
     }
-    for (unsigned id = 11; id <= 13; id++) {
+    const size_t hl = sizeof(net_am_hdr_t);
+    for (unsigned id = AM_FIRST; id <= AM_LAST; id++) {
         if (tc_rank == 1) {
             send_one(id, 3, 16, 0, " (dfccl's id, a 3-byte header)");
             send_one(id, 0, 0, 0, " (dfccl's id, no header)");
-            send_one(id, 48, 4096, 0, " (dfccl's id, a 48-byte header)");
-            send_one(id, 40, 4096, 0, " (dfccl's id, a header naming no communicator)");
-            send_one(id, 40, 1 << 20, 1, " (dfccl's id, a header naming no communicator)");
+            send_one(id, hl + 8, 4096, 0, " (dfccl's id, a header 8 bytes too long)");
+            send_one(id, hl, 4096, 0, " (dfccl's id, a header naming no communicator)");
+            send_one(id, hl, sizeof(net_desc_t), 0, " (dfccl's id, a header naming no communicator)");
+            send_one(id, hl, 1 << 20, 1, " (dfccl's id, a header naming no communicator)");
             flush_ep();
         }
         snprintf(after, sizeof after, "malformed active messages of dfccl's id %u", id);
@@ -235,8 +239,8 @@ int main(int argc, char **argv)
         (void)done;
         ucp_worker_destroy(worker);
         ucp_cleanup(ctx);
-        printf("t_netstray: %d messages sent to rank 0's proxy under %d stray and 3 own ids\n", nsent,
-               nstray);
+        printf("t_netstray: %d messages sent to rank 0's proxy under %d stray and %d own ids\n", nsent,
+               nstray, AM_LAST - AM_FIRST + 1);
     }
     CHECK(dfcclCommDestroy(comm));
     for (int i = 0; i < nrecs; i++)
