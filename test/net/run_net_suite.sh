@@ -4,7 +4,8 @@
 # Net-transport (UCX) suite of dfccl, on one machine.
 #
 # usage: run_net_suite.sh MPI_BIN_DIR [NET_BIN_DIR]
-#   MPI_BIN_DIR  the compiled multi-process tests (t_matrix, t_chaos, t_random):
+#   MPI_BIN_DIR  the compiled multi-process tests (t_matrix, t_chaos, t_random,
+#                t_collmismatch):
 #                BUILD/test/mpi
 #   NET_BIN_DIR  where t_netkill and t_netns are (default: MPI_BIN_DIR/../net, i.e.
 #                BUILD/test/net)
@@ -40,6 +41,10 @@
 #   stray       t_netstray: a UCX peer that is no rank sends active messages under
 #               every kind of id dfccl does not use, and malformed ones under its
 #               own, to a rank's proxy: they are dropped and the rank keeps working
+#   mismatch    t_collmismatch, every case, forced (and two in mixed locality): a
+#               collective called differently on the last rank fails on every rank,
+#               naming the difference (the signature's tag in the step's header, the
+#               peers' descriptions asked for over the proxy)
 #   netns       test/net/netns.sh with NET_BIN_DIR/t_netns: ranks in two network
 #               namespaces joined by a veth pair (root only, else SKIP)
 # Every run has DFCCL_LOG_LEVEL=info, and the suite checks the engine's per-peer
@@ -247,6 +252,9 @@ vader_cleanup_since() {
 
 # ------------------------------------------------------------------ case list
 
+# t_collmismatch's cases (test/mpi/t_collmismatch.c), every peer over UCX
+COLLMISMATCH_CASES="count reduce-root bcast-root kind op datatype refused none refused-all two-roots"
+
 # one entry per case, for the SKIP lines
 CASES=()
 for np in $NPS; do CASES+=("t_matrix[net=ucx] np=$np"); done
@@ -273,6 +281,10 @@ CASES+=("t_chaos[net=ucx] np=4" "t_chaos[net=ucx,DFCCL_PREEMPT=0 must hang] np=4
     "t_netkill[shared memory, survivors' communicator] np=3" "t_netkill[teardown race, shared memory] np=4"
     "t_netkill[other pid namespaces, victim waits] np=2" "t_netkill[other pid namespaces, mid ring allreduce] np=4"
     "t_netkill[other pid namespaces, a live peer 2 s late] np=3")
+for m in $COLLMISMATCH_CASES; do
+    CASES+=("t_collmismatch[net=ucx,$m] np=3" "t_collmismatch[net=ucx,$m,65536 elements] np=4")
+done
+CASES+=("t_collmismatch[mixed,count] np=4" "t_collmismatch[mixed,two-roots] np=4")
 
 skip_all() {
     local c
@@ -286,7 +298,7 @@ skip_all() {
 
 echo "dfccl net suite: binaries $BIN and $NETBIN, logs $LOGDIR"
 
-for p in "$BIN/t_matrix" "$BIN/t_chaos" "$BIN/t_random" "$NETBIN/t_netkill"; do
+for p in "$BIN/t_matrix" "$BIN/t_chaos" "$BIN/t_random" "$BIN/t_collmismatch" "$NETBIN/t_netkill"; do
     if [ ! -x "$p" ]; then
         fail "${p##*/}" "missing program $p"
     fi
@@ -352,6 +364,18 @@ run_case "t_matrix[net=ucx,3 proxies,2 daemon threads,4 channels]" 4 120 ucx "${
 run_case "t_chaos[net=ucx,2 proxies,2 daemon threads,4 channels]" 4 120 ucx "${PX[@]}" -x DFCCL_NET_THREADS=2 \
     -- t_chaos "$CHAOS_ITERS" --deadline 60
 
+# One collective called differently on the last rank, every peer over UCX: the step's
+# signature tag travels in the proxy's header, and the stall's diagnosis asks the peers
+# for their descriptions over the proxy (AM_ASK, AM_DESC), so every rank errors at that
+# call or its next, naming the difference, as on shared memory (before: count and kind
+# hung, op, datatype and roots returned wrong data). two-roots: nobody stalls, and net
+# peers are not asked at the next call; the first call that reuses the bcast's
+# connections stalls on the step left there and names it (t_collmismatch makes up to 16).
+for m in $COLLMISMATCH_CASES; do
+    run_case "t_collmismatch[net=ucx,$m]" 3 60 ucx -- t_collmismatch "$m"
+    run_case "t_collmismatch[net=ucx,$m,65536 elements]" 4 60 ucx -- t_collmismatch "$m" --elems 65536
+done
+
 # With preemption off, ranks that submit the chaos collectives in different orders
 # must deadlock over UCX too: HANG and exit 3 (or the watchdog kills the job).
 # hang_proof [TAG mpirun args...]: TAG names the variant in the case name
@@ -385,6 +409,11 @@ hang_proof "2 proxies,2 daemon threads,4 channels" "${PX[@]}" -x DFCCL_NET_THREA
 
 run_case "t_matrix[mixed]" 4 120 mixed -- t_matrix --quick
 run_case "t_chaos[mixed]" 4 120 mixed -- t_chaos "$CHAOS_ITERS" --deadline 60
+# a mismatch found across both transports: the finder marks its shared-memory peers and
+# tells its net peers; two-roots: the last root finds the first's description through a
+# shared-memory peer at its next call
+run_case "t_collmismatch[mixed,count]" 4 60 mixed -- t_collmismatch count
+run_case "t_collmismatch[mixed,two-roots]" 4 60 mixed -- t_collmismatch two-roots
 
 # ------------------------------------------------------------------ killed rank
 # killed_case NAME NP [t_netkill args...]

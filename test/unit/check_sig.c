@@ -196,12 +196,12 @@ END_TEST
 
 Suite *check_sig_suite(void)
 {
+    const TTest *const tests[] = {sig_memory_kinds_differ, sig_both_daemons_agree,
+                                  sig_two_roots_found_at_next_call, sig_one_root_verified};
     Suite *s = suite_create("sig");
     TCase *t = tcase_create("sig");
-    tcase_add_test(t, sig_memory_kinds_differ);
-    tcase_add_test(t, sig_both_daemons_agree);
-    tcase_add_test(t, sig_two_roots_found_at_next_call);
-    tcase_add_test(t, sig_one_root_verified);
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
+        tcase_add_test(t, tests[i]);
     suite_add_tcase(s, t);
     return s;
 }
