@@ -32,6 +32,14 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
             fail "device buffers np=$np" "rc $rc"
         fi
     done
+    # mismatched calls on device buffers with the default settings (the GPU daemon's
+    # signatures), and one rank on host buffers where the others pass device ones
+    # (coll_dfccl_host_buffers 1: the CPU daemon against the GPU's): named on every rank
+    if [ -x "$BIN/t_sigmismatch_dev" ]; then
+        run 120 3 "${HB[@]}" -- t_sigmismatch_dev 10
+        check_lines "device buffers: mismatched calls and memory kinds fail on every rank np=3" $? \
+            'OK t_sigmismatch: 8 mismatches'
+    fi
     # the per-call legacy-stream synchronization, on request
     run 300 2 --mca coll_dfccl_device_sync 1 -- t_device
     check_lines "device buffers with coll_dfccl_device_sync=1 np=2" $? \

@@ -70,7 +70,7 @@ CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 # device-buffer variants (GPU machines): t_device, and with -DOT_DEVICE the collective
 # matrix (every buffer a device copy), the chaos order and the communicator churn
 if [ -f "$CUDA_HOME/include/cuda_runtime.h" ]; then
-    for spec in t_device:t_device t_colls_dev:t_colls t_chaos_dev:t_chaos t_commfree_dev:t_commfree t_allcolls_dev:t_allcolls t_inter_dev:t_inter; do
+    for spec in t_device:t_device t_colls_dev:t_colls t_chaos_dev:t_chaos t_commfree_dev:t_commfree t_allcolls_dev:t_allcolls t_inter_dev:t_inter t_sigmismatch_dev:t_sigmismatch; do
         exe=${spec%%:*} src=${spec#*:}
         def=-DOT_DEVICE
         [ "$exe" = t_device ] && def=
@@ -652,9 +652,9 @@ run 300 3 "${HB[@]}" --mca coll_dfccl_check 1 -- t_colls --quick --comms world,s
 check_ok "coll_dfccl_check=1 passes every matching call (no false alarm) np=3" $?
 # the default settings (coll_dfccl_check 0): the engine's in-band signatures find the
 # same mismatches (count, roots, allreduce vs bcast, op, datatype) on every rank, at the
-# call or the next one (10 ints: an LL round; 20000: ring and chain). np >= 3: with two
-# ranks that both take themselves for a bcast's root, neither waits for anything
-# (docs/usage.md, "Mismatched collectives")
+# call or the next one (10 ints: an LL round; 20000: ring and chain); two ranks that both
+# take themselves for a bcast's root at the next call (docs/usage.md, "Mismatched
+# collectives")
 for np in 3 4; do
     for n in 10 20000; do
         run 60 $np "${HB[@]}" -- t_sigmismatch $n
@@ -662,6 +662,9 @@ for np in 3 4; do
     done
 done
 grep -m2 'dfcclMismatch\|different arguments' "$WORK/out" | sed 's/^/    /' | cut -c1-300
+# two ranks: the bcast-root case is itself two roots (before, neither waited for anything)
+run 60 2 "${HB[@]}" -- t_sigmismatch 10
+check_ok "default settings: mismatched calls fail on every rank, nothing hangs np=2 count=10" $?
 
 fi # DEVICE_ONLY
 

@@ -9,9 +9,20 @@
  * others (MPI_COMM_WORLD) stay usable. The in-band signatures find these
  * (docs/usage.md, "Mismatched collectives"); before them, three hung and three returned
  * wrong data. Each case runs on a communicator of its own (the mismatch aborts it).
+ * "two roots": the last rank passes itself as a bcast's root, the others rank 0; both
+ * roots only send, every rank completes the bcast, and the roots find it at their next
+ * call (before, nothing did until a later collective stalled).
+ *
+ * Built with -DOT_DEVICE (t_sigmismatch_dev, GPU machines, coll_dfccl_host_buffers 1) the
+ * mismatched calls take device buffers (the GPU daemon), and one more case, "memory
+ * kinds", has the last rank pass host buffers (the CPU daemon) where the others pass
+ * device ones: the message names both kinds.
  *
  *   t_sigmismatch [COUNT]   COUNT: elements of each call (default 10)
  */
+#ifdef OT_DEVICE
+#include <cuda_runtime.h>
+#endif
 #include "ompi_test.h"
 
 static int error_class(int rc)
@@ -28,11 +39,22 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     const int n = argc > 1 ? atoi(argv[1]) : 10;
     const int odd = ot_rank == ot_size - 1; /* the last rank calls something else */
-    int *buf = calloc((size_t)n + 1, sizeof(int)), *out = calloc((size_t)n + 1, sizeof(int));
+    int *hbuf = calloc((size_t)n + 1, sizeof(int)), *hout = calloc((size_t)n + 1, sizeof(int));
+    int *buf = hbuf, *out = hout;
     float *fbuf = calloc((size_t)n + 1, sizeof(float));
-    static const char *const cases[] = {"count", "reduce root", "allreduce vs bcast",
-                                        "op",    "datatype",    "bcast root"};
+    static const char *const cases[] = {"count",    "reduce root", "allreduce vs bcast", "op",
+                                        "datatype", "bcast root",  "two roots",          "memory kinds"};
+#ifdef OT_DEVICE
     const int ncases = (int)(sizeof cases / sizeof cases[0]);
+    CU(cudaMalloc((void **)&buf, sizeof(int) * ((size_t)n + 1)));
+    CU(cudaMalloc((void **)&out, sizeof(int) * ((size_t)n + 1)));
+    CU(cudaMemset(buf, 0, sizeof(int) * ((size_t)n + 1)));
+    float *hfbuf = fbuf;
+    CU(cudaMalloc((void **)&fbuf, sizeof(float) * ((size_t)n + 1)));
+    CU(cudaMemset(fbuf, 0, sizeof(float) * ((size_t)n + 1)));
+#else
+    const int ncases = (int)(sizeof cases / sizeof cases[0]) - 1; /* memory kinds: device buffers only */
+#endif
     int at_call = 0, at_next = 0;
     for (int k = 0; k < ncases; k++) {
         MPI_Comm c;
@@ -55,7 +77,9 @@ int main(int argc, char **argv)
             rc = MPI_Allreduce(odd ? (void *)fbuf : (void *)buf, out, n, odd ? MPI_FLOAT : MPI_INT, MPI_SUM,
                                c);
             break;
-        default: rc = MPI_Bcast(buf, n, MPI_INT, odd ? 1 : 0, c); break;
+        case 5: rc = MPI_Bcast(buf, n, MPI_INT, odd ? 1 : 0, c); break;
+        case 6: rc = MPI_Bcast(buf, n, MPI_INT, odd ? ot_rank : 0, c); break;
+        default: rc = MPI_Allreduce(odd ? hbuf : buf, odd ? hout : out, n, MPI_INT, MPI_SUM, c); break;
         }
         const double dt = MPI_Wtime() - t0;
         /* MPI_ERR_ARG (dfcclMismatch) from a wait that found it; MPI_ERR_OTHER (the
@@ -85,8 +109,14 @@ int main(int argc, char **argv)
         OT_FAIL("MPI_COMM_WORLD's allreduce after the mismatches gave %d", sum);
     int tot[2] = {0, 0}, mine[2] = {at_call, at_next};
     OT_MPI(MPI_Reduce(mine, tot, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD));
-    free(buf);
-    free(out);
+#ifdef OT_DEVICE
+    CU(cudaFree(buf));
+    CU(cudaFree(out));
+    CU(cudaFree(fbuf));
+    fbuf = hfbuf;
+#endif
+    free(hbuf);
+    free(hout);
     free(fbuf);
     if (ot_rank == 0)
         printf(
