@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Helpers shared by the suites (test/mpi/run_suite.sh, test/net/run_net_suite.sh,
-# test/asan_suite.sh, test/ompi/run_ompi_suite.sh, test/install_check.sh,
-# test/ucx_wheel_check.sh): sourced, not run. Every suite counts its cases with pass and
+# test/asan_suite.sh, test/hostile_suite.sh, test/ompi/run_ompi_suite.sh,
+# test/install_check.sh, test/ucx_wheel_check.sh): sourced, not run. Every suite counts its cases with pass and
 # fail and ends with finish. For run_mpi and kill_orphans the caller sets MPIRUN (an
 # array), BIN (directory of the test programs), ORPHAN_DIRS (directories whose t_*
 # programs are killed when a job leaves them behind); FILTER for selected.

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The hostile suite: what a careless or hostile program does to dfccl, case by case, and
+# what each case gave. None may crash, hang, return wrong data or spoil another
+# communicator: each must end in an error on every rank that names the cause (or, where
+# the case says so, in no error at all). One line per case,
+#
+#   tried: NAME -> WHAT IT GAVE
+#
+# then "PASS: NAME" or "FAIL: NAME (why)" when that is not what the case expects, and at
+# the end a count of the cases tried by outcome and "N passed, N failed". Cases so far
+# (issue 30, item 2: mismatched collectives, default settings):
+#
+#   native, shared memory   t_collmismatch: the last rank calls one collective with
+#                           another count, root, kind, op or datatype, or its call is
+#                           refused, or two ranks take themselves for a bcast's root
+#   native, over UCX        the same with every peer on the net (DFCCL_NET=ucx)
+#   native, mixed           shared-memory and net peers in one communicator
+#   native, memory kinds    host memory on one rank, device memory on the others
+#                           (t_collmismatch_dev: GPU machines only, else tried as SKIP)
+#   through MPI             t_sigmismatch with mca_coll_dfccl loaded: every case
+#
+# usage: test/hostile_suite.sh BUILD_DIR
+#   SUITE_FILTER  only the cases whose name matches this extended regex
+#   SUITE_LOGDIR  where the logs go (default: a new /tmp/dfccl-hostile.XXXXXX)
+set -u
+
+B=${1:?usage: hostile_suite.sh BUILD_DIR}
+B=$(cd "$B" && pwd)
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BIN=$B/test/mpi
+FILTER=${SUITE_FILTER:-}
+LOGDIR=${SUITE_LOGDIR:-$(mktemp -d /tmp/dfccl-hostile.XXXXXX)}
+mkdir -p "$LOGDIR"
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader)
+# shellcheck disable=SC2034 # read by suite_lib.sh
+ORPHAN_DIRS=("$BIN" "$B/test/gpu" "$B/test/ompi")
+# shellcheck source=suite_lib.sh
+. "$SRC/test/suite_lib.sh"
+
+declare -A GAVE_COUNT=()
+tried() {
+    echo "tried: $1 -> $2"
+    GAVE_COUNT[$3]=$((${GAVE_COUNT[$3]:-0} + 1))
+    [ "$3" != skip ] || echo "SKIP: $1"
+}
+
+# What a run gave, by its exit status and its lines: crash, hang, wrong (an error it
+# should not have, or none where it should: the program's FAIL line), or the summary
+# GIVEN (the caller's, from the lines). Sets OUTCOME (crash|hang|wrong|ok) and WHAT.
+judge() {
+    local log=$1 np=$2
+    if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ] || grep -q '^HANG' "$log"; then
+        OUTCOME=hang WHAT="a hang ($(grep -m1 '^HANG' "$log" | cut -c1-120))"
+    elif grep -qE 'Segmentation|SIGSEGV|SIGBUS|signal [0-9]+|core dumped|Aborted' "$log" ||
+        { [ "$RC" -gt 128 ] && [ "$RC" -ne 137 ]; }; then
+        OUTCOME=crash WHAT="a crash (exit $RC: $(reason_of "$log"))"
+    elif [ "$RC" -ne 0 ] || ! grep -qE '^OK' "$log"; then
+        OUTCOME=wrong WHAT="exit $RC: $(grep -m1 'FAIL' "$log" | cut -c1-200)"
+    else
+        OUTCOME=ok WHAT=
+    fi
+    : "$np"
+}
+
+# collmismatch NAME NP MODE [mpirun args...] -- COMMAND...: COMMAND MODE (t_collmismatch or
+# its device twin, maybe behind a wrapper) must fail on every rank, at the call or a later
+# one, naming the reason of MODE
+collmismatch() {
+    local name=$1 np=$2 mode=$3
+    shift 3
+    selected "$name" || return 0
+    local margs=() reason
+    reason=$(reason_for "$mode")
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+        margs+=("$1")
+        shift
+    done
+    shift
+    local log=$LOGDIR/${name//[^A-Za-z0-9]/_}.log
+    if [ ! -x "${*: -1}" ]; then
+        tried "$name" "SKIP (no ${*: -1})" skip
+        return 0
+    fi
+    run_mpi "$log" 90 "$np" "${margs[@]}" -- "$@" "$mode"
+    if grep -q '^SKIP' "$log"; then
+        tried "$name" "SKIP ($(grep -m1 '^SKIP' "$log" | cut -c7-120))" skip
+        return 0
+    fi
+    judge "$log" "$np"
+    if [ "$OUTCOME" = ok ]; then
+        local n at_call slow
+        n=$(grep -c "^t_collmismatch $mode rank [0-9]*: .*$reason" "$log")
+        at_call=$(grep -c "^t_collmismatch $mode rank [0-9]*: the call failed" "$log")
+        slow=$(sed -n -E "s/^t_collmismatch $mode rank [0-9]+: the call failed after ([0-9.]+) s: .*/\1/p" "$log" |
+            sort -n | tail -1)
+        WHAT="$n of $np ranks failed naming '$reason': $at_call at the call${slow:+ (within $slow s)}, $((np - at_call)) at a later call"
+        [ "$n" -eq "$np" ] || OUTCOME=wrong
+    fi
+    tried "$name" "$WHAT" "$OUTCOME"
+    if [ "$OUTCOME" = ok ]; then pass "$name"; else fail "$name" "$WHAT; log $log"; fi
+}
+
+reason_for() {
+    case $1 in
+    count) echo "the counts differ" ;;
+    reduce-root | bcast-root | two-roots) echo "the roots differ" ;;
+    kind) echo "the collectives differ" ;;
+    op) echo "the ops differ" ;;
+    datatype) echo "the datatypes differ" ;;
+    memkind) echo "the memory kinds differ" ;;
+    refused) echo "refused its call" ;;
+    esac
+}
+
+MODES="count reduce-root bcast-root kind op datatype refused two-roots"
+NET=0
+"$B/tools/dfccl-info" -b 2> /dev/null | grep -q 'net transport (UCX) yes' && NET=1
+
+echo "dfccl hostile suite: binaries $B, logs $LOGDIR"
+for m in $MODES; do
+    collmismatch "mismatch $m, native, shared memory" 3 "$m" -- "$BIN/t_collmismatch"
+done
+for m in $MODES; do
+    if [ "$NET" = 1 ]; then
+        collmismatch "mismatch $m, native, UCX" 3 "$m" -x DFCCL_NET=ucx -- "$BIN/t_collmismatch"
+    elif selected "mismatch $m, native, UCX"; then
+        tried "mismatch $m, native, UCX" "SKIP (no UCX in this build)" skip
+    fi
+done
+# mixed: even ranks "hostA", odd ones "hostB" (the net suite's wrapper, written here)
+WRAP=$LOGDIR/hostwrap.sh
+printf '#!/bin/sh\nr=${OMPI_COMM_WORLD_RANK:-0}\nif [ $((r %% 2)) -eq 0 ]; then DFCCL_HOST=hostA; else DFCCL_HOST=hostB; fi\nexport DFCCL_HOST\nexec "$@"\n' > "$WRAP"
+chmod +x "$WRAP"
+for m in count two-roots; do
+    [ "$NET" = 1 ] && collmismatch "mismatch $m, native, mixed" 4 "$m" -- "$WRAP" "$BIN/t_collmismatch"
+done
+if nvidia-smi -L > /dev/null 2>&1; then
+    collmismatch "mismatch memkind, native, GPU" 3 memkind -- "$B/test/gpu/t_collmismatch_dev"
+elif selected "mismatch memkind, native, GPU"; then
+    tried "mismatch memkind, native, GPU" "SKIP (no GPU here: test/gpu/run_gpu_tests.sh runs it)" skip
+fi
+
+# through MPI, the default settings: t_sigmismatch's cases on a communicator each
+name="mismatches through MPI (t_sigmismatch)"
+COMPDIR=$B/ompi_coll_dfccl/.libs
+if selected "$name" && [ -f "$COMPDIR/mca_coll_dfccl.so" ]; then
+    mkdir -p "$B/test/ompi"
+    mpicc -std=gnu11 -O2 -I"$SRC/test/ompi" "$SRC/test/ompi/t_sigmismatch.c" -o "$B/test/ompi/t_sigmismatch" -lm -lpthread 2> "$LOGDIR/cc.err"
+    CP=$COMPDIR:$(ompi_info --path pkglibdir 2> /dev/null | sed -e 's/.*: *//')
+    log=$LOGDIR/sigmismatch.log
+    run_mpi "$log" 120 3 --mca mca_base_component_path "$CP" -x LD_LIBRARY_PATH="$B/.libs" \
+        --mca coll_dfccl_host_buffers 1 -- "$B/test/ompi/t_sigmismatch" 10
+    judge "$log" 3
+    [ "$OUTCOME" = ok ] && WHAT=$(grep -m1 -o 'OK t_sigmismatch: .*' "$log" | cut -c4-)
+    tried "$name" "$WHAT" "$OUTCOME"
+    if [ "$OUTCOME" = ok ]; then pass "$name"; else fail "$name" "$WHAT; log $log"; fi
+elif selected "$name"; then
+    tried "$name" "SKIP (no component built)" skip
+fi
+
+total=0 summary=
+for k in ok skip wrong hang crash; do
+    total=$((total + ${GAVE_COUNT[$k]:-0}))
+    summary+=" ${GAVE_COUNT[$k]:-0} $k,"
+done
+echo "hostile: $total cases tried:${summary%,} (ok: the error each case must give; wrong: another result)"
+finish
