@@ -209,10 +209,14 @@ static int differs(const struct dfccl_comm *c, const eng_seg_hdr_t *h, int p, in
 {
     const eng_sig_entry_t *theirs = &pc->e;
     const char *daemon = gpu ? "GPU " : "";
-    char d0[96], d1[96];
-    describe(mine, d0, sizeof d0);
     if (theirs->refused && pc->ring == gpu && mine->refusals > theirs->refusals)
         return 0; /* this rank refused that call too, and p has not made its next one yet */
+    if (!theirs->refused && pc->ring == gpu && theirs->sig == mine->sig && theirs->coll == mine->coll &&
+        theirs->count == mine->count && theirs->root == mine->root && theirs->dtype == mine->dtype &&
+        theirs->op == mine->op)
+        return 0; /* the same (the common case: no text made) */
+    char d0[96], d1[96];
+    describe(mine, d0, sizeof d0);
     if (theirs->refused) {
         char why[ENG_SIG_WHY_LEN];
         why_read(h, (pc->seq + 1) << 1 | (uint64_t)pc->ring, why, sizeof why);
@@ -229,9 +233,6 @@ static int differs(const struct dfccl_comm *c, const eng_seg_hdr_t *h, int p, in
                  mem_names[gpu]);
         return 1;
     }
-    if (theirs->sig == mine->sig && theirs->coll == mine->coll && theirs->count == mine->count &&
-        theirs->root == mine->root && theirs->dtype == mine->dtype && theirs->op == mine->op)
-        return 0;
     snprintf(buf, len, "%scollective %" PRIu64 ": rank %d called %s, rank %d %s: %s", daemon, seq, p, d1,
              c->rank, d0, difference(theirs, mine));
     return 1;
