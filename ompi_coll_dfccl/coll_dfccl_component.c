@@ -222,7 +222,8 @@ static int dfccl_register(void)
          "datatype's basic types, memory kind, recvcounts, root, op) in one private exchange per call "
          "that never blocks out of order, and fail the call (or its request) with MPI_ERR_ARG on every "
          "rank instead of hanging; the communicator stays usable. With 0 the engine's in-band signatures "
-         "find the same mismatches (memory kinds aside) and abort the communicator. Default 0 (0 or 1)",
+         "find the same mismatches (memory kinds only with host_buffers 1, where both kinds run on the "
+         "engine) and abort the communicator. Default 0 (0 or 1)",
          "0", OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->check},
         {"eager",
          "1: start setting up the engine communicator when the MPI communicator is created; 0: at its "
