@@ -239,8 +239,9 @@ static int differs(const struct dfccl_comm *c, const eng_seg_hdr_t *h, int p, in
 }
 
 /* Collective seq's descriptions on this rank and every peer: the first peer whose
- * differs (or who refused its call), with the reason in buf; else -1. *unseen_p (when
- * given) counts the peers with a live header that have not described it yet. */
+ * differs (or who refused its call), with the reason in buf; else -1. With unseen_p,
+ * only the peers whose header is live here (a copy may be older than the call a look
+ * at the next call is about), and *unseen_p counts those that have not described it yet. */
 static int diagnose_one(const struct dfccl_comm *c, const eng_seg_hdr_t *me, int gpu, uint64_t seq, char *buf,
                         size_t len, int *unseen_p)
 {
@@ -248,14 +249,13 @@ static int diagnose_one(const struct dfccl_comm *c, const eng_seg_hdr_t *me, int
     if (!entry_read(me, gpu, seq, &mine) || mine.refused)
         return -1;
     for (int p = 0; p < c->nranks; p++) {
-        const eng_seg_hdr_t *h = peer_hdr(c, p);
+        const eng_seg_hdr_t *h = unseen_p && !peer_live(c, p) ? NULL : peer_hdr(c, p);
         peer_call_t pc;
         if (!h)
             continue;
         if (!peer_call(h, gpu, seq, &mine, &pc)) {
             eng_sig_entry_t e;
-            if (unseen_p && peer_live(c, p) &&
-                eng_sig_entry_load(&h->sigs[gpu][seq % ENG_SIG_RING], &e) < seq + 1)
+            if (unseen_p && eng_sig_entry_load(&h->sigs[gpu][seq % ENG_SIG_RING], &e) < seq + 1)
                 (*unseen_p)++;
             continue;
         }
