@@ -6,7 +6,7 @@
 # communicator: each must end in an error on every rank that names the cause (or, where
 # the case says so, in no error at all). One line per case,
 #
-#   tried: NAME -> WHAT IT GAVE
+#   case: NAME -> WHAT IT GAVE
 #
 # then "PASS: NAME" or "FAIL: NAME (why)" when that is not what the case expects, and at
 # the end a count of the cases tried by outcome and "N passed, N failed". Cases so far
@@ -41,7 +41,7 @@ ORPHAN_DIRS=("$BIN" "$B/test/gpu" "$B/test/ompi")
 
 declare -A GAVE_COUNT=()
 tried() {
-    echo "tried: $1 -> $2"
+    echo "case: $1 -> $2"
     GAVE_COUNT[$3]=$((${GAVE_COUNT[$3]:-0} + 1))
     [ "$3" != skip ] || echo "SKIP: $1"
 }
