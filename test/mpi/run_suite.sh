@@ -184,6 +184,8 @@ run_case "t_collmismatch[op,threads=2,channels=4]" 2 60 -x DFCCL_CPU_THREADS=2 -
 run_case "t_collmismatch[datatype,direct_max=4M]" 4 60 -x DFCCL_DIRECT_MAX=4194304 -- t_collmismatch datatype \
     --elems 65536
 run_case "t_collmismatch[two-roots]" 2 60 -- t_collmismatch two-roots
+run_case "t_collmismatch[two-roots,direct_max=4M]" 4 60 -x DFCCL_DIRECT_MAX=4194304 -- t_collmismatch two-roots \
+    --elems 65536
 
 # more than 2^31 bytes: 2 ranks only
 run_case t_large 2 400 -- t_large
