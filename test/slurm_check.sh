@@ -21,15 +21,9 @@
 set -u
 P=${1:?usage: slurm_check.sh PREFIX}
 P=$(cd "$P" && pwd) || exit 2
-npass=0 nfail=0 nskip=0
-pass() { echo "PASS: $1"; npass=$((npass + 1)); }
-fail() { echo "FAIL: $1"; nfail=$((nfail + 1)); }
-skip() { echo "SKIP: $1"; nskip=$((nskip + 1)); }
-finish() {
-    [ "$nskip" -gt 0 ] && echo "skipped: $nskip (see the SKIP lines)"
-    echo "$npass passed, $nfail failed"
-    exit $((nfail > 0))
-}
+# pass, fail, skip, finish
+# shellcheck source=suite_lib.sh
+. "$(dirname "$0")/suite_lib.sh"
 
 missing=
 for t in munged munge slurmctld slurmd sbatch sinfo scontrol; do

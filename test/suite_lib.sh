@@ -2,12 +2,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Helpers shared by the suites (test/mpi/run_suite.sh, test/net/run_net_suite.sh,
 # test/asan_suite.sh, test/hostile_suite.sh, test/ompi/run_ompi_suite.sh,
-# test/install_check.sh, test/ucx_wheel_check.sh): sourced, not run. Every suite counts its cases with pass and
-# fail and ends with finish. For run_mpi and kill_orphans the caller sets MPIRUN (an
-# array), BIN (directory of the test programs), ORPHAN_DIRS (directories whose t_*
+# test/install_check.sh, test/ucx_wheel_check.sh, test/slurm_check.sh,
+# test/fuzz/run_fuzz_suite.sh, test/gpu/run_gpu_tests.sh, test/gpu/run_multigpu.sh):
+# sourced, not run. Every suite counts its cases with pass and fail (skip where a case
+# cannot run) and ends with finish. For run_mpi and kill_orphans the caller sets MPIRUN
+# (an array), BIN (directory of the test programs), ORPHAN_DIRS (directories whose t_*
 # programs are killed when a job leaves them behind); FILTER for selected.
 npass=${npass:-0}
 nfail=${nfail:-0}
+nskip=${nskip:-0}
 [ -n "${FAILED+x}" ] || FAILED=()
 
 # Kill, by pid, every process still running a test program of ORPHAN_DIRS (ranks
@@ -92,9 +95,30 @@ fail() {
     return 0
 }
 
-# The suite's last lines: "N passed, N failed", then the failed cases' names; exits
-# non-zero when any failed.
+# skip NAME: "SKIP: NAME", a case that cannot run here (not counted as passed or failed)
+skip() {
+    echo "SKIP: $1"
+    nskip=$((nskip + 1))
+}
+
+# relay_verdicts < OUTPUT: a driver's output (test/fuzz/fuzz_run.py) printed as it is, its
+# "PASS: ..." / "FAIL: ..." lines counted through pass and fail; non-zero without any.
+relay_verdicts() {
+    local line n0=$((npass + nfail))
+    while IFS= read -r line || [ -n "$line" ]; do
+        case "$line" in
+        "PASS: "*) pass "${line#PASS: }" ;;
+        "FAIL: "*) fail "${line#FAIL: }" ;;
+        *) printf '%s\n' "$line" ;;
+        esac
+    done
+    [ $((npass + nfail)) -gt "$n0" ]
+}
+
+# The suite's last lines: "skipped: N" where skip was called, "N passed, N failed", then
+# the failed cases' names; exits non-zero when any failed.
 finish() {
+    [ "$nskip" -gt 0 ] && echo "skipped: $nskip (see the SKIP lines)"
     echo "$npass passed, $nfail failed"
     if [ "$nfail" -gt 0 ]; then
         for f in "${FAILED[@]}"; do echo "  failed: $f"; done

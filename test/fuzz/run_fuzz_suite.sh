@@ -29,8 +29,9 @@ for v in $(compgen -e | grep '^DFCCL_' || true); do
     ENVS+=(--env "$v=${!v}")
 done
 
-npass=0
-nfail=0
+# pass, fail, relay_verdicts, finish
+# shellcheck source=../suite_lib.sh
+. "$SRC/../suite_lib.sh"
 t_all=$SECONDS
 
 # case NAME TIME_LIMIT [fuzz_run.py args...]: the driver's PASS/FAIL lines are counted
@@ -41,16 +42,12 @@ case_run() {
     out=$(python3 "$SRC/fuzz_run.py" --build "$BUILD" --quiet --logdir "$LOGDIR/$(echo "$name" | tr -c 'A-Za-z0-9=_.-' _)" \
         --time-limit "$(awk "BEGIN{print $limit * $SCALE}")" --name "$name" "${ENVS[@]}" "$@" 2>&1)
     rc=$?
-    echo "$out" | grep -v '^fuzz: '
-    local p f
-    p=$(grep -c '^PASS: ' <<< "$out")
-    f=$(grep -c '^FAIL: ' <<< "$out")
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        echo "FAIL: $name (fuzz_run.py exit $rc)"
-        f=1
+    local f0=$nfail
+    relay_verdicts < <(grep -v '^fuzz: ' <<< "$out")
+    # an exit status the driver gave no FAIL line for still fails the case
+    if [ "$rc" -ne 0 ] && [ "$nfail" -eq "$f0" ]; then
+        fail "$name" "fuzz_run.py exit $rc"
     fi
-    npass=$((npass + p))
-    nfail=$((nfail + f))
     echo "    [$((SECONDS - t0)) s] $(grep '^fuzz: ' <<< "$out" | tail -n 1)"
 }
 
@@ -104,5 +101,4 @@ if [ -f "$BUILD/ompi_coll_dfccl/.libs/mca_coll_dfccl.so" ]; then
 fi
 
 echo "fuzz suite: $((SECONDS - t_all)) s"
-echo "$npass passed, $nfail failed"
-[ "$nfail" -eq 0 ]
+finish

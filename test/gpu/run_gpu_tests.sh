@@ -6,7 +6,8 @@
 #   run_gpu_tests.sh BUILD_DIR [quick]
 # Environment: NPS, CHAOS_NPS, COMMS_NPS, NET_NPS (rank counts of the matrix, chaos,
 # 100-communicator and net-matrix cases; empty skips), SANITIZER=0 (no compute-sanitizer),
-# NET_ONLY=1 (only the net-transport cases), NO_NET=1 (none of them).
+# NET_ONLY=1 (only the net-transport cases), NO_NET=1 (none of them), GPU_FILTER (only
+# the cases whose name matches this extended regex, e.g. '^(matrix|chaos)$').
 # Prints "PASS: ..." / "FAIL: ..." per case and ends with "N passed, N failed".
 set -u
 B=${1:?usage: run_gpu_tests.sh BUILD_DIR [quick]}
@@ -18,9 +19,10 @@ MPIRUN="mpirun --oversubscribe --mca btl self,vader --bind-to none -x CUDA_MPS_P
 # DFCCL_* settings of the caller's environment reach every rank (DFCCL_DIRECT_MAX=4194304
 # bash run_gpu_tests.sh ...: the whole suite with that setting)
 for v in $(compgen -e | grep '^DFCCL_'); do MPIRUN+=" -x $v"; done
-pass=0 fail=0
-ok() { echo "PASS: $*"; pass=$((pass + 1)); }
-ko() { echo "FAIL: $*"; fail=$((fail + 1)); }
+# pass, fail, relay_verdicts, finish; selected picks the cases by FILTER
+# shellcheck source=../suite_lib.sh
+. "$(dirname "$0")/../suite_lib.sh"
+FILTER=${GPU_FILTER:-}
 
 LOGDIR=${OUT:-/tmp}/gpu_case_logs; mkdir -p "$LOGDIR"
 mps_start() { mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"; nvidia-cuda-mps-control -d && echo "mps: started"; }
@@ -33,9 +35,8 @@ trap 'mps_stop; pkill -9 -f test/gpu/t_ 2>/dev/null' EXIT
 # run NAME TIMEOUT EXPECT(ok|hang) NP ARGS... ; hang: exit 3 or a timeout proves it
 run() {
     local name=$1 to=$2 expect=$3 np=$4; shift 4
-    local out rc
-    # GPU_FILTER: only the cases whose name matches this extended regex
-    if [ -n "${GPU_FILTER:-}" ] && ! [[ "$name" =~ $GPU_FILTER ]]; then return 0; fi
+    local out rc log
+    selected "$name" || return 0
     out=$(timeout -s KILL "$to" $MPIRUN -np "$np" "$@" 2>&1); rc=$?
     if [ $rc -eq 77 ]; then
         # a rank saw no device: MPS was still settling after the previous job; once more
@@ -43,15 +44,16 @@ run() {
         out=$(timeout -s KILL "$to" $MPIRUN -np "$np" "$@" 2>&1); rc=$?
     fi
     pkill -9 -f "$B/test/gpu/t_" 2>/dev/null
-    echo "$out" > "$LOGDIR/$(echo "$name-np$np" | tr ' =/' '___').log"
+    log=$LOGDIR/$(echo "$name-np$np" | tr ' =/' '___').log
+    echo "$out" > "$log"
     echo "$out" | grep -E "^t_gpu|^t_vcolls|HANG|FAIL|elements differ|error" | head -n 20
     if [ "$expect" = ok ]; then
-        [ $rc -eq 0 ] && ok "$name np=$np" || ko "$name np=$np (rc=$rc)"
+        if [ $rc -eq 0 ]; then pass "$name np=$np"; else fail "$name np=$np" "rc=$rc" "$log"; fi
     else
         if [ $rc -ne 0 ] && { echo "$out" | grep -q HANG || [ $rc -eq 137 ]; }; then
-            ok "$name np=$np hangs without preemption (rc=$rc)"
+            pass "$name np=$np hangs without preemption (rc=$rc)"
         else
-            ko "$name np=$np was expected to hang (rc=$rc)"
+            fail "$name np=$np was expected to hang" "rc=$rc" "$log"
         fi
     fi
 }
@@ -105,7 +107,7 @@ fi
 # the check must fail on a copy with one completion taken out.
 trace_dev() {
     local name="trace deadlock demo, device buffers"
-    if [ -n "${GPU_FILTER:-}" ] && ! [[ "$name" =~ $GPU_FILTER ]]; then return 0; fi
+    selected "$name" || return 0
     local dir=$LOGDIR/trace_dev tool out rc ngpu
     tool="$(cd "$(dirname "$0")/../.." && pwd)/tools/dfccl-trace"
     rm -rf "$dir" && mkdir -p "$dir/cut"
@@ -126,14 +128,14 @@ trace_dev() {
     sed -i '0,/"cat": "complete"/{/"cat": "complete"/d}' "${cut[0]}"
     echo "$out" | tail -n 3
     if [ $rc -ne 0 ] || [ "${#files[@]}" -ne 4 ] || [ "$ngpu" -eq 0 ]; then
-        ko "$name np=4 (rc=$rc, ${#files[@]} files, $ngpu GPU run stretches)"
+        fail "$name np=4" "rc=$rc, ${#files[@]} files, $ngpu GPU run stretches" "$LOGDIR/trace_dev.log"
     elif ! echo "$out" | grep -q 'consistent$' || ! echo "$out" | grep -qE '[1-9][0-9]* stretches set aside' ||
         ! echo "$out" | grep -qE '[1-9][0-9]* late ranks named'; then
-        ko "$name np=4: $(echo "$out" | tail -n 1)"
+        fail "$name np=4: $(echo "$out" | tail -n 1)"
     elif python3 "$tool" check "${cut[@]}" > /dev/null 2>&1; then
-        ko "$name np=4: the check passed a trace with a completion taken out"
+        fail "$name np=4: the check passed a trace with a completion taken out"
     else
-        ok "$name np=4 ($ngpu GPU run stretches; $(echo "$out" | sed -n 's/^dfccl-trace check: //p'))"
+        pass "$name np=4 ($ngpu GPU run stretches; $(echo "$out" | sed -n 's/^dfccl-trace check: //p'))"
     fi
 }
 [ -z "$NET_ONLY" ] && trace_dev
@@ -167,25 +169,26 @@ fi
 KN=$B/test/gpu/t_netkill_dev
 killed() {
     local name=$1 net=$2 np=$3; shift 3
-    if [ -n "${GPU_FILTER:-}" ] && ! [[ "killed $name" =~ $GPU_FILTER ]]; then return 0; fi
-    local out rc nok worst
+    selected "killed $name" || return 0
+    local out rc nok worst log
     out=$(timeout -s KILL 120 $MPIRUN --enable-recovery -np "$np" -x DFCCL_NET="$net" "$KN" --deadline 20 "$@" 2>&1)
     rc=$?
     pkill -9 -f "$B/test/gpu/t_" 2>/dev/null
-    echo "$out" > "$LOGDIR/killed_$(echo "$name-np$np" | tr -c 'A-Za-z0-9=.\n-' '_').log"
+    log=$LOGDIR/killed_$(echo "$name-np$np" | tr -c 'A-Za-z0-9=.\n-' '_').log
+    echo "$out" > "$log"
     nok=$(echo "$out" | grep -c '^OK: peer failure reported')
     worst=$(echo "$out" | sed -n 's/^OK: peer failure reported on rank [0-9]* after \([0-9.]*\) s.*/\1/p' | sort -n | tail -n 1)
     echo "$out" | grep -E "^OK|HANG|FAIL|^\[dfccl [0-9]+\] (error|warn)" | head -n 8
     if [ $rc -eq 137 ] || echo "$out" | grep -qE "^HANG|FAIL"; then
-        ko "killed peer, $name np=$np (rc=$rc)"
+        fail "killed peer, $name np=$np" "rc=$rc" "$log"
     elif ! echo "$out" | grep -q '^t_netkill: victim rank 1 '; then
-        ko "killed peer, $name np=$np: the victim never got to the kill"
+        fail "killed peer, $name np=$np: the victim never got to the kill"
     elif [ "$nok" -ne $((np - 1)) ]; then
-        ko "killed peer, $name np=$np: $nok of $((np - 1)) survivors reported the failure"
+        fail "killed peer, $name np=$np: $nok of $((np - 1)) survivors reported the failure"
     elif ! echo "$out" | grep -iE '^\[dfccl [0-9]+\] (error|warn)' | grep -qE '(peer|rank) 1([^0-9]|$)'; then
-        ko "killed peer, $name np=$np: no error line names rank 1"
+        fail "killed peer, $name np=$np: no error line names rank 1"
     else
-        ok "killed peer, $name np=$np (reported after ${worst} s at most)"
+        pass "killed peer, $name np=$np (reported after ${worst} s at most)"
     fi
 }
 if [ -z "$NET_ONLY" ]; then
@@ -210,14 +213,11 @@ fi
 # the deadlock fuzzer on device buffers (docs/fuzzing.md): random programs, with device
 # synchronizations between submissions while collectives are pending (bench/RESULTS.md, section 14)
 if [ -z "$NET_ONLY" ] && [ -x "$B/test/fuzz/fz_native_dev" ] &&
-    { [ -z "${GPU_FILTER:-}" ] || [[ "fuzz --device" =~ $GPU_FILTER ]]; }; then
+    selected "fuzz --device"; then
     out=$(python3 "$(dirname "$0")/../fuzz/fuzz_run.py" --build "$B" --device --seeds 1:41 --np 2,4,8 --quiet \
         --time-limit 400 --timeout 120 --logdir "$LOGDIR/fuzz" --name "fuzz --device: seeds 1-40, np 2/4/8" \
         --mpirun-args "--bind-to none" --env CUDA_MPS_PIPE_DIRECTORY="$CUDA_MPS_PIPE_DIRECTORY" 2>&1)
-    echo "$out" | grep -v '^fuzz: '
-    pass=$((pass + $(grep -c '^PASS: ' <<< "$out")))
-    fail=$((fail + $(grep -c '^FAIL: ' <<< "$out")))
-    grep -q '^PASS: \|^FAIL: ' <<< "$out" || ko "fuzz --device: no verdict from test/fuzz/fuzz_run.py"
+    relay_verdicts < <(grep -v '^fuzz: ' <<< "$out") || fail "fuzz --device: no verdict from test/fuzz/fuzz_run.py"
     mps_restart # the kernels of a program that hung
 fi
 # the hang proofs last: each leaves kernels spinning until MPS is restarted
@@ -250,5 +250,4 @@ if [ -n "$CS" ] && [ "${SANITIZER:-1}" = 1 ] && [ -z "$NET_ONLY" ]; then
     done
     mps_start
 fi
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

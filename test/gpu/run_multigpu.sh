@@ -18,9 +18,9 @@ fi
 SYS=$(ompi_info --path pkglibdir 2>/dev/null | sed -e 's/.*: *//')
 MPIRUN="mpirun --oversubscribe --mca btl self,vader --bind-to none -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE
   --mca mca_base_component_path $B/ompi_coll_dfccl/.libs:$SYS"
-pass=0 fail=0
-ok() { echo "PASS: $*"; pass=$((pass + 1)); }
-ko() { echo "FAIL: $*"; fail=$((fail + 1)); }
+# pass, fail, finish
+# shellcheck source=../suite_lib.sh
+. "$(dirname "$0")/../suite_lib.sh"
 NPS=${NPS:-$(for n in 2 4 8; do [ $n -le "$NGPU" ] && echo $n; done)}
 
 # side by side: dfccl and NCCL (and MPI_Allreduce through the component for allreduce)
@@ -31,7 +31,7 @@ for np in $NPS; do
         timeout -s KILL ${BENCH_TIMEOUT:-600} $MPIRUN -np $np $B/bench/gpu_bench -N -s $m -c $coll \
             ${BENCH_ARGS:--b 8 -e 4G -f 4 -n 20 -w 5}
         rc=$?
-        [ $rc -eq 0 ] && ok "gpu_bench $coll np=$np" || ko "gpu_bench $coll np=$np (rc=$rc)"
+        if [ $rc -eq 0 ]; then pass "gpu_bench $coll np=$np"; else fail "gpu_bench $coll np=$np" "rc=$rc"; fi
     done
 done
 
@@ -41,16 +41,19 @@ NPC=$(echo $NPS | awk '{print $NF}')
 out=$(timeout -s KILL 600 $MPIRUN -np $NPC $B/test/gpu/t_gpu chaos --iters ${CHAOS_ITERS:-100} --deadline 300 2>&1)
 rc=$?
 echo "$out" | grep -E "^t_gpu|HANG|FAIL" | head -5
-[ $rc -eq 0 ] && ok "dfccl chaos order, ${CHAOS_ITERS:-100} runs np=$NPC" || ko "dfccl chaos np=$NPC (rc=$rc)"
+if [ $rc -eq 0 ]; then
+    pass "dfccl chaos order, ${CHAOS_ITERS:-100} runs np=$NPC"
+else
+    fail "dfccl chaos np=$NPC" "rc=$rc"
+fi
 # the same order with NCCL must hang (the watchdog says so and exits 3)
 out=$(timeout -s KILL 120 $MPIRUN -np $NPC $B/test/gpu/t_nccl_chaos --deadline 30 2>&1)
 rc=$?
 echo "$out" | grep -E "HANG|t_nccl_chaos|SKIP" | head -3
 if [ $rc -ne 0 ] && { echo "$out" | grep -q HANG || [ $rc -eq 137 ]; }; then
-    ok "NCCL chaos order hangs np=$NPC (rc=$rc)"
+    pass "NCCL chaos order hangs np=$NPC (rc=$rc)"
 else
-    ko "NCCL chaos order np=$NPC was expected to hang (rc=$rc)"
+    fail "NCCL chaos order np=$NPC was expected to hang" "rc=$rc"
 fi
 pkill -9 -f "$B/test/gpu/t_nccl_chaos" 2>/dev/null
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish
