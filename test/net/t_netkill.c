@@ -71,8 +71,15 @@
 #include <cuda_runtime.h>
 #endif
 
+#include <malloc.h>
 #include <signal.h>
 
+/* kB in use from malloc (small blocks and mmapped ones) */
+static long heap_kb(void)
+{
+    const struct mallinfo2 m = mallinfo2();
+    return (long)((m.uordblks + m.hblkhd) / 1024);
+}
 static volatile sig_atomic_t phase_id;
 static const char *const phase_names[] = {
     "waiting for the pending allreduce to fail", "waiting for the barrier posted after the failure",
@@ -145,8 +152,10 @@ static int run_teardown(dfcclComm_t comm, int teardown, size_t count, int keep, 
             CHECK(dfcclCommInitMPI(&kept, sub));
     }
     int fds0 = -1, tasks0 = -1;
-    long rss0 = -1, rssm = -1; /* rssm: halfway between round 10 and the last */
-    const int mid = (10 + teardown - 1) / 2;
+    /* bytes in use from malloc (kB) at round 10 and at the quarters from there to the
+     * last round: a leak shows in each, where resident memory moves in the allocator's
+     * steps (a real 100 kB a communicator grew it by 1668, 104 and 1536 kB a quarter) */
+    long rss0 = -1, heap0 = -1, heapq[3] = {-1, -1, -1};
     for (int round = 0; round < teardown; round++) {
         CHECK(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
         tc_case_t c;
@@ -174,9 +183,11 @@ static int run_teardown(dfcclComm_t comm, int teardown, size_t count, int keep, 
             fds0 = proc_entries("/proc/self/fd");
             tasks0 = proc_entries("/proc/self/task");
             rss0 = proc_rss_kb();
+            heap0 = heap_kb();
         }
-        if (round == mid && round > 10)
-            rssm = proc_rss_kb();
+        for (int q = 0; q < 3; q++)
+            if (round > 10 && round == 10 + (q + 1) * (teardown - 11) / 4)
+                heapq[q] = heap_kb();
     }
     /* a socket or thread of the last round may still be closing (a loaded machine): a
      * leak stays, a close in flight goes within a second */
@@ -186,7 +197,7 @@ static int run_teardown(dfcclComm_t comm, int teardown, size_t count, int keep, 
         fds1 = proc_entries("/proc/self/fd");
         tasks1 = proc_entries("/proc/self/task");
     }
-    const long rss1 = proc_rss_kb();
+    const long rss1 = proc_rss_kb(), heap1 = heap_kb();
     if (kept) {
         tc_checked_allreduce_on(kept, sub != MPI_COMM_NULL ? tc_size - 1 : tc_size, tc_rank,
                                 "allreduce on the kept communicator");
@@ -201,13 +212,23 @@ static int run_teardown(dfcclComm_t comm, int teardown, size_t count, int keep, 
         TC_FAIL("file descriptors grew from %d to %d over %d communicators", fds0, fds1, teardown - 11);
     if (tasks1 > tasks0)
         TC_FAIL("threads grew from %d to %d over %d communicators", tasks0, tasks1, teardown - 11);
-    /* a leak grows with every communicator, so in both halves; an allocator's one-off
-     * step (a UCX memory pool taking its next 8 MiB chunk under a loaded machine) lands
-     * in one half only, and is bounded by the total */
-    const long grow1 = rssm >= 0 ? rssm - rss0 : rss1 - rss0, grow2 = rssm >= 0 ? rss1 - rssm : 0;
-    if ((grow1 > 1024 && grow2 > 1024) || rss1 - rss0 > 32768)
-        TC_FAIL("resident memory grew by %ld kB then %ld kB over %d communicators", grow1, grow2,
-                teardown - 11);
+    /* a leak grows with every communicator, so in every quarter of the run (64 kB a
+     * quarter: ~7 kB a communicator at 50 rounds); a pool's one-off chunk (UCX's, 1-8 MiB)
+     * lands in one quarter. Resident memory only bounds the whole: two 1 MiB allocator
+     * steps in one run were once taken for a leak when its halves were compared. */
+    long grow[4], prev = heap0;
+    int leaking = heapq[2] >= 0;
+    for (int q = 0; q < 4; q++) {
+        const long at = q < 3 ? heapq[q] : heap1;
+        grow[q] = at - prev;
+        leaking = leaking && grow[q] > 64;
+        prev = at;
+    }
+    if (leaking)
+        TC_FAIL("memory in use grew by %ld, %ld, %ld and %ld kB in the quarters of %d communicators", grow[0],
+                grow[1], grow[2], grow[3], teardown - 11);
+    if (rss1 - rss0 > 32768)
+        TC_FAIL("resident memory grew by %ld kB over %d communicators", rss1 - rss0, teardown - 11);
     if (tc_rank == 0)
         printf("OK\n");
     MPI_Finalize();
