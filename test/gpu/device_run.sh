@@ -25,6 +25,14 @@ if ls .dist/libucx-dev_*.deb >/dev/null 2>&1; then
     UCX_CONF=--with-ucx=$U
 fi
 tar xzf .dist/dfccl-*.tar.gz -C $W && cd $W/dfccl-* || exit 1
+# the tarball is what gets built, not the tree carried with it: a tarball older than the
+# tree's last commit would measure the old code (DIST_STALE_OK=1: on purpose)
+stale=$(for f in $(find engine cuda cpu ucx_transport ompi_coll_dfccl include -type f); do
+    cmp -s "$f" "$REPO/$f" || echo "$f"; done | head -n 5 | tr '\n' ' ')
+if [ -n "$stale" ] && [ "${DIST_STALE_OK:-}" != 1 ]; then
+    echo "the tarball in .dist/ differs from the tree in: $stale(make -C build dist; cp build/dfccl-*.tar.gz .dist/)"
+    exit 1
+fi
 ( ./configure --enable-werror $UCX_CONF && make -j16 ${MAKE_TARGETS:-} && { [ -n "${MAKE_TARGETS:-}" ] || make -j16 check TESTS=; } ) > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 echo "build ok"; touch $W/built
 export LD_LIBRARY_PATH=$PWD/.libs
