@@ -38,6 +38,7 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
     req->since_ns = eng_now_ns();
     req->wake_due = 0;
     a->blocks = blocks;
+    a->epoch = (uint8_t)(comm->refusals[on_gpu] & 15u);
     /* a one-shot contribution must fit the FIFO depth of the smallest step of the daemon
      * that runs it (one chunk per step), an LL one one step twice over (its lines carry
      * flags); the net transport's proxy copies steps without 8-byte atomicity, so
@@ -284,9 +285,9 @@ static dfcclResult_t submit_v_call(const char *fn, eng_coll_t coll, const eng_va
 {
     struct dfccl_comm *comm;
     dfcclResult_t r = eng_api_open_call(fn, handle, request_p, &comm);
+    *comm_p = comm; /* a live one is told of the refusal too (a NULL request_p) */
     if (r != dfcclSuccess)
         return r;
-    *comm_p = comm;
     const int N = comm->nranks, me = comm->rank;
     const int rooted = coll == ENG_COLL_GATHERV || coll == ENG_COLL_SCATTERV;
     if (coll != ENG_COLL_ALLTOALLW && !eng_api_type_ok(v->datatype))

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A collective's signature: what every rank must pass alike to one collective (its kind,
- * count, datatype, op, root), as the fields the ranks compare and as a 31-bit hash that
- * travels in band with the data each step already sends: mixed into the LL lines' flag
- * (eng_ll_flag) and in the upper half of a Simple step's size word (eng_step_word). A
- * receiver whose own signature differs never takes the step: the collective stalls
- * instead of completing with another collective's data, and the stall's diagnosis
- * (engine/sig.c) compares the fields every rank published at submission and fails it
- * with the difference named. Backend-neutral: the GPU daemon computes the hash from the
- * task's arguments (nothing more in its submission entry). */
+ * count, datatype, op, root, and its epoch: the calls its daemon refused before it; a
+ * refused call takes no number, so a rank's next call has the number its peers gave the
+ * call it refused, and must not complete with their steps), as the fields the ranks
+ * compare and as a 31-bit hash that travels in band with the data each step already
+ * sends: mixed into the LL lines' flag (eng_ll_flag) and in the upper half of a Simple
+ * step's size word (eng_step_word). A receiver whose own signature differs never takes
+ * the step: the collective stalls instead of completing with another collective's data,
+ * and the stall's diagnosis (engine/sig.c) compares the fields every rank published at
+ * submission and fails it with the difference named. Backend-neutral: the GPU daemon
+ * computes the hash from the task's arguments (nothing more in its submission entry). */
 #ifndef DFCCL_ENG_SIG_H
 #define DFCCL_ENG_SIG_H
 
@@ -42,7 +44,8 @@ DFCCL_INLINE int eng_coll_tabled(int coll)
  * component may pack one rank's derived type into bytes where another passes a
  * predefined type; a reduction compares count, datatype and op. */
 typedef struct {
-    uint8_t coll, dtype, op, pad;
+    uint8_t coll, dtype, op;
+    uint8_t epoch; /* eng_coll_args_t's: ranks that refused different calls are out of step */
     int32_t root;
     uint64_t count; /* elements (reductions), bytes (the others), 0 (tabled, barrier) */
 } eng_sig_fields_t;
@@ -51,7 +54,7 @@ DFCCL_INLINE eng_sig_fields_t eng_sig_fields(const eng_coll_args_t *a)
 {
     eng_sig_fields_t f;
     f.coll = a->coll;
-    f.pad = 0;
+    f.epoch = a->epoch;
     f.root = eng_coll_rooted(a->coll) ? a->root : 0;
     if (eng_coll_reduces(a->coll)) {
         f.dtype = a->dtype;
@@ -71,7 +74,7 @@ DFCCL_INLINE eng_sig_fields_t eng_sig_fields(const eng_coll_args_t *a)
 DFCCL_INLINE uint32_t eng_sig_hash(const eng_sig_fields_t *f)
 {
     uint64_t x = (uint64_t)f->coll | (uint64_t)f->dtype << 8 | (uint64_t)f->op << 16 |
-                 (uint64_t)(uint32_t)f->root << 32;
+                 (uint64_t)f->epoch << 24 | (uint64_t)(uint32_t)f->root << 32;
     x ^= f->count * 0x9E3779B97F4A7C15ull;
     x ^= x >> 31;
     x *= 0xBF58476D1CE4E5B9ull;

@@ -188,7 +188,12 @@ typedef struct {
 
 /* The collective as the user described it. */
 typedef struct {
-    uint8_t coll, dtype, op, algo;
+    uint8_t coll, dtype, op;
+    uint8_t algo : 4;  /* ENG_ALGO_*: 9 of them */
+    uint8_t epoch : 4; /* the calls this rank's daemon had refused before it (mod 16), so
+                          that a rank that refused a call never takes its peers' steps of
+                          that call for its next one (eng_sig.h); the submission entry
+                          of the GPU daemon has no byte to spare */
     int32_t root;
     size_t count; /* allreduce/reduce/bcast/scan: total; allgather/gather: per rank;
                      reduce_scatter/scatter: per rank; alltoall: per peer; 0 with blocks */

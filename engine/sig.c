@@ -225,6 +225,16 @@ static int differs(const struct dfccl_comm *c, const eng_seg_hdr_t *h, int p, in
         return 1;
     }
     describe(theirs, d1, sizeof d1);
+    if (pc->ring == gpu && theirs->refusals != mine->refusals) {
+        /* one of the two refused this call and has made its next one since, which its
+         * epoch kept from taking the other's steps (eng_sig.h) */
+        const int p_refused = theirs->refusals > mine->refusals;
+        char why[ENG_SIG_WHY_LEN];
+        why_read(p_refused ? h : my_hdr(c), (seq + 1) << 1 | (uint64_t)gpu, why, sizeof why);
+        snprintf(buf, len, "%scollective %" PRIu64 ": rank %d refused its call (%s); rank %d called %s",
+                 daemon, seq, p_refused ? p : c->rank, why, p_refused ? c->rank : p, p_refused ? d0 : d1);
+        return 1;
+    }
     if (pc->ring != gpu) {
         snprintf(buf, len,
                  "%scollective %" PRIu64 ": rank %d called %s on %s memory (its %s collective %" PRIu64

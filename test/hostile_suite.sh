@@ -110,11 +110,11 @@ reason_for() {
     op) echo "the ops differ" ;;
     datatype) echo "the datatypes differ" ;;
     memkind) echo "the memory kinds differ" ;;
-    refused) echo "refused its call" ;;
+    refused | refused-ahead) echo "refused its call" ;;
     esac
 }
 
-MODES="count reduce-root bcast-root kind op datatype refused two-roots"
+MODES="count reduce-root bcast-root kind op datatype refused refused-ahead two-roots"
 NET=0
 "$B/tools/dfccl-info" -b 2> /dev/null | grep -q 'net transport (UCX) yes' && NET=1
 

@@ -15,6 +15,11 @@
  *         refused (the last rank passes a NULL recvbuf), none (no mismatch: all succeed),
  *         refused-all (every rank passes a NULL recvbuf, then rank 0 makes its next call
  *         100 ms after the others: no error, the communicator stays usable),
+ *         refused-ahead (the last rank's call is refused and it makes its next one at
+ *         once, 100 ms before the others make theirs: its next call has the number the
+ *         refused one would have had, and must not complete with the others' call, whose
+ *         arguments are the same; before the epoch in the signature every rank
+ *         succeeded, each pairing a different call),
  *         two-roots (the last rank passes itself as a bcast's root, the others rank 0:
  *         both roots only send and every rank completes the bcast; the roots find it at
  *         their next call, the others from their mark. Over UCX, DFCCL_NET=ucx, the next
@@ -56,7 +61,7 @@ static dfcclResult_t call_case(const char *mode, int odd, int32_t *s, int32_t *r
         return dfcclAllReduce(s, r, n, dfcclInt32, odd ? dfcclMax : dfcclSum, c, q);
     if (!strcmp(mode, "datatype"))
         return dfcclAllReduce(s, r, n, odd ? dfcclFloat32 : dfcclInt32, dfcclSum, c, q);
-    if (!strcmp(mode, "refused"))
+    if (!strcmp(mode, "refused") || !strcmp(mode, "refused-ahead"))
         return dfcclAllReduce(s, odd ? NULL : r, n, dfcclInt32, dfcclSum, c, q);
     if (!strcmp(mode, "refused-all"))
         return dfcclAllReduce(s, NULL, n, dfcclInt32, dfcclSum, c, q);
@@ -95,7 +100,8 @@ int main(int argc, char **argv)
     const char *ev = tc_arg_value(argc, argv, "--elems");
     const size_t n = ev ? (size_t)strtoull(ev, NULL, 10) : 64;
     const int all_refused = !strcmp(mode, "refused-all");
-    const int none = !strcmp(mode, "none") || all_refused, refused = !strcmp(mode, "refused");
+    const int ahead = !strcmp(mode, "refused-ahead");
+    const int none = !strcmp(mode, "none") || all_refused, refused = !strcmp(mode, "refused") || ahead;
     if (tc_size < 2) {
         printf("SKIP: needs 2 ranks or more\n");
         MPI_Finalize();
@@ -139,6 +145,8 @@ int main(int argc, char **argv)
 
     const double t0 = MPI_Wtime();
     dfcclRequest_t q = NULL;
+    if (ahead && !odd)
+        tc_sleep_us(100000);
 #ifdef TM_DEVICE
     /* memkind: the last rank's buffers are host memory (the CPU daemon), the others'
      * device memory (the GPU daemon) */
@@ -151,6 +159,18 @@ int main(int argc, char **argv)
             TC_FAIL("%s: the NULL recvbuf gave %d (%s), expected dfcclInvalidArgument", mode, (int)rc,
                     dfcclGetErrorString(rc));
         rc = dfcclSuccess; /* its own error is the argument's: what matters is the next call */
+        if (ahead) {
+            /* the next call, before the others make the one refused here */
+            rc = dfcclAllReduce(s, r, n, dfcclInt32, dfcclSum, A, &q);
+            if (rc == dfcclSuccess)
+                rc = wait_deadline(&q, "the call right after the refused one");
+            where = 1;
+            snprintf(msg, sizeof msg, "%s", dfcclGetLastError());
+            if (rc != dfcclMismatch && rc != dfcclCommAborted)
+                TC_FAIL(
+                    "refused-ahead: the call after the refused one returned %d (%s), expected a mismatch: %s",
+                    (int)rc, dfcclGetErrorString(rc), msg);
+        }
         if (all_refused) {
             /* the others make their next call first and wait on rank 0 past the diagnosis's
              * 10 ms, while its description of that collective still says refused */

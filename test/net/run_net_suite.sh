@@ -253,7 +253,7 @@ vader_cleanup_since() {
 # ------------------------------------------------------------------ case list
 
 # t_collmismatch's cases (test/mpi/t_collmismatch.c), every peer over UCX
-COLLMISMATCH_CASES="count reduce-root bcast-root kind op datatype refused none refused-all two-roots"
+COLLMISMATCH_CASES="count reduce-root bcast-root kind op datatype refused refused-ahead none refused-all two-roots"
 
 # one entry per case, for the SKIP lines
 CASES=()
