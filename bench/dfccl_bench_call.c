@@ -29,37 +29,6 @@ static void wait_req(const struct opts *o, dfcclRequest_t *req, size_t count)
                   bench_type_names[o->type], dfcclGetErrorString(r), (int)r, dfcclGetLastError());
 }
 
-/* -A mpi: the MPI datatype and op of the dfccl ones. MPI_DATATYPE_NULL where MPI has
- * none (Open MPI 4.1 has no 16-bit floating point type). */
-MPI_Datatype bench_mpi_type(dfcclDataType_t t)
-{
-    switch (t) {
-    case dfcclInt8: return MPI_INT8_T;
-    case dfcclUint8: return MPI_UINT8_T;
-    case dfcclInt32: return MPI_INT32_T;
-    case dfcclUint32: return MPI_UINT32_T;
-    case dfcclInt64: return MPI_INT64_T;
-    case dfcclUint64: return MPI_UINT64_T;
-    case dfcclFloat32: return MPI_FLOAT;
-    case dfcclFloat64: return MPI_DOUBLE;
-    default: return MPI_DATATYPE_NULL;
-    }
-}
-
-static MPI_Op mpi_op(dfcclRedOp_t op)
-{
-    switch (op) {
-    case dfcclSum: return MPI_SUM;
-    case dfcclProd: return MPI_PROD;
-    case dfcclMax: return MPI_MAX;
-    case dfcclMin: return MPI_MIN;
-    case dfcclBand: return MPI_BAND;
-    case dfcclBor: return MPI_BOR;
-    case dfcclBxor: return MPI_BXOR;
-    default: return MPI_OP_NULL;
-    }
-}
-
 const char *const bench_mpi_names[C_NUM] = {
     "MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather", "MPI_Bcast", "MPI_Reduce", "MPI_Alltoall",
 };
@@ -68,8 +37,8 @@ const char *const bench_mpi_names[C_NUM] = {
  * In place: MPI_IN_PLACE, with the data where MPI wants it (pass_bufs in dfccl_bench_measure.c). */
 static void mpi_call(const struct opts *o, MPI_Comm mc, const void *s, void *r, size_t count, int inplace)
 {
-    const MPI_Datatype dt = bench_mpi_type(o->type);
-    const MPI_Op op = mpi_op(o->op);
+    const MPI_Datatype dt = dfccl_mpi_type(o->type);
+    const MPI_Op op = dfccl_mpi_op(o->op);
     const int n = (int)count; /* check_opts keeps count <= INT_MAX */
     const void *src = inplace ? MPI_IN_PLACE : s;
     int rc;

@@ -5,6 +5,7 @@
 #define DFCCL_BENCH_CALL_H
 
 #include "dfccl_bench_base.h"
+#include "dfccl_mpi_map.h"
 
 /* What the timed calls run on: a dfccl communicator or (-A mpi) an MPI one. */
 struct target {
@@ -14,8 +15,6 @@ struct target {
 
 /* the MPI call of each collective, for -A mpi */
 extern const char *const bench_mpi_names[C_NUM];
-/* the MPI datatype of a dfccl one; MPI_DATATYPE_NULL where MPI has none */
-MPI_Datatype bench_mpi_type(dfcclDataType_t t);
 /* One collective to completion (in place: as pass_bufs laid the buffers out). */
 void bench_run_coll(const struct opts *o, const struct target *t, const char *s, char *r, size_t count,
                     int inplace);

@@ -5,46 +5,20 @@
 #ifndef DFCCL_FZ_API_MPI_H
 #define DFCCL_FZ_API_MPI_H
 
+#include "../../bench/dfccl_mpi_map.h"
 #include "fuzz.h"
 
 #define FZ_OK MPI_SUCCESS
 
 static MPI_Comm mcomm[FZ_MAXCOMM];
 
-static MPI_Datatype fz_mpi_type(dfcclDataType_t t)
-{
-    switch (t) {
-    case dfcclInt8: return MPI_INT8_T;
-    case dfcclUint8: return MPI_UINT8_T;
-    case dfcclInt32: return MPI_INT32_T;
-    case dfcclUint32: return MPI_UINT32_T;
-    case dfcclInt64: return MPI_INT64_T;
-    case dfcclUint64: return MPI_UINT64_T;
-    case dfcclFloat32: return MPI_FLOAT;
-    default: return MPI_DOUBLE;
-    }
-}
-
-static MPI_Op fz_mpi_op(dfcclRedOp_t op)
-{
-    switch (op) {
-    case dfcclSum: return MPI_SUM;
-    case dfcclProd: return MPI_PROD;
-    case dfcclMax: return MPI_MAX;
-    case dfcclMin: return MPI_MIN;
-    case dfcclBand: return MPI_BAND;
-    case dfcclBor: return MPI_BOR;
-    default: return MPI_BXOR;
-    }
-}
-
 /* MPI_I<coll> (blocking: the blocking call, completed on return) */
 static int fz_submit(fz_run_t *x)
 {
     const fz_op_t *o = x->o;
     MPI_Comm cm = mcomm[o->comm];
-    MPI_Datatype dt = fz_mpi_type(o->t);
-    MPI_Op op = fz_mpi_op(o->op);
+    MPI_Datatype dt = dfccl_mpi_type(o->t);
+    MPI_Op op = dfccl_mpi_op(o->op);
     int n = (int)o->n, b = o->blocking, P = x->P;
     /* MPI reads a non-blocking call's arrays until it completes: they live in x */
     int *c = x->ic, *d = x->id, *rc = x->irc, *rd = x->ird;
