@@ -94,7 +94,7 @@ static int plan_types(const struct opts *o, dfcclDataType_t *types, size_t *tsiz
 {
     int ntypes = 0;
     for (int t = 0; t < dfcclNumTypes; t++)
-        if (o->all_types ? o->api != API_MPI || dfccl_mpi_type((dfcclDataType_t)t) != MPI_DATATYPE_NULL
+        if (o->all_types ? o->api != API_MPI || dfcclMpiDatatype((dfcclDataType_t)t) != MPI_DATATYPE_NULL
                          : t == (int)o->type)
             types[ntypes++] = (dfcclDataType_t)t;
     size_t tsize = 0;

@@ -37,8 +37,8 @@ const char *const bench_mpi_names[C_NUM] = {
  * In place: MPI_IN_PLACE, with the data where MPI wants it (pass_bufs in dfccl_bench_measure.c). */
 static void mpi_call(const struct opts *o, MPI_Comm mc, const void *s, void *r, size_t count, int inplace)
 {
-    const MPI_Datatype dt = dfccl_mpi_type(o->type);
-    const MPI_Op op = dfccl_mpi_op(o->op);
+    const MPI_Datatype dt = dfcclMpiDatatype(o->type);
+    const MPI_Op op = dfcclMpiOp(o->op);
     const int n = (int)count; /* check_opts keeps count <= INT_MAX */
     const void *src = inplace ? MPI_IN_PLACE : s;
     int rc;

@@ -5,7 +5,6 @@
 #define DFCCL_BENCH_CALL_H
 
 #include "dfccl_bench_base.h"
-#include "dfccl_mpi_map.h"
 
 /* What the timed calls run on: a dfccl communicator or (-A mpi) an MPI one. */
 struct target {

@@ -343,7 +343,7 @@ static int check_opts(struct opts *o, int step_f, int step_i)
 #endif
     if (o->api == API_MPI) {
         char why[160] = "";
-        if (!o->all_types && dfccl_mpi_type(o->type) == MPI_DATATYPE_NULL)
+        if (!o->all_types && dfcclMpiDatatype(o->type) == MPI_DATATYPE_NULL)
             snprintf(why, sizeof why, "-d %s: MPI has no such type (use -A dfccl or another -d)",
                      bench_type_names[o->type]);
         else if (o->sync == SYNC_DFCCL)

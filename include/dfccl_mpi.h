@@ -66,6 +66,44 @@ static inline dfcclResult_t dfcclCommInitMPI(dfcclComm_t *comm_p, MPI_Comm mpi_c
     return dfcclCommInitMPIConfig(comm_p, mpi_comm, NULL);
 }
 
+/**
+ * @brief The MPI datatype of a dfccl one, for running the same collective through MPI.
+ * @return MPI_DATATYPE_NULL where MPI has none (dfcclFloat16, dfcclBfloat16: Open MPI
+ *         4.1 has no 16-bit floating point type), or for a value that is no datatype
+ */
+static inline MPI_Datatype dfcclMpiDatatype(dfcclDataType_t t)
+{
+    switch (t) {
+    case dfcclInt8: return MPI_INT8_T;
+    case dfcclUint8: return MPI_UINT8_T;
+    case dfcclInt32: return MPI_INT32_T;
+    case dfcclUint32: return MPI_UINT32_T;
+    case dfcclInt64: return MPI_INT64_T;
+    case dfcclUint64: return MPI_UINT64_T;
+    case dfcclFloat32: return MPI_FLOAT;
+    case dfcclFloat64: return MPI_DOUBLE;
+    default: return MPI_DATATYPE_NULL;
+    }
+}
+
+/**
+ * @brief The MPI op of a dfccl one.
+ * @return MPI_OP_NULL for a value that is no op
+ */
+static inline MPI_Op dfcclMpiOp(dfcclRedOp_t op)
+{
+    switch (op) {
+    case dfcclSum: return MPI_SUM;
+    case dfcclProd: return MPI_PROD;
+    case dfcclMax: return MPI_MAX;
+    case dfcclMin: return MPI_MIN;
+    case dfcclBand: return MPI_BAND;
+    case dfcclBor: return MPI_BOR;
+    case dfcclBxor: return MPI_BXOR;
+    default: return MPI_OP_NULL;
+    }
+}
+
 #ifdef __cplusplus
 }
 #endif

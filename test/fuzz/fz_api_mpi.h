@@ -5,7 +5,6 @@
 #ifndef DFCCL_FZ_API_MPI_H
 #define DFCCL_FZ_API_MPI_H
 
-#include "../../bench/dfccl_mpi_map.h"
 #include "fuzz.h"
 
 #define FZ_OK MPI_SUCCESS
@@ -17,8 +16,8 @@ static int fz_submit(fz_run_t *x)
 {
     const fz_op_t *o = x->o;
     MPI_Comm cm = mcomm[o->comm];
-    MPI_Datatype dt = dfccl_mpi_type(o->t);
-    MPI_Op op = dfccl_mpi_op(o->op);
+    MPI_Datatype dt = dfcclMpiDatatype(o->t);
+    MPI_Op op = dfcclMpiOp(o->op);
     int n = (int)o->n, b = o->blocking, P = x->P;
     /* MPI reads a non-blocking call's arrays until it completes: they live in x */
     int *c = x->ic, *d = x->id, *rc = x->irc, *rd = x->ird;
