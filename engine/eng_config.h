@@ -14,9 +14,11 @@
 #define ENG_AUTO UINT64_MAX
 
 /* DFCCL_READ_MIN=auto: the GPU daemon reads blocks of 256 KiB and up zero-copy (to be
- * measured on the device); the CPU daemon never (bench/RESULTS.md, "Zero-copy read"). */
+ * measured on the device); the CPU daemon from 512 KiB, where it took 0.42-0.81x the
+ * FIFOs' time at 4 ranks and was 1.04-1.71x slower below (bench/RESULTS.md,
+ * "Zero-copy read on the CPU daemon"). */
 #define ENG_READ_MIN_GPU 262144u
-#define ENG_READ_MIN_CPU 0u
+#define ENG_READ_MIN_CPU 524288u
 
 #define ENG_MAX_WORKERS     32 /* most CPU daemon threads (DFCCL_CPU_THREADS) */
 #define ENG_MAX_NET_THREADS 8  /* most proxy threads (DFCCL_NET_THREADS) */

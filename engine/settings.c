@@ -315,7 +315,7 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                  "the direct exchange, 0.4-1.2 us slower on 8-byte collectives than the one without."},
     /* one-shot: fewer hops and, at 2 ranks, less traffic */
     /* the zero-copy read (engine/algo_read.h): auto is 256 KiB on the GPU (to be measured
-     * there) and never on the CPU, where it was slower (bench/RESULTS.md) */
+     * there) and 512 KiB on the CPU, from where it was faster (bench/RESULTS.md) */
     [K_READ_MIN] = {.env = "DFCCL_READ_MIN",
                     .def = "auto",
                     .min = 0,
@@ -323,8 +323,8 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                     .parse = parse_auto_count,
                     .unit = "bytes, or auto",
                     .help = "alltoall and allgather blocks of at least this size are read straight from "
-                            "the peers' send buffers (0: never; auto: 262144 on device buffers, 0 on host "
-                            "buffers)",
+                            "the peers' send buffers (0: never; auto: 262144 on device buffers, 524288 on "
+                            "host buffers)",
                     .more = "A block is what one rank sends one peer. One copy per byte instead of two "
                             "through the FIFOs; on the GPU the first call on a new send buffer is staged "
                             "while the peers map it (CUDA IPC), later calls on it are not."},
