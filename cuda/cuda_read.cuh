@@ -20,10 +20,13 @@
 #ifndef DFCCL_CUDA_READ_CUH
 #define DFCCL_CUDA_READ_CUH
 
+/* Inlined into algo_read_progress (itself out of line): out of line, a third level of
+ * calls under the kernel made it spill (engine/algo_read.h). */
+
 /* Post this rank's descriptor (host-mapped: thread 0 reads it once for the block) to
  * every peer of mask, lane p to peer p. */
-static __device__ __noinline__ void prim_read_post_desc(eng_conn_t *conns, int n, uint32_t mask,
-                                                        const eng_chan_view_t *v, const eng_block_t *desc)
+static __device__ __forceinline__ void prim_read_post_desc(eng_conn_t *conns, int n, uint32_t mask,
+                                                           const eng_chan_view_t *v, const eng_block_t *desc)
 {
     eng_block_t d;
     prim_load_block(&d, desc);
@@ -69,11 +72,11 @@ __device__ __forceinline__ const char *read_source(const eng_conn_t *c, const en
  * copy this channel's range of p's exported buffer (d->e elements from byte src_off)
  * into dst's block p (elements d->off..) where this rank has it mapped, reply DONE there
  * and PUSH elsewhere, and give the descriptor's step back. Every peer's piece moves at
- * once (the direct exchange's block move), in rounds of at most 1 GiB a piece (its
- * counts are 32-bit). Returns the peers replied PUSH, in every thread. */
-static __device__ __noinline__ uint32_t prim_read_pull(eng_conn_t *conns, int n, uint32_t mask,
-                                                       const eng_chan_view_t *v, const eng_dx_chunk_t *d,
-                                                       uint64_t src_off, char *dst)
+ * once (the direct exchange's block move). Returns the peers replied PUSH, in every
+ * thread. */
+static __device__ __forceinline__ uint32_t prim_read_pull(eng_conn_t *conns, int n, uint32_t mask,
+                                                          const eng_chan_view_t *v, const eng_dx_chunk_t *d,
+                                                          uint64_t src_off, char *dst)
 {
     dx_block_t *L = dx_block();
     const int tid = (int)threadIdx.x, mine = tid < n && (mask >> tid & 1);
@@ -86,16 +89,17 @@ static __device__ __noinline__ uint32_t prim_read_pull(eng_conn_t *conns, int n,
         got = __ballot_sync(0xffffffffu, src != NULL);
     }
     const uint32_t read = (uint32_t)block_broadcast_flag((int)got);
-    char *to = dst + ((uint64_t)tid * d->S + d->off) * d->ts;
-    for (uint64_t o = 0; read && o < bytes; o += 1ull << 30) {
-        const uint32_t b = (uint32_t)DFCCL_MIN(bytes - o, 1ull << 30);
+    if (read) { /* bytes <= ENG_READ_MAX: the move's 32-bit counts hold every piece */
         if (tid < 32) {
-            const int al = (read >> tid & 1) ? dx_set_piece(L, read, tid, src + o, to + o, b) : 1;
-            dx_publish(L, read, (read >> tid & 1) ? b : 0, al);
+            const int al = (read >> tid & 1)
+                               ? dx_set_piece(L, read, tid, src,
+                                              dst + ((uint64_t)tid * d->S + d->off) * d->ts, (uint32_t)bytes)
+                               : 1;
+            dx_publish(L, read, (read >> tid & 1) ? (uint32_t)bytes : 0, al);
         }
         __syncthreads();
         dx_move(L);
-        __syncthreads(); /* every piece read before the replies; L rewritten next round */
+        __syncthreads(); /* every piece read before the replies */
     }
     if (mine) {
         conn_consumed(&conns[tid]);
@@ -107,8 +111,8 @@ static __device__ __noinline__ uint32_t prim_read_pull(eng_conn_t *conns, int n,
 
 /* Every peer p of mask (its reply is there): take it. Returns the peers that asked for a
  * PUSH, in every thread. */
-static __device__ __noinline__ uint32_t prim_read_replies(eng_conn_t *conns, int n, uint32_t mask,
-                                                          const eng_chan_view_t *v)
+static __device__ __forceinline__ uint32_t prim_read_replies(eng_conn_t *conns, int n, uint32_t mask,
+                                                             const eng_chan_view_t *v)
 {
     uint32_t push = 0;
     if (threadIdx.x < 32) {

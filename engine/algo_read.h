@@ -52,20 +52,26 @@ _Static_assert(ENG_ALGO_COUNT <= 16, "eng_coll_args_t.algo is a 4-bit field");
  * chunk of the window the phase is at (W = depth <= ENG_MAX_FIFO_DEPTH < 256). */
 enum { ENG_READ_DESC = 0, ENG_READ_PULL = 1, ENG_READ_REPLIES = 2, ENG_READ_XCHG = 3 };
 
+/* The largest block read: the GPU moves every peer's piece of a channel in one block
+ * move, whose counts are 32-bit (31 pieces of 2^26 vectors fit). */
+#define ENG_READ_MAX (1ull << 30)
+
 /* The block (what one rank sends one peer) from which alltoall and allgather read
  * their peers' buffers, for a communicator of nranks (read_min 0: never). The caller
  * passes 0 with net peers and for FIFOs of depth < 2. */
 DFCCL_INLINE int eng_read_pick(const eng_coll_args_t *a, int nranks, uint64_t read_min)
 {
     const uint64_t block = a->count * eng_type_size(a->dtype);
-    return read_min > 0 && block >= read_min && !a->blocks && nranks > 1 && nranks <= ENG_DX_MAX_RANKS &&
-           (a->coll == ENG_COLL_ALLTOALL || a->coll == ENG_COLL_ALLGATHER);
+    return read_min > 0 && block >= read_min && block <= ENG_READ_MAX && !a->blocks && nranks > 1 &&
+           nranks <= ENG_DX_MAX_RANKS && (a->coll == ENG_COLL_ALLTOALL || a->coll == ENG_COLL_ALLGATHER);
 }
 
-/* Out of line on the GPU, and called from algo_direct_progress: the daemon kernel keeps
- * one call site for both (with a second one the direct exchange's kernel spilled 124
- * bytes). */
-DFCCL_DEV_INLINE eng_prog_t algo_read_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
+/* Out of line on the GPU, with its primitives inlined, and called from
+ * algo_direct_progress so that the daemon kernel keeps one call site for both. The
+ * direct exchange's kernel spilled 124 bytes with a second call site, 56 with this one
+ * and the primitives out of line, 8 with them out of line but no 1 GiB rounds in the
+ * pull; none so (255 registers, 336 bytes of stack against 254 and 296 before). */
+DFCCL_DEV_OUTLINE eng_prog_t algo_read_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
 {
     const int N = v->nranks, r = v->rank;
     const uint32_t all = N >= 32 ? 0xffffffffu : (1u << N) - 1u, peers = all & ~(1u << r);
