@@ -153,7 +153,7 @@ void gpu_read_export(eng_gpu_comm_t *gc, const void *buf, uint64_t bytes, eng_bl
     unsigned long long buf_id = 0;
     CUdeviceptr start = 0;
     size_t size = 0;
-    int ipc = 0;
+    unsigned long long ipc = 0; /* a boolean the driver writes (wide enough whatever its width) */
     CUpointer_attribute at[4] = {CU_POINTER_ATTRIBUTE_BUFFER_ID, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
                                  CU_POINTER_ATTRIBUTE_RANGE_SIZE,
                                  CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE};
