@@ -58,8 +58,11 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
      * slower there (2 ranks, 64-256 KiB, 2 cores: 36-185 us against 27-93) */
     const uint32_t oneshot_ranks = on_gpu ? eng_config.oneshot_ranks : 0;
     /* the zero-copy read: never with net peers (their buffers are on another host) nor
-     * with FIFOs of one step (its descriptor and reply take two, algo_read.h) */
-    const uint64_t read_min = any_net || eng_config.fifo_depth < 2 ? 0 : eng_read_min(on_gpu);
+     * with FIFOs of one step (its descriptor and reply take two, algo_read.h); auto on
+     * host buffers only where every rank may read every other (comm.c) */
+    const int read_off =
+        any_net || eng_config.fifo_depth < 2 || (!on_gpu && eng_config.read_min == ENG_AUTO && !comm->cma);
+    const uint64_t read_min = read_off ? 0 : eng_read_min(on_gpu);
     a->algo = (uint8_t)eng_algo_select(a, N, oneshot_max, ll_max, direct_max, oneshot_ranks, read_min);
     size_t nblocks = (size_t)N;
     eng_block_t desc;

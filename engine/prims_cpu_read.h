@@ -21,8 +21,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "prims_compose.h"
 #include "prims_cpu.h"
+#include "prims_compose.h"
 
 /* Unit tests: a nonzero return refuses the read of owner's buffer by reader, as a
  * failing system call would (the PUSH path). One per translation unit: the test sets
