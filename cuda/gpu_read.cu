@@ -12,13 +12,16 @@
  *
  * The owner's cache is keyed by the allocation's buffer id (CU_POINTER_ATTRIBUTE_
  * BUFFER_ID, unique per allocation: a buffer freed and allocated again at the same
- * address is a new export), and it reuses a slot only once the last collective that
- * named it has completed here. That collective completed only after every reader
+ * address is a new export), and it reuses a slot only once every collective that named
+ * it has completed here (a slot tracks GPU_READ_USERS of them; a collective that finds
+ * them all in flight is staged). That collective completed only after every reader
  * replied, and a reader replies after its copy: so when a reader's host replaces a
  * mapping (a descriptor named the slot's new generation), no daemon reads the old one. */
 #include <cuda.h>
 
 #include "gpu_backend.h"
+
+#define GPU_READ_USERS 8 /* requests in flight one export slot keeps track of */
 
 struct gpu_read {
     eng_read_export_t *mine;  /* my slots, in my segment's header */
@@ -29,8 +32,10 @@ struct gpu_read {
     struct {
         unsigned long long buf_id;
         uint64_t base, size, gen;
-        int id;       /* the latest request that named it (-1: none) */
-        uint32_t use; /* G.id_uses[id] then: the id was not reused since */
+        /* the requests that named it and may be in flight (-1: none), with G.id_uses[id]
+         * then (the id was not reused since): in submission order they need not complete */
+        int id[GPU_READ_USERS];
+        uint32_t use[GPU_READ_USERS];
     } exp[ENG_READ_SLOTS];
     uint64_t next_gen;
     uint32_t next_slot;
@@ -65,7 +70,8 @@ void gpu_read_setup(eng_gpu_comm_t *gc, uint64_t *const *arrived, const uint8_t 
     }
     gc->read = R;
     for (int i = 0; i < ENG_READ_SLOTS; i++)
-        R->exp[i].id = -1;
+        for (int u = 0; u < GPU_READ_USERS; u++)
+            R->exp[i].id[u] = -1;
     /* arrived[p] is &gpu_arrived in p's mapped segment header (engine/comm.c), NULL for a
      * peer without one (net) */
     for (int p = 0; p < N; p++)
@@ -135,11 +141,30 @@ static get_attrs_fn_t get_attrs_locked(void)
     return fn;
 }
 
-/* Slot i may take another allocation: the latest collective that named it completed. */
+/* User u of slot i is done: none, an id reused since (so completed), or completed. */
+static int user_done_locked(const gpu_read_t *R, int i, int u)
+{
+    const int id = R->exp[i].id[u];
+    return id < 0 || G.id_uses[id] != R->exp[i].use[u] || dfccl_load_acquire(&G.done[id]);
+}
+
+/* Slot i may take another allocation: every collective that named it has completed here,
+ * so every reader has replied, after its copy: no daemon reads the old mapping. */
 static int slot_free_locked(const gpu_read_t *R, int i)
 {
-    const int id = R->exp[i].id;
-    return !R->exp[i].gen || id < 0 || G.id_uses[id] != R->exp[i].use || dfccl_load_acquire(&G.done[id]);
+    for (int u = 0; u < GPU_READ_USERS; u++)
+        if (R->exp[i].gen && !user_done_locked(R, i, u))
+            return 0;
+    return 1;
+}
+
+/* Slot i can record one more user (gpu_read_mark_locked). */
+static int slot_room_locked(const gpu_read_t *R, int i)
+{
+    for (int u = 0; u < GPU_READ_USERS; u++)
+        if (user_done_locked(R, i, u))
+            return 1;
+    return 0;
 }
 
 void gpu_read_export(eng_gpu_comm_t *gc, const void *buf, uint64_t bytes, eng_block_t *desc)
@@ -168,7 +193,9 @@ void gpu_read_export(eng_gpu_comm_t *gc, const void *buf, uint64_t bytes, eng_bl
         for (int i = 0; i < ENG_READ_SLOTS && s < 0; i++)
             if (R->exp[i].gen && R->exp[i].buf_id == buf_id && R->exp[i].base == start)
                 s = i;
-        if (s < 0) { /* a new export, into a slot no collective in flight names */
+        if (s >= 0 && !slot_room_locked(R, s))
+            goto out; /* GPU_READ_USERS of its collectives in flight: this one is staged */
+        if (s < 0) {  /* a new export, into a slot no collective in flight names */
             for (uint32_t k = 0; k < ENG_READ_SLOTS && s < 0; k++) {
                 const int i = (int)((R->next_slot + k) % ENG_READ_SLOTS);
                 if (slot_free_locked(R, i))
@@ -193,7 +220,8 @@ void gpu_read_export(eng_gpu_comm_t *gc, const void *buf, uint64_t bytes, eng_bl
             R->exp[s].base = start;
             R->exp[s].size = size;
             R->exp[s].gen = gen;
-            R->exp[s].id = -1;
+            for (int u = 0; u < GPU_READ_USERS; u++)
+                R->exp[s].id[u] = -1;
         }
         desc->soff = addr - start;
         desc->sbytes = bytes;
@@ -209,8 +237,13 @@ void gpu_read_mark_locked(eng_gpu_comm_t *gc, const eng_block_t *desc, int id)
     gpu_read_t *R = gc->read;
     if (!R || !desc->roff || desc->rbytes >= ENG_READ_SLOTS || R->exp[desc->rbytes].gen != desc->roff)
         return;
-    R->exp[desc->rbytes].id = id;
-    R->exp[desc->rbytes].use = G.id_uses[id];
+    const int i = (int)desc->rbytes;
+    for (int u = 0; u < GPU_READ_USERS; u++)
+        if (user_done_locked(R, i, u)) { /* gpu_read_export saw room, under the same lock order */
+            R->exp[i].id[u] = id;
+            R->exp[i].use[u] = G.id_uses[id];
+            return;
+        }
 }
 
 /* One reader's map entry (peer p, slot s) to the generation its daemon asked for, when
