@@ -398,6 +398,9 @@ static const algo_case_t cases[] = {
     {ENG_COLL_ALLGATHER, 3, 2001, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 1, 1},
     {ENG_COLL_ALLGATHER, 4, 3333, 0, 1, 512, 3, 2, 0, 0, 0, 0, 0, 1, 2},
     {ENG_COLL_ALLGATHER, 5, 777, 0, 0, 256, 2, 3, 0, 128, 0, 0, 0, 1, 2},
+    {ENG_COLL_ALLTOALL, 8, 333, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 1, 2},
+    {ENG_COLL_ALLGATHER, 8, 1001, 0, 1, 512, 3, 1, 0, 0, 0, 0, 0, 1, 0},
+    {ENG_COLL_ALLGATHER, 7, 99, 0, 0, 256, 2, 2, 0, 0, 0, 0, 0, 1, 1},
 };
 
 START_TEST(algo_uninterrupted_vs_stalled)
