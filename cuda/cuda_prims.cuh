@@ -328,6 +328,8 @@ DFCCL_DEV_INLINE void prim_load_block(eng_block_t *b, const eng_block_t *src)
     *b = s_blk[slot];
 }
 
+#include "cuda_read.cuh" /* the zero-copy read (uses the direct exchange's moves and the table load) */
+
 #include "../engine/prims_compose.h"
 
 #endif

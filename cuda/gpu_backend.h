@@ -27,6 +27,8 @@ extern "C" {
 
 #include "gpu_daemon.h"
 
+typedef struct gpu_read gpu_read_t; /* gpu_read.cu */
+
 struct eng_gpu_comm {
     uint32_t id;
     int rank, nranks;
@@ -48,6 +50,7 @@ struct eng_gpu_comm {
     uint64_t *stats_dev;  /* device [channels][GPU_NSTATS] */
     uint64_t *arrived_me; /* my count of GPU submissions, in my shared segment (or NULL) */
     void **tl_pages;      /* DFCCL_TRACE: [nranks] peers' pages registered for the daemon */
+    gpu_read_t *read;     /* the zero-copy read's exports and maps (gpu_read.cu) */
 };
 
 /* The process's GPU backend: one daemon, one device (gpu_launch.cu). */
@@ -84,6 +87,7 @@ typedef struct gpu_state {
     } tab[GPU_MAX_REQS];
     eng_block_t *retired[64];
     int nretired;
+    uint32_t id_uses[GPU_MAX_REQS]; /* submissions each request id carried (gpu_read.cu) */
 } gpu_state_t;
 extern gpu_state_t G;
 extern pthread_mutex_t G_lock;
@@ -172,6 +176,18 @@ void gpu_timeline_comm_done(eng_gpu_comm_t *gc);
 void gpu_timeline_drain(void);
 void gpu_timeline_poll(void);
 void gpu_timeline_sample(int id);
+
+/* gpu_read.cu: the zero-copy read. setup (at creation, before the connections are
+ * made: arrived as gpu_comm_create's) and close (after the daemon dropped the
+ * communicator); the device map of peer p's slots for its connections (NULL: never
+ * read); a READ submission's descriptor naming request id (G_lock held); progress
+ * maps what the daemons asked for (from gpu_progress). */
+void gpu_read_setup(eng_gpu_comm_t *gc, uint64_t *const *arrived, const uint8_t *tp);
+void gpu_read_close(eng_gpu_comm_t *gc);
+eng_read_map_t *gpu_read_map_dev(const eng_gpu_comm_t *gc, int p);
+void gpu_read_export(eng_gpu_comm_t *gc, const void *buf, uint64_t bytes, eng_block_t *desc);
+void gpu_read_mark_locked(eng_gpu_comm_t *gc, const eng_block_t *desc, int id);
+void gpu_read_progress(void);
 
 /* The backend's calls (eng_gpu_backend_t): gpu_launch.cu and gpu_comm.cu. */
 int gpu_available(void);

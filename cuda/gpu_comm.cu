@@ -164,6 +164,7 @@ static dfcclResult_t comm_dev_create(eng_gpu_comm_t *gc, const gpu_geom_t *geo, 
                 cn->schunk = eng_gpu_step(rank, p, nranks, geo->chunk, geo->small);
                 cn->ll_salt = eng_ll_salt(uid);
                 gpu_transports[tp[p]]->conn_set(gc, geo, g, p, all, cn);
+                cn->read_map = gpu_read_map_dev(gc, p);
             }
         }
 
@@ -296,6 +297,7 @@ dfcclResult_t gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint6
         if ((used >> t & 1) && gpu_transports[t]->connect &&
             (res = gpu_transports[t]->connect(gc, tp, uid, &geo, ag, ctx)) != dfcclSuccess)
             goto fail;
+    gpu_read_setup(gc, arrived, tp);
     if ((res = comm_dev_create(gc, &geo, uid, tp, all)) != dfcclSuccess)
         goto fail;
     if ((res = comm_id_take(gc)) != dfcclSuccess)
@@ -326,6 +328,7 @@ void gpu_comm_destroy(eng_gpu_comm_t *gc)
         return;
     if (gc->id < GPU_MAX_COMMS)
         comm_id_release(gc);
+    gpu_read_close(gc); /* no daemon reads its mappings any more */
     for (int t = ENG_TP_NUM - 1; t >= 0; t--)
         if (gpu_transports[t])
             gpu_transports[t]->close(gc);

@@ -514,7 +514,8 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             }
             int finished = x.done;
             int32_t res = dfcclSuccess;
-            if (!kDirect && (args.algo == ENG_ALGO_DIRECT || args.algo == ENG_ALGO_DIRECT1)) {
+            if (!kDirect && (args.algo == ENG_ALGO_DIRECT || args.algo == ENG_ALGO_DIRECT1 ||
+                             args.algo == ENG_ALGO_READ)) {
                 finished = 1; /* the host launches the kernel with it whenever it picks it */
                 res = dfcclInternalError;
             }

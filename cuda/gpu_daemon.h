@@ -139,8 +139,9 @@ typedef struct {
 } gpu_daemon_params_t;
 
 #ifdef __CUDACC__
-/* Launch the daemon kernel: with the direct exchange (algo_direct.h; DFCCL_DIRECT_MAX set,
- * the only case where api.c picks it) or without it, whose other paths run faster (the
+/* Launch the daemon kernel: with the direct exchange (algo_direct.h) and the zero-copy
+ * read (algo_read.h; DFCCL_DIRECT_MAX or DFCCL_READ_MIN set, the only cases where api.c
+ * picks them) or without them, whose other paths run faster (the
  * out-of-line call changes how the kernel's registers are spent). */
 void gpu_daemon_launch(bool direct, int blocks, int threads, cudaStream_t stream,
                        const gpu_daemon_params_t &p);

@@ -182,7 +182,9 @@ static void kick_locked(int from_progress)
             return;
     }
     G.params.gen = ++G.gen;
-    gpu_daemon_launch(eng_config.direct_max != 0, G.channels, G.threads, G.stream, G.params);
+    /* the zero-copy read is compiled into the direct exchange's kernel */
+    gpu_daemon_launch(eng_config.direct_max != 0 || eng_read_min(1) != 0, G.channels, G.threads, G.stream,
+                      G.params);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {
         dfccl_error("daemon launch failed: %s", cudaGetErrorString(e));
@@ -198,6 +200,7 @@ void gpu_progress(void)
     if (G.state <= 0)
         return;
     gpu_timeline_poll();
+    gpu_read_progress();
     pthread_mutex_lock(&G_lock);
     if (G.pending && !context_check_locked())
         kick_locked(1);
@@ -261,6 +264,7 @@ int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const e
         pthread_mutex_lock(&G_lock);
     }
     int id = G.free_ids[--G.nfree];
+    G.id_uses[id]++;
     const eng_block_t *tab = NULL;
     if (a && a->blocks && !(tab = tab_copy_locked(id, a->blocks, nblocks))) {
         G.free_ids[G.nfree++] = id;
@@ -314,6 +318,8 @@ dfcclResult_t gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nb
     int id = submit_locked(GPU_SQ_COLL, gc, seq, a, nblocks);
     if (id >= 0)
         gc->next_seq++;
+    if (id >= 0 && a->algo == ENG_ALGO_READ && a->blocks)
+        gpu_read_mark_locked(gc, a->blocks, id); /* its export slot is in use until id completes */
     else if (gc->arrived_me)
         dfccl_store_release64(gc->arrived_me, seq); /* not submitted after all */
     pthread_mutex_unlock(&G_lock);
@@ -330,5 +336,5 @@ dfcclResult_t gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nb
 /* The backend as the engine calls it (eng_gpu, engine/transport.c). */
 extern "C" const eng_gpu_backend_t eng_gpu_cuda = {
     gpu_available,  gpu_describe, gpu_comm_create, gpu_comm_destroy, gpu_comm_abort,
-    gpu_comm_stats, gpu_submit,   gpu_progress,    gpu_release,
+    gpu_comm_stats, gpu_submit,   gpu_read_export, gpu_progress,     gpu_release,
 };

@@ -49,12 +49,20 @@
  *   2 ranks, 1.9-3.3x at 4, 2.5-5.6x at 8 ("Small collectives in one LL round"); 8 KiB
  *   itself not measured for these, the allreduce limit is reused.
  * With net peers ll_max and direct_max are 0 (the proxy's copies are not 8-byte atomic;
- * the direct exchange's small steps would cross the network one by one). */
+ * the direct exchange's small steps would cross the network one by one).
+ *
+ * Before all of these, an alltoall or allgather whose block (what one rank sends one
+ * peer) is at least read_min bytes reads its peers' blocks where they are
+ * (ENG_ALGO_READ, algo_read.h; 0: never; the caller passes 0 with net peers and FIFOs
+ * shallower than 2 steps). */
 DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, uint64_t oneshot_max,
-                                        uint64_t ll_max, uint64_t direct_max, uint32_t oneshot_ranks)
+                                        uint64_t ll_max, uint64_t direct_max, uint32_t oneshot_ranks,
+                                        uint64_t read_min)
 {
     if (nranks == 1)
         return a->blocks ? ENG_ALGO_PAIRWISE : ENG_ALGO_SELF; /* a table's displacements */
+    if (eng_read_pick(a, nranks, read_min))
+        return ENG_ALGO_READ;
     const int ll = ll_max > 0 && nranks <= ENG_LL_MAX_RANKS;
     const uint64_t piece = eng_ll_piece(a);
     /* a uniform collective with data, whose piece fits ll_max */
@@ -125,7 +133,8 @@ DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *
     case ENG_ALGO_ONESHOT:
     case ENG_ALGO_LL: *C = 1; return 1;
     case ENG_ALGO_DIRECT:
-    case ENG_ALGO_DIRECT1: {
+    case ENG_ALGO_DIRECT1:
+    case ENG_ALGO_READ: { /* the same ranges of every block as the direct exchange */
         if (!with_direct) {
             *C = 1;
             return 1;
@@ -204,6 +213,7 @@ DFCCL_DEV_INLINE eng_prog_t eng_algo_progress_in(const eng_coll_args_t *a, eng_c
     case ENG_ALGO_LL: return algo_ll_progress(a, v, x);
     case ENG_ALGO_DIRECT:
     case ENG_ALGO_DIRECT1:
+    case ENG_ALGO_READ: /* one call site: a second out-of-line call made the kernel spill */
         if (with_direct)
             return algo_direct_progress(a, v, x);
         return ENG_DONE; /* not reached: the caller refuses such a task */

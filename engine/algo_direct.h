@@ -32,6 +32,7 @@
 #ifndef DFCCL_ALGO_DIRECT_H
 #define DFCCL_ALGO_DIRECT_H
 
+#include "algo_read.h"
 #include "eng_types.h"
 #include "prims.h"
 
@@ -126,12 +127,15 @@ DFCCL_DEV_INLINE int eng_dx_phase(const eng_coll_args_t *a, const eng_chan_view_
     return 1;
 }
 
-/* Out of line on the GPU (inlined, the daemon kernel spilled 1036 bytes). Even so the
+/* Out of line on the GPU (inlined, the daemon kernel spilled 1036 bytes), and the entry
+ * of the zero-copy read too (one call site in the kernel). Even so the
  * kernel that holds it spills 450 bytes where it spilled 144, and allreduce at 8 B-1 MiB
  * through the ring and LL ran 1.5-4 us slower (bench/RESULTS.md): the GPU daemon has a
  * kernel without it, launched unless DFCCL_DIRECT_MAX is set (gpu_daemon_launch). */
 DFCCL_DEV_OUTLINE eng_prog_t algo_direct_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
 {
+    if (a->algo == ENG_ALGO_READ) /* the zero-copy read shares the call site (algo_read.h) */
+        return algo_read_progress(a, v, x);
     const uint32_t ts = (uint32_t)eng_type_size(a->dtype);
     const uint64_t G = eng_div(16, ts), S = eng_dx_stride(a, v->nranks);
     const uint32_t last = a->algo == ENG_ALGO_DIRECT ? (a->coll == ENG_COLL_ALLREDUCE ? 2 : 1)

@@ -57,11 +57,37 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
     /* the CPU daemon's one-shot reduces N buffers on one core where two-shot reduces one:
      * slower there (2 ranks, 64-256 KiB, 2 cores: 36-185 us against 27-93) */
     const uint32_t oneshot_ranks = on_gpu ? eng_config.oneshot_ranks : 0;
-    a->algo = (uint8_t)eng_algo_select(a, N, oneshot_max, ll_max, direct_max, oneshot_ranks);
+    /* the zero-copy read: never with net peers (their buffers are on another host) nor
+     * with FIFOs of one step (its descriptor and reply take two, algo_read.h); auto on
+     * host buffers only where every rank may read every other (comm.c) */
+    const int read_off =
+        any_net || eng_config.fifo_depth < 2 || (!on_gpu && eng_config.read_min == ENG_AUTO && !comm->cma);
+    const uint64_t read_min = read_off ? 0 : eng_read_min(on_gpu);
+    a->algo = (uint8_t)eng_algo_select(a, N, oneshot_max, ll_max, direct_max, oneshot_ranks, read_min);
+    size_t nblocks = (size_t)N;
+    eng_block_t desc;
+    if (a->algo == ENG_ALGO_READ) {
+        /* the export descriptor of sendbuf, as a one-entry table: the GPU's submission
+         * entry has no room for it, and both daemons already carry a table */
+        const uint64_t bytes =
+            a->count * eng_type_size(a->dtype) * (a->coll == ENG_COLL_ALLTOALL ? (uint64_t)N : 1);
+        nblocks = 1;
+        if (on_gpu) {
+            eng_gpu->read_export(comm->gpu, a->sendbuf, bytes, &desc);
+            a->blocks = &desc; /* copied by submit */
+        } else {
+            if (!(blocks = (eng_block_t *)malloc(sizeof(*blocks)))) {
+                eng_request_drop(req);
+                return eng_set_error(dfcclNoMemory, fn, "no memory for a request");
+            }
+            eng_read_desc_cpu(blocks, a->sendbuf, bytes);
+            a->blocks = blocks;
+        }
+    }
     if (on_gpu) {
         /* the GPU daemon reads a mapped copy of the table, made here */
         uint64_t seq = 0, t_submit = 0;
-        dfcclResult_t r = eng_gpu->submit(comm->gpu, a, (size_t)N, &req->done_p, &req->result_p, &req->gpu_id,
+        dfcclResult_t r = eng_gpu->submit(comm->gpu, a, nblocks, &req->done_p, &req->result_p, &req->gpu_id,
                                           &seq, &t_submit);
         free(blocks);
         if (r != dfcclSuccess) {

@@ -14,6 +14,7 @@
 #include "eng_cpu.h"
 #include "eng_gpu.h"
 #include "eng_log.h"
+#include "prims.h" /* eng_read_pidns (prims_cpu_read.h) */
 #include "transport.h"
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -199,11 +200,11 @@ static void tp_close(struct dfccl_comm *c)
 /* The knobs that shape a communicator's FIFOs and pick its algorithms: a rank whose value
  * differs would lay out or read its peers' memory differently, or run another algorithm
  * for the same call (corrupt results or a hang), so every rank must have the same. */
-#define ENG_SHAPE_KNOBS 11
+#define ENG_SHAPE_KNOBS 12
 static const char *const shape_names[ENG_SHAPE_KNOBS] = {
     "DFCCL_SLOTS",       "DFCCL_CHANNELS",      "DFCCL_FIFO_DEPTH",     "DFCCL_CHUNK_SIZE",
     "DFCCL_ONESHOT_MAX", "DFCCL_LL_MAX",        "DFCCL_GPU_CHUNK_SIZE", "DFCCL_GPU_NET_CHUNK_SIZE",
-    "DFCCL_DIRECT_MAX",  "DFCCL_ONESHOT_RANKS", "DFCCL_DIRECT_RANKS"};
+    "DFCCL_DIRECT_MAX",  "DFCCL_ONESHOT_RANKS", "DFCCL_DIRECT_RANKS",   "DFCCL_READ_MIN"};
 
 static void shape_of(uint64_t v[ENG_SHAPE_KNOBS])
 {
@@ -218,6 +219,7 @@ static void shape_of(uint64_t v[ENG_SHAPE_KNOBS])
     v[8] = eng_config.direct_max;
     v[9] = eng_config.oneshot_ranks;
     v[10] = eng_config.direct_ranks;
+    v[11] = eng_config.read_min;
 }
 
 #define ENG_BOOT_MAGIC 0x6466636c426f6f74ull /* "dfclBoot" */
@@ -234,7 +236,27 @@ typedef struct {
     eng_tp_card_t card; /* for the locality decision */
     uint64_t uid;
     uint64_t shape[ENG_SHAPE_KNOBS]; /* shape_of() */
+    /* the zero-copy read on host buffers (prims_cpu_read.h): whether peers of the same
+     * user in the same pid namespace may read this process's memory (no Yama ptrace
+     * restriction), its user and pid namespace */
+    uint64_t pidns;
+    uint32_t uid_proc;
+    uint32_t cma;
 } eng_boot_info_t;
+
+/* This process lets a peer process of its user read its memory (process_vm_readv):
+ * Yama's ptrace_scope is absent or 0 (1 allows only descendants, 2 and 3 less). */
+static uint32_t cma_allowed(void)
+{
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    if (!f)
+        return 1;
+    int scope = 1;
+    if (fscanf(f, "%d", &scope) != 1)
+        scope = 1;
+    fclose(f);
+    return scope == 0;
+}
 
 /* The first all-gather's verdict, the same on every rank: a rank that could not take part
  * (a bad DFCCL_* value, its daemon, memory), a knob that differs, or a GPU part on some
@@ -369,6 +391,9 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
         eng_tp_card(&me.card);
         shape_of(me.shape);
         me.no_gpu = !eng_gpu ? BOOT_NO_GPU_BUILD : !eng_config.gpu ? BOOT_GPU_OFF : BOOT_GPU;
+        me.pidns = eng_read_pidns();
+        me.uid_proc = (uint32_t)getuid();
+        me.cma = cma_allowed() && me.pidns != 0;
     }
     me.status = res;
     if (res != dfcclSuccess)
@@ -382,6 +407,13 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
         (res = check_boot_agree(all, nranks)) != dfcclSuccess)
         goto err_daemon;
     c->uid = all[0].uid; /* rank 0 names the communicator */
+    /* DFCCL_READ_MIN=auto reads host buffers only where every rank may read every other:
+     * where the kernel refuses, every block would be pushed after two handshakes, up to
+     * 1.9x the FIFOs' time (bench/RESULTS.md). The same table, the same verdict on every
+     * rank. */
+    c->cma = 1;
+    for (int p = 0; p < nranks; p++)
+        c->cma &= all[p].cma && all[p].pidns == all[0].pidns && all[p].uid_proc == all[0].uid_proc;
     /* locality: every rank decides the same from the same cards */
     if ((res = eng_tp_pick(eng_transports, &all[0].card, sizeof(*all), nranks, rank, c->tp, &c->tp_used)) !=
         dfcclSuccess)

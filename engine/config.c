@@ -221,6 +221,7 @@ static void config_apply(const uint64_t v[K_COUNT])
     eng_config.direct_max = v[K_DIRECT];
     eng_config.oneshot_ranks = (uint32_t)v[K_ONESHOT_RANKS];
     eng_config.direct_ranks = (uint32_t)v[K_DIRECT_RANKS];
+    eng_config.read_min = v[K_READ_MIN];
     eng_config.gpu_trace = (int)v[K_TRACE];
 }
 

@@ -10,6 +10,16 @@
 
 #include "dfccl.h"
 
+/* A knob's "auto" (DFCCL_READ_MIN): the engine picks per daemon. */
+#define ENG_AUTO UINT64_MAX
+
+/* DFCCL_READ_MIN=auto: the GPU daemon reads blocks of 256 KiB and up zero-copy (to be
+ * measured on the device); the CPU daemon from 512 KiB, where it took 0.42-0.81x the
+ * FIFOs' time at 4 ranks and was 1.04-1.71x slower below (bench/RESULTS.md,
+ * "Zero-copy read on the CPU daemon"). */
+#define ENG_READ_MIN_GPU 262144u
+#define ENG_READ_MIN_CPU 524288u
+
 #define ENG_MAX_WORKERS     32 /* most CPU daemon threads (DFCCL_CPU_THREADS) */
 #define ENG_MAX_NET_THREADS 8  /* most proxy threads (DFCCL_NET_THREADS) */
 
@@ -29,6 +39,8 @@ typedef struct {
     uint64_t direct_max;        /* DFCCL_DIRECT_MAX: bytes run in a direct exchange (0: never) */
     uint32_t oneshot_ranks;     /* DFCCL_ONESHOT_RANKS: direct allreduce one-shot up to these ranks */
     uint32_t direct_ranks;      /* DFCCL_DIRECT_RANKS: the direct exchange from this many ranks up */
+    uint64_t read_min;          /* DFCCL_READ_MIN: alltoall/allgather blocks read zero-copy from this
+                                   size (0: never; ENG_AUTO: eng_read_min's per-daemon default) */
     uint64_t stall_report_ms;   /* DFCCL_STALL_REPORT: report a stalled collective after */
     uint64_t timeout_ms;        /* DFCCL_TIMEOUT: fail a stalled collective after (0=off) */
     uint64_t idle_sleep_us;     /* DFCCL_IDLE_US: daemon sleeps after this long idle */
@@ -49,6 +61,14 @@ typedef struct {
 } eng_config_t;
 
 extern eng_config_t eng_config;
+
+/* DFCCL_READ_MIN for one daemon (on_gpu: the GPU's), auto resolved. */
+static inline uint64_t eng_read_min(int on_gpu)
+{
+    return eng_config.read_min != ENG_AUTO ? eng_config.read_min
+           : on_gpu                        ? ENG_READ_MIN_GPU
+                                           : ENG_READ_MIN_CPU;
+}
 
 /* The GPU daemon's step on a communicator with (any_net) or without net peers: host-staged
  * steps cross PCIe twice and two proxies' copies, so smaller steps keep more of them in

@@ -47,6 +47,10 @@ typedef struct eng_gpu_backend {
      * counts it and before the daemon can see it. */
     dfcclResult_t (*submit)(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks, uint32_t **done_p,
                             int32_t **result_p, int *id_p, uint64_t *seq_p, uint64_t *ns_p);
+    /* The zero-copy read (engine/algo_read.h): fill *desc, the export descriptor peers
+     * read buf (bytes long, device memory) through; never fails: a buffer it cannot
+     * export gets a descriptor every reader answers with PUSH. */
+    void (*read_export)(eng_gpu_comm_t *gc, const void *buf, uint64_t bytes, eng_block_t *desc);
     /* Host-side progress: relaunch the daemon when it quit with work pending. */
     void (*progress)(void);
     void (*release)(int id);

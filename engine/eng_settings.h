@@ -41,6 +41,7 @@ enum {
     K_DIRECT,
     K_ONESHOT_RANKS,
     K_DIRECT_RANKS,
+    K_READ_MIN,
     K_COUNT, /* the configuration's rows end here */
     K_HOST = K_COUNT,
     K_TIMELINE,

@@ -44,6 +44,9 @@ typedef enum {
     ENG_ALGO_DIRECT,   /* mid-range allreduce (two-shot), reduce_scatter, allgather, alltoall,
                           bcast, reduce: every peer at once */
     ENG_ALGO_DIRECT1,  /* mid-range allreduce of few ranks: one shot over every channel */
+    ENG_ALGO_READ,     /* large alltoall, allgather: each rank reads its peers' blocks where they are
+                          (algo_read.h) */
+    ENG_ALGO_COUNT     /* eng_coll_args_t.algo has 4 bits */
 } eng_algo_t;
 
 /* LL lines (NCCL's low-latency protocol): 16 bytes carry 8 bytes of payload as two
@@ -120,6 +123,28 @@ typedef struct {
 
 #define ENG_SIG_RING 32 /* the latest collectives each rank describes, per daemon */
 
+/* The GPU's zero-copy read (cuda/gpu_read.cu): a rank exports the allocations of its
+ * send buffers through a few slots of its segment's header, which same-host peers'
+ * hosts read to map them (CUDA IPC). A seqlock: the owner writes gen 0, the rest, then
+ * the new gen (release); a reader that reads the same nonzero gen before and after the
+ * rest has one export whole. */
+#define ENG_READ_SLOTS 8
+typedef struct {
+    uint64_t gen;       /* the export's generation (never reused by the owner), 0: none */
+    uint64_t size;      /* the allocation's bytes */
+    uint8_t handle[64]; /* cudaIpcMemHandle_t of the allocation's base */
+} eng_read_export_t;
+
+/* A reader's map of one export slot of one peer (host-mapped; the daemon reads it, the
+ * reader's host fills it from its progress calls). The daemon finds the entries of peer
+ * p through its connections' read_map. */
+typedef struct eng_read_map {
+    uint64_t gen;  /* the generation mapped at base (0: none); written last, with release */
+    uint64_t base; /* device address of the mapping of the allocation */
+    uint64_t size; /* its bytes */
+    uint64_t want; /* the daemon: a descriptor named this generation and missed */
+} eng_read_map_t;
+
 /* Header at the start of each rank's segment (its first page). */
 typedef struct {
     uint64_t magic;
@@ -144,7 +169,8 @@ typedef struct {
      * errors: why_seq1 (1 + the collective, release) after the text */
     uint64_t why_seq1;
     char why[248];
-    eng_sig_entry_t sigs[2][ENG_SIG_RING]; /* [0]: the CPU daemon's collectives, [1]: the GPU's */
+    eng_sig_entry_t sigs[2][ENG_SIG_RING];   /* [0]: the CPU daemon's collectives, [1]: the GPU's */
+    eng_read_export_t reads[ENG_READ_SLOTS]; /* the GPU's exported send buffers */
 } eng_seg_hdr_t;
 
 /* This rank's view of the two directions of a connection with one peer. */
@@ -165,6 +191,10 @@ typedef struct {
                         so the credit is reread only when the FIFO looks full */
     eng_bell_t *bell; /* CPU, shared-memory peer: its doorbell, rung after each post and
                          consume (NULL: net peers, whose proxy rings; the GPU) */
+    /* GPU: this rank's maps of the peer's exported buffers (host-mapped, [ENG_READ_SLOTS],
+       cuda/cuda_read.cuh); NULL for net peers and on the CPU, where the zero-copy read is
+       a system call (prims_cpu_read.h) */
+    struct eng_read_map *read_map;
 } eng_conn_t;
 
 /* Everything an algorithm needs about the communicator and the buffers. */
@@ -189,7 +219,7 @@ typedef struct {
 /* The collective as the user described it. */
 typedef struct {
     uint8_t coll, dtype, op;
-    uint8_t algo : 4;  /* ENG_ALGO_*: 9 of them */
+    uint8_t algo : 4;  /* ENG_ALGO_*: 10 of them (ENG_ALGO_COUNT <= 16) */
     uint8_t epoch : 4; /* the calls this rank's daemon had refused before it (mod 16), so
                           that a rank that refused a call never takes its peers' steps of
                           that call for its next one (eng_sig.h); the submission entry
@@ -200,7 +230,9 @@ typedef struct {
     const void *sendbuf;
     void *recvbuf;
     const eng_block_t *blocks; /* [nranks] for the v- and w-collectives, else NULL (the
-                                  GPU daemon reads its host-mapped copy) */
+                                  GPU daemon reads its host-mapped copy); ENG_ALGO_READ:
+                                  [1], the rank's export descriptor of sendbuf, attached
+                                  after the algorithm was picked (algo_read.h) */
 } eng_coll_args_t;
 
 /* One chunk of a direct exchange (algo_direct.h) as the primitives see it: peer p's
@@ -217,6 +249,11 @@ DFCCL_INLINE uint64_t eng_dx_elems(const eng_dx_chunk_t *d, int p)
     const uint64_t start = (uint64_t)p * d->S + d->off;
     return start >= d->total ? 0 : DFCCL_MIN(d->e, d->total - start);
 }
+
+/* The zero-copy read's reply (algo_read.h), as a step's size: the reader could not read
+ * the owner's buffer, so the owner sends its block through the FIFOs (DONE is a step of
+ * 0 bytes). */
+#define ENG_READ_PUSH 1u
 
 /* Ranks of a communicator the direct exchange serves (its peer sets are 32-bit masks). */
 #define ENG_DX_MAX_RANKS 32

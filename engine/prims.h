@@ -13,6 +13,7 @@
 #include "prims_cpu.h"
 #include "prims_compose.h"
 #include "prims_cpu_dx.h"
+#include "prims_cpu_read.h"
 #endif
 
 #endif

@@ -37,6 +37,22 @@ static int parse_word(const dfccl_setting_t *s, const char *text, uint64_t *out)
     return -1;
 }
 
+/* "auto" (ENG_AUTO: the engine picks per daemon), or an integer in [min, 2^40] */
+static int parse_auto_count(const dfccl_setting_t *s, const char *text, uint64_t *out)
+{
+    if (!strcasecmp(text, "auto")) {
+        *out = ENG_AUTO;
+        return 0;
+    }
+    errno = 0;
+    char *end;
+    const unsigned long long v = strtoull(text, &end, 0);
+    if (errno || end == text || *end || text[0] == '-' || v < s->min || v > (1ull << 40))
+        return -1;
+    *out = v;
+    return 0;
+}
+
 static const char *const net_words[] = {"auto", "ucx", NULL};
 static const char *const level_words[] = {"error", "warn", "info", "debug", "trace", NULL};
 
@@ -298,6 +314,20 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                  "0.71-0.84x at 4 for 64 KiB-1 MiB allreduces; not 0, the GPU daemon runs its kernel with "
                  "the direct exchange, 0.4-1.2 us slower on 8-byte collectives than the one without."},
     /* one-shot: fewer hops and, at 2 ranks, less traffic */
+    /* the zero-copy read (engine/algo_read.h): auto is 256 KiB on the GPU (to be measured
+     * there) and 512 KiB on the CPU, from where it was faster (bench/RESULTS.md) */
+    [K_READ_MIN] = {.env = "DFCCL_READ_MIN",
+                    .def = "auto",
+                    .min = 0,
+                    .max = ENG_AUTO,
+                    .parse = parse_auto_count,
+                    .unit = "bytes, or auto",
+                    .help = "alltoall and allgather blocks of at least this size are read straight from "
+                            "the peers' send buffers (0: never; auto: 262144 on device buffers, 524288 on "
+                            "host buffers)",
+                    .more = "A block is what one rank sends one peer. One copy per byte instead of two "
+                            "through the FIFOs; on the GPU the first call on a new send buffer is staged "
+                            "while the peers map it (CUDA IPC), later calls on it are not."},
     [K_ONESHOT_RANKS] = {.env = "DFCCL_ONESHOT_RANKS",
                          .mca = "oneshot_ranks",
                          FIELD32(oneshotRanks),
@@ -354,6 +384,10 @@ const dfccl_setting_t *dfccl_setting(int i)
 const char *dfccl_setting_expect(const dfccl_setting_t *s, char *buf, size_t len)
 {
     buf[0] = 0;
+    if (s->parse == parse_auto_count) {
+        snprintf(buf, len, "auto or an integer in [%llu, %llu]", (unsigned long long)s->min, 1ull << 40);
+        return buf;
+    }
     if (!s->words) {
         snprintf(buf, len, "an integer in [%llu, %llu]", (unsigned long long)s->min,
                  (unsigned long long)s->max);

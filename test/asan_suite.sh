@@ -76,6 +76,13 @@ case_run "asan t_random[threads=2,channels=4]" 3 120 $(T 2 4) -- t_random --roun
 case_run "asan t_vcolls[threads=2,channels=4,chunk=4096]" 3 180 $(T 2 4) -x DFCCL_CHUNK_SIZE=4096 -- t_vcolls --quick
 # shellcheck disable=SC2046
 case_run "asan t_vcolls[chaos,threads=2,channels=2]" 4 120 $(T 2 2) -- t_vcolls --chaos 3 --scale 20000 --deadline 60
+# the zero-copy read's descriptor (a one-entry table, read by several workers, freed with
+# its request), every alltoall and allgather
+# shellcheck disable=SC2046
+case_run "asan t_matrix[read_min=1,threads=2,channels=4]" 3 180 $(T 2 4) -x DFCCL_READ_MIN=1 -- t_matrix --quick
+# shellcheck disable=SC2046
+case_run "asan t_random[read_min=1,threads=2,channels=4]" 3 120 $(T 2 4) -x DFCCL_READ_MIN=1 -- t_random \
+    --rounds 4 --deadline 60
 # two roots of a bcast, found by a root's look at its next call
 case_run "asan t_collmismatch[two-roots]" 3 120 -- t_collmismatch two-roots
 # the net transport's proxies: every peer over UCX, 2 proxies

@@ -61,6 +61,11 @@ case_run "fuzz native: seeds 41-50, DFCCL_SLOTS=1 DFCCL_CHANNELS=4 DFCCL_CPU_THR
 # the direct exchange at every size and rank count under random programs
 case_run "fuzz native: seeds 51-70, DFCCL_DIRECT_MAX=4194304 DFCCL_DIRECT_RANKS=2" 60 --mode native --seeds 51:71 \
     --np 2,3,4 --env DFCCL_DIRECT_MAX=4194304 --env DFCCL_DIRECT_RANKS=2
+# the zero-copy read on every alltoall and allgather, late peers and a rank killed mid-read
+case_run "fuzz native: seeds 71-90, DFCCL_READ_MIN=1, late peers" 60 --mode native --seeds 71:91 \
+    --np 2,3,4 --faults late --env DFCCL_READ_MIN=1
+case_run "fuzz native: seeds 9-14, DFCCL_READ_MIN=1, a rank killed" 40 --mode native --seeds 9:15 \
+    --np 2,3,4 --faults kill --timeout 60 --env DFCCL_READ_MIN=1
 # a rank raises SIGKILL mid-program: every survivor must end with an error, never hang
 case_run "fuzz native: seeds 1-8, a rank killed, every survivor ends with an error" 40 --mode native \
     --seeds 1:9 --np 2,3,4 --faults kill --timeout 60

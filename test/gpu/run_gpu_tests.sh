@@ -4,8 +4,8 @@
 # deadlock scenarios with their preempt-off hang proofs, the same over the net transport
 # (host-staged FIFOs, when libdfccl has UCX), then stops MPS.
 #   run_gpu_tests.sh BUILD_DIR [quick]
-# Environment: NPS, CHAOS_NPS, COMMS_NPS, NET_NPS (rank counts of the matrix, chaos,
-# 100-communicator and net-matrix cases; empty skips), SANITIZER=0 (no compute-sanitizer),
+# Environment: NPS, CHAOS_NPS, COMMS_NPS, NET_NPS, READ_NPS (rank counts of the matrix,
+# chaos, 100-communicator, net-matrix and zero-copy read cases; empty skips), SANITIZER=0 (no compute-sanitizer),
 # NET_ONLY=1 (only the net-transport cases), NO_NET=1 (none of them), GPU_FILTER (only
 # the cases whose name matches this extended regex, e.g. '^(matrix|chaos)$').
 # Prints "PASS: ..." / "FAIL: ..." per case and ends with "N passed, N failed".
@@ -68,6 +68,16 @@ done
 for np in ${CHAOS_NPS-2 4 8}; do
     run "chaos" 180 ok $np $T chaos --iters 10
 done
+# the zero-copy read forced on every alltoall and allgather (DFCCL_READ_MIN=1): the matrix
+# (each buffer once: the staged path), buffers reused, cycled past the export slots,
+# reallocated and from a pool (the mapped path)
+if [ -z "$NET_ONLY" ]; then
+    for np in ${READ_NPS-2 4 8}; do
+        run "matrix read_min=1" 300 ok $np -x DFCCL_READ_MIN=1 $T matrix
+        run "readreuse read_min=1" 180 ok $np -x DFCCL_READ_MIN=1 $T readreuse
+    done
+    run "readreuse read_min=1 channels=3" 180 ok 4 -x DFCCL_READ_MIN=1 -x DFCCL_GPU_CHANNELS=3 $T readreuse
+fi
 if [ -z "$NET_ONLY" ]; then
     run "sync" 60 ok 2 $T sync --deadline 30
     run "reuse" 120 ok 2 $T reuse

@@ -12,6 +12,9 @@
  *   reuse    the same buffers, rewritten from the host before every allreduce (in place
  *            and not, LL, one-shot and ring sizes), within one daemon launch: a read
  *            served from an SM's L1 left over from the previous round would show
+ *   readreuse alltoall and allgather on rewritten, cycled, reallocated and pool buffers
+ *            (with DFCCL_READ_MIN=1: the zero-copy read's staged first calls, mapped
+ *            later ones, re-exports and never-exported buffers), checked
  *   left     after a checked allreduce, rank 0 waits on a second one that the other ranks
  *            never call: they destroy the communicator. The wait ends with
  *            dfcclCommAborted naming a peer that left, within 10 s; the next call is
@@ -397,6 +400,86 @@ static int mode_reuse(dfcclComm_t comm, int P, int me)
     return all != 0;
 }
 
+/* The zero-copy read (run with DFCCL_READ_MIN=1): alltoall and allgather, each round on
+ * rewritten buffers, so that the first call on a buffer is staged while the peers map it
+ * and the later ones read the mapping. Buffers cycle through more than the export slots
+ * (re-exports into reused slots), one pair is freed and allocated again every few rounds
+ * (a new allocation, maybe at the same address: never the old mapping), one comes from a
+ * cudaMallocAsync pool (not exportable: always staged), and every other round of
+ * allgather is in place. Every element is checked. */
+static float rv(int r, size_t i, int round)
+{
+    return (float)(((size_t)r * 1000003u + i * 7u + (size_t)round * 13u) % 65521u);
+}
+
+#define RR_BUFS 11 /* more than ENG_READ_SLOTS */
+static int mode_readreuse(dfcclComm_t comm, int P, int me)
+{
+    static const size_t sizes[] = {1, 7, 1000, 65537, 262144};
+    const size_t nmax = 262144, bytes = nmax * (size_t)P * sizeof(float);
+    void *sb[RR_BUFS], *rb[RR_BUFS];
+    cudaStream_t st;
+    CU(cudaStreamCreate(&st));
+    for (int b = 0; b < RR_BUFS; b++) {
+        if (b == RR_BUFS - 1)
+            CU(cudaMallocAsync(&sb[b], bytes, st)); /* a pool's: cannot be exported */
+        else
+            CU(cudaMalloc(&sb[b], bytes));
+        CU(cudaMalloc(&rb[b], bytes));
+    }
+    CU(cudaStreamSynchronize(st));
+    float *h = (float *)malloc(bytes), *g = (float *)malloc(bytes);
+    size_t bad = 0, checks = 0;
+    for (int round = 0; round < 150; round++) {
+        const size_t n = sizes[round % 5];
+        const int b = (round / 5) % RR_BUFS, a2a = (round / 2) % 2, in_place = !a2a && (round / 10) % 2;
+        if (round % 37 == 36) { /* a new allocation for buffer 0 (the driver may hand out the same address) */
+            CU(cudaFree(sb[0]));
+            CU(cudaMalloc(&sb[0], bytes));
+        }
+        const size_t nsend = a2a ? n * (size_t)P : n;
+        for (size_t i = 0; i < nsend; i++)
+            h[i] = rv(me, i, round);
+        float *send = in_place ? (float *)rb[b] + (size_t)me * n : (float *)sb[b];
+        CU(cudaMemcpy(send, h, nsend * sizeof(float), cudaMemcpyHostToDevice));
+        dfcclRequest_t req;
+        if (a2a)
+            CHECK(dfcclAllToAll(send, rb[b], n, dfcclFloat32, comm, &req));
+        else
+            CHECK(dfcclAllGather(send, rb[b], n, dfcclFloat32, comm, &req));
+        CHECK(dfcclWait(&req));
+        CU(cudaMemcpy(g, rb[b], n * (size_t)P * sizeof(float), cudaMemcpyDeviceToHost));
+        for (int p = 0; p < P; p++)
+            for (size_t i = 0; i < n; i++) {
+                const float want = rv(p, a2a ? (size_t)me * n + i : i, round);
+                if (g[(size_t)p * n + i] != want && bad++ < 10)
+                    fprintf(stderr,
+                            "[rank %d] readreuse round %d (%s of %zu, buffer %d%s): [%d][%zu] %g != %g\n", me,
+                            round, a2a ? "alltoall" : "allgather", n, b, in_place ? ", in place" : "", p, i,
+                            (double)g[(size_t)p * n + i], (double)want);
+            }
+        checks += n * (size_t)P;
+    }
+    size_t all = 0;
+    MPI_Allreduce(&bad, &all, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (me == 0)
+        printf("t_gpu readreuse: 150 rounds of alltoall and allgather, np=%d, %zu elements checked per rank, "
+               "%zu bad\n",
+               P, checks, all);
+    for (int b = 0; b < RR_BUFS; b++) {
+        if (b == RR_BUFS - 1)
+            CU(cudaFreeAsync(sb[b], st));
+        else
+            CU(cudaFree(sb[b]));
+        CU(cudaFree(rb[b]));
+    }
+    CU(cudaStreamSynchronize(st));
+    CU(cudaStreamDestroy(st));
+    free(h);
+    free(g);
+    return all != 0;
+}
+
 static int ncomms = 100;
 
 static int mode_comms(int P, int me)
@@ -564,6 +647,8 @@ int main(int argc, char **argv)
         fail = mode_comms(tc_size, tc_rank);
     else if (!strcmp(mode, "reuse"))
         fail = mode_reuse(comm, tc_size, tc_rank);
+    else if (!strcmp(mode, "readreuse"))
+        fail = mode_readreuse(comm, tc_size, tc_rank);
     else if (!strcmp(mode, "left"))
         fail = mode_left(comm, tc_size, tc_rank);
     else

@@ -143,6 +143,35 @@ run_case "t_matrix[direct_max=4M,direct_ranks=2,channels=3]" 3 120 -x DFCCL_DIRE
 run_case "t_matrix[direct_max=0]" 4 120 -x DFCCL_DIRECT_MAX=0 -- t_matrix --quick
 run_case "t_chaos[direct_max=4M]" 4 120 -x DFCCL_DIRECT_MAX=4194304 -- t_chaos 10 --deadline 60
 run_case "t_threads[direct_max=4M,direct_ranks=2]" 2 60 -x DFCCL_DIRECT_MAX=4194304 -x DFCCL_DIRECT_RANKS=2 -- t_threads --threads 2 --iters 40
+# the zero-copy read forced on every alltoall and allgather (read_min=1): results (process_vm_readv
+# between ranks), several channels and workers, random order over many communicators, threads
+run_case "t_matrix[read_min=1]" 4 120 -x DFCCL_READ_MIN=1 -- t_matrix
+run_case "t_matrix[read_min=1,channels=3,threads=2]" 3 120 -x DFCCL_READ_MIN=1 -x DFCCL_CHANNELS=3 -x DFCCL_CPU_THREADS=2 -- t_matrix --quick
+run_case "t_random[read_min=1]" 4 120 -x DFCCL_READ_MIN=1 -- t_random --rounds 6 --deadline 60
+run_case "t_threads[read_min=1]" 3 60 -x DFCCL_READ_MIN=1 -- t_threads --threads 2 --iters 40
+# each rank in its own pid namespace: a peer's pid means nothing here (every rank is pid 1
+# in its own), so every read must be refused and every block pushed through the FIFOs
+# (without the namespace check a rank reads its own memory at the peer's address: wrong
+# results or a crash). Open MPI's vader BTL fails across pid namespaces: tcp.
+read_pidns_case() {
+    local id="t_matrix[read_min=1,a pid namespace per rank] np=3"
+    selected "$id" || return 0
+    if [ "$(id -u)" != 0 ] || ! unshare --pid --fork true 2>/dev/null; then
+        pass "$id (skipped: needs root and unshare --pid)"
+        return 0
+    fi
+    local log="$LOGDIR/t_matrix_read_pidns_np3.log" t0=$SECONDS
+    timeout -s TERM -k 10 120 mpirun --allow-run-as-root --oversubscribe --mca btl self,tcp -x DFCCL_READ_MIN=1 \
+        -np 3 unshare --pid --fork "$BIN/t_matrix" --quick > "$log" 2>&1 < /dev/null
+    local rc=$?
+    kill_orphans
+    if [ "$rc" -ne 0 ] || ! grep -qx 'OK' "$log"; then
+        fail "$id" "exit $rc: $(reason_of "$log"); log $log" "$log"
+    else
+        pass "$id [$((SECONDS - t0))s]"
+    fi
+}
+read_pidns_case
 run_case "t_matrix[slots=1,channels=2]" 3 120 -x DFCCL_SLOTS=1 -x DFCCL_CHANNELS=2 -- t_matrix --quick
 run_case "t_random[slots=1,chunk=1024]" 4 120 -x DFCCL_SLOTS=1 -x DFCCL_CHUNK_SIZE=1024 -- t_random --rounds 4 --deadline 60
 run_case "t_chaos[channels=4,slots=4]" 4 120 -x DFCCL_CHANNELS=4 -x DFCCL_SLOTS=4 -- t_chaos 10 --deadline 60

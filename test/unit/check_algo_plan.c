@@ -17,17 +17,17 @@
 START_TEST(algo_select_rules)
 {
     eng_coll_args_t a = {.coll = ENG_COLL_ALLREDUCE, .dtype = dfcclFloat32, .count = 16};
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0, 0, 0), ENG_ALGO_ONESHOT);
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 32, 0, 0), ENG_ALGO_ONESHOT);
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0), ENG_ALGO_LL);
-    ck_assert_int_eq(eng_algo_select(&a, ENG_LL_MAX_RANKS + 1, 64, 64, 0, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0, 0, 0, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 32, 0, 0, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0), ENG_ALGO_LL);
+    ck_assert_int_eq(eng_algo_select(&a, ENG_LL_MAX_RANKS + 1, 64, 64, 0, 0, 0), ENG_ALGO_ONESHOT);
     a.count = 17;
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0), ENG_ALGO_RING);
-    ck_assert_int_eq(eng_algo_select(&a, 1, 64, 64, 0, 0), ENG_ALGO_SELF);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&a, 1, 64, 64, 0, 0, 0), ENG_ALGO_SELF);
     a.coll = ENG_COLL_BCAST;
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0), ENG_ALGO_CHAIN);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0), ENG_ALGO_CHAIN);
     a.coll = ENG_COLL_ALLTOALL;
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0), ENG_ALGO_PAIRWISE);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0), ENG_ALGO_PAIRWISE);
     /* every uniform collective in one LL round while its piece fits ll_max, never a
      * table's, never an empty one */
     static const uint8_t ll_colls[] = {ENG_COLL_REDUCE,         ENG_COLL_BCAST,    ENG_COLL_ALLGATHER,
@@ -36,29 +36,29 @@ START_TEST(algo_select_rules)
     static const eng_block_t tab[4];
     for (size_t i = 0; i < sizeof ll_colls; i++) {
         eng_coll_args_t u = {.coll = ll_colls[i], .dtype = dfcclFloat32, .count = 16};
-        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, 0, 0), ENG_ALGO_LL);
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 63, 0, 0), ENG_ALGO_LL);
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 0, 0, 0), ENG_ALGO_LL);
-        ck_assert_int_ne(eng_algo_select(&u, ENG_LL_MAX_RANKS + 1, 64, 64, 0, 0), ENG_ALGO_LL);
+        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, 0, 0, 0), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 63, 0, 0, 0), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 0, 0, 0, 0), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, ENG_LL_MAX_RANKS + 1, 64, 64, 0, 0, 0), ENG_ALGO_LL);
         u.count = 0;
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 0, 0), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 0, 0, 0), ENG_ALGO_LL);
         u.count = 16;
         u.blocks = tab;
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 0, 0), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 0, 0, 0), ENG_ALGO_LL);
     }
     /* the direct exchange: allreduce above one-shot, reduce_scatter, allgather and alltoall
      * whose larger buffer (N blocks but for allreduce; alltoall: one block) fits direct_max;
      * never a table's,
      * an empty one, more than ENG_DX_MAX_RANKS ranks or the other collectives */
     eng_coll_args_t d = {.coll = ENG_COLL_ALLREDUCE, .dtype = dfcclFloat32, .count = 1024};
-    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4096, 0), ENG_ALGO_DIRECT);
-    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4095, 0), ENG_ALGO_RING);
-    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 0, 0), ENG_ALGO_RING);
-    ck_assert_int_eq(eng_algo_select(&d, 4, 4096, 64, 4096, 0), ENG_ALGO_ONESHOT);
-    ck_assert_int_eq(eng_algo_select(&d, ENG_DX_MAX_RANKS + 1, 64, 64, 4096, 0), ENG_ALGO_RING);
-    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4096, 4), ENG_ALGO_DIRECT1);
-    ck_assert_int_eq(eng_algo_select(&d, 5, 64, 64, 4096, 4), ENG_ALGO_DIRECT);
-    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 0, 4), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4096, 0, 0), ENG_ALGO_DIRECT);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4095, 0, 0), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 0, 0, 0), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 4096, 64, 4096, 0, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&d, ENG_DX_MAX_RANKS + 1, 64, 64, 4096, 0, 0), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4096, 4, 0), ENG_ALGO_DIRECT1);
+    ck_assert_int_eq(eng_algo_select(&d, 5, 64, 64, 4096, 4, 0), ENG_ALGO_DIRECT);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 0, 4, 0), ENG_ALGO_RING);
     static const uint8_t dx_colls[] = {ENG_COLL_REDUCE_SCATTER, ENG_COLL_ALLGATHER, ENG_COLL_ALLTOALL,
                                        ENG_COLL_BCAST, ENG_COLL_REDUCE};
     for (size_t i = 0; i < sizeof dx_colls; i++) {
@@ -66,20 +66,20 @@ START_TEST(algo_select_rules)
         /* 4 blocks of 1 KiB; alltoall one block, bcast and reduce their buffer */
         const uint64_t dx =
             dx_colls[i] == ENG_COLL_REDUCE_SCATTER || dx_colls[i] == ENG_COLL_ALLGATHER ? 4096 : 1024;
-        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, dx, 0), ENG_ALGO_DIRECT);
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, dx - 1, 0), ENG_ALGO_DIRECT);
-        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 1024, 4096, 0), ENG_ALGO_LL);
+        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, dx, 0, 0), ENG_ALGO_DIRECT);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, dx - 1, 0, 0), ENG_ALGO_DIRECT);
+        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 1024, 4096, 0, 0), ENG_ALGO_LL);
         u.blocks = tab;
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 4096, 0), ENG_ALGO_DIRECT);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 4096, 0, 0), ENG_ALGO_DIRECT);
     }
     static const uint8_t no_dx[] = {ENG_COLL_GATHER, ENG_COLL_SCATTER};
     for (size_t i = 0; i < sizeof no_dx; i++) {
         eng_coll_args_t u = {.coll = no_dx[i], .dtype = dfcclFloat32, .count = 256};
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 1 << 20, 0), ENG_ALGO_DIRECT);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 1 << 20, 0, 0), ENG_ALGO_DIRECT);
     }
     a.coll = ENG_COLL_BARRIER;
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0, 0, 0), ENG_ALGO_ONESHOT);
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0), ENG_ALGO_LL);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0, 0, 0, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0), ENG_ALGO_LL);
     /* the one-shot's limit gives way to the direct exchange as N grows, never above it */
     ck_assert_uint_eq(eng_oneshot_max(32768, 2, 1), 32768);
     ck_assert_uint_eq(eng_oneshot_max(32768, 4, 1), 16384);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check_engine.h"
@@ -57,12 +58,19 @@ static void sim_free(sim_t *s)
     free(s->conns);
 }
 
+/* The zero-copy read's cases: each rank's send buffer, scribbled over the moment the
+ * rank has finished (NULL: left alone), as a user may reuse it then: a peer that still
+ * read it afterwards would get the scribbles. */
+static void *poison_buf[8];
+static size_t poison_bytes[8];
+
 /* Run every rank's state machine to completion. stall_pct: chance that a rank is
  * skipped in a round (an injected stall); copy_ctx: resume every time from a copy of
  * the saved context, as after a preemption. Returns the number of preemptions seen. */
 static long sim_run(sim_t *s, eng_coll_args_t *args, int channels, int stall_pct, int copy_ctx, unsigned seed)
 {
     const int N = s->N;
+    int finished[8] = {0};
     eng_ctx_t *ctx = calloc((size_t)N * channels, sizeof(eng_ctx_t));
     for (int r = 0; r < N; r++)
         for (int c = 0; c < channels; c++)
@@ -101,6 +109,14 @@ static long sim_run(sim_t *s, eng_coll_args_t *args, int channels, int stall_pct
                 else
                     waits++; /* it stopped at a wait and will be resumed */
             }
+            int all = r < 8 && !finished[r];
+            for (int c = 0; c < channels && all; c++)
+                all = ctx[r * channels + c].done;
+            if (all) {
+                finished[r] = 1;
+                if (poison_buf[r])
+                    memset(poison_buf[r], 0xff, poison_bytes[r]); /* NaN */
+            }
         }
         ck_assert_msg(++rounds < 10000000, "algorithm does not terminate");
     }
@@ -126,7 +142,23 @@ typedef struct {
     uint64_t ll;     /* ll_max */
     uint64_t direct; /* direct_max */
     uint32_t oneshot_ranks;
+    uint64_t read; /* read_min */
+    int refuse;    /* the zero-copy read refused: 1 every read (all PUSH), 2 some pairs */
 } algo_case_t;
+
+/* eng_read_test_refuse (prims_cpu_read.h) for refuse 2: a mix of read and pushed peers,
+ * not symmetric (rank r reads p but p does not read r, for some pairs) */
+static int refuse_some(int reader, int owner)
+{
+    return (reader * 3 + owner) % 4 == 1;
+}
+
+static int refuse_all(int reader, int owner)
+{
+    (void)reader;
+    (void)owner;
+    return 1;
+}
 
 /* Fill inputs, run, check against the reference; returns outputs for comparisons. */
 static float **run_case(const algo_case_t *k, int stall_pct, int copy_ctx, unsigned seed, long *waits_p)
@@ -172,12 +204,29 @@ static float **run_case(const algo_case_t *k, int stall_pct, int copy_ctx, unsig
             args[r].recvbuf = out[r] + (size_t)r * cnt;
         if (k->coll == ENG_COLL_SCATTER && k->inplace && r == k->root)
             args[r].recvbuf = out[r] + (size_t)r * cnt; /* its own block stays where it is */
-        args[r].algo = (uint8_t)eng_algo_select(&args[r], N, k->oneshot, k->ll, k->direct, k->oneshot_ranks);
+        args[r].algo =
+            (uint8_t)eng_algo_select(&args[r], N, k->oneshot, k->ll, k->direct, k->oneshot_ranks, k->read);
+    }
+    /* the zero-copy read: each rank's descriptor of its send buffer, as api.c attaches it */
+    eng_block_t desc[8];
+    memset(poison_buf, 0, sizeof(poison_buf));
+    eng_read_test_refuse = k->refuse == 1 ? refuse_all : k->refuse == 2 ? refuse_some : NULL;
+    for (int r = 0; r < N && k->read; r++) {
+        ck_assert_int_eq(args[r].algo, ENG_ALGO_READ);
+        const size_t bytes = cnt * sizeof(float) * (k->coll == ENG_COLL_ALLTOALL ? (size_t)N : 1);
+        eng_read_desc_cpu(&desc[r], args[r].sendbuf, bytes);
+        args[r].blocks = &desc[r];
+        if (!k->inplace) { /* (in place, the send buffer is part of the output) */
+            poison_buf[r] = (void *)args[r].sendbuf;
+            poison_bytes[r] = bytes;
+        }
     }
     sim_t sims[4];
     for (int c = 0; c < k->channels; c++)
         sim_init(&sims[c], N, k->depth, k->chunk, k->small);
     long waits = sim_run(sims, args, k->channels, stall_pct, copy_ctx, seed);
+    memset(poison_buf, 0, sizeof(poison_buf));
+    eng_read_test_refuse = NULL;
     if (waits_p)
         *waits_p = waits;
     for (int c = 0; c < k->channels; c++)
@@ -251,84 +300,107 @@ static void free_out(float **out, int N)
 static const algo_case_t cases[] = {
     /* coll, N, count, root, inplace, chunk, depth, channels, oneshot_max, small, ll_max,
      * direct_max, oneshot_ranks */
-    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 7, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0}, /* fewer elements than ranks */
-    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 8, 0, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 50, 0, 0, 256, 2, 1, 1024, 0, 0, 0, 0}, /* one-shot */
-    {ENG_COLL_ALLREDUCE, 3, 50, 0, 1, 256, 2, 1, 1024, 0, 0, 0, 0}, /* one-shot in place */
-    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
-    {ENG_COLL_REDUCE_SCATTER, 3, 333, 0, 1, 256, 2, 2, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLGATHER, 5, 100, 0, 1, 128, 2, 3, 0, 0, 0, 0, 0},
-    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 0, 0, 0, 0},
-    {ENG_COLL_BCAST, 3, 1000, 1, 1, 256, 3, 2, 0, 0, 0, 0, 0},
-    {ENG_COLL_REDUCE, 4, 1000, 3, 0, 256, 2, 1, 0, 0, 0, 0, 0},
-    {ENG_COLL_REDUCE, 5, 999, 1, 1, 128, 2, 2, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 3, 1, 0, 0, 256, 2, 2, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 1, 10, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 1, 10, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 7, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0}, /* fewer elements than ranks */
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 0, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 50, 0, 0, 256, 2, 1, 1024, 0, 0, 0, 0, 0, 0}, /* one-shot */
+    {ENG_COLL_ALLREDUCE, 3, 50, 0, 1, 256, 2, 1, 1024, 0, 0, 0, 0, 0, 0}, /* one-shot in place */
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 3, 333, 0, 1, 256, 2, 2, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 5, 100, 0, 1, 128, 2, 3, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_BCAST, 3, 1000, 1, 1, 256, 3, 2, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE, 4, 1000, 3, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE, 5, 999, 1, 1, 128, 2, 2, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 3, 1, 0, 0, 256, 2, 2, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 1, 10, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 1, 10, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
     /* role-sized connections: large steps r-1 -> r -> r+1 only, as on the GPU */
-    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 64, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 30, 0, 1, 256, 2, 1, 128, 128, 0, 0, 0}, /* one-shot fits a small step */
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 64, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 30, 0, 1, 256, 2, 1, 128, 128, 0, 0, 0, 0, 0}, /* one-shot fits a small step */
     /* one-shot in several chunks (one per FIFO step): uniform and role-sized steps */
-    {ENG_COLL_ALLREDUCE, 3, 120, 0, 1, 256, 2, 1, 1024, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 100, 0, 0, 512, 4, 1, 1024, 128, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 5, 97, 0, 1, 512, 4, 2, 1024, 128, 0, 0, 0},
-    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 0, 0},
-    {ENG_COLL_ALLGATHER, 3, 333, 0, 1, 256, 2, 2, 0, 64, 0, 0, 0},
-    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 64, 0, 0, 0},
-    {ENG_COLL_REDUCE, 5, 999, 1, 1, 256, 2, 2, 0, 64, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 5, 77, 0, 0, 512, 3, 2, 0, 128, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 120, 0, 1, 256, 2, 1, 1024, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 100, 0, 0, 512, 4, 1, 1024, 128, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 5, 97, 0, 1, 512, 4, 2, 1024, 128, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 3, 333, 0, 1, 256, 2, 2, 0, 64, 0, 0, 0, 0, 0},
+    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 64, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE, 5, 999, 1, 1, 256, 2, 2, 0, 64, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 5, 77, 0, 0, 512, 3, 2, 0, 128, 0, 0, 0, 0, 0},
     /* LL one-shot: odd counts (a half-filled last packet), in place, 8 ranks, role-sized */
-    {ENG_COLL_ALLREDUCE, 4, 51, 0, 0, 512, 2, 1, 1024, 0, 256, 0, 0},
-    {ENG_COLL_ALLREDUCE, 3, 63, 0, 1, 512, 2, 1, 1024, 0, 256, 0, 0},
-    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 128, 0, 128, 0, 0},
-    {ENG_COLL_ALLREDUCE, 5, 32, 0, 1, 512, 3, 2, 0, 256, 128, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 51, 0, 0, 512, 2, 1, 1024, 0, 256, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 63, 0, 1, 512, 2, 1, 1024, 0, 256, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 128, 0, 128, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 5, 32, 0, 1, 512, 3, 2, 0, 256, 128, 0, 0, 0, 0},
     /* gather and scatter, pairwise */
-    {ENG_COLL_GATHER, 4, 300, 2, 0, 256, 2, 1, 0, 0, 0, 0, 0},
-    {ENG_COLL_GATHER, 3, 100, 1, 1, 256, 2, 2, 0, 64, 0, 0, 0},
-    {ENG_COLL_SCATTER, 5, 200, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0},
-    {ENG_COLL_SCATTER, 4, 77, 3, 1, 256, 3, 1, 0, 0, 0, 0, 0},
+    {ENG_COLL_GATHER, 4, 300, 2, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_GATHER, 3, 100, 1, 1, 256, 2, 2, 0, 64, 0, 0, 0, 0, 0},
+    {ENG_COLL_SCATTER, 5, 200, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 0, 0},
+    {ENG_COLL_SCATTER, 4, 77, 3, 1, 256, 3, 1, 0, 0, 0, 0, 0, 0, 0},
     /* one round of LL lines, every collective: odd counts, in place, roots, role-sized */
-    {ENG_COLL_BCAST, 4, 100, 2, 0, 1024, 2, 1, 0, 0, 512, 0, 0},
-    {ENG_COLL_BCAST, 3, 33, 1, 1, 512, 2, 2, 0, 512, 256, 0, 0},
-    {ENG_COLL_REDUCE, 5, 63, 3, 0, 512, 2, 1, 0, 0, 256, 0, 0},
-    {ENG_COLL_REDUCE, 6, 31, 0, 1, 512, 3, 2, 0, 256, 128, 0, 0},
-    {ENG_COLL_ALLGATHER, 4, 33, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0},
-    {ENG_COLL_ALLGATHER, 5, 17, 0, 1, 512, 2, 2, 0, 256, 128, 0, 0},
-    {ENG_COLL_REDUCE_SCATTER, 4, 31, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0},
-    {ENG_COLL_REDUCE_SCATTER, 3, 21, 0, 1, 512, 2, 1, 0, 256, 128, 0, 0},
-    {ENG_COLL_ALLTOALL, 4, 25, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0},
-    {ENG_COLL_ALLTOALL, 8, 3, 0, 0, 256, 3, 1, 0, 0, 64, 0, 0},
-    {ENG_COLL_GATHER, 4, 21, 1, 0, 512, 2, 1, 0, 0, 256, 0, 0},
-    {ENG_COLL_GATHER, 7, 9, 0, 1, 512, 2, 2, 0, 256, 128, 0, 0},
-    {ENG_COLL_SCATTER, 5, 13, 4, 0, 512, 2, 1, 0, 0, 256, 0, 0},
-    {ENG_COLL_SCATTER, 3, 7, 0, 1, 256, 2, 1, 0, 128, 64, 0, 0},
+    {ENG_COLL_BCAST, 4, 100, 2, 0, 1024, 2, 1, 0, 0, 512, 0, 0, 0, 0},
+    {ENG_COLL_BCAST, 3, 33, 1, 1, 512, 2, 2, 0, 512, 256, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE, 5, 63, 3, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE, 6, 31, 0, 1, 512, 3, 2, 0, 256, 128, 0, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 4, 33, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 5, 17, 0, 1, 512, 2, 2, 0, 256, 128, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 4, 31, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 3, 21, 0, 1, 512, 2, 1, 0, 256, 128, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 25, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 8, 3, 0, 0, 256, 3, 1, 0, 0, 64, 0, 0, 0, 0},
+    {ENG_COLL_GATHER, 4, 21, 1, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0},
+    {ENG_COLL_GATHER, 7, 9, 0, 1, 512, 2, 2, 0, 256, 128, 0, 0, 0, 0},
+    {ENG_COLL_SCATTER, 5, 13, 4, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0},
+    {ENG_COLL_SCATTER, 3, 7, 0, 1, 256, 2, 1, 0, 128, 64, 0, 0, 0, 0},
     /* direct exchange: two-shot allreduce (odd counts, short and empty last blocks, in
      * place, several windows of chunks, several channels), reduce_scatter, allgather and
      * alltoall (in place where MPI allows), role-sized connections */
-    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 0},
-    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0, 0, 1 << 20, 0},
-    {ENG_COLL_ALLREDUCE, 8, 9, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 0},
-    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 128, 0, 1 << 20, 0},
-    {ENG_COLL_ALLREDUCE, 7, 30000, 0, 1, 1024, 4, 3, 0, 256, 0, 1 << 20, 0},
-    {ENG_COLL_ALLREDUCE, 4, 100, 0, 0, 512, 4, 1, 64, 128, 32, 1 << 20, 0}, /* above one-shot and LL */
-    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0},
-    {ENG_COLL_REDUCE_SCATTER, 3, 2001, 0, 1, 256, 3, 2, 0, 0, 0, 1 << 20, 0},
-    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0},
-    {ENG_COLL_ALLGATHER, 5, 1001, 0, 1, 512, 2, 3, 0, 0, 0, 1 << 20, 0},
-    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0},
-    {ENG_COLL_ALLTOALL, 6, 777, 0, 0, 512, 4, 2, 0, 128, 0, 1 << 20, 0},
+    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0, 0, 1 << 20, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 9, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 128, 0, 1 << 20, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 7, 30000, 0, 1, 1024, 4, 3, 0, 256, 0, 1 << 20, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 100, 0, 0, 512, 4, 1, 64, 128, 32, 1 << 20, 0, 0, 0}, /* above one-shot and LL */
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 3, 2001, 0, 1, 256, 3, 2, 0, 0, 0, 1 << 20, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 5, 1001, 0, 1, 512, 2, 3, 0, 0, 0, 1 << 20, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 6, 777, 0, 0, 512, 4, 2, 0, 128, 0, 1 << 20, 0, 0, 0},
     /* the direct allreduce one-shot over every channel (few ranks) */
-    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 2},
-    {ENG_COLL_ALLREDUCE, 3, 4099, 0, 1, 256, 4, 2, 0, 128, 0, 1 << 20, 4},
-    {ENG_COLL_ALLREDUCE, 4, 30001, 0, 0, 1024, 3, 3, 0, 256, 0, 1 << 20, 4},
-    {ENG_COLL_ALLREDUCE, 2, 7, 0, 1, 256, 2, 1, 0, 0, 0, 1 << 20, 2},
+    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 2, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 4099, 0, 1, 256, 4, 2, 0, 128, 0, 1 << 20, 4, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 30001, 0, 0, 1024, 3, 3, 0, 256, 0, 1 << 20, 4, 0, 0},
+    {ENG_COLL_ALLREDUCE, 2, 7, 0, 1, 256, 2, 1, 0, 0, 0, 1 << 20, 2, 0, 0},
+    /* the zero-copy read (read_min 1: every block): read where the buffers are, every
+     * peer pushed (refuse 1), and a mix (2); odd counts (a block not a whole number of
+     * grains, several windows of chunks), several channels, role-sized connections,
+     * in place for allgather; alltoall in place is refused by the API */
+    {ENG_COLL_ALLTOALL, 2, 1001, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 1, 0},
+    {ENG_COLL_ALLTOALL, 3, 77, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 1, 0},
+    {ENG_COLL_ALLTOALL, 4, 1, 0, 0, 512, 3, 1, 0, 0, 0, 0, 0, 1, 0},
+    {ENG_COLL_ALLTOALL, 5, 3001, 0, 0, 512, 4, 3, 0, 128, 0, 0, 0, 1, 0},
+    {ENG_COLL_ALLTOALL, 2, 1001, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 1, 1},
+    {ENG_COLL_ALLTOALL, 3, 777, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 1, 1},
+    {ENG_COLL_ALLTOALL, 4, 333, 0, 0, 512, 3, 1, 0, 0, 0, 0, 0, 1, 2},
+    {ENG_COLL_ALLTOALL, 5, 1999, 0, 0, 256, 2, 3, 0, 128, 0, 0, 0, 1, 2},
+    {ENG_COLL_ALLGATHER, 2, 1001, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 1, 0},
+    {ENG_COLL_ALLGATHER, 3, 1003, 0, 1, 256, 2, 2, 0, 64, 0, 0, 0, 1, 0},
+    {ENG_COLL_ALLGATHER, 4, 5, 0, 0, 512, 3, 1, 0, 0, 0, 0, 0, 1, 0},
+    {ENG_COLL_ALLGATHER, 5, 4099, 0, 1, 512, 4, 3, 0, 128, 0, 0, 0, 1, 0},
+    {ENG_COLL_ALLGATHER, 2, 999, 0, 1, 256, 2, 1, 0, 0, 0, 0, 0, 1, 1},
+    {ENG_COLL_ALLGATHER, 3, 2001, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 1, 1},
+    {ENG_COLL_ALLGATHER, 4, 3333, 0, 1, 512, 3, 2, 0, 0, 0, 0, 0, 1, 2},
+    {ENG_COLL_ALLGATHER, 5, 777, 0, 0, 256, 2, 3, 0, 128, 0, 0, 0, 1, 2},
+    {ENG_COLL_ALLTOALL, 8, 333, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 1, 2},
+    {ENG_COLL_ALLGATHER, 8, 1001, 0, 1, 512, 3, 1, 0, 0, 0, 0, 0, 1, 0},
+    {ENG_COLL_ALLGATHER, 7, 99, 0, 0, 256, 2, 2, 0, 0, 0, 0, 0, 1, 1},
 };
 
 START_TEST(algo_uninterrupted_vs_stalled)
@@ -350,6 +422,93 @@ START_TEST(algo_uninterrupted_vs_stalled)
         ck_assert_msg(waits > 0, "the stalled run never waited: the test did not bite");
     free_out(plain, k->N);
     free_out(stalled, k->N);
+}
+END_TEST
+
+/* The zero-copy read: no rank finishes before every peer has read its buffer (rank 2
+ * never runs: 0 and 1 must keep waiting for its reply), then all finish, read (0) or
+ * pushed (1). */
+START_TEST(read_owner_waits_for_every_reader)
+{
+    const int N = 3, refuse = _i;
+    sim_t s;
+    sim_init(&s, N, 2, 256, 0);
+    float in[3][3 * 40], out[3][3 * 40];
+    eng_coll_args_t a[3];
+    eng_block_t desc[3];
+    eng_ctx_t x[3];
+    eng_read_test_refuse = refuse ? refuse_all : NULL;
+    for (int r = 0; r < N; r++) {
+        for (int i = 0; i < 3 * 40; i++)
+            in[r][i] = (float)val(r, (size_t)i);
+        a[r] = (eng_coll_args_t){.coll = ENG_COLL_ALLTOALL, .dtype = dfcclFloat32, .count = 40};
+        a[r].sendbuf = in[r];
+        a[r].recvbuf = out[r];
+        a[r].algo = (uint8_t)eng_algo_select(&a[r], N, 0, 0, 0, 0, 1);
+        ck_assert_int_eq(a[r].algo, ENG_ALGO_READ);
+        eng_read_desc_cpu(&desc[r], in[r], sizeof(in[r]));
+        a[r].blocks = &desc[r];
+        eng_ctx_init(&a[r], N, 0, 1, &x[r]);
+    }
+    for (int round = 0; round < 20; round++)
+        for (int r = 0; r < 2; r++) {
+            eng_chan_view_t v = {.rank = r, .nranks = N, .depth = 2, .chunk = 256, .conns = &s.conns[r * N]};
+            ck_assert_int_ne(eng_algo_progress(&a[r], &v, &x[r]), ENG_DONE);
+        }
+    for (int round = 0; round < 20; round++)
+        for (int r = 0; r < N; r++) {
+            eng_chan_view_t v = {.rank = r, .nranks = N, .depth = 2, .chunk = 256, .conns = &s.conns[r * N]};
+            if (!x[r].done && eng_algo_progress(&a[r], &v, &x[r]) == ENG_DONE)
+                x[r].done = 1;
+        }
+    for (int r = 0; r < N; r++) {
+        ck_assert(x[r].done);
+        for (int p = 0; p < N; p++)
+            ck_assert_mem_eq(&out[r][p * 40], &in[p][r * 40], 40 * sizeof(float));
+    }
+    eng_read_test_refuse = NULL;
+    sim_free(&s);
+}
+END_TEST
+
+/* The system call itself: a child process's buffer, read by its address and pid (the
+ * path the sim's ranks, one process, never take). */
+START_TEST(read_cma_from_another_process)
+{
+    static char buf[100000];
+    int go[2], back[2];
+    ck_assert_int_eq(pipe(go), 0);
+    ck_assert_int_eq(pipe(back), 0);
+    const pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        for (size_t i = 0; i < sizeof(buf); i++)
+            buf[i] = (char)(i * 7 + 3); /* the child's copy only */
+        char c = 1;
+        if (write(back[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+            _exit(1);
+        _exit(0);
+    }
+    char c;
+    ck_assert_int_eq(read(back[0], &c, 1), 1);
+    eng_block_t d;
+    eng_read_desc_cpu(&d, buf, sizeof(buf));
+    d.roff = (uint64_t)pid; /* the child's */
+    char *got = malloc(sizeof(buf));
+    ck_assert_int_eq(eng_read_copy_cpu(&d, 10, got, sizeof(buf) - 10), 1);
+    for (size_t i = 10; i < sizeof(buf); i++)
+        ck_assert_int_eq(got[i - 10], (char)(i * 7 + 3));
+    ck_assert_int_eq(eng_read_copy_cpu(&d, 10, got, sizeof(buf)), 0); /* past the end it says */
+    d.rbytes ^= 1;                                                    /* another pid namespace */
+    ck_assert_int_eq(eng_read_copy_cpu(&d, 0, got, 16), 0);
+    free(got);
+    ck_assert_int_eq(write(go[1], &c, 1), 1);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    close(go[0]);
+    close(go[1]);
+    close(back[0]);
+    close(back[1]);
 }
 END_TEST
 
@@ -398,7 +557,7 @@ START_TEST(ll_stale_simple_data_never_passes)
                          .count = 2,
                          .sendbuf = in,
                          .recvbuf = out};
-    a.algo = (uint8_t)eng_algo_select(&a, N, 1024, 256, 0, 0);
+    a.algo = (uint8_t)eng_algo_select(&a, N, 1024, 256, 0, 0, 0);
     ck_assert_int_eq(a.algo, ENG_ALGO_LL);
     eng_ctx_t x;
     eng_ctx_init(&a, N, 0, 1, &x);
@@ -441,7 +600,7 @@ START_TEST(ll_steps_reuse_and_wait)
                                         .count = cnt,
                                         .sendbuf = in[r],
                                         .recvbuf = round % 2 ? in[r] : out[r]};
-            args[r].algo = (uint8_t)eng_algo_select(&args[r], N, 1024, 256, 0, 0);
+            args[r].algo = (uint8_t)eng_algo_select(&args[r], N, 1024, 256, 0, 0, 0);
             ck_assert_int_eq(args[r].algo, ENG_ALGO_LL);
         }
         float want[21];
@@ -456,7 +615,7 @@ START_TEST(ll_steps_reuse_and_wait)
     }
     /* an LL barrier with rank 2 absent: the others must wait; then rank 2 completes it */
     eng_coll_args_t b = {.coll = ENG_COLL_BARRIER};
-    b.algo = (uint8_t)eng_algo_select(&b, N, 1024, 256, 0, 0);
+    b.algo = (uint8_t)eng_algo_select(&b, N, 1024, 256, 0, 0, 0);
     ck_assert_int_eq(b.algo, ENG_ALGO_LL);
     eng_ctx_t x[3];
     for (int r = 0; r < N; r++)
@@ -519,7 +678,7 @@ START_TEST(signature_mismatch_never_taken)
             a[r].count += f == 3;
         }
         a[r].algo = (uint8_t)eng_algo_select(&a[r], N, sig_cases[k].oneshot ? 1024 : 0,
-                                             sig_cases[k].algo_ll ? 256 : 0, 0, 0);
+                                             sig_cases[k].algo_ll ? 256 : 0, 0, 0, 0);
         eng_ctx_init(&a[r], N, 0, 1, &x[r]);
     }
     ck_assert_uint_ne(eng_coll_sig(&a[0]), eng_coll_sig(&a[2]));
@@ -596,6 +755,8 @@ Suite *check_algo_sim_suite(void)
     tcase_set_timeout(t, 60);
     tcase_add_loop_test(t, algo_uninterrupted_vs_stalled, 0, (int)(sizeof(cases) / sizeof(cases[0])));
     tcase_add_test(t, algo_barrier_waits_for_all);
+    tcase_add_loop_test(t, read_owner_waits_for_every_reader, 0, 2);
+    tcase_add_test(t, read_cma_from_another_process);
     tcase_add_test(t, ll_stale_simple_data_never_passes);
     tcase_add_test(t, ll_steps_reuse_and_wait);
     tcase_add_loop_test(t, signature_mismatch_never_taken, 0,

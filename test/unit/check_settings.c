@@ -68,6 +68,18 @@ START_TEST(parsers_and_messages)
     ck_assert_str_eq(dfccl_setting_expect(net, buf, sizeof buf), "auto or ucx");
     ck_assert_str_eq(dfccl_setting_expect(find("DFCCL_LOG_LEVEL"), buf, sizeof buf),
                      "error, warn, info, debug or trace");
+    /* a count or auto (the per-daemon default, UINT64_MAX) */
+    const dfccl_setting_t *rd = find("DFCCL_READ_MIN");
+    ck_assert_ptr_nonnull(rd);
+    ck_assert_int_eq(rd->parse(rd, "AUTO", &v), 0);
+    ck_assert_uint_eq(v, UINT64_MAX);
+    ck_assert_int_eq(rd->parse(rd, "0", &v), 0);
+    ck_assert_uint_eq(v, 0);
+    ck_assert_int_eq(rd->parse(rd, "0x100000", &v), 0);
+    ck_assert_uint_eq(v, 1048576);
+    ck_assert_int_eq(rd->parse(rd, "-1", &v), -1);
+    ck_assert_int_eq(rd->parse(rd, "1099511627777", &v), -1); /* past 2^40 */
+    ck_assert_str_eq(dfccl_setting_expect(rd, buf, sizeof buf), "auto or an integer in [0, 1099511627776]");
     ck_assert_int_eq(dfccl_name_distance("DFCCL_CHANELS", 13, "DFCCL_CHANNELS"), 1);
     ck_assert_int_eq(dfccl_name_distance("chanels", 7, "channels"), 1);
     ck_assert_int_eq(dfccl_name_distance("slots", 5, "slots"), 0);
