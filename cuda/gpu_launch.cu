@@ -316,12 +316,13 @@ dfcclResult_t gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nb
         dfccl_store_release64(gc->arrived_me, seq + 1);
     *ns_p = eng_trace_on ? eng_now_ns() : 0;
     int id = submit_locked(GPU_SQ_COLL, gc, seq, a, nblocks);
-    if (id >= 0)
+    if (id >= 0) {
         gc->next_seq++;
-    if (id >= 0 && a->algo == ENG_ALGO_READ && a->blocks)
-        gpu_read_mark_locked(gc, a->blocks, id); /* its export slot is in use until id completes */
-    else if (gc->arrived_me)
+        if (a->algo == ENG_ALGO_READ && a->blocks)
+            gpu_read_mark_locked(gc, a->blocks, id); /* its export slot is in use until id completes */
+    } else if (gc->arrived_me) {
         dfccl_store_release64(gc->arrived_me, seq); /* not submitted after all */
+    }
     pthread_mutex_unlock(&G_lock);
     *seq_p = seq;
     if (id < 0)
