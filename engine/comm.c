@@ -14,7 +14,7 @@
 #include "eng_cpu.h"
 #include "eng_gpu.h"
 #include "eng_log.h"
-#include "prims.h" /* eng_read_pidns (prims_cpu_read.h) */
+#include "eng_proc.h"
 #include "transport.h"
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -391,7 +391,7 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
         eng_tp_card(&me.card);
         shape_of(me.shape);
         me.no_gpu = !eng_gpu ? BOOT_NO_GPU_BUILD : !eng_config.gpu ? BOOT_GPU_OFF : BOOT_GPU;
-        me.pidns = eng_read_pidns();
+        me.pidns = eng_pid_ns();
         me.uid_proc = (uint32_t)getuid();
         me.cma = cma_allowed() && me.pidns != 0;
     }

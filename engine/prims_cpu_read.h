@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "eng_proc.h"
 #include "prims_cpu.h"
 #include "prims_compose.h"
 
@@ -29,14 +30,12 @@
  * its own, which the algorithms it compiles call. */
 static int (*eng_read_test_refuse)(int reader, int owner) __attribute__((unused));
 
-/* The inode of this process's pid namespace (0: unknown), looked up once. */
+/* eng_pid_ns, looked up once: the read asks at every collective. */
 DFCCL_INLINE uint64_t eng_read_pidns(void)
 {
     static uint64_t ns; /* a benign race: every thread finds the same value */
-    if (!ns) {
-        struct stat st;
-        ns = stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
-    }
+    if (!ns)
+        ns = eng_pid_ns();
     return ns;
 }
 

@@ -313,9 +313,8 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                  "steps instead of the ring's 2N-1. On one H200: 0.41-0.58x the ring's time at 8 ranks and "
                  "0.71-0.84x at 4 for 64 KiB-1 MiB allreduces; not 0, the GPU daemon runs its kernel with "
                  "the direct exchange, 0.4-1.2 us slower on 8-byte collectives than the one without."},
-    /* one-shot: fewer hops and, at 2 ranks, less traffic */
-    /* the zero-copy read (engine/algo_read.h): auto is 256 KiB on the GPU (to be measured
-     * there) and 512 KiB on the CPU, from where it was faster (bench/RESULTS.md) */
+    /* the zero-copy read (engine/algo_read.h): auto is 512 KiB on the CPU, from where it
+     * was faster (bench/RESULTS.md), and off on the GPU until it has run there */
     [K_READ_MIN] = {.env = "DFCCL_READ_MIN",
                     .def = "auto",
                     .min = 0,
@@ -323,11 +322,12 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                     .parse = parse_auto_count,
                     .unit = "bytes, or auto",
                     .help = "alltoall and allgather blocks of at least this size are read straight from "
-                            "the peers' send buffers (0: never; auto: 262144 on device buffers, 524288 on "
-                            "host buffers)",
+                            "the peers' send buffers (0: never; auto: never on device buffers, whose read "
+                            "has not run on a GPU yet, 524288 on host buffers)",
                     .more = "A block is what one rank sends one peer. One copy per byte instead of two "
                             "through the FIFOs; on the GPU the first call on a new send buffer is staged "
                             "while the peers map it (CUDA IPC), later calls on it are not."},
+    /* one-shot: fewer hops and, at 2 ranks, less traffic */
     [K_ONESHOT_RANKS] = {.env = "DFCCL_ONESHOT_RANKS",
                          .mca = "oneshot_ranks",
                          FIELD32(oneshotRanks),

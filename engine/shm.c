@@ -29,6 +29,7 @@
 
 #include "eng_comm.h"
 #include "eng_log.h"
+#include "eng_proc.h"
 #include "transport.h"
 
 /* The shared-memory peers' processes (from their segments' names), so that one that dies
@@ -83,14 +84,6 @@ static unsigned long long proc_start(int pid)
     return proc_stat(pid, NULL);
 }
 
-/* The inode of this process's pid namespace: processes in other namespaces (containers
- * sharing /dev/shm) see other pids, so their segments are never judged from here. */
-static unsigned long long pid_ns(void)
-{
-    struct stat st;
-    return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
-}
-
 static void seg_name(char *buf, size_t len)
 {
     uint64_t r[2] = {0, 0};
@@ -99,8 +92,8 @@ static void seg_name(char *buf, size_t len)
         r[1] ^= (uint64_t)(uintptr_t)buf * 0x9E3779B97F4A7C15ull;
     }
     const int pid = (int)getpid();
-    snprintf(buf, len, "/dfccl-%d-%llu-%llu-%016llx%016llx", pid, proc_start(pid), pid_ns(),
-             (unsigned long long)r[0], (unsigned long long)r[1]);
+    snprintf(buf, len, "/dfccl-%d-%llu-%llu-%016llx%016llx", pid, proc_start(pid),
+             (unsigned long long)eng_pid_ns(), (unsigned long long)r[0], (unsigned long long)r[1]);
 }
 
 /* The sweep's budget: /dev/shm may hold tens of thousands of other users' files. */
@@ -118,7 +111,8 @@ static void sweep_stale(void)
         return;
     const int dfd = dirfd(d);
     const uid_t uid = geteuid();
-    const unsigned long long my_ns = pid_ns();
+    /* processes of other pid namespaces: their segments are never judged from here */
+    const unsigned long long my_ns = eng_pid_ns();
     unsigned seen = 0, ours = 0, removed = 0, stopped = 0;
     struct dirent *de;
     while (my_ns && (de = readdir(d))) {
@@ -331,7 +325,7 @@ static dfcclResult_t shm_connect(struct dfccl_comm *c, const uint8_t *peers, dfc
         if (p == c->rank || !c->segs[p])
             continue;
         if (sscanf(cards[p].name, "/dfccl-%d-%llu-%llu-", &pid, &start, &ns) == 3 && pid > 0 && ns &&
-            ns == pid_ns()) {
+            ns == eng_pid_ns()) {
             c->shm->peer[p].pid = pid;
             c->shm->peer[p].start = start;
         } else {
