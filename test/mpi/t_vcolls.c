@@ -429,7 +429,7 @@ static void bad_input(void)
 {
     size_t cnt[64] = {0}, dsp[64] = {0};
     dfcclDataType_t ty[64];
-    int buf[256];
+    int buf[256] = {0};
     for (int p = 0; p < P; p++) {
         cnt[p] = 1;
         dsp[p] = (size_t)p;
