@@ -30,7 +30,8 @@
  *                                                          one-shot on every channel up
  *                                                          to DFCCL_ONESHOT_RANKS ranks,
  *                                                          else two-shot; then ring
- *   reduce, bcast          LL round                        direct to DFCCL_DIRECT_MAX, chain
+ *   reduce, bcast          LL round                        direct to DFCCL_DIRECT_MAX / 2,
+ *                                                          chain
  *   allgather, red._scat.  LL round                        direct to DFCCL_DIRECT_MAX, ring
  *   alltoall               LL round                        direct to DFCCL_DIRECT_MAX, pairwise
  *   gather, scatter        LL round                        pairwise
@@ -45,6 +46,9 @@
  * - direct: DFCCL_DIRECT_MAX 1 MiB from DFCCL_DIRECT_RANKS 4 ranks: the allreduce 0.41-0.58x
  *   the ring's time at 8 ranks and 0.71-0.84x at 4 from 64 KiB to 1 MiB, 1.01-1.13x at 2
  *   ranks ("Direct exchange ... and the 256-thread daemon").
+ * - bcast and reduce, direct against chain (OSU, 2026-12-04): direct 0.66-0.75x the
+ *   chain's time at 8 ranks from 16 to 256 KiB, 0.86-1.06x at 512 KiB, but 1.05-1.36x at
+ *   1 MiB (4 ranks: 0.84-1.03x to 512 KiB, 1.22-1.28x at 1 MiB), hence half of it.
  * - LL round against chain, ring and pairwise, OSU at 8 B and 4 KiB: 1.3-1.7x faster at
  *   2 ranks, 1.9-3.3x at 4, 2.5-5.6x at 8 ("Small collectives in one LL round"); 8 KiB
  *   itself not measured for these, the allreduce limit is reused.
@@ -81,7 +85,8 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
         return (uint32_t)nranks <= oneshot_ranks ? ENG_ALGO_DIRECT1 : ENG_ALGO_DIRECT;
     case ENG_COLL_BARRIER: return ll ? ENG_ALGO_LL : ENG_ALGO_ONESHOT;
     case ENG_COLL_REDUCE:
-    case ENG_COLL_BCAST: return ll_round ? ENG_ALGO_LL : direct ? ENG_ALGO_DIRECT : ENG_ALGO_CHAIN;
+    case ENG_COLL_BCAST: /* direct to half of direct_max: the chain's pipeline wins above */
+        return ll_round ? ENG_ALGO_LL : direct && dx <= direct_max / 2 ? ENG_ALGO_DIRECT : ENG_ALGO_CHAIN;
     case ENG_COLL_ALLTOALL: return ll_round ? ENG_ALGO_LL : direct ? ENG_ALGO_DIRECT : ENG_ALGO_PAIRWISE;
     case ENG_COLL_GATHER:
     case ENG_COLL_SCATTER: return ll_round ? ENG_ALGO_LL : ENG_ALGO_PAIRWISE;

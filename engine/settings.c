@@ -309,7 +309,7 @@ const dfccl_setting_t eng_settings[K_ALL] = {
              "allreduce (two-shot), reduce_scatter, allgather, alltoall, bcast and reduce up to this size "
              "exchange with every peer at once, on communicators of direct_ranks or more (0: never)",
          .more = "The size is the larger buffer, a rank's input or output (an alltoall: one block, "
-                 "what a rank sends one peer); one or two dependent "
+                 "what a rank sends one peer; bcast and reduce: up to half of it); one or two dependent "
                  "steps instead of the ring's 2N-1. On one H200: 0.41-0.58x the ring's time at 8 ranks and "
                  "0.71-0.84x at 4 for 64 KiB-1 MiB allreduces; not 0, the GPU daemon runs its kernel with "
                  "the direct exchange, 0.4-1.2 us slower on 8-byte collectives than the one without."},

@@ -66,8 +66,11 @@ START_TEST(algo_select_rules)
         /* 4 blocks of 1 KiB; alltoall one block, bcast and reduce their buffer */
         const uint64_t dx =
             dx_colls[i] == ENG_COLL_REDUCE_SCATTER || dx_colls[i] == ENG_COLL_ALLGATHER ? 4096 : 1024;
-        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, dx, 0, 0), ENG_ALGO_DIRECT);
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, dx - 1, 0, 0), ENG_ALGO_DIRECT);
+        /* bcast and reduce: up to half of direct_max */
+        const int rooted = dx_colls[i] == ENG_COLL_BCAST || dx_colls[i] == ENG_COLL_REDUCE;
+        const uint64_t lim = rooted ? 2 * dx : dx;
+        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, lim, 0, 0), ENG_ALGO_DIRECT);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, lim - 1, 0, 0), ENG_ALGO_DIRECT);
         ck_assert_int_eq(eng_algo_select(&u, 4, 64, 1024, 4096, 0, 0), ENG_ALGO_LL);
         u.blocks = tab;
         ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 4096, 0, 0), ENG_ALGO_DIRECT);
