@@ -442,6 +442,11 @@ static int mode_readreuse(dfcclComm_t comm, int P, int me)
             h[i] = rv(me, i, round);
         float *send = in_place ? (float *)rb[b] + (size_t)me * n : (float *)sb[b];
         CU(cudaMemcpy(send, h, nsend * sizeof(float), cudaMemcpyHostToDevice));
+        /* from pageable memory the copy may return before it lands; dfccl makes it
+         * synchronous with SYNC_MEMOPS, which a pool's allocation does not take: there the
+         * application synchronizes, as any CUDA-aware MPI asks (docs/usage.md) */
+        if (b == RR_BUFS - 1 && !in_place)
+            CU(cudaStreamSynchronize(NULL));
         dfcclRequest_t req;
         if (a2a)
             CHECK(dfcclAllToAll(send, rb[b], n, dfcclFloat32, comm, &req));
