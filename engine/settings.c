@@ -314,7 +314,7 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                  "0.71-0.84x at 4 for 64 KiB-1 MiB allreduces; not 0, the GPU daemon runs its kernel with "
                  "the direct exchange, 0.4-1.2 us slower on 8-byte collectives than the one without."},
     /* the zero-copy read (engine/algo_read.h): auto is 512 KiB on the CPU, from where it
-     * was faster (bench/RESULTS.md), and off on the GPU until it has run there */
+     * was faster (bench/RESULTS.md), and off on the GPU, where it was slower */
     [K_READ_MIN] = {.env = "DFCCL_READ_MIN",
                     .def = "auto",
                     .min = 0,
@@ -322,8 +322,8 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                     .parse = parse_auto_count,
                     .unit = "bytes, or auto",
                     .help = "alltoall and allgather blocks of at least this size are read straight from "
-                            "the peers' send buffers (0: never; auto: never on device buffers, whose read "
-                            "has not run on a GPU yet, 524288 on host buffers)",
+                            "the peers' send buffers (0: never; auto: never on device buffers, where it "
+                            "measured slower, 524288 on host buffers)",
                     .more = "A block is what one rank sends one peer. One copy per byte instead of two "
                             "through the FIFOs; on the GPU the first call on a new send buffer is staged "
                             "while the peers map it (CUDA IPC), later calls on it are not."},
