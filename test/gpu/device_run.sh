@@ -33,11 +33,13 @@ if [ -n "$stale" ] && [ "${DIST_STALE_OK:-}" != 1 ]; then
     echo "the tarball in .dist/ differs from the tree in: $stale(make -C build dist; cp build/dfccl-*.tar.gz .dist/)"
     exit 1
 fi
+# shellcheck disable=SC2086 # MAKE_TARGETS: several targets, split on purpose
 build() { make -j16 ${MAKE_TARGETS:-} && { [ -n "${MAKE_TARGETS:-}" ] || make -j16 check TESTS=; }; }
 if ! ( ./configure --enable-werror $UCX_CONF && build ) > "$OUT/build.log" 2>&1; then
     # this machine's compiler may warn where CI's does not: say so (CI would fail on it),
     # and build without -Werror so that the call's device time is not lost
     grep -B1 -A3 -E "error:|warning:" "$OUT/build.log" | head -n 30
+    # shellcheck disable=SC2086,SC2015
     make -j16 WERROR_CFLAGS= ${MAKE_TARGETS:-} >> "$OUT/build.log" 2>&1 &&
         { [ -n "${MAKE_TARGETS:-}" ] || make -j16 WERROR_CFLAGS= check TESTS= >> "$OUT/build.log" 2>&1; } ||
         { tail -40 "$OUT/build.log"; exit 1; }
