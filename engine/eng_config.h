@@ -16,7 +16,7 @@
 /* DFCCL_READ_MIN=auto: the CPU daemon reads blocks of 512 KiB and up zero-copy, where it
  * took 0.42-0.81x the FIFOs' time at 4 ranks and was 1.04-1.71x slower below
  * (bench/RESULTS.md, "Zero-copy read on the CPU daemon"); the GPU daemon never: on one
- * H200 it took 1.5-11x the FIFOs' time, each block of the daemon adding ~8 us (the same
+ * H200 it took 1.5-12x the FIFOs' time, each block of the daemon adding ~8 us (the same
  * file, "... on the GPU daemon"; DFCCL_READ_MIN=N turns it on there). */
 #define ENG_READ_MIN_GPU 0u
 #define ENG_READ_MIN_CPU 524288u
