@@ -8,10 +8,13 @@
  *   sbytes the bytes a reader may read from there
  *   roff   the export's generation (0: not exported: every reader asks for a PUSH)
  *   rbytes the owner's export slot
- * A reader's daemon looks (slot, generation) up in its map of the owner's slots
- * (eng_conn_t.read_map, host-mapped): a hit copies from the mapping; a miss asks the
- * reader's host to map that generation (want) and replies PUSH, so the first call on a
- * new buffer is staged and the later ones are not. The host never replaces a mapping a
+ * A reader's daemon looks (slot, generation) up in its copy of its map of the owner's
+ * slots (eng_conn_t.read_cache, device memory), then in the map entry itself
+ * (host-mapped; a hit there fills the copy): a hit copies from the
+ * mapping; a miss asks the reader's host to map that generation (want) and replies
+ * PUSH, so the first call on a new buffer is staged and the later ones are not. The
+ * descriptor itself is in device memory too (the fetcher's copy, gpu_daemon.cu): once a
+ * buffer is mapped, no block of a read crosses PCIe. The host never replaces a mapping a
  * daemon may still read: the owner reuses a slot only once every collective that named
  * it has completed, which needs every reader's reply, which follows its copy. */
 #ifndef DFCCL_CUDA_PRIMS_CUH
@@ -23,7 +26,7 @@
 /* Inlined into algo_read_progress (itself out of line): out of line, a third level of
  * calls under the kernel made it spill (engine/algo_read.h). */
 
-/* Post this rank's descriptor (host-mapped: thread 0 reads it once for the block) to
+/* Post this rank's descriptor (the fetcher's copy in device memory: thread 0 reads it once for the block) to
  * every peer of mask, lane p to peer p. */
 static __device__ __forceinline__ void prim_read_post_desc(eng_conn_t *conns, int n, uint32_t mask,
                                                            const eng_chan_view_t *v, const eng_block_t *desc)
@@ -53,16 +56,30 @@ __device__ __forceinline__ const char *read_source(const eng_conn_t *c, const en
         (const uint64_t *)(c->recv_data + eng_mod(ld_volatile_u64(&c->recvd), v->depth) * c->rchunk);
     const uint64_t soff = ld_volatile_u64(&w[0]), sbytes = ld_volatile_u64(&w[1]);
     const uint64_t gen = ld_volatile_u64(&w[2]), slot = ld_volatile_u64(&w[3]);
-    if (!gen || !c->read_map || slot >= ENG_READ_SLOTS || src_off > sbytes || bytes > sbytes - src_off)
+    if (!gen || !c->read_cache || slot >= ENG_READ_SLOTS || src_off > sbytes || bytes > sbytes - src_off)
         return NULL;
-    eng_read_map_t *m = c->read_map + slot;
-    /* acquire at system scope: the host's base and size before its gen (gpu_read.cu) */
-    if (ld_acquire_u64(&m->gen, 1) != gen) {
-        if (ld_volatile_u64(&m->want) != gen)
-            st_volatile_u64(&m->want, gen); /* the host maps it at its next progress call */
-        return NULL;
+    uint64_t base, size;
+    eng_read_cache_t *k = c->read_cache + slot;
+    if (ld_acquire_gpu_u64(&k->gen) == gen) { /* this daemon found it before */
+        base = ld_volatile_u64(&k->base);
+        size = ld_volatile_u64(&k->size);
+    } else {
+        eng_read_map_t *m = k->map; /* set at creation */
+        /* acquire at system scope: the host's base and size before its gen (gpu_read.cu) */
+        if (ld_acquire_u64(&m->gen, 1) != gen) {
+            if (ld_volatile_u64(&m->want) != gen)
+                st_volatile_u64(&m->want, gen); /* the host maps it at its next progress call */
+            return NULL;
+        }
+        base = ld_volatile_u64(&m->base);
+        size = ld_volatile_u64(&m->size);
+        /* Blocks that fill it at once write the same words. A slot's next generation is
+         * looked up only after every collective naming this one completed at the owner,
+         * after every reply, which follows this store: no block mixes two generations. */
+        st_volatile_u64(&k->base, base);
+        st_volatile_u64(&k->size, size);
+        st_release_gpu_u64(&k->gen, gen);
     }
-    const uint64_t base = ld_volatile_u64(&m->base), size = ld_volatile_u64(&m->size);
     if (soff > size || sbytes > size - soff)
         return NULL;
     return (const char *)base + soff + src_off;

@@ -184,7 +184,7 @@ void gpu_timeline_sample(int id);
  * maps what the daemons asked for (from gpu_progress). */
 void gpu_read_setup(eng_gpu_comm_t *gc, uint64_t *const *arrived, const uint8_t *tp);
 void gpu_read_close(eng_gpu_comm_t *gc);
-eng_read_map_t *gpu_read_map_dev(const eng_gpu_comm_t *gc, int p);
+eng_read_cache_t *gpu_read_cache_dev(const eng_gpu_comm_t *gc, int p);
 void gpu_read_export(eng_gpu_comm_t *gc, const void *buf, uint64_t bytes, eng_block_t *desc);
 void gpu_read_mark_locked(eng_gpu_comm_t *gc, const eng_block_t *desc, int id);
 void gpu_read_progress(void);

@@ -164,7 +164,7 @@ static dfcclResult_t comm_dev_create(eng_gpu_comm_t *gc, const gpu_geom_t *geo, 
                 cn->schunk = eng_gpu_step(rank, p, nranks, geo->chunk, geo->small);
                 cn->ll_salt = eng_ll_salt(uid);
                 gpu_transports[tp[p]]->conn_set(gc, geo, g, p, all, cn);
-                cn->read_map = gpu_read_map_dev(gc, p);
+                cn->read_cache = gpu_read_cache_dev(gc, p);
             }
         }
 

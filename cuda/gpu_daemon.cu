@@ -158,6 +158,43 @@ typedef struct {
     uint64_t last_ns;  /* and when the latest poll started */
 } fetcher_t;
 
+/* Warp 0 of block 0, entry word `v` of lane `lane`, the entry whole in the warp: a
+ * zero-copy read's export descriptor (args.blocks, one host-mapped entry) is copied to
+ * device memory (read_desc[req_id]) and the entry made to point there. Every block of
+ * the read loads it, and host-mapped loads from every block at once cost ~0.25 us each
+ * on one H200 under MPS, as if serialized (bench/RESULTS.md, "Zero-copy read on the GPU
+ * daemon"): this way the one PCIe read is the fetcher's. */
+__device__ static __forceinline__ uint64_t fetch_read_desc(const gpu_daemon_params_t &p, unsigned lane,
+                                                           uint64_t v)
+{
+    constexpr unsigned LA = offsetof(gpu_sq_entry_t, args) / 4; /* coll, dtype, op, algo|epoch */
+    constexpr unsigned LB = (offsetof(gpu_sq_entry_t, args) + offsetof(eng_coll_args_t, blocks)) / 4;
+    constexpr unsigned LR = offsetof(gpu_sq_entry_t, req_id) / 4;
+    static_assert(offsetof(gpu_sq_entry_t, kind) == 0 && offsetof(gpu_sq_entry_t, args) % 8 == 0 &&
+                      offsetof(eng_coll_args_t, blocks) % 8 == 0 && LB + 1 < GPU_SQ_USED,
+                  "the fields the fetcher looks at");
+    union {
+        uint32_t w;
+        eng_coll_args_t a; /* its first word: coll, dtype, op, algo and epoch */
+    } head;
+    head.w = __shfl_sync(0xffffffffu, (uint32_t)v, LA);
+    const uint64_t tab = (uint64_t)__shfl_sync(0xffffffffu, (uint32_t)v, LB) |
+                         (uint64_t)__shfl_sync(0xffffffffu, (uint32_t)v, LB + 1) << 32;
+    const uint32_t kind = __shfl_sync(0xffffffffu, (uint32_t)v, 0);
+    if (kind != GPU_SQ_COLL || head.a.algo != ENG_ALGO_READ || !tab)
+        return v;
+    const uint32_t id = __shfl_sync(0xffffffffu, (uint32_t)v, LR);
+    eng_block_t *d = p.read_desc + id % GPU_MAX_REQS;
+    if (lane < 4)
+        st_volatile_u64((uint64_t *)d + lane, ld_volatile_u64((const uint64_t *)(uintptr_t)tab + lane));
+    __syncwarp();
+    __threadfence(); /* the copy before the entry that points at it (take_input's fence) */
+    const uint64_t dp = (uint64_t)(uintptr_t)d;
+    if (lane == LB || lane == LB + 1)
+        v = (v & 0xffffffff00000000ull) | (uint32_t)(lane == LB ? dp : dp >> 32);
+    return v;
+}
+
 /* Warp 0 of block 0: move what the host published into the device ring, as long as
  * every block has room. Each lane reads word `lane` of the next two slots with two loads
  * in flight at once: one PCIe round trip fetches up to two entries, and no read waits
@@ -201,9 +238,10 @@ again:
         for (int k = 0; k < 2; k++) {
             if (!__all_sync(0xffffffffu, !used || (uint32_t)(vs[k] >> 32) == (uint32_t)(f.fpos + 1)))
                 break;
+            const uint64_t v = fetch_read_desc(p, lane, vs[k]);
             if (used) {
-                st_volatile_u64(&p.dring[f.fpos & mask].w[lane], vs[k]);
-                ((uint32_t *)&s_stage[f.fpos & 1])[lane] = (uint32_t)vs[k];
+                st_volatile_u64(&p.dring[f.fpos & mask].w[lane], v);
+                ((uint32_t *)&s_stage[f.fpos & 1])[lane] = (uint32_t)v;
             }
             if (p.trace && lane == 0) {
                 uint64_t *ft = p.trace + GPU_TRACE_FETCH_OFF + (f.fpos & mask) * 4;
@@ -325,6 +363,8 @@ static __device__ __forceinline__ void take_input(const gpu_daemon_params_t &p, 
         const uint64_t taken_ns = p.trace && b == 0 ? globaltimer_ns() : 0;
         const gpu_sq_entry_t *e = &entry;
         head++;
+        if (b != 0 && e->args.algo == ENG_ALGO_READ && e->args.blocks)
+            __threadfence(); /* the fetcher's copy of the descriptor, seen after its entry */
         if (e->kind == GPU_SQ_DESTROY) {
             /* fail this block's channel of every task of the communicator */
             s.fresh = 0; /* task 0 may be among them */

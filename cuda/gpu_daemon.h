@@ -130,6 +130,7 @@ typedef struct {
     int32_t *result;        /* host-mapped [GPU_MAX_REQS] */
     uint64_t *req_chan;     /* device [GPU_MAX_REQS]: channels finished (never reset) */
     int32_t *req_err;       /* device [GPU_MAX_REQS]: worst channel result */
+    eng_block_t *read_desc; /* device [GPU_MAX_REQS]: each zero-copy read's descriptor, the fetcher's copy */
     gpu_task_t *tasks;      /* device [GPU_MAX_CHANNELS][GPU_MAX_TASKS] */
     uint64_t *trace;        /* device [GPU_TRACE_TOTAL] or NULL (DFCCL_GPU_TRACE) */
     gpu_timeline_t tl;      /* DFCCL_TRACE (tl.recs NULL: off) */

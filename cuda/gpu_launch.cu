@@ -53,6 +53,7 @@ static int gpu_init_locked(void)
     CUDA_TRY(cudaMemset(p.quit, 0, sizeof(uint32_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.req_chan, GPU_MAX_REQS * sizeof(uint64_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.req_err, GPU_MAX_REQS * sizeof(int32_t)), fail);
+    CUDA_TRY(cudaMalloc((void **)&p.read_desc, GPU_MAX_REQS * sizeof(eng_block_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.tasks, (size_t)GPU_MAX_CHANNELS * GPU_MAX_TASKS * sizeof(gpu_task_t)),
              fail);
     CUDA_TRY(cudaMalloc((void **)&p.ntasks, GPU_MAX_CHANNELS * sizeof(uint32_t)), fail);
@@ -182,9 +183,10 @@ static void kick_locked(int from_progress)
             return;
     }
     G.params.gen = ++G.gen;
-    /* the zero-copy read is compiled into the direct exchange's kernel */
-    gpu_daemon_launch(eng_config.direct_max != 0 || eng_read_min(1) != 0, G.channels, G.threads, G.stream,
-                      G.params);
+    /* the zero-copy read is compiled into the direct exchange's kernel (auto reads on
+     * large communicators only: ask for the largest) */
+    gpu_daemon_launch(eng_config.direct_max != 0 || eng_read_min(1, ENG_DX_MAX_RANKS) != 0, G.channels,
+                      G.threads, G.stream, G.params);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {
         dfccl_error("daemon launch failed: %s", cudaGetErrorString(e));

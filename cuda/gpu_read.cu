@@ -28,7 +28,8 @@ struct gpu_read {
     eng_read_export_t **peer; /* [nranks]: each same-host peer's slots, NULL for the others */
     eng_read_map_t *map;      /* host-mapped [nranks][ENG_READ_SLOTS] (device alias map_dev) */
     eng_read_map_t *map_dev;
-    uint64_t *failed; /* [nranks][ENG_READ_SLOTS]: a generation whose handle would not open */
+    eng_read_cache_t *cache; /* device [nranks][ENG_READ_SLOTS]: the daemon's copies of map's entries */
+    uint64_t *failed;        /* [nranks][ENG_READ_SLOTS]: a generation whose handle would not open */
     struct {
         unsigned long long buf_id;
         uint64_t base, size, gen;
@@ -57,14 +58,30 @@ void gpu_read_setup(eng_gpu_comm_t *gc, uint64_t *const *arrived, const uint8_t 
     R->peer = (eng_read_export_t **)calloc((size_t)N, sizeof(*R->peer));
     R->failed = (uint64_t *)calloc((size_t)N * ENG_READ_SLOTS, sizeof(uint64_t));
     R->map = mapped_alloc<eng_read_map_t>((size_t)N * ENG_READ_SLOTS, &R->map_dev);
-    if (!R->peer || !R->failed || !R->map) {
+    const size_t nc = (size_t)N * ENG_READ_SLOTS;
+    eng_read_cache_t *c0 = R->map ? (eng_read_cache_t *)calloc(nc, sizeof(*c0)) : NULL;
+    for (size_t i = 0; c0 && i < nc; i++)
+        c0[i].map = R->map_dev + i; /* generation 0: nothing found yet */
+    /* on the legacy stream: the communicator's cudaMemcpy of its connections, which the
+     * daemon needs before it can look here, follows it there */
+    if (!c0 || cudaMalloc((void **)&R->cache, nc * sizeof(*c0)) != cudaSuccess ||
+        cudaMemcpy(R->cache, c0, nc * sizeof(*c0), cudaMemcpyHostToDevice) != cudaSuccess) {
+        cudaGetLastError();
+        if (R->cache)
+            cudaFree(R->cache);
+        R->cache = NULL;
+    }
+    free(c0);
+    if (!R->peer || !R->failed || !R->map || !R->cache) {
         cudaGetLastError();
         if (R->map)
             cudaFreeHost(R->map);
+        if (R->cache)
+            cudaFree(R->cache);
         free(R->peer);
         free(R->failed);
         free(R);
-        dfccl_warn("no mapped memory for the zero-copy read's maps: alltoall and allgather on device buffers "
+        dfccl_warn("no memory for the zero-copy read's maps: alltoall and allgather on device buffers "
                    "are staged on this communicator");
         return;
     }
@@ -87,10 +104,10 @@ void gpu_read_setup(eng_gpu_comm_t *gc, uint64_t *const *arrived, const uint8_t 
     pthread_mutex_unlock(&R_lock);
 }
 
-eng_read_map_t *gpu_read_map_dev(const eng_gpu_comm_t *gc, int p)
+eng_read_cache_t *gpu_read_cache_dev(const eng_gpu_comm_t *gc, int p)
 {
     const gpu_read_t *R = gc->read;
-    return R && R->peer[p] ? R->map_dev + (size_t)p * ENG_READ_SLOTS : NULL;
+    return R && R->peer[p] ? R->cache + (size_t)p * ENG_READ_SLOTS : NULL;
 }
 
 /* After the daemon dropped the communicator: every mapping closed. */
@@ -112,6 +129,7 @@ void gpu_read_close(eng_gpu_comm_t *gc)
                 cudaIpcCloseMemHandle((void *)(uintptr_t)R->map[i].base);
         cudaFreeHost(R->map);
     }
+    cudaFree(R->cache);
     if (R->mine) /* nothing of mine is exported any more */
         for (int i = 0; i < ENG_READ_SLOTS; i++)
             dfccl_store_release64(&R->mine[i].gen, 0);

@@ -62,7 +62,7 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
      * host buffers only where every rank may read every other (comm.c) */
     const int read_off =
         any_net || eng_config.fifo_depth < 2 || (!on_gpu && eng_config.read_min == ENG_AUTO && !comm->cma);
-    const uint64_t read_min = read_off ? 0 : eng_read_min(on_gpu);
+    const uint64_t read_min = read_off ? 0 : eng_read_min(on_gpu, N);
     a->algo = (uint8_t)eng_algo_select(a, N, oneshot_max, ll_max, direct_max, oneshot_ranks, read_min);
     size_t nblocks = (size_t)N;
     eng_block_t desc;

@@ -15,11 +15,16 @@
 
 /* DFCCL_READ_MIN=auto: the CPU daemon reads blocks of 512 KiB and up zero-copy, where it
  * took 0.42-0.81x the FIFOs' time at 4 ranks and was 1.04-1.71x slower below
- * (bench/RESULTS.md, "Zero-copy read on the CPU daemon"); the GPU daemon never: on one
- * H200 it took 1.5-12x the FIFOs' time, each block of the daemon adding ~8 us (the same
- * file, "... on the GPU daemon"; DFCCL_READ_MIN=N turns it on there). */
-#define ENG_READ_MIN_GPU 0u
-#define ENG_READ_MIN_CPU 524288u
+ * (bench/RESULTS.md, "Zero-copy read on the CPU daemon"). The GPU daemon reads from 4
+ * ranks where a rank's blocks together make 2 MiB or more, and blocks are 256 KiB or
+ * more: on one H200 at 4 and 8 ranks it took 0.56-1.04x the FIFOs' time there and
+ * 1.01-1.22x below, its two handshakes paid back by the bytes the FIFOs copy twice; at 2
+ * ranks, where one exchange with one peer is all the FIFOs do, 1.14-1.47x at 512 KiB-4
+ * MiB (the same file, "... on the GPU daemon"). */
+#define ENG_READ_MIN_GPU_RANKS 4
+#define ENG_READ_MIN_GPU_TOTAL (2u << 20)
+#define ENG_READ_MIN_GPU_BLOCK (256u << 10)
+#define ENG_READ_MIN_CPU       524288u
 
 #define ENG_MAX_WORKERS     32 /* most CPU daemon threads (DFCCL_CPU_THREADS) */
 #define ENG_MAX_NET_THREADS 8  /* most proxy threads (DFCCL_NET_THREADS) */
@@ -63,12 +68,18 @@ typedef struct {
 
 extern eng_config_t eng_config;
 
-/* DFCCL_READ_MIN for one daemon (on_gpu: the GPU's), auto resolved. */
-static inline uint64_t eng_read_min(int on_gpu)
+/* DFCCL_READ_MIN for one daemon (on_gpu: the GPU's) on a communicator of nranks, auto
+ * resolved (the same on every rank: it depends on nothing else). */
+static inline uint64_t eng_read_min(int on_gpu, int nranks)
 {
-    return eng_config.read_min != ENG_AUTO ? eng_config.read_min
-           : on_gpu                        ? ENG_READ_MIN_GPU
-                                           : ENG_READ_MIN_CPU;
+    if (eng_config.read_min != ENG_AUTO)
+        return eng_config.read_min;
+    if (!on_gpu)
+        return ENG_READ_MIN_CPU;
+    if (nranks < ENG_READ_MIN_GPU_RANKS)
+        return 0;
+    const uint64_t per = ENG_READ_MIN_GPU_TOTAL / (uint64_t)nranks;
+    return per > ENG_READ_MIN_GPU_BLOCK ? per : ENG_READ_MIN_GPU_BLOCK;
 }
 
 /* The GPU daemon's step on a communicator with (any_net) or without net peers: host-staged

@@ -136,14 +136,23 @@ typedef struct {
 } eng_read_export_t;
 
 /* A reader's map of one export slot of one peer (host-mapped; the daemon reads it, the
- * reader's host fills it from its progress calls). The daemon finds the entries of peer
- * p through its connections' read_map. */
+ * reader's host fills it from its progress calls). The daemon finds it through its copy
+ * of the entry (eng_read_cache_t). */
 typedef struct eng_read_map {
     uint64_t gen;  /* the generation mapped at base (0: none); written last, with release */
     uint64_t base; /* device address of the mapping of the allocation */
     uint64_t size; /* its bytes */
     uint64_t want; /* the daemon: a descriptor named this generation and missed */
 } eng_read_map_t;
+
+/* The reader daemon's copy of one map entry (device memory: once it holds a generation,
+ * later lookups of it cross no bus): gen, base and size as the daemon last found them in
+ * the entry, and where the entry is (host-mapped), set at creation. The daemon finds the
+ * copies of peer p through its connections' read_cache. */
+typedef struct eng_read_cache {
+    uint64_t gen, base, size;
+    eng_read_map_t *map;
+} eng_read_cache_t;
 
 /* Header at the start of each rank's segment (its first page). */
 typedef struct {
@@ -191,10 +200,11 @@ typedef struct {
                         so the credit is reread only when the FIFO looks full */
     eng_bell_t *bell; /* CPU, shared-memory peer: its doorbell, rung after each post and
                          consume (NULL: net peers, whose proxy rings; the GPU) */
-    /* GPU: this rank's maps of the peer's exported buffers (host-mapped, [ENG_READ_SLOTS],
-       cuda/cuda_read.cuh); NULL for net peers and on the CPU, where the zero-copy read is
+    /* GPU: the daemon's copies of this rank's map of the peer's exported buffers (device
+       memory, [ENG_READ_SLOTS], cuda/cuda_read.cuh; one pointer, so that the connection
+       keeps its 96 bytes); NULL for net peers and on the CPU, where the zero-copy read is
        a system call (prims_cpu_read.h) */
-    struct eng_read_map *read_map;
+    struct eng_read_cache *read_cache;
 } eng_conn_t;
 
 /* Everything an algorithm needs about the communicator and the buffers. */

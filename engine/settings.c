@@ -313,8 +313,8 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                  "steps instead of the ring's 2N-1. On one H200: 0.41-0.58x the ring's time at 8 ranks and "
                  "0.71-0.84x at 4 for 64 KiB-1 MiB allreduces; not 0, the GPU daemon runs its kernel with "
                  "the direct exchange, 0.4-1.2 us slower on 8-byte collectives than the one without."},
-    /* the zero-copy read (engine/algo_read.h): auto is 512 KiB on the CPU, from where it
-     * was faster (bench/RESULTS.md), and off on the GPU, where it was slower */
+    /* the zero-copy read (engine/algo_read.h): auto is where it was faster
+     * (bench/RESULTS.md): 512 KiB blocks on the CPU, 2 MiB of blocks a rank on the GPU */
     [K_READ_MIN] = {.env = "DFCCL_READ_MIN",
                     .def = "auto",
                     .min = 0,
@@ -322,8 +322,8 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                     .parse = parse_auto_count,
                     .unit = "bytes, or auto",
                     .help = "alltoall and allgather blocks of at least this size are read straight from "
-                            "the peers' send buffers (0: never; auto: never on device buffers, where it "
-                            "measured slower, 524288 on host buffers)",
+                            "the peers' send buffers (0: never; auto: 524288 on host buffers; on device "
+                            "buffers from 4 ranks, 2 MiB over the ranks, at least 262144)",
                     .more = "A block is what one rank sends one peer. One copy per byte instead of two "
                             "through the FIFOs; on the GPU the first call on a new send buffer is staged "
                             "while the peers map it (CUDA IPC), later calls on it are not."},
