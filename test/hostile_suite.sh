@@ -21,6 +21,21 @@
 #                           (t_collmismatch_dev: GPU machines only, else tried as SKIP)
 #   through MPI             t_sigmismatch with mca_coll_dfccl loaded: every case
 #
+# and the rest of issue 30, each by the program (or suite case) that checks it, with
+# what it gave:
+#   1   a bad DFCCL_* value on one rank (native: a word, -1; through MPI), the GPU
+#       backend off on one rank only (CUDA builds)
+#   3   a peer that destroyed the communicator with a collective pending
+#   4   request handles: a copy of a finished request, one request twice in
+#       dfcclWaitAll, forged ones
+#   5   stray UCX active messages (UCX builds)
+#   6   20,000 dfccl-named files of another user in /dev/shm
+#   7   a failed first dfcclCommInit (bad variable, failed all-gather, a knob that differs)
+#   8   malformed and misspelled coll_dfccl_* MCA values
+#   9   DFCCL_DEBUG_FILE at a symbolic link, or another user's file
+#   10  --mca coll dfccl alone on an intercommunicator
+#   11  the reasons given: a 2^40 count, nranks larger than the processes
+#
 # usage: test/hostile_suite.sh BUILD_DIR
 #   SUITE_FILTER  only the cases whose name matches this extended regex
 #   SUITE_LOGDIR  where the logs go (default: a new /tmp/dfccl-hostile.XXXXXX)
@@ -158,6 +173,125 @@ if selected "$name" && [ -f "$COMPDIR/mca_coll_dfccl.so" ]; then
     if [ "$OUTCOME" = ok ]; then pass "$name"; else fail "$name" "$WHAT; log $log"; fi
 elif selected "$name"; then
     tried "$name" "SKIP (no component built)" skip
+fi
+
+# hcase NAME NP TIMEOUT PATTERN [mpirun args...] -- PROGRAM [args...]: PROGRAM (from BIN
+# unless a path) checks the case itself and ends with an OK line; what it gave is its
+# lines matching PATTERN (at least HNEED of them: 1 unless set, the ranks where each must
+# say it)
+hcase() {
+    local name=$1 np=$2 tmo=$3 pat=$4
+    shift 4
+    selected "$name" || return 0
+    local margs=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+        margs+=("$1")
+        shift
+    done
+    shift
+    local prog=$1
+    shift
+    case "$prog" in */*) ;; *) prog=$BIN/$prog ;; esac
+    if [ ! -x "$prog" ]; then
+        tried "$name" "SKIP (no $prog)" skip
+        return 0
+    fi
+    local log=$LOGDIR/${name//[^A-Za-z0-9]/_}.log n
+    run_mpi "$log" "$tmo" "$np" "${margs[@]}" -- "$prog" "$@"
+    judge "$log" "$np"
+    if [ "$OUTCOME" = ok ]; then
+        n=$(grep -cE "$pat" "$log")
+        WHAT=$(grep -E "$pat" "$log" | sed -e 's/^ *case: //' -e 's/^\[dfccl [0-9]*\] //' | sort -u | head -n 2 |
+            cut -c1-260 | paste -sd'|' | sed 's/|/ | /g')
+        if [ "$n" -lt "${HNEED:-1}" ]; then
+            OUTCOME=wrong WHAT="$n lines matching '$pat', ${HNEED:-1} expected: ${WHAT:-nothing said}"
+        fi
+    fi
+    tried "$name" "$WHAT" "$OUTCOME"
+    if [ "$OUTCOME" = ok ]; then pass "$name"; else fail "$name" "$WHAT; log $log"; fi
+}
+
+# scase NAME SUITE FILTER: the case of another suite (test/mpi/run_suite.sh's) that
+# checks it; what it gave is that suite's PASS or FAIL line
+scase() {
+    local name=$1 suite=$2 filter=$3
+    selected "$name" || return 0
+    local log=$LOGDIR/${name//[^A-Za-z0-9]/_}.log line
+    SUITE_FILTER=$filter SUITE_LOGDIR=$LOGDIR/sub timeout -s KILL 300 bash "$suite" "$BIN" > "$log" 2>&1
+    RC=$?
+    line=$(grep -m1 -E '^(PASS|FAIL|SKIP): ' "$log" | cut -c1-300)
+    if [ "$RC" -eq 137 ]; then
+        OUTCOME=hang WHAT="no end after 300 s"
+    elif [[ "$line" == PASS:* ]] && [ "$RC" -eq 0 ]; then
+        OUTCOME=ok WHAT=${line#PASS: }
+    elif [[ "$line" == SKIP:* ]]; then
+        tried "$name" "SKIP (${line#SKIP: })" skip
+        return 0
+    else
+        OUTCOME=wrong WHAT="exit $RC: ${line:-no case ran}"
+    fi
+    tried "$name" "$WHAT" "$OUTCOME"
+    if [ "$OUTCOME" = ok ]; then pass "$name"; else fail "$name" "$WHAT; log $log"; fi
+}
+
+# 1: a bad value on one rank fails every rank alike, naming that rank and value
+hcase "bad DFCCL_SLOTS=abc on the last rank, native" 3 60 '^t_mismatch: .*refused on 3 ranks' -- \
+    t_mismatch DFCCL_SLOTS 2 abc --refused
+hcase "bad DFCCL_CHUNK_SIZE=-1 on the last rank, native" 2 60 '^t_mismatch: .*refused on 2 ranks' -- \
+    t_mismatch DFCCL_CHUNK_SIZE 65536 -1 --refused
+if "$B/tools/dfccl-info" -b 2> /dev/null | grep -q 'GPU backend (CUDA) yes'; then
+    hcase "the GPU backend off on the last rank only" 2 60 '^t_mismatch: .*refused on 2 ranks' -- \
+        t_mismatch DFCCL_GPU 1 0 --refused --refused-code usage
+fi
+# 3: the wait on a communicator a peer destroyed ends with an error naming it
+for m in never pending; do
+    hcase "a peer destroys the communicator, its collective $m submitted" 3 60 "^t_left $m: wait ended" -- t_left "$m"
+done
+# 4, 11: request handles, and the reasons given for a huge count and a wrong nranks
+hcase "request handles: a copy of a finished one, one twice in dfcclWaitAll" 2 60 \
+    '^case: dfccl(Wait\(&copy\)|WaitAll\(3, twice\))' -- t_badinput
+hcase "reasons: a 2^40 count, nranks larger than the processes" 3 60 \
+    '^case: dfcclAllReduce\(sb, rb, huge|^case: dfcclCommInit\(&x, P \+ 1' -- t_badinput
+# 5: stray active messages at a rank's UCX worker are dropped
+if [ "$NET" = 1 ]; then
+    hcase "stray UCX active messages" 2 60 '^t_netstray: ' -x DFCCL_NET=ucx -- "$B/test/net/t_netstray"
+elif selected "stray UCX active messages"; then
+    tried "stray UCX active messages" "SKIP (no UCX in this build)" skip
+fi
+# 6, 9: the MPI suite's cases (they set up another user's files)
+scase "20,000 dfccl-named files of another user in /dev/shm" "$SRC/test/mpi/run_suite.sh" '^shm_sweep_bounded'
+scase "DFCCL_DEBUG_FILE at a symbolic link, another user's file" "$SRC/test/mpi/run_suite.sh" '^debug_file_safety'
+# 7: a failed first init fixes nothing
+for m in env bootstrap shape; do
+    hcase "a failed first dfcclCommInit ($m), then a good one" 3 60 '^case: (next init|a later init)' -- t_firstfail "$m"
+done
+# 8, 10, and 1 through MPI: the component (the programs of test/ompi)
+if [ -f "$COMPDIR/mca_coll_dfccl.so" ]; then
+    for t in t_nb t_alone; do
+        [ -x "$B/test/ompi/$t" ] || mpicc -std=gnu11 -O2 -I"$SRC/test/ompi" "$SRC/test/ompi/$t.c" -o "$B/test/ompi/$t" \
+            -lm -lpthread 2> "$LOGDIR/cc.err"
+    done
+    CP=$COMPDIR:$(ompi_info --path pkglibdir 2> /dev/null | sed -e 's/.*: *//')
+    MCA=(--mca mca_base_component_path "$CP" -x LD_LIBRARY_PATH="$B/.libs" --mca coll_dfccl_host_buffers 1)
+    for kv in "oneshot_max abc" "slots -1" "channels banana"; do
+        read -r k v <<< "$kv"
+        HNEED=2 hcase "--mca coll_dfccl_$k $v" 2 60 "MCA parameter coll_dfccl_$k=$v: expected" "${MCA[@]}" \
+            --mca coll_dfccl_verbose 2 --mca "coll_dfccl_$k" "$v" -- "$B/test/ompi/t_nb" --rounds 1
+    done
+    HNEED=2 hcase "--mca coll_dfccl_chanels 2 (a misspelled name)" 2 60 'coll_dfccl_chanels is not a dfccl MCA parameter' \
+        "${MCA[@]}" --mca coll_dfccl_verbose 2 --mca coll_dfccl_chanels 2 -- "$B/test/ompi/t_nb" --rounds 1
+    printf '#!/bin/sh\n[ "${OMPI_COMM_WORLD_RANK:-0}" = "$((${OMPI_COMM_WORLD_SIZE:-1} - 1))" ] && export DFCCL_SLOTS=abc\nexec "$@"\n' \
+        > "$LOGDIR/lastrank.sh"
+    chmod +x "$LOGDIR/lastrank.sh"
+    HNEED=3 hcase "bad DFCCL_SLOTS=abc on the last rank, through MPI" 3 60 \
+        'no engine communicator for MPI_COMM_WORLD.*rank 2 of 3 cannot create the communicator.*DFCCL_SLOTS=abc' \
+        "${MCA[@]}" -- "$LOGDIR/lastrank.sh" "$B/test/ompi/t_nb" --rounds 2
+    hcase "--mca coll dfccl alone on an intercommunicator" 2 60 'does not serve intercommunicators' \
+        "${MCA[@]}" --mca coll dfccl -- "$B/test/ompi/t_alone" --inter
+else
+    for n in "MCA values" "bad DFCCL_SLOTS=abc on the last rank, through MPI" "--mca coll dfccl alone on an intercommunicator"; do
+        selected "$n" && tried "$n" "SKIP (no component built)" skip
+    done
 fi
 
 total=0 summary=
