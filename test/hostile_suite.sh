@@ -183,21 +183,18 @@ hcase() {
     local name=$1 np=$2 tmo=$3 pat=$4
     shift 4
     selected "$name" || return 0
-    local margs=()
-    while [ $# -gt 0 ] && [ "$1" != "--" ]; do
-        margs+=("$1")
-        shift
+    local a prog= after=0
+    for a in "$@"; do # the program: the word after "--" (run_mpi takes it from BIN without a slash)
+        [ "$after" = 1 ] && prog=$a && break
+        [ "$a" = -- ] && after=1
     done
-    shift
-    local prog=$1
-    shift
     case "$prog" in */*) ;; *) prog=$BIN/$prog ;; esac
     if [ ! -x "$prog" ]; then
         tried "$name" "SKIP (no $prog)" skip
         return 0
     fi
     local log=$LOGDIR/${name//[^A-Za-z0-9]/_}.log n
-    run_mpi "$log" "$tmo" "$np" "${margs[@]}" -- "$prog" "$@"
+    run_mpi "$log" "$tmo" "$np" "$@"
     judge "$log" "$np"
     if [ "$OUTCOME" = ok ]; then
         n=$(grep -cE "$pat" "$log")
