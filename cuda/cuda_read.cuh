@@ -64,7 +64,9 @@ __device__ __forceinline__ const char *read_source(const eng_conn_t *c, const en
         base = ld_volatile_u64(&k->base);
         size = ld_volatile_u64(&k->size);
     } else {
-        eng_read_map_t *m = k->map; /* set at creation */
+        /* set at creation; volatile: a copy freed with one communicator may be allocated
+         * again for the next at the same address */
+        eng_read_map_t *m = (eng_read_map_t *)(uintptr_t)ld_volatile_u64((const uint64_t *)&k->map);
         /* acquire at system scope: the host's base and size before its gen (gpu_read.cu) */
         if (ld_acquire_u64(&m->gen, 1) != gen) {
             if (ld_volatile_u64(&m->want) != gen)

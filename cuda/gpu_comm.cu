@@ -187,8 +187,12 @@ static dfcclResult_t comm_dev_create(eng_gpu_comm_t *gc, const gpu_geom_t *geo, 
         d.conns = gc->conns_dev;
         d.stats = gc->stats_dev;
         d.completed = gc->completed_dev;
+        /* a copy from pageable memory may return before it lands: the legacy stream (this
+         * one, and the read's map copies before it, gpu_read.cu) is waited for, so the
+         * daemon never sees the communicator first; the daemon's own stream is not */
         ok = cudaMemcpy(gc->conns_dev, conns, nconn * sizeof(eng_conn_t), cudaMemcpyHostToDevice) ==
-             cudaSuccess;
+                 cudaSuccess &&
+             cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess;
         gc->dev = d;
     }
     free(conns);

@@ -7,8 +7,9 @@
  * barrier. Warp 0 of block 0 is also the fetcher: it alone reads the host's submission
  * ring (over PCIe) and hands entries to every block through a ring in device memory,
  * copying the host's flagged words as they are, so a block validates an entry by its
- * flags (no tail counter, no fence on the fetcher's path) and block 0 takes them from
- * shared memory.
+ * flags (no tail counter, no fence on the fetcher's path but for a zero-copy read's
+ * descriptor, which the fetcher copies to device memory first: fetch_read_desc) and
+ * block 0 takes them from shared memory.
  * Block 0 also decides when the whole daemon exits: after idle_quit with nothing to do,
  * or after stall_quit with every task stalled, so the SMs are free and an application's
  * cudaDeviceSynchronize returns; tasks and their saved contexts stay in device memory for
@@ -185,6 +186,7 @@ __device__ static __forceinline__ uint64_t fetch_read_desc(const gpu_daemon_para
         return v;
     const uint32_t id = __shfl_sync(0xffffffffu, (uint32_t)v, LR);
     eng_block_t *d = p.read_desc + id % GPU_MAX_REQS;
+    fence_acq_rel_sys(); /* the table's loads after the flags (the host's release, submit_locked) */
     if (lane < 4)
         st_volatile_u64((uint64_t *)d + lane, ld_volatile_u64((const uint64_t *)(uintptr_t)tab + lane));
     __syncwarp();

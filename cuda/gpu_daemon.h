@@ -141,9 +141,10 @@ typedef struct {
 
 #ifdef __CUDACC__
 /* Launch the daemon kernel: with the direct exchange (algo_direct.h) and the zero-copy
- * read (algo_read.h; DFCCL_DIRECT_MAX or DFCCL_READ_MIN set, the only cases where api.c
- * picks them) or without them, whose other paths run faster (the
- * out-of-line call changes how the kernel's registers are spent). */
+ * read (algo_read.h; DFCCL_DIRECT_MAX nonzero, or DFCCL_READ_MIN nonzero or auto, which
+ * is off with DFCCL_DIRECT_MAX 0: the only cases where api.c picks them) or without
+ * them, whose other paths run faster (the out-of-line call changes how the kernel's
+ * registers are spent). */
 void gpu_daemon_launch(bool direct, int blocks, int threads, cudaStream_t stream,
                        const gpu_daemon_params_t &p);
 #endif

@@ -294,7 +294,10 @@ int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const e
         u.e.args = *a;
         u.e.args.blocks = tab;
     }
-    /* every 8-byte word carries its own flag: no ordering among the stores is needed */
+    /* every 8-byte word carries its own flag: no ordering among the stores is needed, but
+     * the block table (tab_copy_locked's memcpy) goes before them: the fetcher copies a
+     * read's descriptor out of it as soon as it sees the flags (fetch_read_desc) */
+    dfccl_fence_release();
     gpu_sq_slot_t *sl = &G.ring[G.tail & (GPU_RING - 1)];
     const uint64_t flag = (uint64_t)(uint32_t)(G.tail + 1) << 32;
     for (int i = 0; i < GPU_SQ_WORDS; i++)

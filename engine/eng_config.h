@@ -76,7 +76,8 @@ static inline uint64_t eng_read_min(int on_gpu, int nranks)
         return eng_config.read_min;
     if (!on_gpu)
         return ENG_READ_MIN_CPU;
-    if (nranks < ENG_READ_MIN_GPU_RANKS)
+    /* DFCCL_DIRECT_MAX=0 asks for the lighter kernel, which has no read either */
+    if (nranks < ENG_READ_MIN_GPU_RANKS || eng_config.direct_max == 0)
         return 0;
     const uint64_t per = ENG_READ_MIN_GPU_TOTAL / (uint64_t)nranks;
     return per > ENG_READ_MIN_GPU_BLOCK ? per : ENG_READ_MIN_GPU_BLOCK;

@@ -323,7 +323,8 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                     .unit = "bytes, or auto",
                     .help = "alltoall and allgather blocks of at least this size are read straight from "
                             "the peers' send buffers (0: never; auto: 524288 on host buffers; on device "
-                            "buffers from 4 ranks, 2 MiB over the ranks, at least 262144)",
+                            "buffers from 4 ranks, 2 MiB over the ranks, at least 262144; off with "
+                            "DFCCL_DIRECT_MAX 0)",
                     .more = "A block is what one rank sends one peer. One copy per byte instead of two "
                             "through the FIFOs; on the GPU the first call on a new send buffer is staged "
                             "while the peers map it (CUDA IPC), later calls on it are not."},
