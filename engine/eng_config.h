@@ -68,19 +68,25 @@ typedef struct {
 
 extern eng_config_t eng_config;
 
-/* DFCCL_READ_MIN for one daemon (on_gpu: the GPU's) on a communicator of nranks, auto
- * resolved (the same on every rank: it depends on nothing else). */
-static inline uint64_t eng_read_min(int on_gpu, int nranks)
+/* DFCCL_READ_MIN (read_min) for one daemon (on_gpu: the GPU's) on a communicator of
+ * nranks, auto resolved (the same on every rank: it depends on nothing else). */
+static inline uint64_t eng_read_min_of(uint64_t read_min, uint64_t direct_max, int on_gpu, int nranks)
 {
-    if (eng_config.read_min != ENG_AUTO)
-        return eng_config.read_min;
+    if (read_min != ENG_AUTO)
+        return read_min;
     if (!on_gpu)
         return ENG_READ_MIN_CPU;
     /* DFCCL_DIRECT_MAX=0 asks for the lighter kernel, which has no read either */
-    if (nranks < ENG_READ_MIN_GPU_RANKS || eng_config.direct_max == 0)
+    if (nranks < ENG_READ_MIN_GPU_RANKS || direct_max == 0)
         return 0;
     const uint64_t per = ENG_READ_MIN_GPU_TOTAL / (uint64_t)nranks;
     return per > ENG_READ_MIN_GPU_BLOCK ? per : ENG_READ_MIN_GPU_BLOCK;
+}
+
+/* The same from this process's settings. */
+static inline uint64_t eng_read_min(int on_gpu, int nranks)
+{
+    return eng_read_min_of(eng_config.read_min, eng_config.direct_max, on_gpu, nranks);
 }
 
 /* The GPU daemon's step on a communicator with (any_net) or without net peers: host-staged

@@ -12,6 +12,7 @@
 
 #include "check_engine.h"
 #include "algo.h"
+#include "eng_config.h"
 #include "eng_gpu_layout.h"
 
 START_TEST(algo_select_rules)
@@ -299,6 +300,29 @@ START_TEST(gpu_fifo_layout)
 }
 END_TEST
 
+/* DFCCL_READ_MIN=auto per daemon (eng_config.h): the GPU reads from 4 ranks where a
+ * rank's blocks make 2 MiB, blocks of 256 KiB at the least, never with the direct
+ * exchange off (its lighter kernel has no read); the CPU from 512 KiB; a number applies
+ * as it is, and 0 is never */
+START_TEST(read_min_auto_rules)
+{
+    const uint64_t dx = 1u << 20; /* DFCCL_DIRECT_MAX's default */
+    ck_assert_uint_eq(eng_read_min_of(ENG_AUTO, dx, 1, 2), 0);
+    ck_assert_uint_eq(eng_read_min_of(ENG_AUTO, dx, 1, 3), 0);
+    ck_assert_uint_eq(eng_read_min_of(ENG_AUTO, dx, 1, 4), 512u << 10);
+    ck_assert_uint_eq(eng_read_min_of(ENG_AUTO, dx, 1, 5), (2u << 20) / 5);
+    ck_assert_uint_eq(eng_read_min_of(ENG_AUTO, dx, 1, 8), 256u << 10);
+    ck_assert_uint_eq(eng_read_min_of(ENG_AUTO, dx, 1, 32), 256u << 10);
+    ck_assert_uint_eq(eng_read_min_of(ENG_AUTO, dx, 0, 2), 512u << 10);
+    ck_assert_uint_eq(eng_read_min_of(ENG_AUTO, dx, 0, 8), 512u << 10);
+    ck_assert_uint_eq(eng_read_min_of(ENG_AUTO, 0, 1, 8), 0);
+    ck_assert_uint_eq(eng_read_min_of(ENG_AUTO, 0, 0, 8), 512u << 10);
+    ck_assert_uint_eq(eng_read_min_of(4096, dx, 1, 2), 4096);
+    ck_assert_uint_eq(eng_read_min_of(4096, 0, 0, 2), 4096);
+    ck_assert_uint_eq(eng_read_min_of(0, dx, 1, 8), 0);
+}
+END_TEST
+
 Suite *check_algo_plan_suite(void)
 {
     Suite *s = suite_create("algo_plan");
@@ -306,6 +330,7 @@ Suite *check_algo_plan_suite(void)
     t = tcase_create("algo");
     tcase_set_timeout(t, 60);
     tcase_add_test(t, algo_select_rules);
+    tcase_add_test(t, read_min_auto_rules);
     tcase_add_test(t, active_channels_match_ranges);
     tcase_add_test(t, pairwise_pieces_partition_blocks);
     tcase_add_test(t, self_copy_pieces_cover_output);
