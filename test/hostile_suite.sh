@@ -29,10 +29,10 @@
 #   4   request handles: a copy of a finished request, one request twice in
 #       dfcclWaitAll, forged ones
 #   5   stray UCX active messages (UCX builds)
-#   6   20,000 dfccl-named files of another user in /dev/shm
+#   6   20,000 dfccl-named files of another user in /dev/shm (files_cases.sh)
 #   7   a failed first dfcclCommInit (bad variable, failed all-gather, a knob that differs)
 #   8   malformed and misspelled coll_dfccl_* MCA values
-#   9   DFCCL_DEBUG_FILE at a symbolic link, or another user's file
+#   9   DFCCL_DEBUG_FILE at a symbolic link, or another user's file (files_cases.sh)
 #   10  --mca coll dfccl alone on an intercommunicator
 #   11  the reasons given: a 2^40 count, nranks larger than the processes
 #
@@ -53,6 +53,8 @@ MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader)
 ORPHAN_DIRS=("$BIN" "$B/test/gpu" "$B/test/ompi")
 # shellcheck source=suite_lib.sh
 . "$SRC/test/suite_lib.sh"
+# shellcheck source=files_cases.sh
+. "$SRC/test/files_cases.sh"
 
 declare -A GAVE_COUNT=()
 tried() {
@@ -208,27 +210,26 @@ hcase() {
     if [ "$OUTCOME" = ok ]; then pass "$name"; else fail "$name" "$WHAT; log $log"; fi
 }
 
-# scase NAME SUITE FILTER: the case of another suite (test/mpi/run_suite.sh's) that
-# checks it; what it gave is that suite's PASS or FAIL line
-scase() {
-    local name=$1 suite=$2 filter=$3
+# fcase NAME FUNCTION: a case of files_cases.sh (the MPI suite runs them too); what it
+# gave is its PASS or FAIL line
+fcase() {
+    local name=$1 func=$2 out line
     selected "$name" || return 0
-    local log=$LOGDIR/${name//[^A-Za-z0-9]/_}.log line
-    SUITE_FILTER=$filter SUITE_LOGDIR=$LOGDIR/sub timeout -s KILL 300 bash "$suite" "$BIN" > "$log" 2>&1
-    RC=$?
-    line=$(grep -m1 -E '^(PASS|FAIL|SKIP): ' "$log" | cut -c1-300)
-    if [ "$RC" -eq 137 ]; then
-        OUTCOME=hang WHAT="no end after 300 s"
-    elif [[ "$line" == PASS:* ]] && [ "$RC" -eq 0 ]; then
-        OUTCOME=ok WHAT=${line#PASS: }
-    elif [[ "$line" == SKIP:* ]]; then
-        tried "$name" "SKIP (${line#SKIP: })" skip
+    out=$(FILTER= "$func" 2>&1)
+    line=$(grep -m1 -E '^(PASS|FAIL): ' <<< "$out" | cut -c1-300)
+    if [[ "$line" == PASS:*skipped* ]]; then
+        tried "$name" "SKIP (${line#PASS: })" skip
         return 0
+    elif [[ "$line" == PASS:* ]]; then
+        OUTCOME=ok WHAT=${line#PASS: }
+    elif [[ "$line" == *"timed out"* ]]; then
+        OUTCOME=hang WHAT=${line#FAIL: }
     else
-        OUTCOME=wrong WHAT="exit $RC: ${line:-no case ran}"
+        OUTCOME=wrong WHAT=${line#FAIL: }
+        WHAT=${WHAT:-nothing said}
     fi
     tried "$name" "$WHAT" "$OUTCOME"
-    if [ "$OUTCOME" = ok ]; then pass "$name"; else fail "$name" "$WHAT; log $log"; fi
+    if [ "$OUTCOME" = ok ]; then pass "$name"; else fail "$name" "$WHAT"; fi
 }
 
 # 1: a bad value on one rank fails every rank alike, naming that rank and value
@@ -255,9 +256,9 @@ if [ "$NET" = 1 ]; then
 elif selected "stray UCX active messages"; then
     tried "stray UCX active messages" "SKIP (no UCX in this build)" skip
 fi
-# 6, 9: the MPI suite's cases (they set up another user's files)
-scase "20,000 dfccl-named files of another user in /dev/shm" "$SRC/test/mpi/run_suite.sh" '^shm_sweep_bounded'
-scase "DFCCL_DEBUG_FILE at a symbolic link, another user's file" "$SRC/test/mpi/run_suite.sh" '^debug_file_safety'
+# 6, 9: files another user controls (files_cases.sh)
+fcase "20,000 dfccl-named files of another user in /dev/shm" sweep_bound_case
+fcase "DFCCL_DEBUG_FILE at a symbolic link, another user's file" debug_file_safety_case
 # 7: a failed first init fixes nothing
 for m in env bootstrap shape; do
     hcase "a failed first dfcclCommInit ($m), then a good one" 3 60 '^case: (next init|a later init)' -- t_firstfail "$m"
