@@ -287,7 +287,9 @@ if [ -f "$COMPDIR/mca_coll_dfccl.so" ]; then
     hcase "--mca coll dfccl alone on an intercommunicator" 2 60 'does not serve intercommunicators' \
         "${MCA[@]}" --mca coll dfccl -- "$B/test/ompi/t_alone" --inter
 else
-    for n in "MCA values" "bad DFCCL_SLOTS=abc on the last rank, through MPI" "--mca coll dfccl alone on an intercommunicator"; do
+    for n in "--mca coll_dfccl_oneshot_max abc" "--mca coll_dfccl_slots -1" "--mca coll_dfccl_channels banana" \
+        "--mca coll_dfccl_chanels 2 (a misspelled name)" "bad DFCCL_SLOTS=abc on the last rank, through MPI" \
+        "--mca coll dfccl alone on an intercommunicator"; do
         selected "$n" && tried "$n" "SKIP (no component built)" skip
     done
 fi
