@@ -286,8 +286,8 @@ __device__ __forceinline__ void prim_barrier(void)
 }
 
 /* The table entries a block read last: a step's two peers (send and receive), so a
- * step that polls while it waits reads the bus once, not at every poll. Emptied at
- * each task visit (prim_block_cache_reset): an id's table is rewritten for its next
+ * step that polls while it waits loads them once, not at every poll. Emptied at each
+ * task visit (prim_block_cache_reset): an id's table is rewritten for its next
  * collective. */
 static __shared__ const eng_block_t *s_blk_src[2];
 static __shared__ eng_block_t s_blk[2];
@@ -300,8 +300,9 @@ __device__ __forceinline__ void prim_block_cache_reset(void)
     s_blk_next = 0;
 }
 
-/* One peer's block of a v-collective's table (host-mapped): thread 0 reads it over the
- * bus once and the block shares it, instead of every warp reading it. Every thread makes
+/* One peer's block of a v-collective's table (the fetcher's copy in device memory,
+ * fetch_table): thread 0 reads it once and the block shares it, instead of every warp
+ * reading it. Every thread makes
  * the same calls, so all take the same branch; shared memory is written only between
  * the two barriers of a miss. */
 DFCCL_DEV_INLINE void prim_load_block(eng_block_t *b, const eng_block_t *src)
@@ -314,8 +315,8 @@ DFCCL_DEV_INLINE void prim_load_block(eng_block_t *b, const eng_block_t *src)
     const int slot = s_blk_next;
     __syncthreads(); /* every thread has looked */
     if (threadIdx.x == 0) {
-        /* volatile: an id's table is rewritten for its next collective, and L1 is not
-         * coherent with the host's writes */
+        /* volatile: an id's table is rewritten for its next collective (by the fetcher,
+         * on another SM), and L1 is not coherent with that */
         const volatile uint64_t *w = (const volatile uint64_t *)src;
         s_blk[slot].soff = w[0];
         s_blk[slot].sbytes = w[1];

@@ -78,15 +78,19 @@ typedef struct gpu_state {
     uint64_t launches;
     cudaError_t lost;       /* the daemon's context failed (context_check_locked) */
     uint64_t last_check_ns; /* of the context */
-    /* each request id's table of blocks (v-collectives), host-mapped and kept for the
-     * id's next table; a grown one's old buffer waits in `retired` until no daemon runs
-     * (freeing pinned memory under a running kernel may wait for it) */
+    /* each request id's table of blocks (v-collectives, a read's descriptor), kept for
+     * the id's next table: the host-mapped copy the host writes (h, its device alias d;
+     * entry 0 is a header naming dev) and the device copy the fetcher makes of it (dev).
+     * A grown id's old buffers wait in `retired` until no daemon runs: freeing memory
+     * under a running kernel waits for it */
     struct {
-        eng_block_t *h, *d;
+        eng_block_t *h, *d, *dev;
         size_t cap;
     } tab[GPU_MAX_REQS];
-    eng_block_t *retired[64];
-    int nretired;
+    struct gpu_tab_retired {
+        eng_block_t *h, *dev;
+    } * retired;
+    int nretired, retired_cap;
     uint32_t id_uses[GPU_MAX_REQS]; /* submissions each request id carried (gpu_read.cu) */
 } gpu_state_t;
 extern gpu_state_t G;
@@ -135,7 +139,7 @@ template <typename T> static T *mapped_alloc(size_t n, T **dev_p)
 }
 
 /* gpu_launch.cu, with G_lock held: submit one entry (its request id, or -1 when no pinned
- * memory holds its table of blocks). */
+ * or device memory holds its table of blocks). */
 int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const eng_coll_args_t *a,
                   size_t nblocks);
 

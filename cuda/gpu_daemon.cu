@@ -7,8 +7,8 @@
  * barrier. Warp 0 of block 0 is also the fetcher: it alone reads the host's submission
  * ring (over PCIe) and hands entries to every block through a ring in device memory,
  * copying the host's flagged words as they are, so a block validates an entry by its
- * flags (no tail counter, no fence on the fetcher's path but for a zero-copy read's
- * descriptor, which the fetcher copies to device memory first: fetch_read_desc) and
+ * flags (no tail counter, no fence on the fetcher's path but for an entry with a table,
+ * which the fetcher copies to device memory first: fetch_table) and
  * block 0 takes them from shared memory.
  * Block 0 also decides when the whole daemon exits: after idle_quit with nothing to do,
  * or after stall_quit with every task stalled, so the SMs are free and an application's
@@ -159,39 +159,46 @@ typedef struct {
     uint64_t last_ns;  /* and when the latest poll started */
 } fetcher_t;
 
-/* Warp 0 of block 0, entry word `v` of lane `lane`, the entry whole in the warp: a
- * zero-copy read's export descriptor (args.blocks, one host-mapped entry) is copied to
- * device memory (read_desc[req_id]) and the entry made to point there. Every block of
- * the read loads it, and host-mapped loads from every block at once cost ~0.25 us each
- * on one H200 under MPS, as if serialized (bench/RESULTS.md, "Zero-copy read on the GPU
- * daemon"): this way the one PCIe read is the fetcher's. */
-__device__ static __forceinline__ uint64_t fetch_read_desc(const gpu_daemon_params_t &p, unsigned lane,
-                                                           uint64_t v)
+/* Warp 0 of block 0, entry word `v` of lane `lane`, the entry whole in the warp, whose
+ * table (args.blocks, n entries: a v-collective's blocks, a zero-copy read's export
+ * descriptor) is host-mapped: copy it to the device buffer its header names (the entry
+ * before it) and make the entry point there. Every block of the collective loads from
+ * it, and host-mapped loads from every block at once cost ~0.25 us each on one H200
+ * under MPS, as if serialized (bench/RESULTS.md, "Zero-copy read on the GPU daemon"):
+ * this way the PCIe reads are the fetcher's, 64 entries a round trip. Out of line: the
+ * fetcher's path for every other entry is one shuffle and a compare. */
+__device__ static __noinline__ uint64_t fetch_table(unsigned lane, uint64_t v, uint32_t n)
 {
-    constexpr unsigned LA = offsetof(gpu_sq_entry_t, args) / 4; /* coll, dtype, op, algo|epoch */
     constexpr unsigned LB = (offsetof(gpu_sq_entry_t, args) + offsetof(eng_coll_args_t, blocks)) / 4;
-    constexpr unsigned LR = offsetof(gpu_sq_entry_t, req_id) / 4;
-    static_assert(offsetof(gpu_sq_entry_t, kind) == 0 && offsetof(gpu_sq_entry_t, args) % 8 == 0 &&
-                      offsetof(eng_coll_args_t, blocks) % 8 == 0 && LB + 1 < GPU_SQ_USED,
+    static_assert(offsetof(gpu_sq_entry_t, args) % 8 == 0 && offsetof(eng_coll_args_t, blocks) % 8 == 0 &&
+                      LB + 1 < GPU_SQ_USED && sizeof(eng_block_t) == 32,
                   "the fields the fetcher looks at");
-    union {
-        uint32_t w;
-        eng_coll_args_t a; /* its first word: coll, dtype, op, algo and epoch */
-    } head;
-    head.w = __shfl_sync(0xffffffffu, (uint32_t)v, LA);
+    constexpr unsigned K = 8; /* loads in flight per lane */
     const uint64_t tab = (uint64_t)__shfl_sync(0xffffffffu, (uint32_t)v, LB) |
                          (uint64_t)__shfl_sync(0xffffffffu, (uint32_t)v, LB + 1) << 32;
-    const uint32_t kind = __shfl_sync(0xffffffffu, (uint32_t)v, 0);
-    if (kind != GPU_SQ_COLL || head.a.algo != ENG_ALGO_READ || !tab)
-        return v;
-    const uint32_t id = __shfl_sync(0xffffffffu, (uint32_t)v, LR);
-    eng_block_t *d = p.read_desc + id % GPU_MAX_REQS;
+    const uint64_t *src = (const uint64_t *)(uintptr_t)tab - 4; /* the header, then the entries */
+    const uint64_t words = 4 * ((uint64_t)n + 1);
+    uint64_t *dst = NULL;
     fence_acq_rel_sys(); /* the table's loads after the flags (the host's release, submit_locked) */
-    if (lane < 4)
-        st_volatile_u64((uint64_t *)d + lane, ld_volatile_u64((const uint64_t *)(uintptr_t)tab + lane));
+    for (uint64_t base = 0; base < words; base += 32 * K) {
+        uint64_t w[K];
+#pragma unroll
+        for (unsigned k = 0; k < K; k++) {
+            const uint64_t i = base + 32 * k + lane;
+            w[k] = i < words ? ld_volatile_u64(src + i) : 0;
+        }
+        if (base == 0) /* header word 0, lane 0's first load: the device buffer */
+            dst = (uint64_t *)(uintptr_t)__shfl_sync(0xffffffffu, w[0], 0);
+#pragma unroll
+        for (unsigned k = 0; k < K; k++) {
+            const uint64_t i = base + 32 * k + lane;
+            if (i >= 4 && i < words)
+                st_volatile_u64(dst + (i - 4), w[k]);
+        }
+    }
     __syncwarp();
     __threadfence(); /* the copy before the entry that points at it (take_input's fence) */
-    const uint64_t dp = (uint64_t)(uintptr_t)d;
+    const uint64_t dp = (uint64_t)(uintptr_t)dst;
     if (lane == LB || lane == LB + 1)
         v = (v & 0xffffffff00000000ull) | (uint32_t)(lane == LB ? dp : dp >> 32);
     return v;
@@ -240,7 +247,9 @@ again:
         for (int k = 0; k < 2; k++) {
             if (!__all_sync(0xffffffffu, !used || (uint32_t)(vs[k] >> 32) == (uint32_t)(f.fpos + 1)))
                 break;
-            const uint64_t v = fetch_read_desc(p, lane, vs[k]);
+            constexpr unsigned LN = offsetof(gpu_sq_entry_t, ntab) / 4;
+            const uint32_t ntab = __shfl_sync(0xffffffffu, (uint32_t)vs[k], LN);
+            const uint64_t v = ntab ? fetch_table(lane, vs[k], ntab) : vs[k];
             if (used) {
                 st_volatile_u64(&p.dring[f.fpos & mask].w[lane], v);
                 ((uint32_t *)&s_stage[f.fpos & 1])[lane] = (uint32_t)v;
@@ -365,8 +374,8 @@ static __device__ __forceinline__ void take_input(const gpu_daemon_params_t &p, 
         const uint64_t taken_ns = p.trace && b == 0 ? globaltimer_ns() : 0;
         const gpu_sq_entry_t *e = &entry;
         head++;
-        if (b != 0 && e->args.algo == ENG_ALGO_READ && e->args.blocks)
-            __threadfence(); /* the fetcher's copy of the descriptor, seen after its entry */
+        if (b != 0 && e->ntab)
+            __threadfence(); /* the fetcher's copy of the table, seen after its entry */
         if (e->kind == GPU_SQ_DESTROY) {
             /* fail this block's channel of every task of the communicator */
             s.fresh = 0; /* task 0 may be among them */

@@ -76,7 +76,11 @@ typedef struct {
     uint32_t kind;
     uint32_t comm_id;
     uint32_t req_id;
-    uint32_t pad;
+    /* entries of args.blocks (a v-collective's table, a zero-copy read's descriptor) that
+     * the fetcher copies to device memory before any block sees the entry, 0: none. The
+     * host's table starts one entry earlier with a header whose first word is the
+     * destination (gpu_launch.cu, tab_copy_locked) */
+    uint32_t ntab;
     uint64_t seq;
     eng_coll_args_t args;
     gpu_comm_dev_t comm;
@@ -130,7 +134,6 @@ typedef struct {
     int32_t *result;        /* host-mapped [GPU_MAX_REQS] */
     uint64_t *req_chan;     /* device [GPU_MAX_REQS]: channels finished (never reset) */
     int32_t *req_err;       /* device [GPU_MAX_REQS]: worst channel result */
-    eng_block_t *read_desc; /* device [GPU_MAX_REQS]: each zero-copy read's descriptor, the fetcher's copy */
     gpu_task_t *tasks;      /* device [GPU_MAX_CHANNELS][GPU_MAX_TASKS] */
     uint64_t *trace;        /* device [GPU_TRACE_TOTAL] or NULL (DFCCL_GPU_TRACE) */
     gpu_timeline_t tl;      /* DFCCL_TRACE (tl.recs NULL: off) */

@@ -53,7 +53,6 @@ static int gpu_init_locked(void)
     CUDA_TRY(cudaMemset(p.quit, 0, sizeof(uint32_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.req_chan, GPU_MAX_REQS * sizeof(uint64_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.req_err, GPU_MAX_REQS * sizeof(int32_t)), fail);
-    CUDA_TRY(cudaMalloc((void **)&p.read_desc, GPU_MAX_REQS * sizeof(eng_block_t)), fail);
     CUDA_TRY(cudaMalloc((void **)&p.tasks, (size_t)GPU_MAX_CHANNELS * GPU_MAX_TASKS * sizeof(gpu_task_t)),
              fail);
     CUDA_TRY(cudaMalloc((void **)&p.ntasks, GPU_MAX_CHANNELS * sizeof(uint32_t)), fail);
@@ -218,35 +217,57 @@ void gpu_release(int id)
     pthread_mutex_unlock(&G_lock);
 }
 
-/* The daemon's copy of a collective's table, in request id's buffer (lock held): its
- * device address, or NULL when pinned memory ran out. */
+/* Free the tables grown out of (lock held), once no daemon runs: it decided to exit and
+ * its stream is idle, so the frees wait for no kernel of ours. */
+static void tab_reap_locked(void)
+{
+    if (!G.nretired ||
+        (G.launched && (dfccl_load_acquire(G.exited) != G.gen || cudaStreamQuery(G.stream) != cudaSuccess)))
+        return;
+    cudaGetLastError(); /* cudaErrorNotReady is no error of anything */
+    for (int i = 0; i < G.nretired; i++) {
+        cudaFreeHost(G.retired[i].h);
+        cudaFree(G.retired[i].dev);
+    }
+    G.nretired = 0;
+}
+
+/* A collective's table of n blocks for request id (lock held): written into the id's
+ * host-mapped buffer after its header, which names the id's device buffer, where the
+ * fetcher copies it (ntab in the entry). Returns the mapped address of entry 0, or NULL
+ * when pinned or device memory for it ran out. */
 static const eng_block_t *tab_copy_locked(int id, const eng_block_t *b, size_t n)
 {
-    if (G.nretired && !G.launched) {
-        for (int i = 0; i < G.nretired; i++)
-            cudaFreeHost(G.retired[i]);
-        G.nretired = 0;
-    }
+    tab_reap_locked();
     if (G.tab[id].cap < n) {
         size_t cap = 64;
         while (cap < n)
             cap *= 2;
-        eng_block_t *d = NULL, *h = mapped_alloc<eng_block_t>(cap, &d);
-        if (!h) {
+        eng_block_t *d = NULL, *dev = NULL, *h = mapped_alloc<eng_block_t>(cap + 1, &d);
+        if (!h || cudaMalloc((void **)&dev, cap * sizeof(*dev)) != cudaSuccess) {
             cudaGetLastError();
+            cudaFreeHost(h);
             return NULL;
         }
         if (G.tab[id].h) {
-            if (G.nretired == (int)(sizeof(G.retired) / sizeof(G.retired[0]))) {
-                cudaFreeHost(h);
-                return NULL; /* freed once the daemon is idle; rare: 64 grown tables */
+            if (G.nretired == G.retired_cap) {
+                const int nc = G.retired_cap ? 2 * G.retired_cap : 16;
+                void *r = realloc(G.retired, (size_t)nc * sizeof(*G.retired));
+                if (!r) {
+                    cudaFreeHost(h);
+                    cudaFree(dev);
+                    return NULL;
+                }
+                G.retired = (struct gpu_state::gpu_tab_retired *)r;
+                G.retired_cap = nc;
             }
-            G.retired[G.nretired++] = G.tab[id].h;
+            G.retired[G.nretired++] = {G.tab[id].h, G.tab[id].dev};
         }
-        G.tab[id] = {h, d, cap};
+        h[0] = (eng_block_t){(uint64_t)(uintptr_t)dev, 0, 0, 0}; /* the header */
+        G.tab[id] = {h, d, dev, cap};
     }
-    memcpy(G.tab[id].h, b, n * sizeof(*b));
-    return G.tab[id].d;
+    memcpy(G.tab[id].h + 1, b, n * sizeof(*b));
+    return G.tab[id].d + 1;
 }
 
 /* Publish one entry (lock held); waits for ring space and a request id. A table of
@@ -268,7 +289,7 @@ int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const e
     int id = G.free_ids[--G.nfree];
     G.id_uses[id]++;
     const eng_block_t *tab = NULL;
-    if (a && a->blocks && !(tab = tab_copy_locked(id, a->blocks, nblocks))) {
+    if (a && a->blocks && (nblocks > UINT32_MAX || !(tab = tab_copy_locked(id, a->blocks, nblocks)))) {
         G.free_ids[G.nfree++] = id;
         return -1;
     }
@@ -289,14 +310,15 @@ int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const e
     u.e.comm_id = gc->id;
     u.e.comm = gc->dev;
     u.e.req_id = (uint32_t)id;
+    u.e.ntab = tab ? (uint32_t)nblocks : 0;
     u.e.seq = seq;
     if (a) {
         u.e.args = *a;
         u.e.args.blocks = tab;
     }
     /* every 8-byte word carries its own flag: no ordering among the stores is needed, but
-     * the block table (tab_copy_locked's memcpy) goes before them: the fetcher copies a
-     * read's descriptor out of it as soon as it sees the flags (fetch_read_desc) */
+     * the block table (tab_copy_locked's memcpy) goes before them: the fetcher copies it
+     * to device memory as soon as it sees the flags (fetch_table) */
     dfccl_fence_release();
     gpu_sq_slot_t *sl = &G.ring[G.tail & (GPU_RING - 1)];
     const uint64_t flag = (uint64_t)(uint32_t)(G.tail + 1) << 32;
@@ -331,8 +353,8 @@ dfcclResult_t gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nb
     pthread_mutex_unlock(&G_lock);
     *seq_p = seq;
     if (id < 0)
-        return eng_set_error(dfcclNoMemory, "gpu", "no pinned host memory for a %zu-rank block table",
-                             nblocks);
+        return eng_set_error(dfcclNoMemory, "gpu",
+                             "no pinned host or device memory for a %zu-rank block table", nblocks);
     *done_p = &G.done[id];
     *result_p = &G.result[id];
     *id_p = id;

@@ -239,11 +239,11 @@ typedef struct {
                      reduce_scatter/scatter: per rank; alltoall: per peer; 0 with blocks */
     const void *sendbuf;
     void *recvbuf;
-    const eng_block_t *blocks; /* [nranks] for the v- and w-collectives, else NULL (the
-                                  GPU daemon reads its host-mapped copy); ENG_ALGO_READ:
-                                  [1], the rank's export descriptor of sendbuf, attached
-                                  after the algorithm was picked (algo_read.h; the GPU
-                                  daemon's fetcher copies it to device memory) */
+    const eng_block_t *blocks; /* [nranks] for the v- and w-collectives, else NULL;
+                                  ENG_ALGO_READ: [1], the rank's export descriptor of
+                                  sendbuf, attached after the algorithm was picked
+                                  (algo_read.h). The GPU daemon's blocks read the
+                                  fetcher's device copy of either */
 } eng_coll_args_t;
 
 /* One chunk of a direct exchange (algo_direct.h) as the primitives see it: peer p's
