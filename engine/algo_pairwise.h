@@ -19,8 +19,10 @@
 /* Channels a table's block of `bytes` is cut over, of the communicator's C: one per
  * ENG_PAIR_PIECE, so a small block stays on channel 0 (a v-collective of small blocks
  * completes on a few blocks of the GPU daemon, not on all of them) and a large one
- * moves on every channel. The same at both ends of a block. */
-#define ENG_PAIR_PIECE 65536u
+ * moves on every channel. The same at both ends of a block. 16 KiB: on one H200 at 8
+ * ranks a 64 KiB alltoallv or allgatherv took 0.48x the time of 64 KiB pieces (one
+ * channel), 81.6 against 171 us (bench/RESULTS.md). */
+#define ENG_PAIR_PIECE 16384u
 DFCCL_INLINE uint64_t eng_pair_chans(uint64_t bytes, uint64_t C)
 {
     const uint64_t k = (bytes + ENG_PAIR_PIECE - 1) / ENG_PAIR_PIECE;
