@@ -1,15 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Pairwise exchange, for every collective that moves blocks between pairs of ranks:
- * all-to-all(v/w), gather(v), scatter(v), all-gather-v. At step s (1..N-1) rank r sends
- * its block for r+s and receives the block of r-s, each in chunks; both directions
- * progress independently, so the pair never waits on itself. Step 0 is the local block.
+ * all-to-all(v/w), gather(v), scatter(v), all-gather-v. Send step s (1..N-1) sends
+ * rank r's block for r+s, receive step s receives the block of r-s, each in chunks.
+ * The two directions advance on their own: a send waits only for room in its own
+ * connection, so the sends run ahead of the receives (every block that fits the FIFO is
+ * posted in the first pass instead of one dependent round trip per step). No cycle of
+ * waits forms: a receive of r from p blocked on data means p's send step is below r's
+ * receive step (at it, p's chunks or its full FIFO would be there), and p's send is
+ * blocked on room at a peer q whose receive step is below that send step, and so on
+ * down to a receive that can move. Step 0 is the local block.
  * A collective is a per-peer table of {send offset, bytes; receive offset, bytes}: the
  * uniform ones compute it from count and root, the v- and w-ones read it (blocks).
- * Steps where both of a rank's blocks are empty pass at once, so a gather's senders all
- * post at step 0's pace and the root drains them in step order.
+ * Steps where a block is empty pass at once, so a gather's senders all post at once and
+ * the root drains them in step order.
  * Every peer's block is cut the same way over the collective's channels, from the
  * block's size alone (the same at both ends), so a very uneven v-collective still moves
- * its large blocks on every channel. Context: (step, chunks sent, chunks received). */
+ * its large blocks on every channel. Context: send step (step) and chunks sent (sub),
+ * receive step (off) and chunks received (sub2). */
 #ifndef DFCCL_ALGO_PAIRWISE_H
 #define DFCCL_ALGO_PAIRWISE_H
 
@@ -77,49 +84,61 @@ DFCCL_DEV_INLINE eng_prog_t algo_pairwise_progress(const eng_coll_args_t *a, eng
     const char *sbuf = (const char *)a->sendbuf;
     char *rbuf = (char *)a->recvbuf;
     eng_prog_t prog = ENG_WAIT;
-    eng_block_t bo, bi;
-    uint64_t slo, shi, rlo, rhi;
+    eng_block_t b;
+    uint64_t lo, hi;
 
     if (x->step == 0) {
         /* step 0: own block (a no-op in place) */
-        pairwise_block(a, r, r, &bo);
-        const uint64_t bytes = DFCCL_MIN(bo.sbytes, bo.rbytes);
-        pairwise_piece(a, x, bytes, &slo, &shi);
-        if (shi > slo)
-            prim_copy(rbuf + bo.roff + slo, sbuf + bo.soff + slo, shi - slo);
-        x->step = 1;
+        pairwise_block(a, r, r, &b);
+        pairwise_piece(a, x, DFCCL_MIN(b.sbytes, b.rbytes), &lo, &hi);
+        if (hi > lo)
+            prim_copy(rbuf + b.roff + lo, sbuf + b.soff + lo, hi - lo);
+        x->step = 1; /* the send step */
+        x->off = 1;  /* the receive step */
         prog = ENG_PROGRESS;
     }
-    while (x->step < (uint32_t)N) {
-        const int to = (r + (int)x->step) % N, from = (r - (int)x->step + N) % N;
-        eng_conn_t *out = &v->conns[to], *in = &v->conns[from];
-        pairwise_block(a, r, to, &bo);
-        pairwise_block(a, r, from, &bi);
-        pairwise_piece(a, x, bo.sbytes, &slo, &shi);
-        pairwise_piece(a, x, bi.rbytes, &rlo, &rhi);
-        /* each direction steps by its own connection's size (the same at both ends) */
-        const uint64_t CO = out->schunk, CI = in->rchunk;
-        const uint32_t nout = (uint32_t)DFCCL_DIV_UP(shi - slo, CO),
-                       nin = (uint32_t)DFCCL_DIV_UP(rhi - rlo, CI);
-        while (x->sub < nout && prim_send_ready(out, v->depth)) {
-            const uint64_t off = slo + (uint64_t)x->sub * CO, n = DFCCL_MIN(CO, shi - off);
-            prim_send(out, v, sbuf + bo.soff + off, n);
-            x->sub++;
-            prog = ENG_PROGRESS;
-        }
-        while (x->sub2 < nin && prim_recv_ready(in, v)) {
-            const uint64_t off = rlo + (uint64_t)x->sub2 * CI, n = DFCCL_MIN(CI, rhi - off);
-            prim_recv_copy(in, v, rbuf + bi.roff + off, n);
+    while (x->off < (uint64_t)N) {
+        const int from = (r - (int)x->off + N) % N;
+        eng_conn_t *in = &v->conns[from];
+        pairwise_block(a, r, from, &b);
+        pairwise_piece(a, x, b.rbytes, &lo, &hi);
+        const uint64_t C = in->rchunk;
+        const uint32_t k = (uint32_t)DFCCL_DIV_UP(hi - lo, C);
+        while (x->sub2 < k && prim_recv_ready(in, v)) {
+            const uint64_t off = lo + (uint64_t)x->sub2 * C;
+            prim_recv_copy(in, v, rbuf + b.roff + off, DFCCL_MIN(C, hi - off));
             x->sub2++;
             prog = ENG_PROGRESS;
         }
-        if (x->sub < nout || x->sub2 < nin)
-            return prog;
-        x->step++;
-        x->sub = x->sub2 = 0;
+        if (x->sub2 < k)
+            break;
+        x->off++;
+        x->sub2 = 0;
         prog = ENG_PROGRESS;
     }
-    return ENG_DONE;
+    /* the sends, after the receives that can move: a send waits only for room in its
+     * own connection, so every block that fits the FIFO is posted in the first pass.
+     * (Receives first: the other order made the daemon kernel spill 8 bytes.) */
+    while (x->step < (uint32_t)N) {
+        const int to = (r + (int)x->step) % N;
+        eng_conn_t *out = &v->conns[to];
+        pairwise_block(a, r, to, &b);
+        pairwise_piece(a, x, b.sbytes, &lo, &hi);
+        const uint64_t C = out->schunk; /* the same at both ends */
+        const uint32_t k = (uint32_t)DFCCL_DIV_UP(hi - lo, C);
+        while (x->sub < k && prim_send_ready(out, v->depth)) {
+            const uint64_t off = lo + (uint64_t)x->sub * C;
+            prim_send(out, v, sbuf + b.soff + off, DFCCL_MIN(C, hi - off));
+            x->sub++;
+            prog = ENG_PROGRESS;
+        }
+        if (x->sub < k)
+            break;
+        x->step++;
+        x->sub = 0;
+        prog = ENG_PROGRESS;
+    }
+    return x->step < (uint32_t)N || x->off < (uint64_t)N ? prog : ENG_DONE;
 }
 
 #endif
