@@ -218,13 +218,14 @@ void gpu_release(int id)
 }
 
 /* Free the tables grown out of (lock held), once no daemon runs: it decided to exit and
- * its stream is idle, so the frees wait for no kernel of ours. */
+ * its stream is idle (the lock keeps a launch out meanwhile), so the frees wait for no
+ * kernel of ours. */
 static void tab_reap_locked(void)
 {
-    if (!G.nretired ||
-        (G.launched && (dfccl_load_acquire(G.exited) != G.gen || cudaStreamQuery(G.stream) != cudaSuccess)))
+    if (!G.nretired)
         return;
-    cudaGetLastError(); /* cudaErrorNotReady is no error of anything */
+    if (G.launched && (dfccl_load_acquire(G.exited) != G.gen || cudaStreamQuery(G.stream) != cudaSuccess))
+        return;
     for (int i = 0; i < G.nretired; i++) {
         cudaFreeHost(G.retired[i].h);
         cudaFree(G.retired[i].dev);
