@@ -536,6 +536,55 @@ START_TEST(algo_barrier_waits_for_all)
 }
 END_TEST
 
+START_TEST(pairwise_sends_run_ahead)
+{
+    /* an alltoall of blocks that fit one FIFO step each: rank 0's first call posts its
+     * block to every peer although no peer has run (lockstep steps would post one and
+     * wait for the block of rank N-1), and it finishes only once every peer has; the
+     * others, run afterwards in reverse order, find their blocks and finish too */
+    const int N = 5;
+    const size_t cnt = 8; /* 32 bytes a block, chunk 256 */
+    sim_t s;
+    sim_init(&s, N, 2, 256, 0);
+    float in[5][5 * 8], out[5][5 * 8];
+    eng_coll_args_t a[5];
+    eng_ctx_t x[5];
+    for (int r = 0; r < N; r++) {
+        for (size_t i = 0; i < (size_t)N * cnt; i++)
+            in[r][i] = (float)val(r, i);
+        a[r] = (eng_coll_args_t){.coll = ENG_COLL_ALLTOALL, .dtype = dfcclFloat32, .count = cnt};
+        a[r].sendbuf = in[r];
+        a[r].recvbuf = out[r];
+        a[r].algo = (uint8_t)eng_algo_select(&a[r], N, 0, 0, 0, 0, 0);
+        ck_assert_int_eq(a[r].algo, ENG_ALGO_PAIRWISE);
+        eng_ctx_init(&a[r], N, 0, 1, &x[r]);
+    }
+    eng_chan_view_t v0 = {.rank = 0, .nranks = N, .depth = 2, .chunk = 256, .conns = &s.conns[0]};
+    ck_assert_int_eq(eng_algo_progress(&a[0], &v0, &x[0]), ENG_PROGRESS);
+    for (int p = 1; p < N; p++)
+        ck_assert_msg(s.conns[p].sent == 1, "rank 0's block for %d not posted in its first call", p);
+    ck_assert_int_eq(eng_algo_progress(&a[0], &v0, &x[0]), ENG_WAIT);
+    for (int r = N - 1; r > 0; r--) {
+        eng_chan_view_t v = {.rank = r, .nranks = N, .depth = 2, .chunk = 256, .conns = &s.conns[r * N]};
+        ck_assert_int_ne(eng_algo_progress(&a[r], &v, &x[r]), ENG_WAIT);
+    }
+    for (int round = 0; round < 3; round++)
+        for (int r = 0; r < N; r++) {
+            eng_chan_view_t v = {.rank = r, .nranks = N, .depth = 2, .chunk = 256, .conns = &s.conns[r * N]};
+            if (!x[r].done && eng_algo_progress(&a[r], &v, &x[r]) == ENG_DONE)
+                x[r].done = 1;
+        }
+    for (int r = 0; r < N; r++) {
+        ck_assert_msg(x[r].done, "rank %d did not finish", r);
+        for (int p = 0; p < N; p++)
+            for (size_t i = 0; i < cnt; i++)
+                ck_assert_msg(out[r][(size_t)p * cnt + i] == (float)val(p, (size_t)r * cnt + i),
+                              "rank %d block %d [%zu]", r, p, i);
+    }
+    sim_free(&s);
+}
+END_TEST
+
 START_TEST(ll_stale_simple_data_never_passes)
 {
     /* LL steps share FIFO steps with Simple ones: the step rank 0 is about to receive an
@@ -755,6 +804,7 @@ Suite *check_algo_sim_suite(void)
     tcase_set_timeout(t, 60);
     tcase_add_loop_test(t, algo_uninterrupted_vs_stalled, 0, (int)(sizeof(cases) / sizeof(cases[0])));
     tcase_add_test(t, algo_barrier_waits_for_all);
+    tcase_add_test(t, pairwise_sends_run_ahead);
     tcase_add_loop_test(t, read_owner_waits_for_every_reader, 0, 2);
     tcase_add_test(t, read_cma_from_another_process);
     tcase_add_test(t, ll_stale_simple_data_never_passes);
