@@ -274,8 +274,8 @@ DFCCL_INLINE uint64_t eng_dx_elems(const eng_dx_chunk_t *d, int p)
  * is a handful of integers; data already in a FIFO stays there. */
 typedef struct {
     uint64_t lo, hi; /* element range of this channel (within a block) */
-    uint64_t off;    /* current chunk's offset in [lo, hi) */
-    uint32_t step;   /* algorithm step inside the current chunk */
+    uint64_t off;    /* current chunk's offset in [lo, hi); pairwise: its receive step */
+    uint32_t step;   /* algorithm step inside the current chunk; pairwise: its send step */
     uint32_t sub;    /* sub-step: peers posted (one-shot), chunks sent (pairwise) */
     uint32_t sub2;   /* chunks received (pairwise) */
     uint64_t span;   /* the range [lo, hi) is part of: [0, span) (pairwise cuts every
