@@ -540,8 +540,7 @@ START_TEST(pairwise_sends_run_ahead)
 {
     /* an alltoall of blocks that fit one FIFO step each: rank 0's first call posts its
      * block to every peer although no peer has run (lockstep steps would post one and
-     * wait for the block of rank N-1), and it finishes only once every peer has; the
-     * others, run afterwards in reverse order, find their blocks and finish too */
+     * wait for the block of rank N-1), and it finishes only once every peer has */
     const int N = 5;
     const size_t cnt = 8; /* 32 bytes a block, chunk 256 */
     sim_t s;
@@ -564,9 +563,15 @@ START_TEST(pairwise_sends_run_ahead)
     for (int p = 1; p < N; p++)
         ck_assert_msg(s.conns[p].sent == 1, "rank 0's block for %d not posted in its first call", p);
     ck_assert_int_eq(eng_algo_progress(&a[0], &v0, &x[0]), ENG_WAIT);
+    /* the others once each, in reverse order: each posts all its blocks in that call;
+     * rank 1, last, then finds every block it needs and finishes */
     for (int r = N - 1; r > 0; r--) {
         eng_chan_view_t v = {.rank = r, .nranks = N, .depth = 2, .chunk = 256, .conns = &s.conns[r * N]};
-        ck_assert_int_ne(eng_algo_progress(&a[r], &v, &x[r]), ENG_WAIT);
+        const eng_prog_t pr = eng_algo_progress(&a[r], &v, &x[r]);
+        ck_assert_msg(x[r].step == (uint32_t)N, "rank %d posted %u of its blocks in one call", r,
+                      x[r].step - 1);
+        ck_assert_int_eq(pr, r == 1 ? ENG_DONE : ENG_PROGRESS);
+        x[r].done = pr == ENG_DONE;
     }
     for (int round = 0; round < 3; round++)
         for (int r = 0; r < N; r++) {
