@@ -188,7 +188,14 @@ static void kick_locked(int from_progress)
                       G.threads, G.stream, G.params);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {
-        dfccl_error("daemon launch failed: %s", cudaGetErrorString(e));
+        /* no kernel of this generation runs, so none will say it exited: take the number
+         * back, or `exited` would never match again and no later kick would relaunch */
+        G.params.gen = --G.gen;
+        G.last_launch_ns = eng_now_ns(); /* the progress calls' back-off paces the retries */
+        if (G.launch_failures++ == 0 || e != G.launch_error)
+            dfccl_error("daemon launch failed: %s (retried at the next submission or progress call)",
+                        cudaGetErrorString(e));
+        G.launch_error = e;
         return;
     }
     G.launched = 1;
@@ -217,29 +224,12 @@ void gpu_release(int id)
     pthread_mutex_unlock(&G_lock);
 }
 
-/* Free the tables grown out of (lock held), once no daemon runs: it decided to exit and
- * its stream is idle (the lock keeps a launch out meanwhile), so the frees wait for no
- * kernel of ours. */
-static void tab_reap_locked(void)
-{
-    if (!G.nretired)
-        return;
-    if (G.launched && (dfccl_load_acquire(G.exited) != G.gen || cudaStreamQuery(G.stream) != cudaSuccess))
-        return;
-    for (int i = 0; i < G.nretired; i++) {
-        cudaFreeHost(G.retired[i].h);
-        cudaFree(G.retired[i].dev);
-    }
-    G.nretired = 0;
-}
-
 /* A collective's table of n blocks for request id (lock held): written into the id's
  * host-mapped buffer after its header, which names the id's device buffer, where the
  * fetcher copies it (ntab in the entry). Returns the mapped address of entry 0, or NULL
  * when pinned or device memory for it ran out. */
 static const eng_block_t *tab_copy_locked(int id, const eng_block_t *b, size_t n)
 {
-    tab_reap_locked();
     if (G.tab[id].cap < n) {
         size_t cap = 64;
         while (cap < n)
