@@ -3,8 +3,9 @@
  * all-to-all(v/w), gather(v), scatter(v), all-gather-v. Send step s (1..N-1) sends
  * rank r's block for r+s, receive step s receives the block of r-s, each in chunks.
  * The two directions advance on their own: a send waits only for room in its own
- * connection, so the sends run ahead of the receives (every block that fits the FIFO is
- * posted in the first pass instead of one dependent round trip per step). No cycle of
+ * connection (and, the sends going in step order, for the sends before it), so the
+ * sends run ahead of the receives (every block that fits the FIFO is posted in the
+ * first pass instead of one dependent round trip per step). No cycle of
  * waits forms: a receive of r from p blocked on data means p's send step is below r's
  * receive step (at it, p's chunks or its full FIFO would be there), and p's send is
  * blocked on room at a peer q whose receive step is below that send step, and so on
