@@ -58,6 +58,24 @@ static void sim_free(sim_t *s)
     free(s->conns);
 }
 
+/* Rank r's view of one channel of the simulated connections. */
+static eng_chan_view_t sim_view(sim_t *s, int r)
+{
+    return (eng_chan_view_t){
+        .rank = r, .nranks = s->N, .depth = s->depth, .chunk = s->chunk, .conns = &s->conns[r * s->N]};
+}
+
+/* Up to `rounds` rounds of every rank not yet done, one call each, marking x[r].done. */
+static void sim_finish(sim_t *s, const eng_coll_args_t *a, eng_ctx_t *x, int rounds)
+{
+    for (int round = 0; round < rounds; round++)
+        for (int r = 0; r < s->N; r++) {
+            eng_chan_view_t v = sim_view(s, r);
+            if (!x[r].done && eng_algo_progress(&a[r], &v, &x[r]) == ENG_DONE)
+                x[r].done = 1;
+        }
+}
+
 /* The zero-copy read's cases: each rank's send buffer, scribbled over the moment the
  * rank has finished (NULL: left alone), as a user may reuse it then: a peer that still
  * read it afterwards would get the scribbles. */
@@ -455,12 +473,7 @@ START_TEST(read_owner_waits_for_every_reader)
             eng_chan_view_t v = {.rank = r, .nranks = N, .depth = 2, .chunk = 256, .conns = &s.conns[r * N]};
             ck_assert_int_ne(eng_algo_progress(&a[r], &v, &x[r]), ENG_DONE);
         }
-    for (int round = 0; round < 20; round++)
-        for (int r = 0; r < N; r++) {
-            eng_chan_view_t v = {.rank = r, .nranks = N, .depth = 2, .chunk = 256, .conns = &s.conns[r * N]};
-            if (!x[r].done && eng_algo_progress(&a[r], &v, &x[r]) == ENG_DONE)
-                x[r].done = 1;
-        }
+    sim_finish(&s, a, x, 20);
     for (int r = 0; r < N; r++) {
         ck_assert(x[r].done);
         for (int p = 0; p < N; p++)
@@ -558,7 +571,7 @@ START_TEST(pairwise_sends_run_ahead)
         ck_assert_int_eq(a[r].algo, ENG_ALGO_PAIRWISE);
         eng_ctx_init(&a[r], N, 0, 1, &x[r]);
     }
-    eng_chan_view_t v0 = {.rank = 0, .nranks = N, .depth = 2, .chunk = 256, .conns = &s.conns[0]};
+    eng_chan_view_t v0 = sim_view(&s, 0);
     ck_assert_int_eq(eng_algo_progress(&a[0], &v0, &x[0]), ENG_PROGRESS);
     for (int p = 1; p < N; p++)
         ck_assert_msg(s.conns[p].sent == 1, "rank 0's block for %d not posted in its first call", p);
@@ -566,19 +579,14 @@ START_TEST(pairwise_sends_run_ahead)
     /* the others once each, in reverse order: each posts all its blocks in that call;
      * rank 1, last, then finds every block it needs and finishes */
     for (int r = N - 1; r > 0; r--) {
-        eng_chan_view_t v = {.rank = r, .nranks = N, .depth = 2, .chunk = 256, .conns = &s.conns[r * N]};
+        eng_chan_view_t v = sim_view(&s, r);
         const eng_prog_t pr = eng_algo_progress(&a[r], &v, &x[r]);
         ck_assert_msg(x[r].step == (uint32_t)N, "rank %d posted %u of its blocks in one call", r,
                       x[r].step - 1);
         ck_assert_int_eq(pr, r == 1 ? ENG_DONE : ENG_PROGRESS);
         x[r].done = pr == ENG_DONE;
     }
-    for (int round = 0; round < 3; round++)
-        for (int r = 0; r < N; r++) {
-            eng_chan_view_t v = {.rank = r, .nranks = N, .depth = 2, .chunk = 256, .conns = &s.conns[r * N]};
-            if (!x[r].done && eng_algo_progress(&a[r], &v, &x[r]) == ENG_DONE)
-                x[r].done = 1;
-        }
+    sim_finish(&s, a, x, 3);
     for (int r = 0; r < N; r++) {
         ck_assert_msg(x[r].done, "rank %d did not finish", r);
         for (int p = 0; p < N; p++)
