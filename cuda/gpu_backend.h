@@ -81,20 +81,15 @@ typedef struct gpu_state {
     /* each request id's table of blocks (v-collectives, a read's descriptor), kept for
      * the id's next table: the host-mapped copy the host writes (h, its device alias d;
      * entry 0 is a header naming dev) and the device copy the fetcher makes of it (dev).
-     * A grown id's old buffers are kept in `retired` for the process's life: cudaFree and
+     * A grown id's old buffers are left allocated for the process's life: cudaFree and
      * cudaFreeHost wait for every kernel on the device, the application's too, and the
-     * lock is held here. Tables grow by doubling from 64 entries, so what is kept is at
+     * lock is held there. Tables grow by doubling from 64 entries, so what is left is at
      * most as much again as the ids' current tables */
     struct {
         eng_block_t *h, *d, *dev;
         size_t cap;
     } tab[GPU_MAX_REQS];
-    struct gpu_tab_retired {
-        eng_block_t *h, *dev;
-    } * retired;
-    int nretired, retired_cap;
-    uint64_t launch_failures; /* kick_locked: launches that failed, and the latest error */
-    cudaError_t launch_error;
+    cudaError_t launch_error;       /* kick_locked: the latest failed launch's, logged once */
     uint32_t id_uses[GPU_MAX_REQS]; /* submissions each request id carried (gpu_read.cu) */
 } gpu_state_t;
 extern gpu_state_t G;

@@ -192,7 +192,7 @@ static void kick_locked(int from_progress)
          * back, or `exited` would never match again and no later kick would relaunch */
         G.params.gen = --G.gen;
         G.last_launch_ns = eng_now_ns(); /* the progress calls' back-off paces the retries */
-        if (G.launch_failures++ == 0 || e != G.launch_error)
+        if (e != G.launch_error)         /* the first failure, and each change of error */
             dfccl_error("daemon launch failed: %s (retried at the next submission or progress call)",
                         cudaGetErrorString(e));
         G.launch_error = e;
@@ -240,20 +240,7 @@ static const eng_block_t *tab_copy_locked(int id, const eng_block_t *b, size_t n
             cudaFreeHost(h);
             return NULL;
         }
-        if (G.tab[id].h) {
-            if (G.nretired == G.retired_cap) {
-                const int nc = G.retired_cap ? 2 * G.retired_cap : 16;
-                void *r = realloc(G.retired, (size_t)nc * sizeof(*G.retired));
-                if (!r) {
-                    cudaFreeHost(h);
-                    cudaFree(dev);
-                    return NULL;
-                }
-                G.retired = (struct gpu_state::gpu_tab_retired *)r;
-                G.retired_cap = nc;
-            }
-            G.retired[G.nretired++] = {G.tab[id].h, G.tab[id].dev};
-        }
+        /* the id's old buffers, if any, stay allocated (gpu_backend.h says why) */
         h[0] = (eng_block_t){(uint64_t)(uintptr_t)dev, 0, 0, 0}; /* the header */
         G.tab[id] = {h, d, dev, cap};
     }
@@ -280,7 +267,7 @@ int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const e
     int id = G.free_ids[--G.nfree];
     G.id_uses[id]++;
     const eng_block_t *tab = NULL;
-    if (a && a->blocks && (nblocks > UINT32_MAX || !(tab = tab_copy_locked(id, a->blocks, nblocks)))) {
+    if (a && a->blocks && !(tab = tab_copy_locked(id, a->blocks, nblocks))) {
         G.free_ids[G.nfree++] = id;
         return -1;
     }
@@ -301,7 +288,7 @@ int submit_locked(uint32_t kind, const eng_gpu_comm_t *gc, uint64_t seq, const e
     u.e.comm_id = gc->id;
     u.e.comm = gc->dev;
     u.e.req_id = (uint32_t)id;
-    u.e.ntab = tab ? (uint32_t)nblocks : 0;
+    u.e.ntab = tab ? (uint32_t)nblocks : 0; /* a rank count */
     u.e.seq = seq;
     if (a) {
         u.e.args = *a;
