@@ -302,9 +302,8 @@ __device__ __forceinline__ void prim_block_cache_reset(void)
 
 /* One peer's block of a v-collective's table (the fetcher's copy in device memory,
  * fetch_table): thread 0 reads it once and the block shares it, instead of every warp
- * reading it. Every thread makes
- * the same calls, so all take the same branch; shared memory is written only between
- * the two barriers of a miss. */
+ * reading it. Every thread makes the same calls, so all take the same branch; shared
+ * memory is written only between the two barriers of a miss. */
 DFCCL_DEV_INLINE void prim_load_block(eng_block_t *b, const eng_block_t *src)
 {
     const int k = s_blk_src[0] == src ? 0 : s_blk_src[1] == src ? 1 : -1;

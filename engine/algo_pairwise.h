@@ -119,7 +119,8 @@ DFCCL_DEV_INLINE eng_prog_t algo_pairwise_progress(const eng_coll_args_t *a, eng
     }
     /* the sends, after the receives that can move: a send waits only for room in its
      * own connection, so every block that fits the FIFO is posted in the first pass.
-     * (Receives first: the other order made the daemon kernel spill 8 bytes.) */
+     * (Receives first: the other order made the daemon kernel spill 8 bytes; one loop
+     * body for both directions spilled 172.) */
     while (x->step < (uint32_t)N) {
         const int to = (r + (int)x->step) % N;
         eng_conn_t *out = &v->conns[to];
