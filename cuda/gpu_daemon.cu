@@ -85,11 +85,16 @@ __device__ static void channel_done(const gpu_daemon_params_t &p, uint32_t req, 
         p.result[req] = atomicExch(&p.req_err[req], 0);
     if (completed)
         atomicAdd(completed, 1ull); /* no return value used: a fire-and-forget reduction */
+    uint64_t *tr = p.trace ? p.trace + p.trace[GPU_TRACE_IDX_OFF + req] * GPU_TRACE_WORDS : NULL;
+    if (tr) /* DFCCL_GPU_TRACE: the last channel's finish (block 0 built the record) */
+        tr[GPU_TR_FINISHED] = globaltimer_ns();
     if (p.tl.done_ns)
         p.tl.done_ns[req] = globaltimer_ns();
     /* release at system scope: every channel's results (acquired above) before the word
      * the host polls */
     st_release_sys_u32(&p.done[req], 1);
+    if (tr)
+        tr[GPU_TR_POSTED] = globaltimer_ns();
 }
 
 /* Thread 0, DFCCL_TRACE: block b ran task t from t0 until now with this outcome
@@ -425,7 +430,7 @@ static __device__ __forceinline__ void take_input(const gpu_daemon_params_t &p, 
             tasks[0] = s.task;
             s.fresh = 1;
         }
-        if (taken_ns && t->nchan == 1) { /* DFCCL_GPU_TRACE */
+        if (taken_ns) { /* DFCCL_GPU_TRACE (block 0 takes part in every collective) */
             const uint32_t r = trace_n++ & (GPU_TRACE_RECS - 1);
             uint64_t *rec = p.trace + (size_t)r * GPU_TRACE_WORDS;
             const uint64_t *ft = p.trace + GPU_TRACE_FETCH_OFF + ((head - 1) & (GPU_RING - 1)) * 4;
@@ -550,7 +555,7 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                 budget = sched_budget(&p.sp, threshold, is_head);
                 if (p.trace) { /* DFCCL_GPU_TRACE: the fresh task's record is at hand */
                     uint64_t *rec = NULL;
-                    if (b == 0 && s.task.nchan == 1) {
+                    if (b == 0) {
                         rec = s.fresh_rec && i == 0
                                   ? s.fresh_rec
                                   : p.trace + p.trace[GPU_TRACE_IDX_OFF + s.task.req_id] * GPU_TRACE_WORDS;

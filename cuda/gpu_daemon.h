@@ -17,9 +17,9 @@
 
 enum { GPU_SQ_COLL = 1, GPU_SQ_DESTROY = 2 };
 enum { GPU_STAT_PREEMPT = 0, GPU_STAT_STALLS, GPU_STAT_STALL_NS, GPU_NSTATS };
-/* DFCCL_GPU_TRACE: for each single-channel collective (block 0), %globaltimer at each
- * stage, and the fetcher's polls and their time since the entry before. The trace buffer
- * holds GPU_TRACE_RECS records (a ring block 0 fills), the fetcher's stamps per ring
+/* DFCCL_GPU_TRACE: for each collective, %globaltimer at each stage as block 0 saw
+ * it (finished and posted: the last channel's), and the fetcher's polls and their time since the entry
+ * before. The trace buffer holds GPU_TRACE_RECS records (a ring block 0 fills), the fetcher's stamps per ring
  * position, and each request's record index. */
 enum {
     GPU_TR_FETCHED = 0, /* the fetcher's read returned the entry */

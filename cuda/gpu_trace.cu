@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* DFCCL_GPU_TRACE's report: the daemon stamps each single-channel collective block 0 runs
- * with %globaltimer at every stage (gpu_daemon.h, GPU_TR_*), and the host turns the
+/* DFCCL_GPU_TRACE's report: the daemon stamps each collective block 0 takes part in (all
+ * of them) with %globaltimer at every stage (gpu_daemon.h, GPU_TR_*), and the host turns the
  * records into medians per stage when a communicator goes, to show where a small
  * collective's latency goes without a profiler. */
 #include <stdio.h>
@@ -14,8 +14,8 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* DFCCL_GPU_TRACE: log the medians of every stage recorded since the last report (the
- * single-channel collectives block 0 ran), then clear the records. */
+/* DFCCL_GPU_TRACE: log the medians of every stage recorded since the last report (every
+ * collective block 0 ran), then clear the records. */
 void trace_report(void)
 {
     /* consecutive stamps of a record, then the fetcher's poll period and the tries */

@@ -63,7 +63,7 @@ typedef struct {
     uint64_t gpu_chunk_size;    /* DFCCL_GPU_CHUNK_SIZE: bytes per FIFO step on the GPU */
     uint64_t gpu_net_chunk;     /* DFCCL_GPU_NET_CHUNK_SIZE: the same, communicators with net peers */
     int gpu_sys_scope;          /* DFCCL_GPU_SYS_SCOPE: system-scope flags for every peer */
-    int gpu_trace;              /* DFCCL_GPU_TRACE: time each single-channel collective's stages */
+    int gpu_trace;              /* DFCCL_GPU_TRACE: time each collective's stages */
 } eng_config_t;
 
 extern eng_config_t eng_config;

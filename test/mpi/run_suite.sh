@@ -487,6 +487,42 @@ debug_file_safety_case
 # has exited normally (strict json.load, and jq where installed), and `summary` names a
 # stall once however many identical stretches it has (a copy of the longest one added to
 # a file: one line, "2 such stretches").
+# dfccl-trace phases on two made-up ranks' files of known times: three whole allreduces
+# 100 us apart (rank 0 submits at 0, runs 3-10, sees completion at 11; rank 1 submits at
+# 1, runs 5-12 in two stretches, sees it at 14) and a fourth only rank 0 has (left out).
+phases_exact() {
+    local tool=$1 dir=$2
+    python3 - "$dir" << 'EOF' || return 1
+import json, sys
+d = sys.argv[1]
+def ev(cat, ts, rank, seq, **kw):
+    e = {"name": "allreduce", "cat": cat, "ph": "X" if cat == "run" else "i", "ts": ts, "pid": rank,
+         "args": {"comm": "c", "rank": rank, "nranks": 2, "seq": seq, "coll": "allreduce"}}
+    if cat == "run":
+        e["dur"] = kw["dur"]
+        e["args"].update(outcome="finished", worker=0, late_ranks=[])
+    return e
+for rank, (sub, runs, comp) in enumerate([(0, [(3, 7)], 11), (1, [(5, 3), (9, 3)], 14)]):
+    out = []
+    for seq in range(4 if rank == 0 else 3):
+        t = 100 * seq
+        out.append(ev("submit", t + sub, rank, seq))
+        out += [ev("run", t + a, rank, seq, dur=b) for a, b in runs]
+        out.append(ev("complete", t + comp, rank, seq))
+    json.dump(out, open("%s/phases.%d.json" % (d, rank), "w"))
+EOF
+    local got want
+    got=$(python3 "$tool" phases "$dir"/phases.0.json "$dir"/phases.1.json) || return 1
+    echo "$got"
+    # medians (nearest rank, the upper one of two): pick-up 3/4 -> 4, completion 1/2 -> 2,
+    # call 11/13 -> 13, between calls 89/87 -> 89; rank 1's 2 stretches
+    for want in "allreduce, 2 ranks: 3 collectives" "submit skew 1.00" "pick-up 4.00" "last rank reached 2.00" \
+        "run after the last 7.00" "ends apart 2.00" "completion seen 2.00" "call 13.00" \
+        "host between calls 89.00" "stretches 2"; do
+        tr -s ' ' <<< "$got" | grep -qF -- "$want" || { echo "missing: $want"; return 1; }
+    done
+}
+
 trace_case() {
     local id="trace[deadlock demo, DFCCL_TRACE] np=4"
     selected "$id" || return 0
@@ -555,6 +591,10 @@ EOF
         fail "$id" "$(tail -n 1 <<< "$out"); log $log" "$log"
     elif python3 "$tool" check "${cut[@]}" > "$dir/cut.log" 2>&1; then
         fail "$id" "the check passed a trace with a completion taken out; $dir/cut.log" "$log"
+    elif ! python3 "$tool" phases "${files[@]}" >> "$log" 2>&1; then
+        fail "$id" "dfccl-trace phases failed on the demo's trace; log $log" "$log"
+    elif ! phases_exact "$tool" "$dir" >> "$log" 2>&1; then
+        fail "$id" "dfccl-trace phases: wrong figures for a made-up trace of known times; log $log" "$log"
     elif ! python3 "$tool" svg -o "$dir/demo.svg" "${files[@]}" >> "$log" 2>&1; then
         fail "$id" "dfccl-trace svg failed; log $log" "$log"
     elif ! lanes=$(python3 - "$dir/demo.svg" 2>> "$log" << 'EOF'
