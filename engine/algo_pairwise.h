@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Pairwise exchange, for every collective that moves blocks between pairs of ranks:
- * all-to-all(v/w), gather(v), scatter(v), all-gather-v. Send step s (1..N-1) sends
+ * all-to-all(v/w), gather(v), scatter(v), all-gather-v, reduce-scatter-v. Send step s (1..N-1) sends
  * rank r's block for r+s, receive step s receives the block of r-s, each in chunks.
  * The two directions advance on their own: a send waits only for room in its own
  * connection (and, the sends going in step order, for the sends before it), so the
@@ -17,7 +17,12 @@
  * Every peer's block is cut the same way over the collective's channels, from the
  * block's size alone (the same at both ends), so a very uneven v-collective still moves
  * its large blocks on every channel. Context: send step (step) and chunks sent (sub),
- * receive step (off) and chunks received (sub2). */
+ * receive step (off) and chunks received (sub2).
+ * reduce-scatter-v receives every peer's block into the same place, recvbuf, and reduces
+ * it there (step 0 put the rank's own block there first): each element is reduced by the
+ * one channel and, on the GPU, the one thread that owns it in every step, in receive
+ * order (own, r-1, r-2, ...), and a chunk is reduced and given back in one call, so a
+ * preemption never reduces a chunk twice. */
 #ifndef DFCCL_ALGO_PAIRWISE_H
 #define DFCCL_ALGO_PAIRWISE_H
 
@@ -79,6 +84,19 @@ DFCCL_DEV_INLINE void pairwise_piece(const eng_coll_args_t *a, const eng_ctx_t *
     *hi = DFCCL_MIN(h * U, bytes);
 }
 
+/* One received chunk to dst: copied, or (reduce-scatter-v) reduced into it; chunks and
+ * pieces are whole elements (64-byte chunks, 16-byte pieces). Out of line on the GPU,
+ * one call site for both: the reduction inlined made the direct kernel spill 40 bytes,
+ * a second call site 32, this one 8. */
+DFCCL_DEV_OUTLINE void pairwise_recv(eng_conn_t *in, const eng_chan_view_t *v, char *dst, uint64_t bytes,
+                                     const eng_coll_args_t *a)
+{
+    if (a->coll == ENG_COLL_REDUCE_SCATTERV)
+        prim_recv_reduce_copy(in, v, dst, dst, bytes / eng_type_size(a->dtype), a->dtype, a->op);
+    else
+        prim_recv_copy(in, v, dst, bytes);
+}
+
 DFCCL_DEV_INLINE eng_prog_t algo_pairwise_progress(const eng_coll_args_t *a, eng_chan_view_t *v, eng_ctx_t *x)
 {
     const int N = v->nranks, r = v->rank;
@@ -107,7 +125,7 @@ DFCCL_DEV_INLINE eng_prog_t algo_pairwise_progress(const eng_coll_args_t *a, eng
         const uint32_t k = (uint32_t)DFCCL_DIV_UP(hi - lo, C);
         while (x->sub2 < k && prim_recv_ready(in, v)) {
             const uint64_t off = lo + (uint64_t)x->sub2 * C;
-            prim_recv_copy(in, v, rbuf + b.roff + off, DFCCL_MIN(C, hi - off));
+            pairwise_recv(in, v, rbuf + b.roff + off, DFCCL_MIN(C, hi - off), a);
             x->sub2++;
             prog = ENG_PROGRESS;
         }

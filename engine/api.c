@@ -193,23 +193,23 @@ static dfcclResult_t submit_call(const char *fn, eng_coll_t coll, const void *se
         if (coll == ENG_COLL_ALLGATHER && sendbuf != (char *)recvbuf + (size_t)me * bytes &&
             eng_api_overlaps(sendbuf, bytes, recvbuf, bytes * (size_t)N))
             return eng_api_overlap_error(
-                fn, "sendbuf eng_api_overlaps recvbuf but is not recvbuf + rank * sendcount", count, ts,
+                fn, "sendbuf overlaps recvbuf but is not recvbuf + rank * sendcount", count, ts,
                 sendbuf, bytes, recvbuf, bytes * (size_t)N);
         if (coll == ENG_COLL_REDUCE_SCATTER && recvbuf != (const char *)sendbuf + (size_t)me * bytes &&
             eng_api_overlaps(sendbuf, bytes * (size_t)N, recvbuf, bytes))
             return eng_api_overlap_error(
-                fn, "recvbuf eng_api_overlaps sendbuf but is not sendbuf + rank * recvcount", count, ts,
+                fn, "recvbuf overlaps sendbuf but is not sendbuf + rank * recvcount", count, ts,
                 sendbuf, bytes * (size_t)N, recvbuf, bytes);
         if (coll == ENG_COLL_GATHER && me == root && sendbuf != (char *)recvbuf + (size_t)root * bytes &&
             eng_api_overlaps(sendbuf, bytes, recvbuf, bytes * (size_t)N))
             return eng_api_overlap_error(
-                fn, "sendbuf eng_api_overlaps recvbuf but is not recvbuf + root * sendcount", count, ts,
+                fn, "sendbuf overlaps recvbuf but is not recvbuf + root * sendcount", count, ts,
                 sendbuf, bytes, recvbuf, bytes * (size_t)N);
         if (coll == ENG_COLL_SCATTER && me == root &&
             recvbuf != (const char *)sendbuf + (size_t)root * bytes &&
             eng_api_overlaps(recvbuf, bytes, sendbuf, bytes * (size_t)N))
             return eng_api_overlap_error(
-                fn, "recvbuf eng_api_overlaps sendbuf but is not sendbuf + root * recvcount", count, ts,
+                fn, "recvbuf overlaps sendbuf but is not sendbuf + root * recvcount", count, ts,
                 sendbuf, bytes * (size_t)N, recvbuf, bytes);
         /* allreduce, scan, reduce and bcast (at the root): in place means equal buffers;
          * a partial overlap would read data the collective already overwrote */
@@ -321,6 +321,13 @@ static dfcclResult_t submit_v_call(const char *fn, eng_coll_t coll, const eng_va
                              (int)v->datatype);
     if (rooted && (v->root < 0 || v->root >= N))
         return eng_set_error(dfcclInvalidArgument, fn, "root %d out of range [0, %d)", v->root, N);
+    const int rsv = coll == ENG_COLL_REDUCE_SCATTERV;
+    if (rsv && ((int)v->op < 0 || v->op >= dfcclNumOps))
+        return eng_set_error(dfcclInvalidArgument, fn, "op %d is not a dfcclRedOp_t", (int)v->op);
+    if (rsv && !eng_op_valid((int)v->datatype, (int)v->op))
+        return eng_set_error(dfcclInvalidArgument, fn,
+                             "op %s is not valid for datatype %s (bitwise ops take integer types)",
+                             eng_op_name(v->op), eng_type_name(v->datatype));
     /* the arrays this rank reads */
     const int root_side = rooted && me == v->root;
     const int a2a = coll == ENG_COLL_ALLTOALLV || coll == ENG_COLL_ALLTOALLW;
@@ -329,7 +336,7 @@ static dfcclResult_t submit_v_call(const char *fn, eng_coll_t coll, const eng_va
         int used;
         const char *name;
     } arrays[] = {
-        {v->rcounts, coll == ENG_COLL_ALLGATHERV || a2a || (coll == ENG_COLL_GATHERV && root_side),
+        {v->rcounts, coll == ENG_COLL_ALLGATHERV || a2a || rsv || (coll == ENG_COLL_GATHERV && root_side),
          "recvcounts"},
         {v->rdispls, coll == ENG_COLL_ALLGATHERV || a2a || (coll == ENG_COLL_GATHERV && root_side), "displs"},
         {v->scounts, a2a || (coll == ENG_COLL_SCATTERV && root_side), "sendcounts"},
@@ -374,7 +381,8 @@ static dfcclResult_t submit_v_call(const char *fn, eng_coll_t coll, const eng_va
             if (b[p].sbytes)
                 bad = eng_api_overlaps((const char *)sendbuf + b[p].soff, b[p].sbytes, r0, rhi - rlo);
         }
-        if (in_place && !bad) /* the own block may not overlap another peer's receive block */
+        if (in_place && !bad && !rsv) /* the own block may not overlap another peer's receive
+                                        block (reduce_scatterv: every block is received there) */
             for (int p = 0; p < N && !bad; p++)
                 bad = p != me && eng_api_overlaps((const char *)recvbuf + b[p].roff, b[p].rbytes,
                                                   (const char *)recvbuf + own->roff, own->rbytes);
@@ -392,7 +400,7 @@ static dfcclResult_t submit_v_call(const char *fn, eng_coll_t coll, const eng_va
                 dfcclInvalidArgument, fn,
                 coll == ENG_COLL_ALLTOALLV || coll == ENG_COLL_ALLTOALLW
                     ? "the send and receive regions overlap (in-place all-to-all is not supported)"
-                    : "sendbuf eng_api_overlaps recvbuf but is not this rank's block of it");
+                    : "sendbuf overlaps recvbuf but is not this rank's block of it");
     }
     /* the memory kind picks the daemon; every rank passes the same kind (usage rule). A
      * rank that moves nothing goes by the buffers it passed anyway, else with the
@@ -419,6 +427,7 @@ static dfcclResult_t submit_v_call(const char *fn, eng_coll_t coll, const eng_va
         largest = DFCCL_MAX(largest, DFCCL_MAX(b[p].sbytes, b[p].rbytes));
     eng_coll_args_t a = {.coll = (uint8_t)coll,
                          .dtype = (uint8_t)(coll == ENG_COLL_ALLTOALLW ? dfcclUint8 : v->datatype),
+                         .op = (uint8_t)(rsv ? v->op : dfcclSum),
                          .count = largest,
                          .root = rooted ? v->root : 0,
                          .sendbuf = sendbuf,
@@ -499,6 +508,15 @@ dfcclResult_t dfcclAllGatherv(const void *sendbuf, size_t sendcount, void *recvb
                            .rdispls = displs,
                            .datatype = datatype};
     return submit_v(__func__, ENG_COLL_ALLGATHERV, &v, comm, request_p);
+}
+
+dfcclResult_t dfcclReduceScatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                                  dfcclDataType_t datatype, dfcclRedOp_t op, dfcclComm_t comm,
+                                  dfcclRequest_t *request_p)
+{
+    const eng_vargs_t v = {
+        .sendbuf = sendbuf, .recvbuf = recvbuf, .rcounts = recvcounts, .datatype = datatype, .op = op};
+    return submit_v(__func__, ENG_COLL_REDUCE_SCATTERV, &v, comm, request_p);
 }
 
 dfcclResult_t dfcclAllToAllv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,

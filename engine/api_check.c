@@ -109,6 +109,7 @@ dfcclResult_t eng_api_build_blocks(const char *fn, eng_coll_t coll, const eng_va
     const size_t ts = coll == ENG_COLL_ALLTOALLW ? 1 : eng_type_size((int)v->datatype);
     const int root_side = me == v->root;
     int ovf = 0;
+    uint64_t at = 0; /* reduce_scatterv: where block p starts in sendbuf */
     for (int p = 0; p < N; p++) {
         eng_block_t *e = &b[p];
         *e = (eng_block_t){0, 0, 0, 0};
@@ -133,6 +134,13 @@ dfcclResult_t eng_api_build_blocks(const char *fn, eng_coll_t coll, const eng_va
             e->sbytes = mul_bytes(v->sendcount, ts, &ovf);
             e->rbytes = mul_bytes(v->rcounts[p], ts, &ovf);
             e->roff = mul_bytes(v->rdispls[p], ts, &ovf);
+            break;
+        case ENG_COLL_REDUCE_SCATTERV: /* block p of sendbuf to p; every block received lands
+                                           on (is reduced into) recvbuf */
+            e->sbytes = mul_bytes(v->rcounts[p], ts, &ovf);
+            e->soff = at;
+            e->rbytes = mul_bytes(v->rcounts[me], ts, &ovf);
+            at = e->soff > (SIZE_MAX >> 1) - e->sbytes ? SIZE_MAX : e->soff + e->sbytes;
             break;
         case ENG_COLL_ALLTOALLV:
             e->sbytes = mul_bytes(v->scounts[p], ts, &ovf);

@@ -21,6 +21,7 @@ typedef struct {
     const size_t *scounts, *sdispls, *rcounts, *rdispls;
     const dfcclDataType_t *stypes, *rtypes; /* alltoallw */
     dfcclDataType_t datatype;
+    dfcclRedOp_t op; /* reduce_scatterv */
     int root;
 } eng_vargs_t;
 

@@ -22,7 +22,7 @@
 DFCCL_INLINE int eng_coll_reduces(int coll)
 {
     return coll == ENG_COLL_ALLREDUCE || coll == ENG_COLL_REDUCE || coll == ENG_COLL_REDUCE_SCATTER ||
-           coll == ENG_COLL_SCAN || coll == ENG_COLL_EXSCAN;
+           coll == ENG_COLL_SCAN || coll == ENG_COLL_EXSCAN || coll == ENG_COLL_REDUCE_SCATTERV;
 }
 
 DFCCL_INLINE int eng_coll_rooted(int coll)
@@ -32,11 +32,13 @@ DFCCL_INLINE int eng_coll_rooted(int coll)
 }
 
 /* The v- and w-collectives: each rank's counts are its own (a root receives more than it
- * sends), so their count is no part of the signature. */
+ * sends), so their count is no part of the signature. reduce_scatterv is tabled too, but
+ * its counts are every rank's alike: as a reduction its count (the largest block's
+ * bytes, eng_api's "largest") is compared. */
 DFCCL_INLINE int eng_coll_tabled(int coll)
 {
     return coll == ENG_COLL_GATHERV || coll == ENG_COLL_SCATTERV || coll == ENG_COLL_ALLGATHERV ||
-           coll == ENG_COLL_ALLTOALLV || coll == ENG_COLL_ALLTOALLW;
+           coll == ENG_COLL_ALLTOALLV || coll == ENG_COLL_ALLTOALLW || coll == ENG_COLL_REDUCE_SCATTERV;
 }
 
 /* The fields every rank must pass alike. A collective that only moves bytes compares

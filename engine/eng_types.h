@@ -30,6 +30,7 @@ typedef enum {
     ENG_COLL_ALLTOALLW,
     ENG_COLL_SCAN,
     ENG_COLL_EXSCAN,
+    ENG_COLL_REDUCE_SCATTERV, /* counts per rank, the same on every rank (a table) */
     ENG_COLL_NUM
 } eng_coll_t;
 

@@ -122,8 +122,9 @@ static void open_file(const char *pattern)
 }
 
 const char *const eng_coll_names[ENG_COLL_NUM] = {
-    "allreduce", "reduce",  "bcast",    "allgather",  "reduce_scatter", "alltoall",  "barrier", "gather",
-    "scatter",   "gatherv", "scatterv", "allgatherv", "alltoallv",      "alltoallw", "scan",    "exscan"};
+    "allreduce", "reduce",    "bcast",   "allgather", "reduce_scatter", "alltoall",
+    "barrier",   "gather",    "scatter", "gatherv",   "scatterv",       "allgatherv",
+    "alltoallv", "alltoallw", "scan",    "exscan",    "reduce_scatterv"};
 
 void eng_log_setup(void)
 {

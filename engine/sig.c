@@ -125,7 +125,10 @@ static void describe(const eng_sig_entry_t *e, char *buf, size_t len)
     char root[32] = "";
     if (eng_coll_rooted(e->coll))
         snprintf(root, sizeof root, ", root %d", (int)e->root);
-    if (eng_coll_reduces(e->coll) && e->dtype < dfcclNumTypes && e->op < dfcclNumOps)
+    if (e->coll == ENG_COLL_REDUCE_SCATTERV && e->dtype < dfcclNumTypes && e->op < dfcclNumOps)
+        snprintf(buf, len, "%s of %s (%s), largest block %" PRIu64 " bytes", name,
+                 eng_type_name((dfcclDataType_t)e->dtype), eng_op_name((dfcclRedOp_t)e->op), e->count);
+    else if (eng_coll_reduces(e->coll) && e->dtype < dfcclNumTypes && e->op < dfcclNumOps)
         snprintf(buf, len, "%s of %" PRIu64 " %s (%s%s)", name, e->count,
                  eng_type_name((dfcclDataType_t)e->dtype), eng_op_name((dfcclRedOp_t)e->op), root);
     else if (e->coll == ENG_COLL_BARRIER)

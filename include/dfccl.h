@@ -309,6 +309,29 @@ dfcclResult_t dfcclReduceScatter(const void *sendbuf, void *recvbuf, size_t recv
                                  dfcclRequest_t *request_p);
 
 /**
+ * @brief Non-blocking reduce-scatter with a count per rank (MPI_Reduce_scatter): sendbuf
+ *        holds the blocks of every rank one after another, recvcounts[i] elements for
+ *        rank i; block i of every rank's sendbuf is reduced into rank i's recvbuf
+ *        (recvcounts[rank] elements). Every rank passes the same recvcounts (read during
+ *        the call). In place: recvbuf is this rank's block of sendbuf (sendbuf plus the
+ *        counts before this rank's).
+ * @param [in]      sendbuf    data to send (the sum of recvcounts elements)
+ * @param [out]     recvbuf    where this rank's block of the result lands
+ * @param [in]      recvcounts elements of each rank's block
+ * @param [in]      datatype   element type
+ * @param [in]      op         reduction operator
+ * @param [in]      comm       the communicator
+ * @param [out]     request_p  completed through dfcclTest / dfcclWait
+ * @return dfcclSuccess (submitted), dfcclInvalidArgument (a bad argument: the message
+ *         names it), dfcclUnsupported (type/op/buffer kind this build cannot run),
+ *         dfcclCommAborted, dfcclNoMemory
+ * @note Collective on @p comm. Buffers must stay valid until completion.
+ */
+dfcclResult_t dfcclReduceScatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                                  dfcclDataType_t datatype, dfcclRedOp_t op, dfcclComm_t comm,
+                                  dfcclRequest_t *request_p);
+
+/**
  * @brief Non-blocking all-to-all: block i (@p count elements) of sendbuf goes to
  *        rank i. sendbuf and recvbuf must not overlap.
  * @param [in]      sendbuf    data to send (see above for the in-place form)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * MPI_Reduce_scatter, MPI_Ireduce_scatter. Equal recvcounts are a reduce-scatter
- * on the engine; unequal ones an engine all-reduce of the whole input into a host
- * temporary, of which each rank keeps its part when the call completes.
- * MPI_IN_PLACE: input in recvbuf, this rank's part left at its start.
+ * on the engine; unequal ones the engine's reduce-scatter-v (dfcclReduceScatterv), on
+ * host views of device buffers: the GPU daemon's form is not measured against this yet.
+ * MPI_IN_PLACE: input in recvbuf, this rank's part left at its start (the engine reduces
+ * in place into this rank's block, moved to the front when the call completes).
  */
 #include "coll_dfccl_common.h"
 
@@ -40,21 +41,31 @@ static int rs_engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_plan
 
     if (p->equal)
         return mca_coll_dfccl_rsb_engine_start(m, p, sbuf, rbuf, (size_t)rcounts[0], o);
-    if (!(o->tmp = malloc(all)))
+    size_t *counts = malloc(sizeof(size_t) * (size_t)m->lsize);
+    if (!counts)
         return MPI_ERR_NO_MEM;
+    for (int i = 0; i < m->lsize; i++)
+        counts[i] = (size_t)rcounts[i];
     if (sbuf == MPI_IN_PLACE) {
-        if ((rc = mca_coll_dfccl_view(o, p->rkind, rbuf, 0, all, true, 0, mine, &hr)) != OMPI_SUCCESS)
+        void *hall; /* all of recvbuf goes in; this rank's part comes back at its start */
+        if ((rc = mca_coll_dfccl_view(o, p->rkind, rbuf, 0, all, true, 0, mine, &hall)) != OMPI_SUCCESS) {
+            free(counts);
             return rc;
-        hs = hr;
+        }
+        hs = hall;
+        hr = (char *)hall + p->disp * ts;
+        if (p->disp && mine) {
+            o->move_dst = hall;
+            o->move_src = hr;
+            o->move_len = mine;
+        }
     } else if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, 0, all, true, 0, 0, &hs)) != OMPI_SUCCESS ||
                (rc = mca_coll_dfccl_view(o, p->rkind, rbuf, 0, mine, false, 0, mine, &hr)) != OMPI_SUCCESS) {
+        free(counts);
         return rc;
     }
-    /* at completion: this rank's part of the full result, then staged out */
-    o->move_dst = hr;
-    o->move_src = (char *)o->tmp + p->disp * ts;
-    o->move_len = mine;
-    dfcclResult_t res = dfcclAllReduce(hs, o->tmp, p->total, p->etype, p->eop, p->ecomm, &o->ereq);
+    dfcclResult_t res = dfcclReduceScatterv(hs, hr, counts, p->etype, p->eop, p->ecomm, &o->ereq);
+    free(counts); /* read during the call */
     return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Reduce_scatter", res);
 }
 

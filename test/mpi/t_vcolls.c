@@ -2,7 +2,8 @@
 /*
  * t_vcolls: the collectives moved block by block and the prefix reductions, through the
  * native API: dfcclGather, Gatherv, Scatter, Scatterv, AllGatherv, AllToAllv, AllToAllw,
- * Scan, Exscan. Every receive buffer is compared byte by byte (scan: element by element)
+ * ReduceScatterv, Scan, Exscan. Every receive buffer is compared byte by byte (scan and
+ * reduce_scatterv: element by element)
  * against an image built here: blocks where they belong, a sentinel in every gap, so a
  * block written in the wrong place or not at all shows. Cases:
  *   - counts 0, 1, 7, 1000, 20011 elements per block, element sizes 1, 2, 4, 8;
@@ -11,6 +12,8 @@
  *   - every root; in place wherever the call allows it;
  *   - alltoallw with a different type per pair of ranks;
  *   - scan and exscan for every type x valid op, folded in rank order;
+ *   - reduce_scatterv for every type x valid op, uneven counts with zeros, in place and
+ *     not;
  *   - each round submitted at once (non-blocking, many in flight), then one by one;
  *   - argument errors: each names its argument and leaves the communicator usable.
  * --chaos ITERS: the chaos order instead. 8 communicators, on each one of the kinds
@@ -415,6 +418,53 @@ static void scan_case(dfcclDataType_t t, dfcclRedOp_t op, size_t count, int ex, 
     free(exp);
 }
 
+/* ---- reduce_scatterv ------------------------------------------------------------------ */
+/* Uneven blocks (zeros among them; the same counts on every rank), every rank's input
+ * reduced element by element against the reference; out of place the receive buffer's
+ * guard past this rank's block stays untouched; in place the result lands in this rank's
+ * block of the input. */
+static void rsv_case(dfcclDataType_t t, dfcclRedOp_t op, size_t scale, int pattern, int in_place,
+                     uint64_t seed)
+{
+    const size_t ts = tc_type_size(t), np = (size_t)P, guard = 64;
+    size_t *rc = calloc(np, sizeof(size_t)), total = 0, at = 0;
+    if (!rc)
+        TC_FAIL("no memory");
+    for (int p = 0; p < P; p++) {
+        rc[p] = vcount(p, 0, scale, pattern);
+        if (p < me)
+            at += rc[p];
+        total += rc[p];
+    }
+    const size_t mine = rc[me] * ts;
+    tbuf_t s = tb_new(total * ts), r = tb_new(in_place ? 0 : mine + guard);
+    unsigned char *exp = tc_malloc(mine ? mine : 1), *got = in_place ? s.h + at * ts : r.h;
+    tc_fill(s.h, t, op, seed, me, 0, total);
+    tc_ref_reduce(exp, t, op, seed, P, at, rc[me]);
+    tb_push(&s);
+    tb_push(&r);
+    dfcclRequest_t req;
+    char *rp = in_place ? s.d + at * ts : r.d;
+    dfcclResult_t res = dfcclReduceScatterv(s.d, rp, rc, t, op, comm, &req);
+    if (res != dfcclSuccess)
+        TC_FAIL("dfcclReduceScatterv returned %s: %s", dfcclGetErrorString(res), dfcclGetLastError());
+    CHECK(dfcclWait(&req));
+    tb_pull(in_place ? &s : &r);
+    char extra[64];
+    snprintf(extra, sizeof extra, "in_place=%d pattern=%d scale=%zu", in_place, pattern, scale);
+    if (tc_compare("reduce_scatterv", t, op, rc[me], extra, got, exp, rc[me]))
+        tc_abort();
+    for (size_t k = 0; !in_place && k < guard; k++)
+        if (r.h[mine + k] != SENT)
+            TC_FAIL("reduce_scatterv (%s): byte %zu past this rank's %zu-byte block was written", extra, k,
+                    mine);
+    nchecked += mine;
+    tb_free(&s);
+    tb_free(&r);
+    free(exp);
+    free(rc);
+}
+
 /* ---- argument errors: each names its argument, nothing is submitted ----------------- */
 #define BADV(word, call)                                                                                     \
     do {                                                                                                     \
@@ -447,6 +497,11 @@ static void bad_input(void)
     ty[P - 1] = (dfcclDataType_t)-3;
     BADV("sendtypes", dfcclAllToAllw(buf, cnt, dsp, ty, buf + 64, cnt, dsp, ty, comm, RQ));
     BADV("op", dfcclScan(buf, buf + 64, 4, dfcclFloat32, dfcclBand, comm, RQ));
+    BADV("recvcounts", dfcclReduceScatterv(buf, buf + 64, NULL, dfcclInt32, dfcclSum, comm, RQ));
+    BADV("op", dfcclReduceScatterv(buf, buf + 64, cnt, dfcclFloat32, dfcclBor, comm, RQ));
+    BADV("op", dfcclReduceScatterv(buf, buf + 64, cnt, dfcclInt32, (dfcclRedOp_t)99, comm, RQ));
+    BADV("datatype", dfcclReduceScatterv(buf, buf + 64, cnt, (dfcclDataType_t)77, dfcclSum, comm, RQ));
+    BADV("overlaps", dfcclReduceScatterv(buf, (char *)buf + 2, cnt, dfcclInt32, dfcclSum, comm, RQ));
     BADV("overlap", dfcclScan(buf, buf + 1, 4, dfcclInt32, dfcclSum, comm, RQ));
     cnt[0] = SIZE_MAX / 2;
     BADV("too large", dfcclAllToAllv(buf, cnt, dsp, buf + 64, cnt, dsp, dfcclInt32, comm, RQ));
@@ -664,6 +719,20 @@ int main(int argc, char **argv)
                 for (int ex = 0; ex < 2; ex++)
                     scan_case(t, op, scounts[(ci + ti) % 4], ex, (ti + oi + ci) % 2, salt++);
         }
+    /* reduce_scatterv: every type x valid op, uneven counts with zeros, in place and not;
+     * one very uneven round (a large block among 5-element ones) */
+    static const size_t rscales[] = {1, 7, 1000, 20011};
+    for (int ti = 0; ti < TC_NTYPES; ti++)
+        for (int oi = 0; oi < TC_NOPS; oi++) {
+            const dfcclDataType_t t = tc_all_types[ti];
+            const dfcclRedOp_t op = tc_all_ops[oi];
+            if (!tc_op_valid(t, op))
+                continue;
+            for (int ci = 0; ci < (quick ? 2 : 4); ci++)
+                rsv_case(t, op, rscales[(ci + ti + oi) % 4], (ci + oi) % 2, (ti + oi + ci) % 2, salt++);
+        }
+    rsv_case(dfcclFloat32, dfcclSum, quick ? 100000 : 800000, 2, 0, salt++);
+    rsv_case(dfcclInt64, dfcclMax, quick ? 100000 : 800000, 2, 1, salt++);
     CHECK(dfcclCommDestroy(comm));
     MPI_Barrier(MPI_COMM_WORLD);
     if (me == 0)
