@@ -707,29 +707,21 @@ int main(int argc, char **argv)
     }
     null_rank_after_barrier(salt);
     salt += 3;
-    /* scan and exscan: every type x valid op */
-    static const size_t scounts[] = {1, 7, 1000, 70001};
+    /* scan, exscan and reduce_scatterv (uneven counts with zeros): every type x valid op,
+     * in place and not; then a very uneven reduce_scatterv (a large block among 5-element
+     * ones) */
+    static const size_t scounts[] = {1, 7, 1000, 70001}, rscales[] = {1, 7, 1000, 20011};
     for (int ti = 0; ti < TC_NTYPES; ti++)
         for (int oi = 0; oi < TC_NOPS; oi++) {
             const dfcclDataType_t t = tc_all_types[ti];
             const dfcclRedOp_t op = tc_all_ops[oi];
             if (!tc_op_valid(t, op))
                 continue;
-            for (int ci = 0; ci < (quick ? 2 : 4); ci++)
+            for (int ci = 0; ci < (quick ? 2 : 4); ci++) {
                 for (int ex = 0; ex < 2; ex++)
                     scan_case(t, op, scounts[(ci + ti) % 4], ex, (ti + oi + ci) % 2, salt++);
-        }
-    /* reduce_scatterv: every type x valid op, uneven counts with zeros, in place and not;
-     * one very uneven round (a large block among 5-element ones) */
-    static const size_t rscales[] = {1, 7, 1000, 20011};
-    for (int ti = 0; ti < TC_NTYPES; ti++)
-        for (int oi = 0; oi < TC_NOPS; oi++) {
-            const dfcclDataType_t t = tc_all_types[ti];
-            const dfcclRedOp_t op = tc_all_ops[oi];
-            if (!tc_op_valid(t, op))
-                continue;
-            for (int ci = 0; ci < (quick ? 2 : 4); ci++)
                 rsv_case(t, op, rscales[(ci + ti + oi) % 4], (ci + oi) % 2, (ti + oi + ci) % 2, salt++);
+            }
         }
     rsv_case(dfcclFloat32, dfcclSum, quick ? 100000 : 800000, 2, 0, salt++);
     rsv_case(dfcclInt64, dfcclMax, quick ? 100000 : 800000, 2, 1, salt++);
