@@ -598,6 +598,74 @@ START_TEST(pairwise_sends_run_ahead)
 }
 END_TEST
 
+/* reduce_scatterv through pairwise: uneven counts with zeros and a block larger than
+ * several FIFO steps, several channels (a block cut over them, ENG_PAIR_PIECE), role-sized
+ * connections, in place or not; with injected stalls and every call resumed from a copy
+ * of its context (as after a preemption) each rank's block is the exact sum of every
+ * rank's (integer-valued floats), no chunk reduced twice, and nothing written past it. */
+START_TEST(reduce_scatterv_stalled)
+{
+    const int N = 5, inplace = _i & 1, channels = 1 + (_i >> 1);
+    const size_t cnt[5] = {3, 0, 9000, 1, 17}; /* 9000 floats: 36 KiB, over 3 channels */
+    size_t at[5], total = 0;
+    for (int p = 0; p < N; p++) {
+        at[p] = total;
+        total += cnt[p];
+    }
+    float *in[5], *out[5];
+    eng_coll_args_t a[5];
+    eng_block_t *tab[5];
+    uint64_t largest = 0;
+    for (int p = 0; p < N; p++)
+        largest = DFCCL_MAX(largest, cnt[p] * sizeof(float));
+    for (int r = 0; r < N; r++) {
+        in[r] = malloc((total + 16) * sizeof(float));
+        out[r] = inplace ? in[r] + at[r] : malloc((cnt[r] + 16) * sizeof(float));
+        for (size_t i = 0; i < total; i++)
+            in[r][i] = (float)val(r, i);
+        for (size_t i = 0; !inplace && i < cnt[r] + 16; i++)
+            out[r][i] = -1.0f;
+        tab[r] = malloc(sizeof(eng_block_t) * (size_t)N);
+        for (int p = 0; p < N; p++)
+            tab[r][p] =
+                (eng_block_t){at[p] * sizeof(float), cnt[p] * sizeof(float), 0, cnt[r] * sizeof(float)};
+        a[r] = (eng_coll_args_t){.coll = ENG_COLL_REDUCE_SCATTERV,
+                                 .dtype = dfcclFloat32,
+                                 .op = dfcclSum,
+                                 .count = largest,
+                                 .blocks = tab[r]};
+        a[r].sendbuf = in[r];
+        a[r].recvbuf = out[r];
+        a[r].algo = (uint8_t)eng_algo_select(&a[r], N, 0, 256, 1 << 20, 0, 1);
+        ck_assert_int_eq(a[r].algo, ENG_ALGO_PAIRWISE);
+    }
+    sim_t sims[3];
+    for (int c = 0; c < channels; c++)
+        sim_init(&sims[c], N, 2, 1024, c ? 256 : 0);
+    const long waits = sim_run(sims, a, channels, 40, 1, 77u + (unsigned)_i);
+    ck_assert_msg(waits > 0, "the stalled run never waited: the test did not bite");
+    for (int r = 0; r < N; r++) {
+        for (size_t i = 0; i < cnt[r]; i++) {
+            double want = 0;
+            for (int p = 0; p < N; p++)
+                want += val(p, at[r] + i);
+            ck_assert_msg(out[r][i] == (float)want, "rank %d [%zu] = %g, want %g (in place %d, %d channels)",
+                          r, i, (double)out[r][i], want, inplace, channels);
+        }
+        for (size_t i = cnt[r]; !inplace && i < cnt[r] + 16; i++)
+            ck_assert_msg(out[r][i] == -1.0f, "rank %d wrote past its block at %zu", r, i);
+    }
+    for (int c = 0; c < channels; c++)
+        sim_free(&sims[c]);
+    for (int r = 0; r < N; r++) {
+        if (!inplace)
+            free(out[r]);
+        free(in[r]);
+        free(tab[r]);
+    }
+}
+END_TEST
+
 START_TEST(ll_stale_simple_data_never_passes)
 {
     /* LL steps share FIFO steps with Simple ones: the step rank 0 is about to receive an
@@ -818,6 +886,7 @@ Suite *check_algo_sim_suite(void)
     tcase_add_loop_test(t, algo_uninterrupted_vs_stalled, 0, (int)(sizeof(cases) / sizeof(cases[0])));
     tcase_add_test(t, algo_barrier_waits_for_all);
     tcase_add_test(t, pairwise_sends_run_ahead);
+    tcase_add_loop_test(t, reduce_scatterv_stalled, 0, 6);
     tcase_add_loop_test(t, read_owner_waits_for_every_reader, 0, 2);
     tcase_add_test(t, read_cma_from_another_process);
     tcase_add_test(t, ll_stale_simple_data_never_passes);
