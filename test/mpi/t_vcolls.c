@@ -13,7 +13,7 @@
  *   - alltoallw with a different type per pair of ranks;
  *   - scan and exscan for every type x valid op, folded in rank order;
  *   - reduce_scatterv for every type x valid op, uneven counts with zeros, in place and
- *     not;
+ *     not (and with max, byte by byte, among the rounds and in the chaos order);
  *   - each round submitted at once (non-blocking, many in flight), then one by one;
  *   - argument errors: each names its argument and leaves the communicator usable.
  * --chaos ITERS: the chaos order instead. 8 communicators, on each one of the kinds
@@ -148,10 +148,11 @@ typedef enum {
     K_ALLGATHERV,
     K_ALLTOALLV,
     K_ALLTOALLW,
+    K_REDUCE_SCATTERV, /* max: exact in any order, so compared byte by byte */
     K_NK
 } kind_t;
-static const char *const knames[K_NK] = {"gather",     "gatherv",   "scatter",  "scatterv",
-                                         "allgatherv", "alltoallv", "alltoallw"};
+static const char *const knames[K_NK] = {"gather",     "gatherv",   "scatter",   "scatterv",
+                                         "allgatherv", "alltoallv", "alltoallw", "reduce_scatterv"};
 
 typedef struct {
     kind_t k;
@@ -230,6 +231,14 @@ static void vcase_setup(vcase_t *c)
         rbytes = ro;
         break;
     }
+    case K_REDUCE_SCATTERV: /* rd: where block p starts in sendbuf (elements) */
+        for (int p = 0; p < P; p++) {
+            c->rc[p] = vcount(p, 0, n, c->pattern);
+            c->rd[p] = p ? c->rd[p - 1] + c->rc[p - 1] : 0;
+        }
+        sbytes = (c->rd[P - 1] + c->rc[P - 1]) * ts;
+        rbytes = c->rc[me] * ts;
+        break;
     default: break;
     }
     const int sroot = c->k == K_SCATTER || c->k == K_SCATTERV, groot = c->k == K_GATHER || c->k == K_GATHERV;
@@ -264,6 +273,10 @@ static void vcase_setup(vcase_t *c)
             for (int p = 0; p < P; p++)
                 gen(c->s.h + OFF_S(p), R, p, c->salt, c->sc[p] * ts);
         gen(c->exp, R, me, c->salt, (c->k == K_SCATTER ? n : c->recvcount) * ts);
+        break;
+    case K_REDUCE_SCATTERV:
+        tc_fill(c->s.h, c->t, dfcclMax, c->salt, me, 0, sbytes / ts);
+        tc_ref_reduce(c->exp, c->t, dfcclMax, c->salt, P, c->rd[me], c->rc[me]);
         break;
     default: /* all-to-all v / w */
         for (int p = 0; p < P; p++) {
@@ -320,6 +333,9 @@ static void vcase_submit(vcase_t *c)
         break;
     case K_ALLTOALLV:
         res = dfcclAllToAllv(c->sp, c->sc, c->sd, c->rp, c->rc, c->rd, c->t, cm, &c->req);
+        break;
+    case K_REDUCE_SCATTERV:
+        res = dfcclReduceScatterv(c->sp, c->rp, c->rc, c->t, dfcclMax, cm, &c->req);
         break;
     default: res = dfcclAllToAllw(c->sp, c->sc, c->sd, c->st, c->rp, c->rc, c->rd, c->rt, cm, &c->req); break;
     }
@@ -657,7 +673,7 @@ int main(int argc, char **argv)
                 if (k == K_ALLTOALLW && ti > 0)
                     continue; /* its types are per pair already */
                 for (int ip = 0; ip < 2; ip++) {
-                    if (ip && (k == K_ALLTOALLV || k == K_ALLTOALLW))
+                    if (ip && (k == K_ALLTOALLV || k == K_ALLTOALLW || k == K_REDUCE_SCATTERV))
                         continue;
                     vcase_t *c = &cs[n++];
                     memset(c, 0, sizeof(*c));
