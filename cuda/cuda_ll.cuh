@@ -20,6 +20,8 @@ typedef struct {
     eng_conn_ctrl_t *rctrl[ENG_LL_MAX_RANKS]; /* where I give the step back */
     uint64_t recvd[ENG_LL_MAX_RANKS];         /* steps consumed from each peer */
     uint32_t sflag[ENG_LL_MAX_RANKS], rflag[ENG_LL_MAX_RANKS];
+    uint64_t soff[ENG_LL_MAX_RANKS]; /* reduce_scatterv: the table's piece for each peer */
+    uint32_t sbytes[ENG_LL_MAX_RANKS];
     uint8_t speer[ENG_LL_MAX_RANKS]; /* the peers written to, in rank order */
     uint8_t rpeer[ENG_LL_MAX_RANKS]; /* the peers read from */
     int ok;                          /* every peer's step is free */
@@ -56,9 +58,10 @@ __device__ __forceinline__ int ll_rank_in(uint32_t mask, int p)
  * the kernel has 256 threads. */
 
 /* Every peer of the plan's smask (ll_plan.h) has its step free: write each its piece
- * (sendbuf + p * sstride) as lines (LL steps publish nothing else: `posted` stays at the last Simple step)
- * and return 1; else 0, nothing written. The receive side's steps (its rmask) are resolved in the same round
- * trip. One piece for every peer (sstride 0) is loaded once per line. */
+ * (sendbuf + p * sstride, or the table's block for p: reduce_scatterv) as lines (LL steps publish nothing
+ * else: `posted` stays at the last Simple step) and return 1; else 0, nothing written. The receive side's
+ * steps (its rmask) are resolved in the same round trip, and a table's pieces with them (lane p, from the
+ * fetcher's device copy). One piece for every peer (sstride 0, no table) is loaded once per line. */
 static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
                                                     const eng_coll_args_t *a)
 {
@@ -69,10 +72,10 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
     const void *src = a->sendbuf;
     const uint64_t bytes = pl.bytes, lines = eng_ll_lines(bytes), sstride = pl.sstride;
     const uint32_t smask = pl.smask, rmask = pl.rmask;
-    const int ns = __popc(smask);
+    const int ns = __popc(smask), per_peer = sstride || pl.tab;
     /* this thread's first packet, loaded while warp 0 reads the connections */
     const uint64_t pk0 =
-        bytes && !sstride && (uint64_t)tid < lines ? eng_ll_packet_load(src, bytes, (uint64_t)tid) : 0;
+        bytes && !per_peer && (uint64_t)tid < lines ? eng_ll_packet_load(src, bytes, (uint64_t)tid) : 0;
     uint64_t sent = 0; /* lane tid < n: connection tid's */
     if (tid < 32) {
         int ok = 1;
@@ -90,6 +93,10 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
                 L->dst[tid] = c->send_data + eng_mod(sent, v->depth) * c->schunk;
                 L->sflag[tid] = eng_ll_flag(c->ll_salt ^ v->sig, sent + 1);
                 L->speer[ll_rank_in(smask, tid)] = (uint8_t)tid;
+                if (pl.tab) {
+                    L->soff[tid] = pl.tab[tid].soff;
+                    L->sbytes[tid] = (uint32_t)pl.tab[tid].sbytes; /* <= ll_max */
+                }
             }
             if (rmask >> tid & 1) {
                 ll_recv_step(L, c, tid, recvd, v->depth, v->sig);
@@ -105,7 +112,7 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
     __syncthreads();
     if (!L->ok)
         return 0;
-    if (!sstride) {
+    if (!per_peer) {
         for (uint64_t i = (uint64_t)tid; i < lines; i += blockDim.x) {
             const uint64_t pk = !bytes ? 0 : i == (uint64_t)tid ? pk0 : eng_ll_packet_load(src, bytes, i);
             const uint32_t lo = (uint32_t)pk, hi = (uint32_t)(pk >> 32);
@@ -119,12 +126,17 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
                 st_volatile_v4_u32(L->dst[p] + ENG_LL_LINE * i, lo, L->sflag[p], hi, L->sflag[p]);
             }
         }
-    } else { /* a piece per peer: (peer, line) pairs over the block (lines < 2^32) */
-        const uint32_t nl = (uint32_t)lines, total = (uint32_t)ns * nl;
+    } else { /* a piece per peer: (peer, line) pairs over the block (lines < 2^32); a table's
+              * pieces differ in size: pairs over the largest (the count holds its bytes) */
+        const uint32_t nl = (uint32_t)(pl.tab ? eng_ll_lines(a->count) : lines), total = (uint32_t)ns * nl;
         for (uint32_t j = (uint32_t)tid; j < total; j += blockDim.x) {
             const uint32_t k = j / nl, i = j - k * nl;
             const int p = L->speer[k];
-            const uint64_t pk = eng_ll_packet_load((const char *)src + (uint64_t)p * sstride, bytes, i);
+            const uint64_t pb = pl.tab ? L->sbytes[p] : bytes;
+            if (pl.tab && i >= eng_ll_lines(pb))
+                continue; /* past p's piece */
+            const char *ps = (const char *)src + (pl.tab ? L->soff[p] : (uint64_t)p * sstride);
+            const uint64_t pk = eng_ll_packet_load(ps, pb, i);
             st_volatile_v4_u32(L->dst[p] + ENG_LL_LINE * i, (uint32_t)pk, L->sflag[p], (uint32_t)(pk >> 32),
                                L->sflag[p]);
         }

@@ -14,18 +14,22 @@
  * and reads one from each peer of rmask (bit p: rank p, the rank itself included; the
  * two ends of a connection agree: p is in my smask exactly when I am in p's rmask). */
 typedef struct {
-    uint64_t bytes;        /* one piece */
-    uint64_t sstride;      /* the piece for peer p is sendbuf + p * sstride */
-    uint64_t rstride;      /* copied: peer p's piece lands at recvbuf + p * rstride */
-    uint32_t smask, rmask; /* peers written to, read from */
-    int reduce;            /* else copied: the pieces of every rank reduced in rank order */
+    uint64_t bytes;         /* one piece (reduce_scatterv: the one each peer sends this rank) */
+    uint64_t sstride;       /* the piece for peer p is sendbuf + p * sstride */
+    const eng_block_t *tab; /* reduce_scatterv: the piece for peer p is tab[p] (soff, sbytes) */
+    uint64_t rstride;       /* copied: peer p's piece lands at recvbuf + p * rstride */
+    uint32_t smask, rmask;  /* peers written to, read from */
+    int reduce;             /* else copied: the pieces of every rank reduced in rank order */
 } eng_ll_plan_t;
 
 /* Bytes of the piece one rank sends one peer (what eng_algo_select compares with
- * ll_max): the whole buffer for allreduce, reduce, bcast, a rank's block for the rest. */
+ * ll_max): the whole buffer for allreduce, reduce, bcast, a rank's block for the rest;
+ * reduce_scatterv its largest block (its count holds those bytes, every rank's alike). */
 DFCCL_INLINE uint64_t eng_ll_piece(const eng_coll_args_t *a)
 {
-    return a->coll == ENG_COLL_BARRIER ? 0 : a->count * eng_type_size(a->dtype);
+    return a->coll == ENG_COLL_BARRIER           ? 0
+           : a->coll == ENG_COLL_REDUCE_SCATTERV ? a->count
+                                                 : a->count * eng_type_size(a->dtype);
 }
 
 /* Who writes to whom, and where the pieces come from and go, for rank r of N. */
@@ -36,6 +40,7 @@ DFCCL_INLINE void eng_ll_plan(const eng_coll_args_t *a, int r, int N, eng_ll_pla
     const int is_root = r == a->root;
     pl->bytes = B;
     pl->sstride = pl->rstride = 0;
+    pl->tab = NULL;
     pl->smask = pl->rmask = all;
     pl->reduce = 0;
     switch (a->coll) {
@@ -43,6 +48,11 @@ DFCCL_INLINE void eng_ll_plan(const eng_coll_args_t *a, int r, int N, eng_ll_pla
     case ENG_COLL_REDUCE_SCATTER:
         pl->reduce = 1;
         pl->sstride = B;
+        break;
+    case ENG_COLL_REDUCE_SCATTERV: /* every peer sends this rank its block of the table */
+        pl->reduce = 1;
+        pl->tab = a->blocks;
+        pl->bytes = a->blocks[r].rbytes;
         break;
     case ENG_COLL_REDUCE:
         pl->reduce = 1;

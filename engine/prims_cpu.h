@@ -108,7 +108,8 @@ DFCCL_DEV_INLINE void prim_recv_done_all(eng_conn_t *conns, int n)
  * that sees the flag sees its data; the words need no order among themselves -------- */
 
 /* Every peer of the plan's smask has its current step free: write each its piece
- * (sendbuf + p * sstride) as lines and return 1; else 0, nothing written. LL steps publish nothing
+ * (sendbuf + p * sstride, or the table's block for p) as lines and return 1; else 0,
+ * nothing written. LL steps publish nothing
  * else: `posted` stays at the last Simple step, which is all a later Simple step's check
  * needs (it waits for its own, absolute, count). */
 DFCCL_DEV_INLINE int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
@@ -120,13 +121,14 @@ DFCCL_DEV_INLINE int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_v
     for (int p = 0; p < n; p++)
         if ((pl->smask >> p & 1) && !prim_send_ready(&conns[p], v->depth))
             return 0;
-    const uint64_t bytes = pl->bytes, lines = eng_ll_lines(bytes);
     for (int p = 0; p < n; p++) {
         if (!(pl->smask >> p & 1))
             continue;
         eng_conn_t *c = &conns[p];
         uint64_t *dst = (uint64_t *)prim_send_buf(c, v);
-        const char *s = (const char *)src + (uint64_t)p * pl->sstride;
+        /* the piece for p: a table's block (reduce_scatterv), else p strides in */
+        const uint64_t bytes = pl->tab ? pl->tab[p].sbytes : pl->bytes, lines = eng_ll_lines(bytes);
+        const char *s = (const char *)src + (pl->tab ? pl->tab[p].soff : (uint64_t)p * pl->sstride);
         /* the signature salts the flag: a peer of another signature never sees the line */
         const uint64_t flag = (uint64_t)eng_ll_flag(c->ll_salt ^ v->sig, c->sent + 1) << 32;
         for (uint64_t i = 0; i < lines; i++) {

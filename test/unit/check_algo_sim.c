@@ -598,15 +598,18 @@ START_TEST(pairwise_sends_run_ahead)
 }
 END_TEST
 
-/* reduce_scatterv through pairwise: uneven counts with zeros and a block larger than
- * several FIFO steps, several channels (a block cut over them, ENG_PAIR_PIECE), role-sized
- * connections, in place or not; with injected stalls and every call resumed from a copy
- * of its context (as after a preemption) each rank's block is the exact sum of every
- * rank's (integer-valued floats), no chunk reduced twice, and nothing written past it. */
+/* reduce_scatterv through pairwise (cases 0-5): uneven counts with zeros and a block
+ * larger than several FIFO steps, several channels (a block cut over them,
+ * ENG_PAIR_PIECE), role-sized connections, in place or not; and in one LL round (cases
+ * 6-9: the largest block within ll_max, odd sizes, a rank with nothing). With injected
+ * stalls and every call resumed from a copy of its context (as after a preemption) each
+ * rank's block is the exact sum of every rank's (integer-valued floats), no chunk reduced
+ * twice, and nothing written past it. */
 START_TEST(reduce_scatterv_stalled)
 {
-    const int N = 5, inplace = _i & 1, channels = 1 + (_i >> 1);
-    const size_t cnt[5] = {3, 0, 9000, 1, 17}; /* 9000 floats: 36 KiB, over 3 channels */
+    const int N = 5, ll = _i >= 6, inplace = _i & 1, channels = ll ? 1 : 1 + (_i >> 1);
+    const size_t big[5] = {3, 0, 9000, 1, 17}, small[5] = {3, 0, 9, 1, 17}; /* 9000 floats: 36 KiB */
+    const size_t *cnt = ll ? small : big;
     size_t at[5], total = 0;
     for (int p = 0; p < N; p++) {
         at[p] = total;
@@ -637,11 +640,11 @@ START_TEST(reduce_scatterv_stalled)
         a[r].sendbuf = in[r];
         a[r].recvbuf = out[r];
         a[r].algo = (uint8_t)eng_algo_select(&a[r], N, 0, 256, 1 << 20, 0, 1);
-        ck_assert_int_eq(a[r].algo, ENG_ALGO_PAIRWISE);
+        ck_assert_int_eq(a[r].algo, ll ? ENG_ALGO_LL : ENG_ALGO_PAIRWISE);
     }
     sim_t sims[3];
     for (int c = 0; c < channels; c++)
-        sim_init(&sims[c], N, 2, 1024, c ? 256 : 0);
+        sim_init(&sims[c], N, 2, 1024, c || _i >= 8 ? 256 : 0);
     const long waits = sim_run(sims, a, channels, 40, 1, 77u + (unsigned)_i);
     ck_assert_msg(waits > 0, "the stalled run never waited: the test did not bite");
     for (int r = 0; r < N; r++) {
@@ -886,7 +889,7 @@ Suite *check_algo_sim_suite(void)
     tcase_add_loop_test(t, algo_uninterrupted_vs_stalled, 0, (int)(sizeof(cases) / sizeof(cases[0])));
     tcase_add_test(t, algo_barrier_waits_for_all);
     tcase_add_test(t, pairwise_sends_run_ahead);
-    tcase_add_loop_test(t, reduce_scatterv_stalled, 0, 6);
+    tcase_add_loop_test(t, reduce_scatterv_stalled, 0, 10);
     tcase_add_loop_test(t, read_owner_waits_for_every_reader, 0, 2);
     tcase_add_test(t, read_cma_from_another_process);
     tcase_add_test(t, ll_stale_simple_data_never_passes);
