@@ -17,7 +17,8 @@
  *     their own communicators (communicator k belongs to thread k mod T), then the main
  *     thread frees the communicators whose last phase it was;
  *   - collectives: allreduce, reduce, bcast, allgather, reduce_scatter, alltoall,
- *     barrier, gather, scatter, gatherv, scatterv, allgatherv, alltoallv; every type
+ *     barrier, gather, scatter, gatherv, scatterv, allgatherv, alltoallv,
+ *     reduce_scatterv; every type
  *     (native: float16 and bfloat16 too) and valid op; sizes from 0 over the LL round
  *     (up to 1 KiB), a few KiB, tens of KiB to 4 MiB (one-shot, direct exchange, ring)
  *     to 8 MiB; in place sometimes; v-forms with uneven counts and gaps; blocking

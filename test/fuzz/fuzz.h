@@ -48,12 +48,13 @@ typedef enum {
     FZ_SCATTERV,
     FZ_ALLGATHERV,
     FZ_ALLTOALLV,
+    FZ_REDUCESCATTERV, /* MPI_Reduce_scatter with uneven counts; dfcclReduceScatterv */
     FZ_NCOLL
 } fz_coll_t;
 
 static const char *const fz_coll_names[FZ_NCOLL] = {
-    "allreduce", "reduce",  "bcast",   "allgather", "reduce_scatter", "alltoall", "barrier",
-    "gather",    "scatter", "gatherv", "scatterv",  "allgatherv",     "alltoallv"};
+    "allreduce", "reduce",  "bcast",   "allgather", "reduce_scatter", "alltoall",  "barrier",
+    "gather",    "scatter", "gatherv", "scatterv",  "allgatherv",     "alltoallv", "reduce_scatterv"};
 
 typedef struct {
     int event; /* creation event, -1 for the world duplicate */

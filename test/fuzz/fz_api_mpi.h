@@ -64,6 +64,8 @@ static int fz_submit(fz_run_t *x)
     case FZ_ALLTOALLV:
         return b ? MPI_Alltoallv(sp, c, d, dt, rp, rc, rd, dt, cm)
                  : MPI_Ialltoallv(sp, c, d, dt, rp, rc, rd, dt, cm, q);
+    case FZ_REDUCESCATTERV:
+        return b ? MPI_Reduce_scatter(sp, rp, c, dt, op, cm) : MPI_Ireduce_scatter(sp, rp, c, dt, op, cm, q);
     default: return MPI_ERR_OTHER;
     }
 }

@@ -36,6 +36,7 @@ static int fz_submit(fz_run_t *x)
         break;
     case FZ_ALLGATHERV: r = dfcclAllGatherv(x->sendp, x->c[x->me], x->recvp, x->c, x->d, o->t, cm, q); break;
     case FZ_ALLTOALLV: r = dfcclAllToAllv(x->sendp, x->c, x->d, x->recvp, x->rc, x->rd, o->t, cm, q); break;
+    case FZ_REDUCESCATTERV: r = dfcclReduceScatterv(x->sendp, x->recvp, x->c, o->t, o->op, cm, q); break;
     default: r = dfcclInternalError; break;
     }
     if (r == dfcclSuccess && o->blocking)

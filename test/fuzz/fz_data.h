@@ -125,6 +125,15 @@ static void fz_setup(fz_run_t *x, const fz_op_t *o)
         x->recv_n = x->c[me];
         break;
     }
+    case FZ_REDUCESCATTERV: /* block r of the input for rank r, one after another */
+        x->send_n = 0;
+        for (int r = 0; r < x->P; r++) {
+            x->c[r] = fz_vcount(o, r, 0);
+            x->d[r] = x->send_n;
+            x->send_n += x->c[r];
+        }
+        x->recv_n = x->c[me];
+        break;
     case FZ_ALLTOALLV:
         x->send_n = fz_a2av_layout(o, x->P, me, 0, x->c, x->d);
         x->recv_n = fz_a2av_layout(o, x->P, me, 1, x->rc, x->rd);
@@ -195,6 +204,7 @@ static int fz_expect(const fz_run_t *x, void *exp)
             tc_fill((char *)exp + x->d[r] * es, o->t, o->op, o->seed, r, 0, x->c[r]);
         break;
     case FZ_SCATTERV: tc_fill(exp, o->t, o->op, o->seed, o->root, x->d[me], x->c[me]); break;
+    case FZ_REDUCESCATTERV: tc_ref_reduce(exp, o->t, o->op, o->seed, P, x->d[me], x->c[me]); break;
     case FZ_ALLTOALLV:
         for (int p = 0; p < P; p++) {
             size_t sc[FZ_MAXP], sd[FZ_MAXP];

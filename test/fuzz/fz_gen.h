@@ -22,7 +22,7 @@ static int fz_has_root(fz_coll_t c)
 
 static int fz_has_op(fz_coll_t c)
 {
-    return c == FZ_ALLREDUCE || c == FZ_REDUCE || c == FZ_REDUCESCATTER;
+    return c == FZ_ALLREDUCE || c == FZ_REDUCE || c == FZ_REDUCESCATTER || c == FZ_REDUCESCATTERV;
 }
 
 /* bytes of one rank's piece: 0, the LL round, a few KiB, one-shot/direct/ring, large */
