@@ -98,10 +98,13 @@ fi
 
 # the oracle bites too: one bit of one element of collective 2 flipped after it completed
 # must be reported as WRONG, and the shrinker must cut the program down to that collective
-case_run "fuzz native: a flipped bit is WRONG, shrunk to its collective" 60 --mode native --seeds 5 --np 3 \
+# (seed 7: its collective 2 gives communicator rank 0 elements to flip, natively and
+# through MPI; a seed whose collective 2 leaves rank 0 nothing, a barrier say, cannot show
+# it, and a new collective kind in the generator changes every seed's program)
+case_run "fuzz native: a flipped bit is WRONG, shrunk to its collective" 60 --mode native --seeds 7 --np 3 \
     --extra "--inject-wrong 2" --expect-wrong --shrink-time 45
 if [ -f "$BUILD/ompi_coll_dfccl/.libs/mca_coll_dfccl.so" ]; then
-    case_run "fuzz mpi: a flipped bit is WRONG" 30 --mode mpi --seeds 5 --np 3 --extra "--inject-wrong 2" \
+    case_run "fuzz mpi: a flipped bit is WRONG" 30 --mode mpi --seeds 7 --np 3 --extra "--inject-wrong 2" \
         --expect-wrong --no-shrink
 fi
 
