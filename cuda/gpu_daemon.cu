@@ -46,6 +46,17 @@ __device__ static __noinline__ bool take_entry(const gpu_sq_slot_t *ring, uint64
     return ok; /* some words still on their way: the next pass takes it */
 }
 
+/* DFCCL_GPU_TRACE: request req's record, or NULL: trace off, or block 0 took no part
+ * (a collective with fewer pieces than channels may leave channel 0 empty; take_input
+ * then marks the index out of range). */
+__device__ __forceinline__ uint64_t *trace_rec(const gpu_daemon_params_t &p, uint32_t req)
+{
+    if (!p.trace)
+        return NULL;
+    const uint64_t i = p.trace[GPU_TRACE_IDX_OFF + req];
+    return i < GPU_TRACE_RECS ? p.trace + i * GPU_TRACE_WORDS : NULL;
+}
+
 /* Thread 0: one of the nchan channels taking part in request req is finished with
  * result res; the last one publishes the completion word to the host. A failing channel
  * adds 1 << 48 besides its 1, so on the common path the last channel learns "no error"
@@ -56,7 +67,7 @@ __device__ static void channel_done(const gpu_daemon_params_t &p, uint32_t req, 
                                     unsigned long long *completed, uint32_t nchan)
 {
     if (nchan == 1) { /* the only channel (one-shots, small rings): nothing to count */
-        uint64_t *tr = p.trace ? p.trace + p.trace[GPU_TRACE_IDX_OFF + req] * GPU_TRACE_WORDS : NULL;
+        uint64_t *tr = trace_rec(p, req);
         if (tr)
             tr[GPU_TR_FINISHED] = globaltimer_ns();
         if (res < 0) /* the host preset success: a completion costs one PCIe write */
@@ -85,8 +96,8 @@ __device__ static void channel_done(const gpu_daemon_params_t &p, uint32_t req, 
         p.result[req] = atomicExch(&p.req_err[req], 0);
     if (completed)
         atomicAdd(completed, 1ull); /* no return value used: a fire-and-forget reduction */
-    uint64_t *tr = p.trace ? p.trace + p.trace[GPU_TRACE_IDX_OFF + req] * GPU_TRACE_WORDS : NULL;
-    if (tr) /* DFCCL_GPU_TRACE: the last channel's finish (block 0 built the record) */
+    uint64_t *tr = trace_rec(p, req);
+    if (tr) /* DFCCL_GPU_TRACE: the last channel's finish */
         tr[GPU_TR_FINISHED] = globaltimer_ns();
     if (p.tl.done_ns)
         p.tl.done_ns[req] = globaltimer_ns();
@@ -404,8 +415,11 @@ static __device__ __forceinline__ void take_input(const gpu_daemon_params_t &p, 
         /* a channel with nothing to move takes no part (one-shots run on block 0
          * alone); one that has still waits its turn in the slot order */
         const int k = eng_active_channels_in(&e->args, N, C, kDirect);
-        if (x.done && !(k == 0 && b == 0))
+        if (x.done && !(k == 0 && b == 0)) {
+            if (taken_ns) /* DFCCL_GPU_TRACE: no record of this request (trace_rec) */
+                p.trace[GPU_TRACE_IDX_OFF + e->req_id] = GPU_TRACE_RECS;
             continue;
+        }
         /* the first task is built in shared memory, where the pass starts with
          * it (no reload from device memory), and copied to the list */
         gpu_task_t *t = n == 0 ? &s.task : &tasks[n];
@@ -430,7 +444,7 @@ static __device__ __forceinline__ void take_input(const gpu_daemon_params_t &p, 
             tasks[0] = s.task;
             s.fresh = 1;
         }
-        if (taken_ns) { /* DFCCL_GPU_TRACE (block 0 takes part in every collective) */
+        if (taken_ns) { /* DFCCL_GPU_TRACE: every collective block 0 takes part in */
             const uint32_t r = trace_n++ & (GPU_TRACE_RECS - 1);
             uint64_t *rec = p.trace + (size_t)r * GPU_TRACE_WORDS;
             const uint64_t *ft = p.trace + GPU_TRACE_FETCH_OFF + ((head - 1) & (GPU_RING - 1)) * 4;
@@ -556,10 +570,8 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                 if (p.trace) { /* DFCCL_GPU_TRACE: the fresh task's record is at hand */
                     uint64_t *rec = NULL;
                     if (b == 0) {
-                        rec = s.fresh_rec && i == 0
-                                  ? s.fresh_rec
-                                  : p.trace + p.trace[GPU_TRACE_IDX_OFF + s.task.req_id] * GPU_TRACE_WORDS;
-                        if (!rec[GPU_TR_RUN])
+                        rec = s.fresh_rec && i == 0 ? s.fresh_rec : trace_rec(p, s.task.req_id);
+                        if (rec && !rec[GPU_TR_RUN])
                             rec[GPU_TR_RUN] = wait_start;
                     }
                     s.trec = rec;

@@ -20,9 +20,11 @@
  * receive step (off) and chunks received (sub2).
  * reduce-scatter-v receives every peer's block into the same place, recvbuf, and reduces
  * it there (step 0 put the rank's own block there first): each element is reduced by the
- * one channel and, on the GPU, the one thread that owns it in every step, in receive
- * order (own, r-1, r-2, ...), and a chunk is reduced and given back in one call, so a
- * preemption never reduces a chunk twice. */
+ * one channel that owns it in every step, in receive order (own, r-1, r-2, ...). On the
+ * GPU the block's threads split a copy and a reduction differently; the barriers in
+ * prim_recv_ready and prim_recv_done keep the step-0 copy and each reduction apart. A
+ * chunk is reduced and given back in one call, so a preemption never reduces a chunk
+ * twice. */
 #ifndef DFCCL_ALGO_PAIRWISE_H
 #define DFCCL_ALGO_PAIRWISE_H
 

@@ -192,25 +192,21 @@ static dfcclResult_t submit_call(const char *fn, eng_coll_t coll, const void *se
                                          count, ts, sendbuf, bytes * (size_t)N, recvbuf, bytes * (size_t)N);
         if (coll == ENG_COLL_ALLGATHER && sendbuf != (char *)recvbuf + (size_t)me * bytes &&
             eng_api_overlaps(sendbuf, bytes, recvbuf, bytes * (size_t)N))
-            return eng_api_overlap_error(
-                fn, "sendbuf overlaps recvbuf but is not recvbuf + rank * sendcount", count, ts,
-                sendbuf, bytes, recvbuf, bytes * (size_t)N);
+            return eng_api_overlap_error(fn, "sendbuf overlaps recvbuf but is not recvbuf + rank * sendcount",
+                                         count, ts, sendbuf, bytes, recvbuf, bytes * (size_t)N);
         if (coll == ENG_COLL_REDUCE_SCATTER && recvbuf != (const char *)sendbuf + (size_t)me * bytes &&
             eng_api_overlaps(sendbuf, bytes * (size_t)N, recvbuf, bytes))
-            return eng_api_overlap_error(
-                fn, "recvbuf overlaps sendbuf but is not sendbuf + rank * recvcount", count, ts,
-                sendbuf, bytes * (size_t)N, recvbuf, bytes);
+            return eng_api_overlap_error(fn, "recvbuf overlaps sendbuf but is not sendbuf + rank * recvcount",
+                                         count, ts, sendbuf, bytes * (size_t)N, recvbuf, bytes);
         if (coll == ENG_COLL_GATHER && me == root && sendbuf != (char *)recvbuf + (size_t)root * bytes &&
             eng_api_overlaps(sendbuf, bytes, recvbuf, bytes * (size_t)N))
-            return eng_api_overlap_error(
-                fn, "sendbuf overlaps recvbuf but is not recvbuf + root * sendcount", count, ts,
-                sendbuf, bytes, recvbuf, bytes * (size_t)N);
+            return eng_api_overlap_error(fn, "sendbuf overlaps recvbuf but is not recvbuf + root * sendcount",
+                                         count, ts, sendbuf, bytes, recvbuf, bytes * (size_t)N);
         if (coll == ENG_COLL_SCATTER && me == root &&
             recvbuf != (const char *)sendbuf + (size_t)root * bytes &&
             eng_api_overlaps(recvbuf, bytes, sendbuf, bytes * (size_t)N))
-            return eng_api_overlap_error(
-                fn, "recvbuf overlaps sendbuf but is not sendbuf + root * recvcount", count, ts,
-                sendbuf, bytes * (size_t)N, recvbuf, bytes);
+            return eng_api_overlap_error(fn, "recvbuf overlaps sendbuf but is not sendbuf + root * recvcount",
+                                         count, ts, sendbuf, bytes * (size_t)N, recvbuf, bytes);
         /* allreduce, scan, reduce and bcast (at the root): in place means equal buffers;
          * a partial overlap would read data the collective already overwrote */
         const int same_size = coll == ENG_COLL_ALLREDUCE || coll == ENG_COLL_SCAN ||
@@ -425,11 +421,19 @@ static dfcclResult_t submit_v_call(const char *fn, eng_coll_t coll, const eng_va
     uint64_t largest = 0; /* picks the channels this rank takes part on (eng_pair_chans) */
     for (int p = 0; p < N; p++)
         largest = DFCCL_MAX(largest, DFCCL_MAX(b[p].sbytes, b[p].rbytes));
+    /* reduce_scatterv: every rank passes the same counts; a hash of them in the root's
+     * place (the collective has none), part of its signature (eng_sig.h), so ranks whose
+     * counts differ but whose largest block agrees never take each other's steps */
+    uint64_t counts_hash = 1469598103934665603ull; /* FNV-1a */
+    for (int p = 0; rsv && p < N; p++)
+        counts_hash = (counts_hash ^ (uint64_t)v->rcounts[p]) * 1099511628211ull;
     eng_coll_args_t a = {.coll = (uint8_t)coll,
                          .dtype = (uint8_t)(coll == ENG_COLL_ALLTOALLW ? dfcclUint8 : v->datatype),
                          .op = (uint8_t)(rsv ? v->op : dfcclSum),
                          .count = largest,
-                         .root = rooted ? v->root : 0,
+                         .root = rooted ? v->root
+                                 : rsv  ? (int32_t)((counts_hash ^ counts_hash >> 31) & 0x7fffffff)
+                                        : 0,
                          .sendbuf = sendbuf,
                          .recvbuf = recvbuf};
     return launch(fn, comm, &a, b, on_gpu, shi > slo || rhi > rlo, request_p);

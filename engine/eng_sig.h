@@ -34,7 +34,7 @@ DFCCL_INLINE int eng_coll_rooted(int coll)
 /* The v- and w-collectives: each rank's counts are its own (a root receives more than it
  * sends), so their count is no part of the signature. reduce_scatterv is tabled too, but
  * its counts are every rank's alike: as a reduction its count (the largest block's
- * bytes, eng_api's "largest") is compared. */
+ * bytes) is compared, and a hash of every count travels as its root. */
 DFCCL_INLINE int eng_coll_tabled(int coll)
 {
     return coll == ENG_COLL_GATHERV || coll == ENG_COLL_SCATTERV || coll == ENG_COLL_ALLGATHERV ||
@@ -57,7 +57,8 @@ DFCCL_INLINE eng_sig_fields_t eng_sig_fields(const eng_coll_args_t *a)
     eng_sig_fields_t f;
     f.coll = a->coll;
     f.epoch = a->epoch;
-    f.root = eng_coll_rooted(a->coll) ? a->root : 0;
+    /* reduce_scatterv: the hash of its counts (api.c) */
+    f.root = eng_coll_rooted(a->coll) || a->coll == ENG_COLL_REDUCE_SCATTERV ? a->root : 0;
     if (eng_coll_reduces(a->coll)) {
         f.dtype = a->dtype;
         f.op = a->op;

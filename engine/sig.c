@@ -126,8 +126,8 @@ static void describe(const eng_sig_entry_t *e, char *buf, size_t len)
     if (eng_coll_rooted(e->coll))
         snprintf(root, sizeof root, ", root %d", (int)e->root);
     if (e->coll == ENG_COLL_REDUCE_SCATTERV && e->dtype < dfcclNumTypes && e->op < dfcclNumOps)
-        snprintf(buf, len, "%s of %s (%s), largest block %" PRIu64 " bytes", name,
-                 eng_type_name((dfcclDataType_t)e->dtype), eng_op_name((dfcclRedOp_t)e->op), e->count);
+        snprintf(buf, len, "%s of %s (%s)", name, eng_type_name((dfcclDataType_t)e->dtype),
+                 eng_op_name((dfcclRedOp_t)e->op)); /* its counts: a hash, said apart */
     else if (eng_coll_reduces(e->coll) && e->dtype < dfcclNumTypes && e->op < dfcclNumOps)
         snprintf(buf, len, "%s of %" PRIu64 " %s (%s%s)", name, e->count,
                  eng_type_name((dfcclDataType_t)e->dtype), eng_op_name((dfcclRedOp_t)e->op), root);
@@ -145,8 +145,8 @@ static const char *difference(const eng_sig_entry_t *a, const eng_sig_entry_t *b
 {
     if (a->coll != b->coll)
         return "the collectives differ";
-    if (a->root != b->root)
-        return "the roots differ";
+    if (a->root != b->root) /* reduce_scatterv's: the hash of its counts */
+        return a->coll == ENG_COLL_REDUCE_SCATTERV ? "the counts differ" : "the roots differ";
     if (a->count != b->count)
         return eng_coll_reduces(a->coll) ? "the counts differ" : "the sizes in bytes differ";
     if (a->dtype != b->dtype)

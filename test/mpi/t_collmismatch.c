@@ -12,6 +12,8 @@
  *
  * usage: t_collmismatch CASE [--elems N]
  *   CASE: count, reduce-root, bcast-root, kind (allreduce against bcast), op, datatype,
+ *         vcounts (reduce_scatterv: the last rank puts the largest block at rank 1, the
+ *         others at rank 0: same largest, other counts),
  *         refused (the last rank passes a NULL recvbuf), none (no mismatch: all succeed),
  *         refused-all (every rank passes a NULL recvbuf, then rank 0 makes its next call
  *         100 ms after the others: no error, the communicator stays usable),
@@ -65,13 +67,19 @@ static dfcclResult_t call_case(const char *mode, int odd, int32_t *s, int32_t *r
         return dfcclAllReduce(s, odd ? NULL : r, n, dfcclInt32, dfcclSum, c, q);
     if (!strcmp(mode, "refused-all"))
         return dfcclAllReduce(s, NULL, n, dfcclInt32, dfcclSum, c, q);
+    if (!strcmp(mode, "vcounts")) { /* the same largest block, in another rank's place */
+        size_t cnt[64];
+        for (int p = 0; p < tc_size && p < 64; p++)
+            cnt[p] = p == (odd ? 1 : 0) ? n / 2 : n / (2 * (size_t)tc_size);
+        return dfcclReduceScatterv(s, r, cnt, dfcclInt32, dfcclSum, c, q);
+    }
     return dfcclAllReduce(s, r, n, dfcclInt32, dfcclSum, c, q);
 }
 
 /* What every rank's error must say. */
 static const char *expected_reason(const char *mode)
 {
-    if (!strcmp(mode, "count"))
+    if (!strcmp(mode, "count") || !strcmp(mode, "vcounts"))
         return "the counts differ";
     if (!strcmp(mode, "reduce-root") || !strcmp(mode, "bcast-root") || !strcmp(mode, "two-roots"))
         return "the roots differ";
