@@ -159,12 +159,8 @@ static dfcclResult_t submit_call(const char *fn, eng_coll_t coll, const void *se
     *comm_p = comm;
     if (coll != ENG_COLL_BARRIER && !eng_api_type_ok(datatype))
         return eng_set_error(dfcclInvalidArgument, fn, "datatype %d is not a dfcclDataType_t", (int)datatype);
-    if (reduces && ((int)op < 0 || op >= dfcclNumOps))
-        return eng_set_error(dfcclInvalidArgument, fn, "op %d is not a dfcclRedOp_t", (int)op);
-    if (reduces && !eng_op_valid((int)datatype, (int)op))
-        return eng_set_error(dfcclInvalidArgument, fn,
-                             "op %s is not valid for datatype %s (bitwise ops take integer types)",
-                             eng_op_name(op), eng_type_name(datatype));
+    if (reduces && (r = eng_api_op_error(fn, datatype, op)) != dfcclSuccess)
+        return r;
     const int N = comm->nranks, me = comm->rank;
     if (rooted && (root < 0 || root >= N))
         return eng_set_error(dfcclInvalidArgument, fn, "root %d out of range [0, %d)", root, N);
@@ -318,12 +314,8 @@ static dfcclResult_t submit_v_call(const char *fn, eng_coll_t coll, const eng_va
     if (rooted && (v->root < 0 || v->root >= N))
         return eng_set_error(dfcclInvalidArgument, fn, "root %d out of range [0, %d)", v->root, N);
     const int rsv = coll == ENG_COLL_REDUCE_SCATTERV;
-    if (rsv && ((int)v->op < 0 || v->op >= dfcclNumOps))
-        return eng_set_error(dfcclInvalidArgument, fn, "op %d is not a dfcclRedOp_t", (int)v->op);
-    if (rsv && !eng_op_valid((int)v->datatype, (int)v->op))
-        return eng_set_error(dfcclInvalidArgument, fn,
-                             "op %s is not valid for datatype %s (bitwise ops take integer types)",
-                             eng_op_name(v->op), eng_type_name(v->datatype));
+    if (rsv && (r = eng_api_op_error(fn, v->datatype, v->op)) != dfcclSuccess)
+        return r;
     /* the arrays this rank reads */
     const int root_side = rooted && me == v->root;
     const int a2a = coll == ENG_COLL_ALLTOALLV || coll == ENG_COLL_ALLTOALLW;

@@ -94,6 +94,19 @@ int eng_api_type_ok(dfcclDataType_t t)
     return (int)t >= 0 && t < dfcclNumTypes;
 }
 
+/* A reduction's op: a dfcclRedOp_t, and one the datatype takes; dfcclSuccess or the
+ * error naming it. */
+dfcclResult_t eng_api_op_error(const char *fn, dfcclDataType_t datatype, dfcclRedOp_t op)
+{
+    if ((int)op < 0 || op >= dfcclNumOps)
+        return eng_set_error(dfcclInvalidArgument, fn, "op %d is not a dfcclRedOp_t", (int)op);
+    if (!eng_op_valid((int)datatype, (int)op))
+        return eng_set_error(dfcclInvalidArgument, fn,
+                             "op %s is not valid for datatype %s (bitwise ops take integer types)",
+                             eng_op_name(op), eng_type_name(datatype));
+    return dfcclSuccess;
+}
+
 /* elements * type size, or 0 with *ovf set when it does not fit */
 static uint64_t mul_bytes(size_t n, size_t ts, int *ovf)
 {

@@ -35,6 +35,7 @@ dfcclResult_t eng_api_open_call(const char *fn, dfcclComm_t handle, dfcclRequest
 dfcclResult_t eng_api_aborted_error(const char *fn, const struct dfccl_comm *comm);
 dfcclResult_t eng_api_kind_error(const char *fn, const struct dfccl_comm *comm, int on_gpu, int mixed);
 int eng_api_type_ok(dfcclDataType_t t);
+dfcclResult_t eng_api_op_error(const char *fn, dfcclDataType_t datatype, dfcclRedOp_t op);
 dfcclResult_t eng_api_build_blocks(const char *fn, eng_coll_t coll, const eng_vargs_t *v, int N, int me,
                                    eng_block_t *b);
 void eng_api_table_span(const eng_block_t *b, int N, int recv, uint64_t *lo, uint64_t *hi);

@@ -105,6 +105,11 @@ static inline bool mca_coll_dfccl_op_on_gpu(const mca_coll_dfccl_op_t *op)
 
 /** @brief Engine path of a reduce-scatter with @p rcount elements per rank (also
  *         MPI_Reduce_scatter with equal counts); MPI_IN_PLACE handled. */
+/** @brief MPI_IN_PLACE for a reduce-scatter on the engine: the views of all of recvbuf
+ *         (`all` bytes) as input and of this rank's block at byte `off` as output, which
+ *         is moved to the front when the op completes (a host copy: host views). */
+int mca_coll_dfccl_rs_in_place(mca_coll_dfccl_op_t *o, const mca_coll_dfccl_plan_t *p, void *rbuf, size_t all,
+                               size_t off, size_t mine, void **hs_p, void **hr_p);
 int mca_coll_dfccl_rsb_engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_plan_t *p,
                                     const void *sbuf, void *rbuf, size_t rcount, mca_coll_dfccl_op_t *o);
 

@@ -41,29 +41,17 @@ static int rs_engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_plan
 
     if (p->equal)
         return mca_coll_dfccl_rsb_engine_start(m, p, sbuf, rbuf, (size_t)rcounts[0], o);
+    if (sbuf == MPI_IN_PLACE)
+        rc = mca_coll_dfccl_rs_in_place(o, p, rbuf, all, p->disp * ts, mine, &hs, &hr);
+    else if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, 0, all, true, 0, 0, &hs)) == OMPI_SUCCESS)
+        rc = mca_coll_dfccl_view(o, p->rkind, rbuf, 0, mine, false, 0, mine, &hr);
+    if (rc != OMPI_SUCCESS)
+        return rc;
     size_t *counts = malloc(sizeof(size_t) * (size_t)m->lsize);
     if (!counts)
         return MPI_ERR_NO_MEM;
     for (int i = 0; i < m->lsize; i++)
         counts[i] = (size_t)rcounts[i];
-    if (sbuf == MPI_IN_PLACE) {
-        void *hall; /* all of recvbuf goes in; this rank's part comes back at its start */
-        if ((rc = mca_coll_dfccl_view(o, p->rkind, rbuf, 0, all, true, 0, mine, &hall)) != OMPI_SUCCESS) {
-            free(counts);
-            return rc;
-        }
-        hs = hall;
-        hr = (char *)hall + p->disp * ts;
-        if (p->disp && mine) {
-            o->move_dst = hall;
-            o->move_src = hr;
-            o->move_len = mine;
-        }
-    } else if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, 0, all, true, 0, 0, &hs)) != OMPI_SUCCESS ||
-               (rc = mca_coll_dfccl_view(o, p->rkind, rbuf, 0, mine, false, 0, mine, &hr)) != OMPI_SUCCESS) {
-        free(counts);
-        return rc;
-    }
     dfcclResult_t res = dfcclReduceScatterv(hs, hr, counts, p->etype, p->eop, p->ecomm, &o->ereq);
     free(counts); /* read during the call */
     return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Reduce_scatter", res);

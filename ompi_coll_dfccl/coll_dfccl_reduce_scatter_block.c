@@ -9,6 +9,25 @@
  */
 #include "coll_dfccl_common.h"
 
+int mca_coll_dfccl_rs_in_place(mca_coll_dfccl_op_t *o, const mca_coll_dfccl_plan_t *p, void *rbuf, size_t all,
+                               size_t off, size_t mine, void **hs_p, void **hr_p)
+{
+    o->device_direct = false; /* the block move at completion is a host copy */
+    void *hall;
+    /* all of recvbuf goes in; only its first `mine` bytes come back */
+    int rc = mca_coll_dfccl_view(o, p->rkind, rbuf, 0, all, true, 0, mine, &hall);
+    if (rc != OMPI_SUCCESS)
+        return rc;
+    *hs_p = hall;
+    *hr_p = (char *)hall + off;
+    if (off && mine) {
+        o->move_dst = hall;
+        o->move_src = *hr_p;
+        o->move_len = mine;
+    }
+    return OMPI_SUCCESS;
+}
+
 int mca_coll_dfccl_rsb_engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_plan_t *p,
                                     const void *sbuf, void *rbuf, size_t rcount, mca_coll_dfccl_op_t *o)
 {
@@ -19,18 +38,9 @@ int mca_coll_dfccl_rsb_engine_start(mca_coll_dfccl_module_t *m, const mca_coll_d
 
     mca_coll_dfccl_op_engine(o, p->ecomm);
     if (sbuf == MPI_IN_PLACE) {
-        o->device_direct = false; /* the block move at completion is a host copy */
-        void *hall;
-        /* all of recvbuf goes in; only its first block comes back */
-        if ((rc = mca_coll_dfccl_view(o, p->rkind, rbuf, 0, all, true, 0, bytes, &hall)) != OMPI_SUCCESS)
+        if ((rc = mca_coll_dfccl_rs_in_place(o, p, rbuf, all, (size_t)m->rank * bytes, bytes, &hs, &hr)) !=
+            OMPI_SUCCESS)
             return rc;
-        hs = hall;
-        hr = (char *)hall + (size_t)m->rank * bytes;
-        if (m->rank) {
-            o->move_dst = hall;
-            o->move_src = hr;
-            o->move_len = bytes;
-        }
     } else {
         if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, 0, all, true, 0, 0, &hs)) != OMPI_SUCCESS ||
             (rc = mca_coll_dfccl_view(o, p->rkind, rbuf, 0, bytes, false, 0, bytes, &hr)) != OMPI_SUCCESS)
