@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * MPI_Alltoallv, MPI_Alltoallw and their MPI_I* forms. Contiguous blocks run on the
- * engine as bytes (dfcclAllToAllv; for w, a type per peer and byte displacements).
- * Other datatypes, and MPI_IN_PLACE (the data to send is in the receive buffer, which
- * the engine's pairwise exchange would overwrite before sending it), are staged through
- * host memory for the previous module (each side as the span its blocks cover).
+ * MPI_Alltoallv, MPI_Alltoallw and their MPI_I* forms, on the engine as bytes
+ * (dfcclAllToAllv; for w, a type per peer and byte displacements): contiguous blocks as
+ * they are, other datatypes packed. With MPI_IN_PLACE the data to send is in the receive
+ * buffer, which the engine's pairwise exchange overwrites while it still sends from it:
+ * the send side is a packed copy of the receive blocks, taken at the call.
  */
 #include "coll_dfccl_common.h"
 
 /* w: MPI_Alltoallw. The engine runs every datatype (a rank packs what is not
- * contiguous), so the path depends on the memory kind alone; MPI_IN_PLACE (every rank
- * passes it) is staged. */
+ * contiguous), in place or not, so the path depends on the memory kind alone. */
 static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, mca_coll_dfccl_check_t *rec,
                     mca_coll_dfccl_plan_t *p, bool w)
 {
@@ -26,7 +25,7 @@ static bool prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, 
             rbytes += mca_coll_dfccl_bytes(w ? a->rdtypes[i] : a->rdtype, (size_t)a->rcounts[i]);
     }
     rec->kind = mca_coll_dfccl_kind_v(m, p, a->sbuf, sbytes > 0, a->rbuf, rbytes > 0);
-    return !in_place;
+    return true;
 }
 
 static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,
@@ -40,7 +39,11 @@ static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
     mca_coll_dfccl_op_engine(o, p->ecomm);
     int rc = mca_coll_dfccl_engine_side(o, p->rkind, true, false, a->rbuf, n, a->rcounts, 0, a->rdispls,
                                         a->rdtype, w ? a->rdtypes : NULL, tab + 2 * n, tab + 3 * n, &hr);
-    if (rc == OMPI_SUCCESS)
+    /* in place: MPI ignores the send arguments; the receive blocks, copied, are sent */
+    if (rc == OMPI_SUCCESS && a->sbuf == MPI_IN_PLACE)
+        rc = mca_coll_dfccl_engine_side(o, p->rkind, false, true, a->rbuf, n, a->rcounts, 0, a->rdispls,
+                                        a->rdtype, w ? a->rdtypes : NULL, tab, tab + n, &hs);
+    else if (rc == OMPI_SUCCESS)
         rc = mca_coll_dfccl_engine_side(o, p->skind, false, false, (void *)a->sbuf, n, a->scounts, 0,
                                         a->sdispls, a->sdtype, w ? a->sdtypes : NULL, tab, tab + n, &hs);
     if (rc == OMPI_SUCCESS) {

@@ -176,7 +176,9 @@ static inline mca_coll_dfccl_mem_t mca_coll_dfccl_kind_v(mca_coll_dfccl_module_t
  *        viewed where they are; others are packed (coll_dfccl_pack.c). @p kind: the
  *        memory kind of @p user, as the call decided it. Out: the engine's
  *        buffer *@p ebuf_p and each block's bytes and offset in it. @p keep: a receive
- *        side whose current contents matter (in place). Arrays must outlive the call.
+ *        side whose current contents matter (in place); a send side that the call's
+ *        receive side overwrites (in place alltoallv/w), which is then always copied
+ *        (packed) before the engine sees it. Arrays must outlive the call.
  */
 int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, mca_coll_dfccl_mem_t kind, bool recv, bool keep,
                                void *user, int n, const int *counts, int uniform, const int *displs,

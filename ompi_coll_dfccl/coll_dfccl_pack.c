@@ -124,7 +124,8 @@ int mca_coll_dfccl_engine_side(mca_coll_dfccl_op_t *o, mca_coll_dfccl_mem_t kind
         ompi_datatype_type_size(dt, &size);
         dense = (size_t)extent * (size_t)uniform == size * (size_t)uniform;
     }
-    if (dense && vblocks(n, counts, displs, uniform, dt, dts, bcount, boff, &lo, &len)) {
+    /* a send side the call overwrites (in place) is always copied: packed */
+    if (dense && !(keep && !recv) && vblocks(n, counts, displs, uniform, dt, dts, bcount, boff, &lo, &len)) {
         /* a host copy of a receive span is read in when it has gaps between blocks,
          * which its copy back must leave as they were */
         rc = mca_coll_dfccl_view(o, kind, user, lo, len, !recv || keep || n > 1, 0, recv ? len : 0, ebuf_p);

@@ -65,13 +65,13 @@ if [ -x "$BIN/t_device" ] && nvidia-smi -L >/dev/null 2>&1; then
     # the collectives dfccl stages, on real device buffers
     for np in 2 4 8; do
         run 300 $np --mca coll_dfccl_verbose 3 -- t_allcolls_dev
-        check_lines "device buffers: gather(v), scatter(v), allgatherv, alltoallv/w, scan, exscan on the GPU daemon (user ops, in-place alltoallv/w staged) np=$np" $? \
+        check_lines "device buffers: gather(v), scatter(v), allgatherv, alltoallv/w, scan, exscan on the GPU daemon (in-place alltoallv/w too; user ops staged) np=$np" $? \
             'OK t_allcolls' \
             'MPI_Igatherv on .*-> engine (device memory' \
             '-> previous module (staged through host) (device memory'
     done
     # --mca coll dfccl alone on device buffers: no previous module; what the engine cannot
-    # run (user ops, in-place alltoallv/w) is staged to dfccl's own fallbacks
+    # run (user ops) is staged to dfccl's own fallbacks
     for np in 2 4 8; do
         run 300 $np --mca coll dfccl --mca coll_dfccl_verbose 3 -- t_allcolls_dev
         check_lines "dfccl alone (--mca coll dfccl), device buffers: gather(v) ... exscan, user ops staged to the fallbacks np=$np" $? \

@@ -307,7 +307,7 @@ for np in 1 4; do
     run 120 $np "${ALONE[@]}" "${FAKE[@]}" --mca coll_dfccl_verbose 3 -- t_allcolls
     check_lines "dfccl alone, staged (device buffers, emulated): every collective through the fallbacks np=$np" $? \
         'OK t_allcolls' \
-        'MPI_Ialltoallw on .*-> previous module (staged through host)' \
+        'MPI_Iscan on .*-> previous module (staged through host)' \
         'WARNING: MPI_.* on device buffers of .* is staged through host memory'
     [ "$(grep -c 'WARNING: MPI_.* on device buffers of .* is staged through host memory' "$WORK/out")" -le "$np" ] ||
         fail "staged device buffers said once per process np=$np" "$(grep -c 'is staged through host memory' "$WORK/out") lines"
@@ -383,15 +383,33 @@ done
 
 # ---------------------------------------------------------------- gather(v), scatter(v), ...
 # gather(v), scatter(v), allgatherv, alltoallv/w, scan, exscan on device buffers (emulated):
-# on the engine (strided datatypes packed), in-place alltoallv/w and user ops staged
-# through host memory for the previous module; checked element by element
+# on the engine (strided datatypes packed, in-place alltoallv/w from a copy of the
+# receive blocks), user ops staged through host memory for the previous module;
+# checked element by element
 for np in 1 2 3 4 8; do
     run 120 $np "${FAKE[@]}" --mca coll_dfccl_verbose 3 -- t_allcolls
     check_lines "gather(v), scatter(v), allgatherv, alltoallv/w, scan, exscan on device buffers (emulated): every one, blocking and non-blocking np=$np" $? \
         'OK t_allcolls' \
-        'MPI_Ialltoallw on .*-> previous module (staged through host)' \
+        'MPI_Iscan on .*-> previous module (staged through host)' \
         'MPI_Igatherv on .*-> engine' \
         'MPI_Exscan on .*-> engine'
+    if grep -q 'MPI_I\?[Aa]lltoall[vw] on .*-> previous' "$WORK/out"; then
+        fail "alltoallv/w on device buffers (emulated), in place too, all on the engine np=$np" \
+            "$(grep -c 'MPI_I\?[Aa]lltoall[vw] on .*-> previous' "$WORK/out") calls not"
+    fi
+done
+# the same on host buffers (coll_dfccl_host_buffers 1): in-place alltoallv/w read their
+# receive buffer as it is, so only here does a missing copy of it show
+for np in 2 3 4; do
+    run 120 $np "${HB[@]}" --mca coll_dfccl_verbose 3 -- t_allcolls
+    check_lines "gather(v), scatter(v), allgatherv, alltoallv/w (in place too) on host buffers on the engine np=$np" $? \
+        'OK t_allcolls' \
+        'MPI_Ialltoallw on .*-> engine (host memory' \
+        'MPI_Alltoallv on .*-> engine (host memory'
+    if grep -q 'MPI_I\?[Aa]lltoall[vw] on .*-> previous' "$WORK/out"; then
+        fail "alltoallv/w on host buffers, in place too, all on the engine np=$np" \
+            "$(grep -c 'MPI_I\?[Aa]lltoall[vw] on .*-> previous' "$WORK/out") calls not"
+    fi
 done
 run 120 4 "${FAKE[@]}" --mca coll_dfccl_check 1 -- t_allcolls
 check_ok "staged collectives with coll_dfccl_check=1 (no false alarm) np=4" $?
