@@ -1,7 +1,7 @@
 #!/bin/bash
 # What one device-tool call runs on the GPU machine: build the release tarball carried
 # in .dist/, run the GPU suite, then the GPU benchmark (MODES, several allowed: test,
-# ompi, bench, all, multigpu, net, osu, build). Logs go to $OUT.
+# ompi, bench, all, multigpu, net, osu, osusuite, build). Logs go to $OUT.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 REPO=$PWD
@@ -79,4 +79,12 @@ if want osu explicit; then
     OSU=/tmp/osu/osu-micro-benchmarks-7.4/c/mpi/collective
     [ -x $OSU/blocking/osu_gather ] || OSU=$(sh "$REPO/.dist/osu/build.sh" /tmp/osu --cuda | tail -1)
     bash "$REPO/bench/osu_run.sh" "$PWD" "$OSU" 2>&1 | tee "$OUT/osu.log"
+fi
+if want osusuite explicit; then
+    # the OSU suite on device buffers with the defaults (OSU's validation, every call on
+    # the engine), N ranks under MPS
+    export CUDA_MPS_PIPE_DIRECTORY=/tmp/dfccl-mps/pipe CUDA_MPS_LOG_DIRECTORY=/tmp/dfccl-mps/log
+    mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY; nvidia-cuda-mps-control -d
+    OSU_SRC=$REPO/.dist/osu bash test/ompi/run_osu_suite.sh "$PWD" --cuda 2>&1 | tee "$OUT/osu_suite.log"
+    echo quit | nvidia-cuda-mps-control; sleep 1
 fi

@@ -10,7 +10,8 @@
 #             ranks (uneven counts, an odd rank count), int for the reductions, in place
 #             (-l) where OSU has it, the main collectives at 2 and 4 ranks
 #   fake      the device path's staging on host memory (coll_dfccl_fake_device 1), 4 ranks
-#   --cuda    (GPU machines) device buffers (-d cuda), the default settings, 2 and 8 ranks
+#   --cuda    (GPU machines) device buffers (-d cuda), the default settings: every
+#             benchmark at 8 ranks, the main ones at 2, in place at 4
 #
 # A case passes when OSU exits 0 within its timeout, prints every size with "Pass", and
 # the component's log (coll_dfccl_verbose 3) shows every call of the benchmark's
@@ -148,12 +149,21 @@ REDUCING="allreduce reduce reduce_scatter reduce_scatter_block"
 INPLACE="allreduce reduce reduce_scatter reduce_scatter_block allgather allgatherv alltoall alltoallv alltoallw gather gatherv scatter scatterv"
 
 if [ "$CUDA" = --cuda ]; then
-    # device buffers, the defaults: what a GPU job gets
-    for np in 2 8; do
-        for c in $ALL barrier; do
-            for b in "osu_$c" "osu_i$c"; do
-                case_run "cuda $b np=$np" "$np" "$b" -- -d cuda -T mpi_float
-            done
+    # device buffers, the defaults: what a GPU job gets (8 ranks: every benchmark; 2:
+    # the main ones)
+    for c in $ALL barrier; do
+        for b in "osu_$c" "osu_i$c"; do
+            case_run "cuda $b np=8" 8 "$b" -- -d cuda -T mpi_float
+        done
+    done
+    for c in $MAIN; do
+        for b in "osu_$c" "osu_i$c"; do
+            case_run "cuda $b np=2" 2 "$b" -- -d cuda -T mpi_float
+        done
+    done
+    for c in $INPLACE; do
+        for b in "osu_$c" "osu_i$c"; do
+            case_run "cuda $b np=4 in place" 4 "$b" -- -d cuda -T mpi_float -l
         done
     done
     finish
