@@ -81,7 +81,8 @@ typedef struct mca_coll_dfccl_component_t {
     bool host_buffers;
     bool device_staged; /**< device buffers staged for the previous module (a baseline) */
     bool check;
-    bool fake_device; /**< testing: every buffer counts as device memory */
+    int fake_device; /**< testing: every buffer counts as device memory (2: handed to the engine as
+                          the GPU daemon takes it, with host copies for device ones) */
     bool eager;       /**< engine communicator at communicator creation, not first use */
     bool device_sync; /**< synchronize the legacy stream before each device-buffer call */
     mca_coll_dfccl_knob_t knobs[MCA_COLL_DFCCL_MAX_KNOBS];
@@ -316,13 +317,16 @@ typedef struct mca_coll_dfccl_op_t {
     mca_coll_dfccl_stage_t stage[3]; /**< staged user buffers */
     int nstage;
     void *tmp;      /**< a host temporary of the call itself */
-    void *move_dst; /**< host-side copy done at completion, before staging out */
+    void *dev_tmp;  /**< a device temporary of the call itself (mca_coll_dfccl_device_alloc) */
+    void *move_dst; /**< copy done at completion, before staging out (regions may overlap) */
     const void *move_src;
     size_t move_len;
+    bool move_device; /**< ... between device addresses (the GPU daemon's buffers) */
     dfcclRequest_t ereq;                 /**< engine request (engine path) */
     ompi_request_t *inner;               /**< previous module's request (non-blocking staged path) */
     int rc;                              /**< result of a blocking previous call (staged path) */
-    bool device_direct;                  /**< engine path on a communicator with a GPU part */
+    bool device_direct;                  /**< device buffers go to the engine as they are */
+    bool on_gpu;                         /**< ... on a communicator with a GPU part */
     bool device_synced;                  /**< the legacy stream was synchronized for this op */
     struct mca_coll_dfccl_pack_t *packs; /**< packed sides (coll_dfccl_pack.c) */
 } mca_coll_dfccl_op_t;

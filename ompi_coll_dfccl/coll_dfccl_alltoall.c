@@ -2,7 +2,8 @@
 /*
  * MPI_Alltoall, MPI_Ialltoall: contiguous data as bytes. The engine has no in-place
  * all-to-all, so with MPI_IN_PLACE the data is first copied out of recvbuf into a
- * temporary (or its staged host copy) that serves as sendbuf.
+ * temporary that serves as sendbuf: device memory beside recvbuf when the GPU daemon
+ * runs the call, else a host copy.
  */
 #include "coll_dfccl_common.h"
 
@@ -26,8 +27,6 @@ static int alltoall_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_
 
     if (p->path == MCA_COLL_DFCCL_PATH_ENGINE) {
         mca_coll_dfccl_op_engine(o, p->ecomm);
-        if (in_place)
-            o->device_direct = false; /* the send side is a host copy of recvbuf */
         const size_t all = n * p->bytes;
         void *ruser = (char *)rbuf + p->roff;
         if ((rc = mca_coll_dfccl_view(o, p->rkind, ruser, 0, all, false, 0, all, &hr)) != OMPI_SUCCESS)
@@ -40,6 +39,13 @@ static int alltoall_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_
             /* staged: a second host copy of recvbuf, read in, is the send side */
             if ((rc = mca_coll_dfccl_view(o, p->rkind, ruser, 0, all, true, 0, 0, &hs)) != OMPI_SUCCESS)
                 return rc;
+        } else if (p->rkind == MCA_COLL_DFCCL_MEM_DEVICE) {
+            /* the GPU daemon reads recvbuf itself: a device copy of it is the send side */
+            if (!(o->dev_tmp = mca_coll_dfccl_device_alloc(all, ruser)))
+                return MPI_ERR_NO_MEM;
+            if (mca_coll_dfccl_copy(o->dev_tmp, ruser, all, true) != OMPI_SUCCESS)
+                return MPI_ERR_OTHER;
+            hs = o->dev_tmp;
         } else {
             if (!(o->tmp = malloc(all)))
                 return MPI_ERR_NO_MEM;

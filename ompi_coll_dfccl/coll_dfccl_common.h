@@ -89,25 +89,28 @@ static inline void mca_coll_dfccl_op_init(mca_coll_dfccl_op_t *op)
 }
 
 /** @brief The op runs on the engine: device buffers go to the GPU daemon as they are
- *         when the engine communicator has a GPU part. */
+ *         when the engine communicator has a GPU part (with coll_dfccl_fake_device=2,
+ *         the host buffers that stand for device ones go to the CPU daemon the same way). */
 static inline void mca_coll_dfccl_op_engine(mca_coll_dfccl_op_t *op, dfcclComm_t ecomm)
 {
     int direct = 0;
-    op->device_direct = dfcclCommDeviceBuffers(ecomm, &direct) == dfcclSuccess && direct;
+    op->on_gpu = dfcclCommDeviceBuffers(ecomm, &direct) == dfcclSuccess && direct;
+    op->device_direct = op->on_gpu || mca_coll_dfccl_component.fake_device >= 2;
 }
 
 /** @brief The op's device buffers went to the GPU daemon as they are (so no CPU daemon
  *         thread needs a core while the caller waits for it). */
 static inline bool mca_coll_dfccl_op_on_gpu(const mca_coll_dfccl_op_t *op)
 {
-    return op->device_direct && op->device_synced;
+    return op->on_gpu && op->device_synced;
 }
 
 /** @brief Engine path of a reduce-scatter with @p rcount elements per rank (also
  *         MPI_Reduce_scatter with equal counts); MPI_IN_PLACE handled. */
 /** @brief MPI_IN_PLACE for a reduce-scatter on the engine: the views of all of recvbuf
  *         (`all` bytes) as input and of this rank's block at byte `off` as output, which
- *         is moved to the front when the op completes (a host copy: host views). */
+ *         is moved to the front when the op completes (on the device when the GPU
+ *         daemon runs it on recvbuf itself, else in the host view). */
 int mca_coll_dfccl_rs_in_place(mca_coll_dfccl_op_t *o, const mca_coll_dfccl_plan_t *p, void *rbuf, size_t all,
                                size_t off, size_t mine, void **hs_p, void **hr_p);
 int mca_coll_dfccl_rsb_engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_plan_t *p,

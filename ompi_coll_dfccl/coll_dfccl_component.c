@@ -238,9 +238,11 @@ static int dfccl_register(void)
          "(0 or 1)",
          "0", OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->device_sync},
         {"fake_device",
-         "Testing only: treat every buffer as device memory, so that the staging paths run on a machine "
-         "without a GPU. Default 0 (0 or 1)",
-         "0", OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->fake_device},
+         "Testing only: treat every buffer as device memory, so that the device paths run on a machine "
+         "without a GPU. 1: they are staged through host copies, as for a communicator without a GPU "
+         "part; 2: they are handed to the engine as they are, as the GPU daemon takes them (its scratch "
+         "buffers and copies are host ones). Default 0 (0, 1 or 2)",
+         "0", OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &cm->fake_device, NULL},
     };
 
     cm->bad_params = false;

@@ -153,7 +153,7 @@ int mca_coll_dfccl_copy(void *dst, const void *src, size_t len, bool dst_device)
 {
     if (!len || dst == src)
         return OMPI_SUCCESS;
-    if (!cu.handle) { /* no driver (or fake device memory): both sides are host memory */
+    if (!cu.handle || mca_coll_dfccl_component.fake_device) { /* both sides are host memory */
         memmove(dst, src, len);
         return OMPI_SUCCESS;
     }
@@ -177,6 +177,8 @@ int mca_coll_dfccl_copy(void *dst, const void *src, size_t len, bool dst_device)
 
 void *mca_coll_dfccl_device_alloc(size_t len, const void *like)
 {
+    if (mca_coll_dfccl_component.fake_device) /* testing: host memory stands for device memory */
+        return malloc(len ? len : 1);
     pthread_once(&cu.once, cu_load);
     if (!cu.handle || !cu.mem_alloc || !cu.mem_free)
         return NULL;
@@ -196,6 +198,10 @@ void *mca_coll_dfccl_device_alloc(size_t len, const void *like)
 
 void mca_coll_dfccl_device_free(void *ptr)
 {
+    if (ptr && mca_coll_dfccl_component.fake_device) {
+        free(ptr);
+        return;
+    }
     if (!ptr || !cu.handle)
         return;
     const int pushed = cu_push_for(ptr, NULL);
@@ -204,6 +210,23 @@ void mca_coll_dfccl_device_free(void *ptr)
     else
         cu.mem_free((dfccl_cu_deviceptr_t)(uintptr_t)ptr);
     cu_pop(pushed);
+}
+
+int mca_coll_dfccl_device_move(void *dst, const void *src, size_t len)
+{
+    const size_t apart = (const char *)src > (char *)dst ? (size_t)((const char *)src - (char *)dst)
+                                                         : (size_t)((char *)dst - (const char *)src);
+    /* cuMemcpy between overlapping ranges is undefined: through a temporary then */
+    if (apart >= len || !cu.handle || mca_coll_dfccl_component.fake_device)
+        return mca_coll_dfccl_copy(dst, src, len, true);
+    void *tmp = mca_coll_dfccl_device_alloc(len, dst);
+    if (!tmp)
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    int rc = mca_coll_dfccl_copy(tmp, src, len, true);
+    if (rc == OMPI_SUCCESS)
+        rc = mca_coll_dfccl_copy(dst, tmp, len, true);
+    mca_coll_dfccl_device_free(tmp);
+    return rc;
 }
 
 int mca_coll_dfccl_device_ready(void)

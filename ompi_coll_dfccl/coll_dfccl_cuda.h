@@ -55,6 +55,10 @@ void mca_coll_dfccl_host_free(void *ptr);
 void *mca_coll_dfccl_device_alloc(size_t len, const void *like);
 void mca_coll_dfccl_device_free(void *ptr);
 
+/** @brief Copy @p len bytes between device addresses whose ranges may overlap (landed
+ *         when this returns). OMPI_SUCCESS or an error. */
+int mca_coll_dfccl_device_move(void *dst, const void *src, size_t len);
+
 /** @brief Drop the driver handle (component close). */
 void mca_coll_dfccl_cuda_fini(void);
 

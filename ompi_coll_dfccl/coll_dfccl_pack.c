@@ -224,8 +224,14 @@ static int packs_finish(mca_coll_dfccl_op_t *o, int rc)
 
 int mca_coll_dfccl_op_finish(mca_coll_dfccl_op_t *op, int rc)
 {
-    if (rc == OMPI_SUCCESS && op->move_len)
-        memmove(op->move_dst, op->move_src, op->move_len);
+    if (rc == OMPI_SUCCESS && op->move_len) {
+        if (!op->move_device)
+            memmove(op->move_dst, op->move_src, op->move_len);
+        else if (mca_coll_dfccl_device_move(op->move_dst, op->move_src, op->move_len) != OMPI_SUCCESS)
+            rc = MPI_ERR_OTHER;
+    }
+    mca_coll_dfccl_device_free(op->dev_tmp);
+    op->dev_tmp = NULL;
     /* packed blocks are unpacked into their host views before those are copied back */
     rc = packs_finish(op, rc);
     return mca_coll_dfccl_stages_finish(op, rc);

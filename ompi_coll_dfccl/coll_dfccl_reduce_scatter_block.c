@@ -5,14 +5,14 @@
  * MPI_IN_PLACE differs from the engine's convention: MPI takes the input from
  * recvbuf and leaves rank r's block at the start of recvbuf, the engine reduces in
  * place when recvbuf == sendbuf + r * block. So the engine runs in place on
- * recvbuf and the block is moved to the front when the call completes.
+ * recvbuf (the device buffer itself for the GPU daemon, else its host view) and the
+ * block is moved to the front when the call completes (a device copy, or a host one).
  */
 #include "coll_dfccl_common.h"
 
 int mca_coll_dfccl_rs_in_place(mca_coll_dfccl_op_t *o, const mca_coll_dfccl_plan_t *p, void *rbuf, size_t all,
                                size_t off, size_t mine, void **hs_p, void **hr_p)
 {
-    o->device_direct = false; /* the block move at completion is a host copy */
     void *hall;
     /* all of recvbuf goes in; only its first `mine` bytes come back */
     int rc = mca_coll_dfccl_view(o, p->rkind, rbuf, 0, all, true, 0, mine, &hall);
@@ -24,6 +24,8 @@ int mca_coll_dfccl_rs_in_place(mca_coll_dfccl_op_t *o, const mca_coll_dfccl_plan
         o->move_dst = hall;
         o->move_src = *hr_p;
         o->move_len = mine;
+        /* the GPU daemon ran it on recvbuf itself: a device copy (host views: a host one) */
+        o->move_device = hall == rbuf && p->rkind == MCA_COLL_DFCCL_MEM_DEVICE;
     }
     return OMPI_SUCCESS;
 }

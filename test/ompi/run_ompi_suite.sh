@@ -4,7 +4,8 @@
 # The Open MPI component suite: plain MPI programs run with mca_coll_dfccl loaded
 # from the build tree. No GPU is needed: coll_dfccl_host_buffers=1 sends host
 # buffers to the engine's CPU backend, coll_dfccl_fake_device=1 runs the device
-# staging paths on host memory.
+# staging paths on host memory, coll_dfccl_fake_device=2 the GPU daemon's path (host
+# buffers taken for device ones, handed to the engine as they are).
 #
 #   test/ompi/run_ompi_suite.sh BUILD_DIR [--quick]
 #
@@ -158,6 +159,7 @@ check_hang() {
 RUN_PREFIX=() # a command the run goes through (a private mount namespace, ...)
 HB=(--mca coll_dfccl_host_buffers 1)
 FAKE=(--mca coll_dfccl_fake_device 1)
+FAKE_DIRECT=(--mca coll_dfccl_fake_device 2)
 
 # DEVICE_ONLY=1 (GPU machines): only the device-buffer part at the end
 if [ -z "${DEVICE_ONLY:-}" ]; then
@@ -370,6 +372,14 @@ check_ok "collectives x types x ops x sizes (quick) np=8" $?
 # staging paths (device buffers, emulated): engine and previous module behind host copies
 run 300 3 "${FAKE[@]}" -- t_colls --quick
 check_ok "staged device buffers: collectives matrix (quick) np=3" $?
+# the GPU daemon's path (device buffers, emulated, handed to the engine as they are:
+# in-place reduce-scatters moved and in-place all-to-alls copied on the "device")
+for np in 3 4; do
+    run 300 $np "${FAKE_DIRECT[@]}" --mca coll_dfccl_verbose 3 -- t_colls --quick
+    check_engine "device buffers handed to the engine as they are (emulated): collectives matrix (quick) np=$np" $? device
+done
+run 120 3 "${FAKE_DIRECT[@]}" -- t_allcolls
+check_ok "device buffers handed to the engine as they are (emulated): gather(v) ... exscan np=3" $?
 
 # ---------------------------------------------------------------- fallbacks
 for np in 2 3 4 8; do
@@ -438,6 +448,8 @@ for np in 2 3 4 8; do
 done
 run 120 3 "${FAKE[@]}" -- t_nb
 check_ok "non-blocking, staged (device buffers, emulated) np=3" $?
+run 120 3 "${FAKE_DIRECT[@]}" -- t_nb
+check_ok "non-blocking, device buffers handed to the engine as they are (emulated) np=3" $?
 
 # ---------------------------------------------------------------- chaos order
 # From the very first call on fresh communicators, default settings, no warm-up. Every

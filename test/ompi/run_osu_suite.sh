@@ -9,7 +9,9 @@
 #   host      host buffers on the CPU daemon (coll_dfccl_host_buffers 1): float at 3
 #             ranks (uneven counts, an odd rank count), int for the reductions, in place
 #             (-l) where OSU has it, the main collectives at 2 and 4 ranks
-#   fake      the device path's staging on host memory (coll_dfccl_fake_device 1), 4 ranks
+#   fake      device buffers emulated on host memory, 4 ranks: handed to the engine as the
+#             GPU daemon takes them (coll_dfccl_fake_device 2; in place too), and staged
+#             through host copies (coll_dfccl_fake_device 1)
 #   --cuda    (GPU machines) device buffers (-d cuda), the default settings: every
 #             benchmark at 8 ranks, the main ones at 2, in place at 4
 #
@@ -194,7 +196,13 @@ for np in 2 4; do
 done
 for c in $ALL; do
     for b in "osu_$c" "osu_i$c"; do
-        case_run "fake device $b np=4 float" 4 "$b" --mca coll_dfccl_fake_device 1 -- -T mpi_float
+        case_run "fake direct $b np=4 float" 4 "$b" --mca coll_dfccl_fake_device 2 -- -T mpi_float
+        case_run "fake staged $b np=4 float" 4 "$b" --mca coll_dfccl_fake_device 1 -- -T mpi_float
+    done
+done
+for c in $INPLACE; do
+    for b in "osu_$c" "osu_i$c"; do
+        case_run "fake direct $b np=4 in place" 4 "$b" --mca coll_dfccl_fake_device 2 -- -T mpi_float -l
     done
 done
 finish
