@@ -75,6 +75,10 @@ if [ -f "$BUILD/ompi_coll_dfccl/.libs/mca_coll_dfccl.so" ]; then
         --np 2,3,4 --faults late
     case_run "fuzz mpi (component, host buffers): seeds 31-40, DFCCL_DIRECT_MAX=4194304 DFCCL_DIRECT_RANKS=2" 60 \
         --mode mpi --seeds 31:41 --np 2,3,4 --env DFCCL_DIRECT_MAX=4194304 --env DFCCL_DIRECT_RANKS=2
+    # the GPU daemon's path in the component (device buffers emulated on host memory and
+    # handed to the engine as they are: in-place moves and copies on the "device")
+    case_run "fuzz mpi (component, device buffers emulated, coll_dfccl_fake_device=2): seeds 41-60" 60 \
+        --mode mpi --seeds 41:61 --np 2,3,4 --faults late --env OMPI_MCA_coll_dfccl_fake_device=2
     # a rank killed through the component, often before the engine communicator of the
     # communicator it leaves was set up (its private exchanges then wait on the dead rank:
     # Open MPI fails no message to it): every survivor must end with an error, never hang
