@@ -197,26 +197,27 @@ static int dfccl_register(void)
         mca_base_var_scope_t scope;
         int *ivar;
         bool *bvar;
+        int imax; /* an integer's largest value (0: INT32_MAX) */
     } params[NPARAMS] = {
         {"priority",
          "Priority of the dfccl coll component. Default 78 (above self's 75, so that every collective it "
          "does not take over has a previous module)",
-         "78", OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY, &cm->priority, NULL},
+         "78", OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY, &cm->priority, NULL, 0},
         {"verbose",
          "Verbosity of the dfccl coll component: 1 set-up, 2 engine communicators, 3 the path of every "
          "collective call, 5 why a call could not run on the engine. Default 0 (errors only)",
-         "0", OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_LOCAL, &cm->verbose, NULL},
+         "0", OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_LOCAL, &cm->verbose, NULL, 0},
         {"enable", "Enable the dfccl coll component. Default 1 (0 or 1)", "1", OPAL_INFO_LVL_3,
-         MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->enable},
+         MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->enable, 0},
         {"host_buffers",
          "1: run collectives on host buffers on the engine's CPU backend too; 0: host buffers go to the "
          "previous coll module untouched. Default 0 (0 or 1)",
-         "0", OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->host_buffers},
+         "0", OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->host_buffers, 0},
         {"device_staged",
          "1: device buffers are copied to host memory and the previous coll module runs the collective "
          "(what a non-CUDA-aware MPI user does by hand), instead of the engine: a baseline for "
          "measurements. Default 0 (0 or 1)",
-         "0", OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->device_staged},
+         "0", OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->device_staged, 0},
         {"check",
          "1: before every collective, compare what each rank passed (collective, byte count, the "
          "datatype's basic types, memory kind, recvcounts, root, op) in one private exchange per call "
@@ -224,25 +225,25 @@ static int dfccl_register(void)
          "rank instead of hanging; the communicator stays usable. With 0 the engine's in-band signatures "
          "find the same mismatches (memory kinds only with host_buffers 1, where both kinds run on the "
          "engine) and abort the communicator. Default 0 (0 or 1)",
-         "0", OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->check},
+         "0", OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->check, 0},
         {"eager",
          "1: start setting up the engine communicator when the MPI communicator is created; 0: at its "
          "first engine call. The set-up never blocks the caller either way (it runs on a thread of its "
          "own; the communicator's engine calls wait for it). Default 0 (0 or 1)",
-         "0", OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->eager},
+         "0", OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->eager, 0},
         {"device_sync",
          "1: before each call on device buffers that the GPU daemon runs, wait for the application's "
          "legacy default stream (costs 2-6 us a call with several ranks on one GPU); 0: the application "
          "synchronizes the streams that wrote the buffers, as with any CUDA-aware MPI (synchronous "
          "cudaMemcpy/cudaMemset into them are covered by the SYNC_MEMOPS attribute dfccl sets). Default 0 "
          "(0 or 1)",
-         "0", OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->device_sync},
+         "0", OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, NULL, &cm->device_sync, 0},
         {"fake_device",
          "Testing only: treat every buffer as device memory, so that the device paths run on a machine "
          "without a GPU. 1: they are staged through host copies, as for a communicator without a GPU "
          "part; 2: they are handed to the engine as they are, as the GPU daemon takes them (its scratch "
          "buffers and copies are host ones). Default 0 (0, 1 or 2)",
-         "0", OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &cm->fake_device, NULL},
+         "0", OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &cm->fake_device, NULL, 2},
     };
 
     cm->bad_params = false;
@@ -259,10 +260,13 @@ static int dfccl_register(void)
         const char *v = cm->param_str[i];
         unsigned long long n = 0;
         if (params[i].ivar) {
-            if (parse_count(v, INT32_MAX, &n))
+            const int imax = params[i].imax ? params[i].imax : INT32_MAX;
+            char range[48];
+            snprintf(range, sizeof(range), "an integer in [0, %d]", imax);
+            if (parse_count(v, (unsigned long long)imax, &n))
                 *params[i].ivar = (int)n;
             else
-                refuse(params[i].name, v ? v : "", "an integer in [0, 2147483647]");
+                refuse(params[i].name, v ? v : "", range);
         } else if (!parse_bool(v, params[i].bvar)) {
             refuse(params[i].name, v ? v : "", "0 or 1 (or true/false, yes/no, on/off)");
         }

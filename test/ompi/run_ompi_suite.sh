@@ -232,6 +232,7 @@ bad_mca channels banana "a non-negative integer"
 bad_mca chunk_size 5000000000000000000000 "a non-negative integer"
 bad_mca check banana "0 or 1"
 bad_mca net tcp "auto or ucx"
+bad_mca fake_device 3 "an integer in \[0, 2\]"
 run 60 2 "${HB[@]}" --mca coll_dfccl_verbose 2 --mca coll_dfccl_chanels 2 -- t_nb --rounds 1
 rc=$?
 echo "    case: --mca coll_dfccl_chanels 2 -> rc $rc: $(grep -m1 -o 'coll_dfccl_chanels is.*' "$WORK/out")"
