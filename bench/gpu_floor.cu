@@ -15,12 +15,23 @@
  *     each) right after spinning alone in a small loop, then the same stretch again at
  *     once; the difference is what running code that was not just executed costs (the
  *     instruction caches), and the barrier that releases the block after the spin.
- * Usage: gpu_floor [ITERS]. One process; run it beside nothing else. */
+ *   - with --flags: the round trip of a flag between two GPU threads through device
+ *     memory, the shape of one dependent step between two ranks (gpu-scope release
+ *     store, acquire loads while waiting): two blocks of one kernel, then two processes
+ *     (the second forked before either touches CUDA; the flags in the first one's
+ *     allocation, mapped by CUDA IPC: run it under MPS, as the ranks run, or the two
+ *     kernels take turns), each also with LOAD more blocks per side spinning on loads
+ *     of their own words, as the daemons' other blocks poll.
+ * Usage: gpu_floor [ITERS] | gpu_floor --flags [ITERS [LOAD]]. Run it beside nothing else. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../cuda/cuda_atomic.cuh"
 #include "../engine/reduce.h"
@@ -165,6 +176,119 @@ __global__ void pong(const uint64_t *h2d, uint64_t *d2h, int mode)
     }
 }
 
+/* Block 0 of side 0 posts i to side 1's word and waits for side 1's answer in its own;
+ * block 0 of side 1 answers; blocks 1.. spin on loads of a word of their own until side
+ * 0 is done. words: [0] side 0's, [16] side 1's, [32] done, [48 + 16 b] block b's. A
+ * kernel runs one side (two processes) or both (sides: 2, the blocks split in halves).
+ * out[0] = ns for iters round trips (side 0). */
+__global__ void flag_pingpong(uint64_t *words, int side, int sides, int iters, uint64_t *out)
+{
+    const int per = (int)gridDim.x / sides, me = sides == 2 ? (int)blockIdx.x / per : side;
+    const int b = sides == 2 ? (int)blockIdx.x % per : (int)blockIdx.x;
+    if (threadIdx.x != 0)
+        return;
+    uint64_t *mine = &words[me * 16], *peer = &words[(1 - me) * 16], *done = &words[32];
+    if (b != 0) { /* a polling neighbour */
+        const uint64_t *w = &words[48 + 16 * (blockIdx.x % 64)];
+        uint64_t acc = 0;
+        while (!ld_volatile_u64(done))
+            acc += ld_acquire_gpu_u64(w);
+        if (acc == 1)
+            out[1] = acc;
+        return;
+    }
+    const uint64_t t0 = globaltimer_ns();
+    for (int i = 1; i <= iters; i++) {
+        if (me == 0) {
+            st_release_gpu_u64(peer, (uint64_t)i);
+            while (ld_acquire_gpu_u64(mine) < (uint64_t)i)
+                ;
+        } else {
+            while (ld_acquire_gpu_u64(mine) < (uint64_t)i)
+                ;
+            st_release_gpu_u64(peer, (uint64_t)i);
+        }
+    }
+    if (me == 0) {
+        out[0] = globaltimer_ns() - t0;
+        st_release_gpu_u64(done, 1);
+    }
+}
+
+/* --flags: the flag round trip, between blocks of one kernel and between processes */
+static int flags_main(int iters, int load)
+{
+    int pfd[2], rfd[2];
+    if (pipe(pfd) || pipe(rfd))
+        return 1;
+    const pid_t child = fork(); /* before CUDA: the child is a process of its own */
+    if (child < 0)
+        return 1;
+    if (child == 0) {  /* side 1: map side 0's words, answer every round trip of each run */
+        close(pfd[1]); /* a parent that dies ends the read below */
+        close(rfd[0]);
+        cudaIpcMemHandle_t hnd;
+        uint64_t *words, *out;
+        for (int run = 0; run < 2; run++) {
+            if (read(pfd[0], &hnd, sizeof(hnd)) != (ssize_t)sizeof(hnd))
+                _exit(1);
+            CK(cudaIpcOpenMemHandle((void **)&words, hnd, cudaIpcMemLazyEnablePeerAccess));
+            CK(cudaMalloc((void **)&out, 2 * sizeof(uint64_t)));
+            flag_pingpong<<<1 + (run ? load : 0), 32>>>(words, 1, 1, iters, out);
+            CK(cudaDeviceSynchronize());
+            CK(cudaIpcCloseMemHandle(words));
+            cudaFree(out);
+            const char ok = 1;
+            if (write(rfd[1], &ok, 1) != 1)
+                _exit(1);
+        }
+        _exit(0);
+    }
+    close(pfd[0]);
+    close(rfd[1]);
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("SKIP: gpu_floor needs a CUDA device\n");
+        kill(child, SIGKILL);
+        return 77;
+    }
+    uint64_t *words, *out, h[2];
+    CK(cudaMalloc((void **)&words, (48 + 16 * 64) * sizeof(uint64_t)));
+    CK(cudaMalloc((void **)&out, 2 * sizeof(uint64_t)));
+    for (int run = 0; run < 2; run++) { /* one kernel, both sides in it */
+        CK(cudaMemset(words, 0, (48 + 16 * 64) * sizeof(uint64_t)));
+        const int per = 1 + (run ? load : 0);
+        flag_pingpong<<<2 * per, 32>>>(words, 0, 2, iters, out);
+        CK(cudaMemcpy(h, out, sizeof(uint64_t), cudaMemcpyDeviceToHost));
+        printf(
+            "# floor: flag round trip (gpu-scope release, acquire polls), two blocks of one kernel, %d more "
+            "polling blocks a side: %.0f ns\n",
+            per - 1, (double)h[0] / iters);
+    }
+    for (int run = 0; run < 2; run++) { /* two processes */
+        CK(cudaMemset(words, 0, (48 + 16 * 64) * sizeof(uint64_t)));
+        CK(cudaDeviceSynchronize());
+        cudaIpcMemHandle_t hnd;
+        CK(cudaIpcGetMemHandle(&hnd, words));
+        if (write(pfd[1], &hnd, sizeof(hnd)) != (ssize_t)sizeof(hnd))
+            return 1;
+        flag_pingpong<<<1 + (run ? load : 0), 32>>>(words, 0, 1, iters, out);
+        CK(cudaMemcpy(h, out, sizeof(uint64_t), cudaMemcpyDeviceToHost));
+        char ok;
+        if (read(rfd[0], &ok, 1) != 1)
+            return 1;
+        printf(
+            "# floor: flag round trip, two processes (CUDA IPC%s), %d more polling blocks a side: %.0f ns\n",
+            getenv("CUDA_MPS_PIPE_DIRECTORY") ? ", MPS" : ", no MPS: the kernels may take turns",
+            run ? load : 0, (double)h[0] / iters);
+    }
+    int st;
+    waitpid(child, &st, 0);
+    cudaFree(words);
+    cudaFree(out);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
+
 static double now_ns(void)
 {
     struct timespec ts;
@@ -180,6 +304,8 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--flags"))
+        return flags_main(argc > 2 ? atoi(argv[2]) : 20000, argc > 3 ? atoi(argv[3]) : 15);
     const int iters = argc > 1 ? atoi(argv[1]) : 20000;
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
