@@ -446,6 +446,7 @@ static __device__ __forceinline__ void take_input(const gpu_daemon_params_t &p, 
         }
         if (taken_ns) { /* DFCCL_GPU_TRACE: every collective block 0 takes part in */
             const uint32_t r = trace_n++ & (GPU_TRACE_RECS - 1);
+            p.trace[GPU_TRACE_COUNT_OFF] = trace_n; /* for the next launch */
             uint64_t *rec = p.trace + (size_t)r * GPU_TRACE_WORDS;
             const uint64_t *ft = p.trace + GPU_TRACE_FETCH_OFF + ((head - 1) & (GPU_RING - 1)) * 4;
             rec[GPU_TR_FETCHED] = ft[0];
@@ -489,8 +490,8 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
     gpu_task_t *tasks = p.tasks + (size_t)b * GPU_MAX_TASKS;
     __shared__ gpu_block_state_t s;         /* thread 0 writes it, every warp reads it */
     uint64_t last_move = 0, last_check = 0; /* thread 0 (last_check: warp 0 of block 0) */
-    uint32_t trace_n = 0;                   /* thread 0 of block 0: trace records written */
-    fetcher_t f = {0, 0, 0, 0, 0};          /* warp 0 of block 0 (the fetcher) */
+    uint32_t trace_n = 0; /* thread 0 of block 0: trace records written (DFCCL_GPU_TRACE; every launch) */
+    fetcher_t f = {0, 0, 0, 0, 0}; /* warp 0 of block 0 (the fetcher) */
     const bool fetcher = b == 0 && threadIdx.x < 32;
 
     if (fetcher) {
@@ -507,6 +508,8 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
         st_volatile_u64(&p.block_active[b], last_move);
         if (p.tl.recs)
             s.tl_head = ld_volatile_u64(&p.tl.head[b]);
+        if (p.trace && b == 0)
+            trace_n = (uint32_t)p.trace[GPU_TRACE_COUNT_OFF];
     }
     __syncthreads();
     for (uint32_t i = threadIdx.x; i < s.n; i += blockDim.x) /* tasks kept from the last launch */

@@ -20,7 +20,9 @@ enum { GPU_STAT_PREEMPT = 0, GPU_STAT_STALLS, GPU_STAT_STALL_NS, GPU_NSTATS };
 /* DFCCL_GPU_TRACE: for each collective, %globaltimer at each stage as block 0 saw
  * it (finished and posted: the last channel's), and the fetcher's polls and their time since the entry
  * before. The trace buffer holds GPU_TRACE_RECS records (a ring block 0 fills), the fetcher's stamps per ring
- * position, and each request's record index. */
+ * position, each request's record index, and the count of records written (kept across launches: the
+ * daemon quits whenever the application synchronizes the device, and a count that started again at 0 with
+ * each launch left only the last launch's records whole). */
 enum {
     GPU_TR_FETCHED = 0, /* the fetcher's read returned the entry */
     GPU_TR_TASK,        /* block 0 took the entry from the device ring */
@@ -38,7 +40,8 @@ enum {
 #define GPU_TRACE_RECS      4096
 #define GPU_TRACE_FETCH_OFF ((size_t)GPU_TRACE_RECS * GPU_TRACE_WORDS)   /* [GPU_RING][4] */
 #define GPU_TRACE_IDX_OFF   (GPU_TRACE_FETCH_OFF + (size_t)GPU_RING * 4) /* [GPU_MAX_REQS] */
-#define GPU_TRACE_TOTAL     (GPU_TRACE_IDX_OFF + (size_t)GPU_MAX_REQS)
+#define GPU_TRACE_COUNT_OFF (GPU_TRACE_IDX_OFF + (size_t)GPU_MAX_REQS)   /* one word */
+#define GPU_TRACE_TOTAL     (GPU_TRACE_COUNT_OFF + 1)
 
 /* DFCCL_TRACE, the timeline: thread 0 of each block appends one record per run stretch
  * (from taking a task up to finishing it or letting it go) to its block's ring in device
