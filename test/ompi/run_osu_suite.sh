@@ -117,15 +117,14 @@ case_run() {
     passrows=$(awk '$1 ~ /^[0-9]+$/ && $NF == "Pass"' "$WORK/out" | grep -c . || true)
     engine=$(grep -c "MPI_$call on MPI_COMM_WORLD (cid [0-9]*, $np ranks): -> engine (" "$WORK/err" || true)
     other=$(grep "MPI_$call on MPI_COMM_WORLD (cid" "$WORK/err" | grep -vc -- '-> engine (' || true)
-    local want_rows=$NSIZES
     if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
         fail "$name" "timed out"
     elif [ "$rc" != 0 ]; then
         local failed
         failed=$(awk '$1 ~ /^[0-9]+$/ && $NF == "Fail" {printf "%s%s", s, $1; s = " "}' "$WORK/out")
         fail "$name" "exit $rc${failed:+, validation failed at sizes $failed}"
-    elif [[ $bench != *barrier ]] && { [ "$rows" != "$want_rows" ] || [ "$passrows" != "$want_rows" ]; }; then
-        fail "$name" "$passrows of $want_rows sizes validated ($rows printed)"
+    elif [[ $bench != *barrier ]] && { [ "$rows" != "$NSIZES" ] || [ "$passrows" != "$NSIZES" ]; }; then
+        fail "$name" "$passrows of $NSIZES sizes validated ($rows printed)"
     elif [ "$other" != 0 ]; then
         fail "$name" "$other calls of MPI_$call not on the engine: $(grep "MPI_$call on MPI_COMM_WORLD (cid" "$WORK/err" | grep -v -- '-> engine (' | head -1 | sed 's/.*): //')"
     elif [[ $bench == *barrier ]]; then
@@ -136,7 +135,7 @@ case_run() {
         else
             fail "$name" "no latency printed, or $engine barriers on the engine"
         fi
-    elif [ "$engine" -lt $((np * want_rows)) ]; then
+    elif [ "$engine" -lt $((np * NSIZES)) ]; then
         fail "$name" "$engine calls of MPI_$call on the engine, fewer than one per size and rank"
     else
         pass "$name ($passrows sizes validated, $engine calls on the engine)"
