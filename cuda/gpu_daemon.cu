@@ -446,7 +446,6 @@ static __device__ __forceinline__ void take_input(const gpu_daemon_params_t &p, 
         }
         if (taken_ns) { /* DFCCL_GPU_TRACE: every collective block 0 takes part in */
             const uint32_t r = trace_n++ & (GPU_TRACE_RECS - 1);
-            p.trace[GPU_TRACE_COUNT_OFF] = trace_n; /* for the next launch */
             uint64_t *rec = p.trace + (size_t)r * GPU_TRACE_WORDS;
             const uint64_t *ft = p.trace + GPU_TRACE_FETCH_OFF + ((head - 1) & (GPU_RING - 1)) * 4;
             rec[GPU_TR_FETCHED] = ft[0];
@@ -698,8 +697,11 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             }
         }
         __syncthreads();
-        if (s.dec)
+        if (s.dec) {
+            if (p.trace && b == 0 && t0) /* DFCCL_GPU_TRACE: the next launch counts on */
+                p.trace[GPU_TRACE_COUNT_OFF] = trace_n;
             return;
+        }
     }
 }
 
