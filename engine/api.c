@@ -144,6 +144,24 @@ static dfcclResult_t refused(struct dfccl_comm *comm, dfcclResult_t r, const voi
     return r;
 }
 
+dfcclResult_t dfcclCommRefuse(dfcclComm_t handle, int onDevice, const char *why)
+{
+    struct dfccl_comm *comm = eng_comm_get(handle);
+    if (!comm)
+        return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or destroyed)");
+    if (onDevice != 0 && onDevice != 1)
+        return DFCCL_ARG_ERROR("onDevice is %d, not 0 or 1", onDevice);
+    if (!why || !*why)
+        return DFCCL_ARG_ERROR("why is NULL or empty");
+    if (onDevice && !comm->gpu)
+        return eng_set_error(dfcclUnsupported, __func__,
+                             "onDevice is 1 but comm runs no collective on device buffers "
+                             "(dfcclCommDeviceBuffers says 0)");
+    if (!dfccl_load_acquire(&comm->aborted)) /* aborted: nobody waits on its calls */
+        eng_sig_refuse(comm, onDevice, why);
+    return dfcclSuccess;
+}
+
 static dfcclResult_t submit_call(const char *fn, eng_coll_t coll, const void *sendbuf, void *recvbuf,
                                  size_t count, dfcclDataType_t datatype, dfcclRedOp_t op, int root,
                                  dfcclComm_t handle, dfcclRequest_t *request_p, struct dfccl_comm **comm_p)

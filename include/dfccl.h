@@ -210,6 +210,25 @@ dfcclResult_t dfcclCommSize(dfcclComm_t comm, int *size_p);
 dfcclResult_t dfcclCommDeviceBuffers(dfcclComm_t comm, int *supported_p);
 
 /**
+ * @brief Say that this rank will not make its part of the collective that its next call
+ *        on @p comm would be, because it failed before that call (out of memory for a
+ *        temporary of its own, say): the peers' part of that collective then fails with
+ *        dfcclMismatch and "rank R refused its call (@p why)" instead of waiting for it,
+ *        as when the call itself refuses an argument, and the communicator is then
+ *        aborted on every rank, unless every rank refused that call (docs/usage.md,
+ *        "Mismatched collectives").
+ * @param [in] comm      the communicator
+ * @param [in] onDevice  1 when the call would have passed device buffers (a collective of
+ *                       the GPU daemon's), 0 for host buffers (the CPU daemon's)
+ * @param [in] why       the reason, for the peers' error messages (a long one is truncated)
+ * @return dfcclSuccess (also when @p comm was already aborted: nobody waits on it),
+ *         dfcclInvalidArgument (bad @p comm, @p onDevice not 0 or 1, NULL or empty
+ *         @p why), dfcclUnsupported (@p onDevice 1 where dfcclCommDeviceBuffers says 0)
+ * @note Local: never waits on a peer. Call it once per call not made.
+ */
+dfcclResult_t dfcclCommRefuse(dfcclComm_t comm, int onDevice, const char *why);
+
+/**
  * @brief Copy @p comm's statistics into @p stats_p.
  * @param [in]  comm     the communicator
  * @param [out] stats_p  its statistics

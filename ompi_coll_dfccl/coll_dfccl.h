@@ -81,8 +81,8 @@ typedef struct mca_coll_dfccl_component_t {
     bool host_buffers;
     bool device_staged; /**< device buffers staged for the previous module (a baseline) */
     bool check;
-    int fake_device; /**< testing: every buffer counts as device memory (2: handed to the engine as
-                          the GPU daemon takes it, with host copies for device ones) */
+    int fake_device;  /**< testing: every buffer counts as device memory (2: handed to the engine as
+                           the GPU daemon takes it, with host copies for device ones) */
     bool eager;       /**< engine communicator at communicator creation, not first use */
     bool device_sync; /**< synchronize the legacy stream before each device-buffer call */
     mca_coll_dfccl_knob_t knobs[MCA_COLL_DFCCL_MAX_KNOBS];
@@ -196,9 +196,10 @@ typedef enum {
     X(iallgather)                                                                                            \
     X(reduce_scatter_block)                                                                                  \
     X(ireduce_scatter_block)                                                                                 \
-    X(reduce_scatter) X(ireduce_scatter) X(alltoall) X(ialltoall) X(gather) X(igather) X(gatherv)            \
-        X(igatherv) X(scatter) X(iscatter) X(scatterv) X(iscatterv) X(allgatherv) X(iallgatherv)             \
-            X(alltoallv) X(ialltoallv) X(alltoallw) X(ialltoallw) X(scan) X(iscan) X(exscan) X(iexscan)
+    X(reduce_scatter)                                                                                        \
+    X(ireduce_scatter) X(alltoall) X(ialltoall) X(gather) X(igather) X(gatherv) X(igatherv) X(scatter)       \
+        X(iscatter) X(scatterv) X(iscatterv) X(allgatherv) X(iallgatherv) X(alltoallv) X(ialltoallv)         \
+            X(alltoallw) X(ialltoallw) X(scan) X(iscan) X(exscan) X(iexscan)
 
 #define MCA_COLL_DFCCL_PREV(_api)                                                                            \
     mca_coll_base_module_##_api##_fn_t previous_##_api;                                                      \
@@ -321,13 +322,14 @@ typedef struct mca_coll_dfccl_op_t {
     void *move_dst; /**< copy done at completion, before staging out (regions may overlap) */
     const void *move_src;
     size_t move_len;
-    bool move_device; /**< ... between device addresses (the GPU daemon's buffers) */
+    bool move_device;                    /**< ... between device addresses (the GPU daemon's buffers) */
     dfcclRequest_t ereq;                 /**< engine request (engine path) */
     ompi_request_t *inner;               /**< previous module's request (non-blocking staged path) */
     int rc;                              /**< result of a blocking previous call (staged path) */
     bool device_direct;                  /**< device buffers go to the engine as they are */
     bool on_gpu;                         /**< ... on a communicator with a GPU part */
     bool device_synced;                  /**< the legacy stream was synchronized for this op */
+    bool reached;                        /**< its engine call was made (engine path) */
     struct mca_coll_dfccl_pack_t *packs; /**< packed sides (coll_dfccl_pack.c) */
 } mca_coll_dfccl_op_t;
 
@@ -419,8 +421,10 @@ void mca_coll_dfccl_req_start(mca_coll_dfccl_req_t *req);
 /** @brief Wait for a blocking call (driving opal_progress), then finish it. */
 int mca_coll_dfccl_op_wait(mca_coll_dfccl_op_t *op);
 
-/** @brief MPI error code for a failed engine submission (logs the engine's message). */
-int mca_coll_dfccl_engine_error(const char *what, dfcclResult_t res);
+/** @brief The result of the engine call @p what of op @p o: OMPI_SUCCESS, or the MPI
+ *         error code of its failure (the engine's message logged). Marks @p o as having
+ *         reached the engine (a failure before that is refused to the peers, call.c). */
+int mca_coll_dfccl_engine_result(mca_coll_dfccl_op_t *o, const char *what, dfcclResult_t res);
 /** @brief MPI error code for an engine result. */
 int mca_coll_dfccl_result_to_mpi(dfcclResult_t res);
 

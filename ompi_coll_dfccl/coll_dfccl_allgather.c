@@ -33,7 +33,7 @@ static int allgather_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args
                                            &hs)) != OMPI_SUCCESS)
             return rc;
         dfcclResult_t res = dfcclAllGather(hs, hr, p->bytes, dfcclUint8, p->ecomm, &o->ereq);
-        return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Allgather", res);
+        return mca_coll_dfccl_engine_result(o, "MPI_Allgather", res);
     }
 
     ptrdiff_t lo;

@@ -50,7 +50,7 @@ static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
     }
     if (rc == OMPI_SUCCESS) {
         dfcclResult_t res = dfcclAllGatherv(hs, sb, hr, tab, tab + n, dfcclUint8, p->ecomm, &o->ereq);
-        rc = res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Allgatherv", res);
+        rc = mca_coll_dfccl_engine_result(o, "MPI_Allgatherv", res);
     }
     free(tab);
     return rc;

@@ -35,7 +35,7 @@ static int allreduce_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args
         else if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, 0, bytes, true, 0, 0, &hs)) != OMPI_SUCCESS)
             return rc;
         dfcclResult_t res = dfcclAllReduce(hs, hr, (size_t)count, p->etype, p->eop, p->ecomm, &o->ereq);
-        return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Allreduce", res);
+        return mca_coll_dfccl_engine_result(o, "MPI_Allreduce", res);
     }
 
     /* staged: any datatype; its whole span goes through host memory, gaps included,

@@ -53,7 +53,7 @@ static int alltoall_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_
             hs = o->tmp;
         }
         dfcclResult_t res = dfcclAllToAll(hs, hr, p->bytes, dfcclUint8, p->ecomm, &o->ereq);
-        return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Alltoall", res);
+        return mca_coll_dfccl_engine_result(o, "MPI_Alltoall", res);
     }
 
     ptrdiff_t lo;

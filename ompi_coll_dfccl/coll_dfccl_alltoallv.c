@@ -49,8 +49,7 @@ static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
     if (rc == OMPI_SUCCESS) {
         dfcclResult_t res =
             dfcclAllToAllv(hs, tab, tab + n, hr, tab + 2 * n, tab + 3 * n, dfcclUint8, p->ecomm, &o->ereq);
-        rc = res == dfcclSuccess ? OMPI_SUCCESS
-                                 : mca_coll_dfccl_engine_error(w ? "MPI_Alltoallw" : "MPI_Alltoallv", res);
+        rc = mca_coll_dfccl_engine_result(o, w ? "MPI_Alltoallw" : "MPI_Alltoallv", res);
     }
     free(tab);
     return rc;

@@ -33,7 +33,7 @@ static int bcast_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *
                                       is_root ? 0 : p->bytes, &hb)) != OMPI_SUCCESS)
             return rc;
         dfcclResult_t res = dfcclBroadcast(hb, hb, p->bytes, dfcclUint8, root, p->ecomm, &o->ereq);
-        return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Bcast", res);
+        return mca_coll_dfccl_engine_result(o, "MPI_Bcast", res);
     }
 
     /* staged: the whole span, gaps included, in and back out */

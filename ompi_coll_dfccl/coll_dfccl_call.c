@@ -104,6 +104,35 @@ static int lost_error(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_t *
     return MPI_ERR_OTHER;
 }
 
+/* Start a call on the engine or staged path. An engine call that fails before it reaches
+ * the engine (no memory for a temporary, a failed device copy) is refused to the peers,
+ * whose part of it would otherwise wait for this rank's for ever; a call the engine
+ * refuses itself, it describes itself. */
+static int start_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
+                      const mca_coll_dfccl_args_t *a, const mca_coll_dfccl_plan_t *plan, int32_t kind,
+                      mca_coll_dfccl_op_t *o, ompi_request_t **inner_p)
+{
+    const int rc = desc->start(m, a, plan, o, inner_p);
+    if (rc == OMPI_SUCCESS || plan->path != MCA_COLL_DFCCL_PATH_ENGINE || o->reached)
+        return rc;
+    /* the daemon its buffers would have gone to: device ones to the GPU daemon as they are */
+    int gpu = 0;
+    if (kind == MCA_COLL_DFCCL_MEM_DEVICE && dfcclCommDeviceBuffers(plan->ecomm, &gpu) != dfcclSuccess)
+        gpu = 0;
+    char name[32], why[160];
+    mca_coll_dfccl_call_name(name, sizeof name, desc->coll, false);
+    const char *what = rc == MPI_ERR_NO_MEM || rc == OMPI_ERR_OUT_OF_RESOURCE
+                           ? "no memory for a temporary buffer"
+                       : rc == MPI_ERR_COUNT ? "a count too large for Open MPI's datatype engine"
+                                             : "a device copy or a staging step failed";
+    snprintf(why, sizeof why, "its MPI_%s failed before the engine call: %s", name, what);
+    const dfcclResult_t res = dfcclCommRefuse(plan->ecomm, gpu, why);
+    DFCCL_VERBOSE(1, "MPI_%s on %s (cid %u) failed before the engine call (%s): %s", name, m->comm->c_name,
+                  m->comm->c_contextid, what,
+                  res == dfcclSuccess ? "refused to the peers" : dfcclGetLastError());
+    return rc;
+}
+
 /* Start a request that waited: engine submission, or the previous module's
  * non-blocking call (on host copies for the staged path). */
 static int start_waited(mca_coll_dfccl_req_t *req)
@@ -111,8 +140,8 @@ static int start_waited(mca_coll_dfccl_req_t *req)
     mca_coll_dfccl_module_t *m = req->module;
     if (req->plan.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
         return req->desc->previous(m, &req->args, &req->op.inner);
-    return req->desc->start(m, &req->args, &req->plan, &req->op,
-                            req->plan.path == MCA_COLL_DFCCL_PATH_STAGED ? &req->op.inner : NULL);
+    return start_call(m, req->desc, &req->args, &req->plan, req->rec.kind, &req->op,
+                      req->plan.path == MCA_COLL_DFCCL_PATH_STAGED ? &req->op.inner : NULL);
 }
 
 /* Advance the head's check; true when it is done (req->op.rc says how). */
@@ -279,9 +308,9 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
         if (plan.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
             return desc->previous(m, a, request);
         if (blocking)
-            MCA_COLL_DFCCL_RUN_BLOCKING(o, desc->start(m, a, &plan, o, NULL));
+            MCA_COLL_DFCCL_RUN_BLOCKING(o, start_call(m, desc, a, &plan, rec.kind, o, NULL));
         MCA_COLL_DFCCL_RUN_NONBLOCKING(m, plan.path, request, o, inner_p,
-                                       desc->start(m, a, &plan, o, inner_p));
+                                       start_call(m, desc, a, &plan, rec.kind, o, inner_p));
     }
 
     /* it waits in the queue */
@@ -334,5 +363,5 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
         return rc;
     if (plan.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
         return desc->previous(m, a, NULL);
-    MCA_COLL_DFCCL_RUN_BLOCKING(o, desc->start(m, a, &plan, o, NULL));
+    MCA_COLL_DFCCL_RUN_BLOCKING(o, start_call(m, desc, a, &plan, rec.kind, o, NULL));
 }

@@ -13,8 +13,11 @@
 
 #include "coll_dfccl.h"
 
-int mca_coll_dfccl_engine_error(const char *what, dfcclResult_t res)
+int mca_coll_dfccl_engine_result(mca_coll_dfccl_op_t *o, const char *what, dfcclResult_t res)
 {
+    o->reached = true; /* a call the engine refused is described to the peers by the engine */
+    if (res == dfcclSuccess)
+        return OMPI_SUCCESS;
     DFCCL_ERROR("%s failed on the engine: %s (%s)", what, dfcclGetErrorString(res), dfcclGetLastError());
     return mca_coll_dfccl_result_to_mpi(res);
 }

@@ -40,7 +40,7 @@ static int reduce_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
         else if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, 0, bytes, true, 0, 0, &hs)) != OMPI_SUCCESS)
             return rc;
         dfcclResult_t res = dfcclReduce(hs, hr, (size_t)count, p->etype, p->eop, root, p->ecomm, &o->ereq);
-        return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Reduce", res);
+        return mca_coll_dfccl_engine_result(o, "MPI_Reduce", res);
     }
 
     ptrdiff_t lo;

@@ -54,7 +54,7 @@ static int rs_engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_plan
         counts[i] = (size_t)rcounts[i];
     dfcclResult_t res = dfcclReduceScatterv(hs, hr, counts, p->etype, p->eop, p->ecomm, &o->ereq);
     free(counts); /* read during the call */
-    return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Reduce_scatter", res);
+    return mca_coll_dfccl_engine_result(o, "MPI_Reduce_scatter", res);
 }
 
 static int rs_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,

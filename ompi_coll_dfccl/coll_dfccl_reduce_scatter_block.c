@@ -49,7 +49,7 @@ int mca_coll_dfccl_rsb_engine_start(mca_coll_dfccl_module_t *m, const mca_coll_d
             return rc;
     }
     dfcclResult_t res = dfcclReduceScatter(hs, hr, rcount, etype, p->eop, p->ecomm, &o->ereq);
-    return res == dfcclSuccess ? OMPI_SUCCESS : mca_coll_dfccl_engine_error("MPI_Reduce_scatter_block", res);
+    return mca_coll_dfccl_engine_result(o, "MPI_Reduce_scatter_block", res);
 }
 
 static bool rsb_prepare(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a,

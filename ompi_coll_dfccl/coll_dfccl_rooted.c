@@ -106,8 +106,7 @@ static int engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t 
                       ? dfcclGatherv(hone, ob, hmany, counts, displs, dfcclUint8, a->root, p->ecomm, &o->ereq)
                       : dfcclGather(hone, hmany, ob, dfcclUint8, a->root, p->ecomm, &o->ereq);
         static const char *const names[4] = {"MPI_Gather", "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv"};
-        rc = res == dfcclSuccess ? OMPI_SUCCESS
-                                 : mca_coll_dfccl_engine_error(names[r->scatter * 2 + r->v], res);
+        rc = mca_coll_dfccl_engine_result(o, names[r->scatter * 2 + r->v], res);
     }
     free(tab);
     return rc;

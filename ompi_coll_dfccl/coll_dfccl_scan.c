@@ -39,8 +39,7 @@ static int start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_args_t *a, con
             return rc;
         dfcclResult_t res = ex ? dfcclExscan(hs, hr, (size_t)a->scount, p->etype, p->eop, p->ecomm, &o->ereq)
                                : dfcclScan(hs, hr, (size_t)a->scount, p->etype, p->eop, p->ecomm, &o->ereq);
-        return res == dfcclSuccess ? OMPI_SUCCESS
-                                   : mca_coll_dfccl_engine_error(ex ? "MPI_Exscan" : "MPI_Scan", res);
+        return mca_coll_dfccl_engine_result(o, ex ? "MPI_Exscan" : "MPI_Scan", res);
     }
     rc = mca_coll_dfccl_stage_blocks(o, p->skind, (void *)a->sbuf, 1, (size_t)a->scount, NULL, NULL, false,
                                      a->sdtype, NULL, true, false, &hs);

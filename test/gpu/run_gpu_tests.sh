@@ -106,7 +106,7 @@ if [ -z "$NET_ONLY" ]; then
     # memkind: the last rank passes host memory (its CPU daemon), the others device memory;
     # two-roots: two ranks take themselves for a bcast's root (found at the next call);
     # vcounts: reduce_scatterv counts that differ with the same largest block
-    for m in count reduce-root bcast-root kind op datatype refused refused-ahead none refused-all memkind two-roots \
+    for m in count reduce-root bcast-root kind op datatype refused commrefuse refused-ahead none refused-all memkind two-roots \
         vcounts; do
         run "collmismatch $m" 90 ok 3 $B/test/gpu/t_collmismatch_dev $m
         run "collmismatch $m, 65536 elements" 90 ok 4 $B/test/gpu/t_collmismatch_dev $m --elems 65536

@@ -207,7 +207,7 @@ fi
 # on; others and new ones work. 64 elements: one LL round; 65536: ring and chain.
 # two-roots: two ranks take themselves for a bcast's root; nobody stalls, the roots find
 # it at their next call (engine/sig.c, eng_sig_verify)
-for m in count reduce-root bcast-root kind op datatype refused refused-ahead none refused-all two-roots vcounts; do
+for m in count reduce-root bcast-root kind op datatype refused commrefuse refused-ahead none refused-all two-roots vcounts; do
     run_case "t_collmismatch[$m]" 3 60 -- t_collmismatch "$m"
     run_case "t_collmismatch[$m,65536 elements]" 4 60 -- t_collmismatch "$m" --elems 65536
 done

@@ -17,6 +17,9 @@
  *         refused (the last rank passes a NULL recvbuf), none (no mismatch: all succeed),
  *         refused-all (every rank passes a NULL recvbuf, then rank 0 makes its next call
  *         100 ms after the others: no error, the communicator stays usable),
+ *         commrefuse (the last rank makes no call: dfcclCommRefuse says why, as the MPI
+ *         component does when its own preparation of a call fails; its peers must fail
+ *         with that reason instead of waiting for it),
  *         refused-ahead (the last rank's call is refused and it makes its next one at
  *         once, 100 ms before the others make theirs: its next call has the number the
  *         refused one would have had, and must not complete with the others' call, whose
@@ -91,6 +94,8 @@ static const char *expected_reason(const char *mode)
         return "the ops differ";
     if (!strcmp(mode, "datatype"))
         return "the datatypes differ";
+    if (!strcmp(mode, "commrefuse"))
+        return "refused its call (its allreduce found no memory for a temporary)";
     return "refused its call";
 }
 
@@ -109,7 +114,9 @@ int main(int argc, char **argv)
     const size_t n = ev ? (size_t)strtoull(ev, NULL, 10) : 64;
     const int all_refused = !strcmp(mode, "refused-all");
     const int ahead = !strcmp(mode, "refused-ahead");
-    const int none = !strcmp(mode, "none") || all_refused, refused = !strcmp(mode, "refused") || ahead;
+    const int crefuse = !strcmp(mode, "commrefuse");
+    const int none = !strcmp(mode, "none") || all_refused,
+              refused = !strcmp(mode, "refused") || ahead || crefuse;
     if (tc_size < 2) {
         printf("SKIP: needs 2 ranks or more\n");
         MPI_Finalize();
@@ -155,13 +162,23 @@ int main(int argc, char **argv)
     dfcclRequest_t q = NULL;
     if (ahead && !odd)
         tc_sleep_us(100000);
+    dfcclResult_t rc;
+    if (crefuse && odd) {
+        int dev = 0; /* the daemon the peers' call goes to: the GPU daemon's with device buffers */
 #ifdef TM_DEVICE
-    /* memkind: the last rank's buffers are host memory (the CPU daemon), the others'
-     * device memory (the GPU daemon) */
-    dfcclResult_t rc = call_case(mode, odd, memkind && odd ? hs : s, memkind && odd ? hr : r, n, A, &q);
-#else
-    dfcclResult_t rc = call_case(mode, odd, s, r, n, A, &q);
+        CHECK(dfcclCommDeviceBuffers(A, &dev));
 #endif
+        CHECK(dfcclCommRefuse(A, dev, "its allreduce found no memory for a temporary"));
+        rc = dfcclInvalidArgument; /* what the refused call's caller had, to the check below */
+    } else {
+#ifdef TM_DEVICE
+        /* memkind: the last rank's buffers are host memory (the CPU daemon), the others'
+         * device memory (the GPU daemon) */
+        rc = call_case(mode, odd, memkind && odd ? hs : s, memkind && odd ? hr : r, n, A, &q);
+#else
+        rc = call_case(mode, odd, s, r, n, A, &q);
+#endif
+    }
     if ((refused && odd) || all_refused) {
         if (rc != dfcclInvalidArgument)
             TC_FAIL("%s: the NULL recvbuf gave %d (%s), expected dfcclInvalidArgument", mode, (int)rc,

@@ -56,7 +56,7 @@ on_fail() {
 }
 
 # ---------------------------------------------------------------- build the programs
-PROGS="t_colls t_fallback t_nb t_chaos t_commfree t_check t_sigmismatch t_allcolls t_teardown t_alone t_inter t_peerloss"
+PROGS="t_colls t_fallback t_nb t_chaos t_commfree t_check t_sigmismatch t_allcolls t_teardown t_alone t_inter t_peerloss t_nomem"
 mkdir -p "$BIN"
 for p in $PROGS; do
     if [ ! -x "$BIN/$p" ] || [ "$SRC/$p.c" -nt "$BIN/$p" ] || [ "$SRC/ompi_test.h" -nt "$BIN/$p" ]; then
@@ -586,6 +586,34 @@ if [ "$(grep -c '^TIMED-OUT rank .*MPI_Allreduce MPI_ERR_OTHER.*MPI_Iallreduce M
 else
     fail "coll_dfccl_timeout 1000, a rank 3 s late np=3" "rc $rc, $(grep -c '^TIMED-OUT' "$WORK/out") of 3 ranks failed their calls"
 fi
+
+# ---------------------------------------------------------------- a rank out of memory
+# A call whose temporary (an in-place send side, a packed datatype, a device copy) can't
+# be allocated on one rank (test/ompi/t_nomem.c: the last rank's RLIMIT_AS just above what
+# it maps) fails there with MPI_ERR_NO_MEM before the engine call. Its peers used to wait
+# for that rank's part for ever (the test's watchdog: HANG, exit 3); the component now
+# refuses the call to them (dfcclCommRefuse) and theirs fails within seconds, naming the
+# rank and why; the communicator is then refused, and new ones work.
+nomem() {
+    local name=$1 np=$2 rc
+    shift 2
+    run 60 "$np" "$@"
+    rc=$?
+    if [ "$rc" = 0 ] && grep -q 'OK t_nomem' "$WORK/out" && ! grep -q '^HANG' "$WORK/out" &&
+        grep -q "rank $((np - 1)) refused its call (its MPI_.* failed before the engine call: no memory for a temporary buffer)" "$WORK/out"; then
+        pass "$name np=$np"
+        grep -o 'OK t_nomem.*' "$WORK/out" | sed 's/^/    /'
+    else
+        fail "$name np=$np" "rc $rc$(grep -m1 '^HANG' "$WORK/out" | sed 's/^/: /')"
+    fi
+}
+nomem "out of memory for an in-place MPI_Alltoallv's send copy on one rank: every rank's call fails, none hangs" 3 \
+    "${HB[@]}" -- t_nomem alltoallv-inplace
+nomem "the same for MPI_Ialltoallv" 4 "${HB[@]}" -- t_nomem alltoallv-inplace --nb
+nomem "out of memory to pack a strided MPI_Alltoallv send type on one rank" 3 "${HB[@]}" -- t_nomem alltoallv-vector
+nomem "out of memory for an in-place MPI_Alltoall's device copy on one rank (fake_device=2)" 3 \
+    "${FAKE_DIRECT[@]}" -- t_nomem alltoall-inplace
+nomem "the same for MPI_Ialltoall (fake_device=2)" 4 "${FAKE_DIRECT[@]}" -- t_nomem alltoall-inplace --nb
 
 # ---------------------------------------------------------------- communicator churn
 for np in 2 4 8; do
