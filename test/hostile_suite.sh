@@ -35,6 +35,8 @@
 #   9   DFCCL_DEBUG_FILE at a symbolic link, or another user's file (files_cases.sh)
 #   10  --mca coll dfccl alone on an intercommunicator
 #   11  the reasons given: a 2^40 count, nranks larger than the processes
+#   12  one rank out of memory for a call's temporary, through MPI (its peers' calls fail
+#       naming it, none waits)
 #
 # usage: test/hostile_suite.sh BUILD_DIR
 #   SUITE_FILTER  only the cases whose name matches this extended regex
@@ -265,7 +267,7 @@ for m in env bootstrap shape; do
 done
 # 8, 10, and 1 through MPI: the component (the programs of test/ompi)
 if [ -f "$COMPDIR/mca_coll_dfccl.so" ]; then
-    for t in t_nb t_alone; do
+    for t in t_nb t_alone t_nomem; do
         [ -x "$B/test/ompi/$t" ] || mpicc -std=gnu11 -O2 -I"$SRC/test/ompi" "$SRC/test/ompi/$t.c" -o "$B/test/ompi/$t" \
             -lm -lpthread 2> "$LOGDIR/cc.err"
     done
@@ -286,10 +288,14 @@ if [ -f "$COMPDIR/mca_coll_dfccl.so" ]; then
         "${MCA[@]}" -- "$LOGDIR/lastrank.sh" "$B/test/ompi/t_nb" --rounds 2
     hcase "--mca coll dfccl alone on an intercommunicator" 2 60 'does not serve intercommunicators' \
         "${MCA[@]}" --mca coll dfccl -- "$B/test/ompi/t_alone" --inter
+    HNEED=2 hcase "one rank out of memory for an in-place MPI_Alltoallv's temporary, through MPI" 3 60 \
+        'rank 2 refused its call \(its MPI_Alltoallv failed before the engine call: no memory' \
+        "${MCA[@]}" -- "$B/test/ompi/t_nomem" alltoallv-inplace
 else
     for n in "--mca coll_dfccl_oneshot_max abc" "--mca coll_dfccl_slots -1" "--mca coll_dfccl_channels banana" \
         "--mca coll_dfccl_chanels 2 (a misspelled name)" "bad DFCCL_SLOTS=abc on the last rank, through MPI" \
-        "--mca coll dfccl alone on an intercommunicator"; do
+        "--mca coll dfccl alone on an intercommunicator" \
+        "one rank out of memory for an in-place MPI_Alltoallv's temporary, through MPI"; do
         selected "$n" && tried "$n" "SKIP (no component built)" skip
     done
 fi
