@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * MPI_Reduce_scatter, MPI_Ireduce_scatter. Equal recvcounts are a reduce-scatter
- * on the engine; unequal ones the engine's reduce-scatter-v (dfcclReduceScatterv), on
- * host views of device buffers: the GPU daemon's form is not measured against this yet.
+ * on the engine; unequal ones the engine's reduce-scatter-v (dfcclReduceScatterv),
+ * device buffers on the GPU daemon as they are.
  * MPI_IN_PLACE: input in recvbuf, this rank's part left at its start (the engine reduces
  * in place into this rank's block, moved to the front when the call completes).
  */
@@ -41,6 +41,7 @@ static int rs_engine_start(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_plan
 
     if (p->equal)
         return mca_coll_dfccl_rsb_engine_start(m, p, sbuf, rbuf, (size_t)rcounts[0], o);
+    mca_coll_dfccl_op_engine(o, p->ecomm);
     if (sbuf == MPI_IN_PLACE)
         rc = mca_coll_dfccl_rs_in_place(o, p, rbuf, all, p->disp * ts, mine, &hs, &hr);
     else if ((rc = mca_coll_dfccl_view(o, p->skind, sbuf, 0, all, true, 0, 0, &hs)) == OMPI_SUCCESS)
