@@ -21,11 +21,13 @@
 #endif
 
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -59,6 +61,52 @@ static inline void ot_init(int *argc, char ***argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &ot_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ot_size);
     setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+/* Seconds on a monotonic clock. */
+static inline double ot_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The class name of MPI error code rc ("success" for MPI_SUCCESS; one static buffer). */
+static inline const char *ot_errname(int rc)
+{
+    static char s[MPI_MAX_ERROR_STRING];
+    int len = 0, cls = 0;
+    if (rc == MPI_SUCCESS)
+        return "success";
+    MPI_Error_class(rc, &cls);
+    MPI_Error_string(cls, s, &len);
+    return s;
+}
+
+static char ot_watch_what[128];
+static double ot_watch_s;
+
+static inline void *ot_watchdog_main(void *arg)
+{
+    (void)arg;
+    const struct timespec ts = {(time_t)ot_watch_s, (long)((ot_watch_s - (double)(time_t)ot_watch_s) * 1e9)};
+    nanosleep(&ts, NULL);
+    printf("HANG: %s rank %d: not over after %.0f s\n", ot_watch_what, ot_rank, ot_watch_s);
+    fflush(stdout);
+    _exit(3);
+    return NULL;
+}
+
+/* A thread that prints "HANG: WHAT rank R: not over after S s" and exits 3 once
+ * deadline_s have passed: a test that can hang fails fast instead. */
+static inline void ot_watchdog_start(const char *what, double deadline_s)
+{
+    pthread_t t;
+    snprintf(ot_watch_what, sizeof ot_watch_what, "%s", what);
+    ot_watch_s = deadline_s;
+    if (pthread_create(&t, NULL, ot_watchdog_main, NULL) != 0)
+        OT_FAIL("pthread_create of the watchdog failed");
+    pthread_detach(t);
 }
 
 static inline bool ot_flag(int argc, char **argv, const char *name)

@@ -28,35 +28,14 @@
  *   --nb: the non-blocking form (MPI_Ialltoallv, ...): the last rank's call fails at once,
  *         the others' through MPI_Wait
  */
-#include <pthread.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "ompi_test.h"
 
 #define MiB    (1024 * 1024)
 #define MARGIN (8 * MiB) /* what the last rank may still map: less than any temporary below */
 
-static double deadline = 20.0;
 static const char *mode = "";
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void *watchdog(void *arg)
-{
-    (void)arg;
-    const struct timespec ts = {(time_t)deadline, 0};
-    nanosleep(&ts, NULL);
-    printf("HANG: t_nomem %s rank %d: not over after %.0f s\n", mode, ot_rank, deadline);
-    fflush(stdout);
-    _exit(3);
-    return NULL;
-}
 
 /* Bytes of address space this process maps now. */
 static size_t mapped_bytes(void)
@@ -133,17 +112,6 @@ static void data(bool check, size_t n, int32_t *buf, int32_t *sbuf)
         }
 }
 
-static const char *errname(int rc)
-{
-    static char s[MPI_MAX_ERROR_STRING];
-    int len = 0, cls = 0;
-    if (rc == MPI_SUCCESS)
-        return "success";
-    MPI_Error_class(rc, &cls);
-    MPI_Error_string(cls, s, &len);
-    return s;
-}
-
 int main(int argc, char **argv)
 {
     int provided = 0;
@@ -153,7 +121,7 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     mode = argc > 1 ? argv[1] : "";
     const bool nb = ot_flag(argc, argv, "--nb");
-    deadline = atof(ot_opt(argc, argv, "--deadline", "20"));
+    const double deadline = atof(ot_opt(argc, argv, "--deadline", "20"));
     if (strcmp(mode, "alltoallv-inplace") && strcmp(mode, "alltoall-inplace") &&
         strcmp(mode, "alltoallv-vector"))
         OT_FAIL("usage: t_nomem alltoallv-inplace|alltoallv-vector|alltoall-inplace [--nb] [--deadline S]");
@@ -179,9 +147,9 @@ int main(int argc, char **argv)
         OT_MPI(MPI_Type_commit(&vec));
     }
 
-    pthread_t wd;
-    pthread_create(&wd, NULL, watchdog, NULL);
-    pthread_detach(wd);
+    char what[64];
+    snprintf(what, sizeof what, "t_nomem %s", mode);
+    ot_watchdog_start(what, deadline);
 
     MPI_Comm c;
     OT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c));
@@ -218,19 +186,20 @@ int main(int argc, char **argv)
             OT_FAIL("setrlimit(RLIMIT_AS)");
     }
     data(false, n, buf, sbuf);
-    const double t0 = now();
+    const double t0 = ot_now();
     const int rc = call_case(c, nb, n, buf, sbuf, vec);
-    const double dt = now() - t0;
+    const double dt = ot_now() - t0;
     if (last && setrlimit(RLIMIT_AS, &old))
         OT_FAIL("setrlimit(RLIMIT_AS) back");
     int cls = MPI_SUCCESS;
     if (rc != MPI_SUCCESS)
         MPI_Error_class(rc, &cls);
     if (last && cls != MPI_ERR_NO_MEM)
-        OT_FAIL("%s: the call short of memory returned %d (%s), want MPI_ERR_NO_MEM", mode, rc, errname(rc));
+        OT_FAIL("%s: the call short of memory returned %d (%s), want MPI_ERR_NO_MEM", mode, rc,
+                ot_errname(rc));
     if (!last && rc == MPI_SUCCESS)
         OT_FAIL("%s: the call succeeded although the last rank's failed", mode);
-    printf("rank %d: the call failed after %.3f s: %s\n", me, dt, errname(rc));
+    printf("rank %d: the call failed after %.3f s: %s\n", me, dt, ot_errname(rc));
 
     /* everyone is back; the communicator is refused from now on */
     OT_MPI(MPI_Barrier(MPI_COMM_WORLD));

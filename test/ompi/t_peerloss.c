@@ -20,48 +20,15 @@
  *
  * A watchdog prints "HANG: ..." and exits 3 after the deadline (default 30 s).
  */
-#include <pthread.h>
 #include <signal.h>
-#include <time.h>
 
 #include "ompi_test.h"
-
-static double deadline = 30.0;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void *watchdog(void *arg)
-{
-    const char *mode = arg;
-    const struct timespec ts = {(time_t)deadline, (long)((deadline - (double)(time_t)deadline) * 1e9)};
-    nanosleep(&ts, NULL);
-    printf("HANG: t_peerloss --mode %s rank %d: not over after %.0f s\n", mode, ot_rank, deadline);
-    fflush(stdout);
-    _exit(3);
-    return NULL;
-}
-
-static const char *errname(int rc)
-{
-    static char s[MPI_MAX_ERROR_STRING];
-    int len = 0, cls = 0;
-    if (rc == MPI_SUCCESS)
-        return "success";
-    MPI_Error_class(rc, &cls);
-    MPI_Error_string(cls, s, &len);
-    return s;
-}
 
 int main(int argc, char **argv)
 {
     ot_init(&argc, &argv);
     const char *mode = ot_opt(argc, argv, "--mode", "kill");
-    deadline = atof(ot_opt(argc, argv, "--deadline", "30"));
+    const double deadline = atof(ot_opt(argc, argv, "--deadline", "30"));
     const int late_ms = atoi(ot_opt(argc, argv, "--late-ms", "3000"));
     const int victim = ot_size - 1;
     const bool kill_mode = !strcmp(mode, "kill"), timeout_mode = !strcmp(mode, "timeout");
@@ -73,9 +40,9 @@ int main(int argc, char **argv)
     OT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &a));
     OT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &b));
     OT_MPI(MPI_Barrier(MPI_COMM_WORLD));
-    pthread_t wd;
-    if (pthread_create(&wd, NULL, watchdog, (void *)mode) != 0)
-        OT_FAIL("pthread_create failed");
+    char what[64];
+    snprintf(what, sizeof what, "t_peerloss --mode %s", mode);
+    ot_watchdog_start(what, deadline);
 
     if (ot_rank == victim) {
         if (kill_mode) {
@@ -85,22 +52,22 @@ int main(int argc, char **argv)
         }
         usleep((useconds_t)late_ms * 1000);
     }
-    const double t0 = now();
+    const double t0 = ot_now();
     int in = ot_rank + 1, out = -1, nin = 2 * (ot_rank + 1), nout = -1;
     const int rc1 = MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, a);
     MPI_Request req = MPI_REQUEST_NULL;
     int rc2 = MPI_Iallreduce(&nin, &nout, 1, MPI_INT, MPI_SUM, b, &req);
     if (rc2 == MPI_SUCCESS)
         rc2 = MPI_Wait(&req, MPI_STATUS_IGNORE);
-    const double dt = now() - t0;
+    const double dt = ot_now() - t0;
     char rc1s[64];
-    snprintf(rc1s, sizeof rc1s, "%s", errname(rc1));
+    snprintf(rc1s, sizeof rc1s, "%s", ot_errname(rc1));
 
     if (kill_mode || timeout_mode) {
         /* every call must fail, on every rank the set-up waited on (the late rank too) */
         const bool ok = rc1 != MPI_SUCCESS && rc2 != MPI_SUCCESS;
         printf("%s rank %d: MPI_Allreduce %s, MPI_Iallreduce %s, after %.2f s\n",
-               kill_mode ? "SURVIVOR" : "TIMED-OUT", ot_rank, rc1s, errname(rc2), dt);
+               kill_mode ? "SURVIVOR" : "TIMED-OUT", ot_rank, rc1s, ot_errname(rc2), dt);
         fflush(stdout);
         if (kill_mode || !ok)
             _exit(ok ? 0 : 1);
@@ -112,7 +79,7 @@ int main(int argc, char **argv)
     const int sum = ot_size * (ot_size + 1) / 2;
     if (rc1 != MPI_SUCCESS || rc2 != MPI_SUCCESS)
         OT_FAIL("a late peer failed the calls: MPI_Allreduce %s, MPI_Iallreduce %s after %.2f s", rc1s,
-                errname(rc2), dt);
+                ot_errname(rc2), dt);
     if (out != sum || nout != 2 * sum)
         OT_FAIL("wrong results %d %d (expected %d %d)", out, nout, sum, 2 * sum);
     MPI_Comm_free(&a);
