@@ -23,6 +23,10 @@
 
 #define DX_BULK_BUFS 8u
 #define DX_BULK_TILE 16384u
+/* a test's count of the bulk moves (test/gpu/t_dxmove.cu); nothing in the daemon */
+#ifndef DX_BULK_COUNT
+#define DX_BULK_COUNT() ((void)0)
+#endif
 /* dynamic shared memory of the kernel with the direct exchange */
 #define DX_BULK_SMEM (DX_BULK_BUFS * DX_BULK_TILE)
 /* a move of fewer vector bytes than this stays with the threads: the tiles' round trips
@@ -126,6 +130,7 @@ static __device__ __noinline__ void dx_bulk_move(const char *const *src, char *c
                                                  const uint32_t *bytes, uint32_t np)
 {
     dx_bulk_t *s = dx_bulk();
+    DX_BULK_COUNT();
     /* the inputs, acquired by this block through the generic proxy, before the copy
      * engine reads them */
     asm volatile("fence.proxy.async.global;" ::: "memory");

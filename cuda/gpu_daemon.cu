@@ -711,9 +711,11 @@ void gpu_daemon_launch(bool direct, int blocks, int threads, cudaStream_t stream
                        const gpu_daemon_params_t &p)
 {
     if (direct) {
-        /* the bulk moves' tiles (cuda_bulk.cuh); the blocks are one per SM anyway */
-        cudaFuncSetAttribute(dfccl_gpu_daemon<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             DX_BULK_SMEM);
+        /* the bulk moves' tiles (cuda_bulk.cuh); the blocks are one per SM anyway. A
+         * refusal is the caller's launch error (cudaGetLastError), this call's error */
+        if (cudaFuncSetAttribute(dfccl_gpu_daemon<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 DX_BULK_SMEM) != cudaSuccess)
+            return;
         dfccl_gpu_daemon<true><<<blocks, threads, DX_BULK_SMEM, stream>>>(p);
     } else
         dfccl_gpu_daemon<false><<<blocks, threads, 0, stream>>>(p);

@@ -61,13 +61,7 @@ run() {
 T=$B/test/gpu/t_gpu
 NET_ONLY=${NET_ONLY:-} # 1: only the net-transport cases
 # the block move on its own (the copy engine's bulk moves and the threads' copy), one block
-if [ -z "$NET_ONLY" ] && [ -x "$B/test/gpu/t_dxmove" ] && selected "dxmove"; then
-    if out=$(timeout 120 "$B/test/gpu/t_dxmove" 50 2>&1) && grep -q '^OK t_dxmove' <<< "$out"; then
-        pass "dxmove ($(grep '^OK' <<< "$out"))"
-    else
-        fail "dxmove" "$(tail -1 <<< "$out")"
-    fi
-fi
+[ -z "$NET_ONLY" ] && [ -x "$B/test/gpu/t_dxmove" ] && run "dxmove" 120 ok 1 "$B/test/gpu/t_dxmove" 50
 NPS=${NPS-2 4 8}
 [ -n "$NET_ONLY" ] && NPS= CHAOS_NPS= COMMS_NPS=
 for np in $NPS; do

@@ -1,30 +1,37 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The direct exchange's block move (cuda_dx.cuh's dx_move: the copy engine's bulk moves
- * from DX_BULK_MIN bytes, the threads' vector copy below) on its own, one block as in the
- * daemon, against the bytes it should have moved: up to 32 pieces of random sizes
- * (empty ones, sizes that are no multiple of 16, pieces of many tiles), each between
- * guard bytes that must stay as they were, many moves in a row on one block (the buffers'
- * mbarrier phases carry over from move to move, as in the persistent kernel).
+ * from DX_BULK_MIN bytes, the threads' vector copy below, a byte copy for unaligned
+ * pieces) on its own, one block as in the daemon, against a reference: up to 32 pieces
+ * of random sizes (empty ones, sizes that are no multiple of 16, pieces of many tiles)
+ * between guard bytes, many moves in a row on one block. Each move reads the buffer the
+ * one before wrote (X -> Y, then Y -> X, pieces laid out afresh each time, large moves
+ * and small or unaligned ones in turn), so a move whose stores had not landed when the
+ * next one read them, or whose reads saw old data, leaves wrong bytes behind. The
+ * buffers' mbarrier phases carry over from move to move, as in the persistent kernel;
+ * the kernel counts the bulk moves, and some must have run.
  *
- *   nvcc -std=c++17 -arch=sm_90 -Iinclude -Iengine -Icuda test/gpu/t_dxmove.cu -o t_dxmove
- *   ./t_dxmove [rounds]     prints "OK t_dxmove: ..." or the first wrong byte; exit 0/1
+ *   built with the GPU build (Makefile.am); run by test/gpu/run_gpu_tests.sh
+ *   t_dxmove [rounds]     prints "OK t_dxmove: ..." or the first wrong byte; exit 0/1 (77: no GPU)
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+__device__ unsigned long long g_bulk_moves;
+#define DX_BULK_COUNT() (g_bulk_moves++) /* thread 0 of the one block */
 #include "cuda_prims.cuh"
 
 #define GUARD 64
 #define MAXP  32
+#define SPAN  (8u << 20) /* each buffer */
 
 struct move_t {
     uint32_t np;
-    uint64_t src_off[MAXP], dst_off[MAXP];
+    uint64_t off[MAXP]; /* the same place in both buffers */
     uint32_t bytes[MAXP];
 };
 
-__global__ void __launch_bounds__(256, 1) k_moves(const move_t *moves, int nmoves, const char *src, char *dst)
+__global__ void __launch_bounds__(256, 1) k_moves(const move_t *moves, int nmoves, char *x, char *y)
 {
     dx_block_t *L = dx_block();
     if (threadIdx.x == 0)
@@ -32,15 +39,17 @@ __global__ void __launch_bounds__(256, 1) k_moves(const move_t *moves, int nmove
     __syncthreads();
     for (int m = 0; m < nmoves; m++) {
         const move_t *mv = &moves[m];
+        const char *src = m % 2 ? y : x;
+        char *dst = m % 2 ? x : y;
         if (threadIdx.x == 0) {
             uint32_t nv = 0;
             int al = 1;
             for (uint32_t k = 0; k < mv->np; k++) {
-                L->src[k] = src + mv->src_off[k];
-                L->dst[k] = dst + mv->dst_off[k];
+                L->src[k] = src + mv->off[k];
+                L->dst[k] = dst + mv->off[k];
                 L->bytes[k] = mv->bytes[k];
                 nv = mv->bytes[k] / 16 > nv ? mv->bytes[k] / 16 : nv;
-                al &= ((mv->src_off[k] | mv->dst_off[k]) & 15) == 0;
+                al &= (mv->off[k] & 15) == 0;
             }
             L->np = mv->np;
             L->nv = nv;
@@ -58,92 +67,91 @@ static uint32_t rnd(uint64_t *s)
     return (uint32_t)(*s >> 33);
 }
 
+/* move m's pieces: even moves large (many tiles), odd ones small, some unaligned */
+static void layout(move_t *mv, int m, uint64_t *seed)
+{
+    const int large = m % 2 == 0, unaligned = !large && rnd(seed) % 3 == 0;
+    uint64_t at = (rnd(seed) % 4096) * 16;
+    mv->np = 1 + rnd(seed) % MAXP;
+    for (uint32_t k = 0; k < mv->np; k++) {
+        const uint32_t kind = rnd(seed) % 5;
+        uint32_t b = kind == 0   ? 0
+                     : kind == 1 ? rnd(seed) % 64
+                     : large     ? (kind == 2 ? 16384 * (1 + rnd(seed) % 4) : rnd(seed) % 200000)
+                                 : rnd(seed) % 4096;
+        at = (at + GUARD + 15) / 16 * 16 + (unaligned ? 4 : 0);
+        if (at + b + GUARD > SPAN)
+            b = 0;
+        mv->off[k] = at;
+        mv->bytes[k] = b;
+        at += b;
+    }
+}
+
 int main(int argc, char **argv)
 {
     const int rounds = argc > 1 ? atoi(argv[1]) : 20;
     const int nmoves = 64;
     uint64_t seed = 12345;
-    int dev = 0;
-    if (cudaSetDevice(dev) != cudaSuccess) {
+    if (cudaSetDevice(0) != cudaSuccess) {
         printf("SKIP t_dxmove: no GPU\n");
         return 77;
     }
-    cudaFuncSetAttribute(k_moves, cudaFuncAttributeMaxDynamicSharedMemorySize, DX_BULK_SMEM);
-    long checked = 0, bulk_moves = 0;
+    if (cudaFuncSetAttribute(k_moves, cudaFuncAttributeMaxDynamicSharedMemorySize, DX_BULK_SMEM) !=
+        cudaSuccess) {
+        printf("FAIL t_dxmove: %u bytes of dynamic shared memory refused\n", DX_BULK_SMEM);
+        return 1;
+    }
+    char *hx = (char *)malloc(SPAN), *hy = (char *)malloc(SPAN), *got = (char *)malloc(SPAN);
+    move_t *mv = (move_t *)calloc(nmoves, sizeof(move_t)), *dm;
+    char *dx, *dy;
+    if (!hx || !hy || !got || !mv || cudaMalloc(&dx, SPAN) || cudaMalloc(&dy, SPAN) ||
+        cudaMalloc(&dm, nmoves * sizeof(move_t))) {
+        printf("FAIL t_dxmove: out of memory\n");
+        return 1;
+    }
+    unsigned long long checked = 0, bulk = 0;
     for (int r = 0; r < rounds; r++) {
-        move_t *mv = (move_t *)calloc(nmoves, sizeof(move_t));
-        uint64_t stotal = 0, dtotal = 0;
-        for (int m = 0; m < nmoves; m++) {
-            mv[m].np = 1 + rnd(&seed) % MAXP;
-            const int unaligned = rnd(&seed) % 8 == 0; /* the threads' byte copy */
-            for (uint32_t k = 0; k < mv[m].np; k++) {
-                const uint32_t kind = rnd(&seed) % 6;
-                uint32_t b = kind == 0   ? 0
-                             : kind == 1 ? rnd(&seed) % 64
-                             : kind == 2 ? rnd(&seed) % 8192
-                             : kind == 3 ? 16384 * (1 + rnd(&seed) % 4)
-                                         : rnd(&seed) % 200000;
-                mv[m].bytes[k] = b;
-                stotal = (stotal + GUARD + 15) / 16 * 16 + (unaligned ? 4 : 0);
-                mv[m].src_off[k] = stotal;
-                stotal += b;
-                dtotal = (dtotal + GUARD + 15) / 16 * 16 + (unaligned ? 8 : 0);
-                mv[m].dst_off[k] = dtotal;
-                dtotal += b;
-            }
+        for (uint64_t i = 0; i < SPAN; i++) {
+            hx[i] = (char)rnd(&seed);
+            hy[i] = (char)(0x5a ^ (i * 7));
         }
-        stotal += GUARD;
-        dtotal += GUARD;
-        char *hs = (char *)malloc(stotal), *hd = (char *)malloc(dtotal), *want = (char *)malloc(dtotal);
-        for (uint64_t i = 0; i < stotal; i++)
-            hs[i] = (char)rnd(&seed);
-        for (uint64_t i = 0; i < dtotal; i++)
-            want[i] = hd[i] = (char)(0x5a ^ (i * 7));
-        /* every piece has a place of its own between guard bytes: the reference is each one copied */
-        for (int m = 0; m < nmoves; m++)
+        cudaMemcpy(dx, hx, SPAN, cudaMemcpyHostToDevice);
+        cudaMemcpy(dy, hy, SPAN, cudaMemcpyHostToDevice);
+        for (int m = 0; m < nmoves; m++) {
+            layout(&mv[m], m, &seed);
+            char *s = m % 2 ? hy : hx, *d = m % 2 ? hx : hy; /* the reference, move by move */
             for (uint32_t k = 0; k < mv[m].np; k++) {
-                memcpy(want + mv[m].dst_off[k], hs + mv[m].src_off[k], mv[m].bytes[k]);
+                memcpy(d + mv[m].off[k], s + mv[m].off[k], mv[m].bytes[k]);
                 checked += mv[m].bytes[k];
             }
-        char *ds, *dd;
-        move_t *dm;
-        if (cudaMalloc(&ds, stotal) || cudaMalloc(&dd, dtotal) || cudaMalloc(&dm, nmoves * sizeof(move_t))) {
-            printf("FAIL t_dxmove: cudaMalloc\n");
-            return 1;
         }
-        cudaMemcpy(ds, hs, stotal, cudaMemcpyHostToDevice);
-        cudaMemcpy(dd, hd, dtotal, cudaMemcpyHostToDevice);
         cudaMemcpy(dm, mv, nmoves * sizeof(move_t), cudaMemcpyHostToDevice);
-        k_moves<<<1, 256, DX_BULK_SMEM>>>(dm, nmoves, ds, dd);
+        k_moves<<<1, 256, DX_BULK_SMEM>>>(dm, nmoves, dx, dy);
         cudaError_t e = cudaDeviceSynchronize();
         if (e != cudaSuccess) {
             printf("FAIL t_dxmove: round %d: %s\n", r, cudaGetErrorString(e));
             return 1;
         }
-        cudaMemcpy(hd, dd, dtotal, cudaMemcpyDeviceToHost);
-        for (uint64_t i = 0; i < dtotal; i++)
-            if (hd[i] != want[i]) {
-                printf("FAIL t_dxmove: round %d byte %llu of %llu: got 0x%02x, want 0x%02x\n", r,
-                       (unsigned long long)i, (unsigned long long)dtotal, (unsigned char)hd[i],
-                       (unsigned char)want[i]);
-                return 1;
-            }
-        for (int m = 0; m < nmoves; m++) {
-            uint64_t v = 0;
-            for (uint32_t k = 0; k < mv[m].np; k++)
-                v += mv[m].bytes[k];
-            bulk_moves += v >= DX_BULK_MIN;
+        for (int side = 0; side < 2; side++) {
+            cudaMemcpy(got, side ? dy : dx, SPAN, cudaMemcpyDeviceToHost);
+            const char *want = side ? hy : hx;
+            for (uint64_t i = 0; i < SPAN; i++)
+                if (got[i] != want[i]) {
+                    printf("FAIL t_dxmove: round %d, buffer %c byte %llu: got 0x%02x, want 0x%02x\n", r,
+                           side ? 'Y' : 'X', (unsigned long long)i, (unsigned char)got[i],
+                           (unsigned char)want[i]);
+                    return 1;
+                }
         }
-        cudaFree(ds);
-        cudaFree(dd);
-        cudaFree(dm);
-        free(hs);
-        free(hd);
-        free(want);
-        free(mv);
     }
-    printf("OK t_dxmove: %d rounds of %d moves, %ld bytes checked, ~%ld moves large enough for the copy "
+    cudaMemcpyFromSymbol(&bulk, g_bulk_moves, sizeof(bulk));
+    if (!bulk) {
+        printf("FAIL t_dxmove: no move went to the copy engine (DX_BULK_MIN %u)\n", DX_BULK_MIN);
+        return 1;
+    }
+    printf("OK t_dxmove: %d rounds of %d chained moves, %llu bytes moved and checked, %llu moves by the copy "
            "engine\n",
-           rounds, nmoves, checked, bulk_moves);
+           rounds, nmoves, checked, bulk);
     return 0;
 }
