@@ -73,13 +73,23 @@ __device__ __forceinline__ int dx_set_piece(dx_block_t *L, uint32_t mask, int p,
     return (((uintptr_t)src | (uintptr_t)dst) & 15) == 0;
 }
 
-/* The whole block: every piece src[k] -> dst[k]. */
+/* The whole block: every piece src[k] -> dst[k]. Large moves go to the copy engine
+ * (cuda_bulk.cuh), driven by thread 0, while the other threads copy the pieces' bytes
+ * past their whole vectors. */
 __device__ __forceinline__ void dx_move(const dx_block_t *L)
 {
     const uint32_t tid = threadIdx.x, nt = blockDim.x, np = L->np, nv = L->nv;
     if (!L->vec) {
         for (uint32_t k = 0; k < np; k++)
             prim_copy(L->dst[k], L->src[k], L->bytes[k]);
+        return;
+    }
+    if ((uint64_t)np * nv * 16 >= DX_BULK_MIN) {
+        if (tid == 0)
+            dx_bulk_move(L->src, L->dst, L->bytes, np);
+        for (uint32_t k = 0; k < np; k++)
+            for (uint32_t b = L->bytes[k] / 16 * 16 + tid; b < L->bytes[k]; b += nt)
+                L->dst[k][b] = __ldcg(L->src[k] + b);
         return;
     }
     const uint32_t total = np * nv;

@@ -277,7 +277,8 @@ DFCCL_DEV_INLINE void prim_reduce(void *dst, const void *a, const void *b, size_
     prim_reduce_any(dst, a, b, n, dtype, op);
 }
 
-#include "cuda_dx.cuh" /* the direct exchange (uses prim_copy above) */
+#include "cuda_bulk.cuh" /* the copy engine's bulk moves */
+#include "cuda_dx.cuh"   /* the direct exchange (uses prim_copy and the bulk moves above) */
 
 #define DFCCL_PRIMS_GPU 1
 __device__ __forceinline__ void prim_barrier(void)

@@ -500,6 +500,8 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
     }
     if (t0) {
         ll_block()->recv_valid = 0; /* shared memory starts undefined */
+        if (kDirect)
+            dx_bulk_init();
         s.fresh_rec = s.trec = NULL;
         s.head = ld_volatile_u64(&p.block_head[b]);
         s.n = ld_volatile_u32(&p.ntasks[b]);
@@ -708,8 +710,13 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
 void gpu_daemon_launch(bool direct, int blocks, int threads, cudaStream_t stream,
                        const gpu_daemon_params_t &p)
 {
-    if (direct)
-        dfccl_gpu_daemon<true><<<blocks, threads, 0, stream>>>(p);
-    else
+    if (direct) {
+        /* the bulk moves' tiles (cuda_bulk.cuh); the blocks are one per SM anyway. A
+         * refusal is the caller's launch error (cudaGetLastError), this call's error */
+        if (cudaFuncSetAttribute(dfccl_gpu_daemon<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 DX_BULK_SMEM) != cudaSuccess)
+            return;
+        dfccl_gpu_daemon<true><<<blocks, threads, DX_BULK_SMEM, stream>>>(p);
+    } else
         dfccl_gpu_daemon<false><<<blocks, threads, 0, stream>>>(p);
 }

@@ -60,6 +60,8 @@ run() {
 
 T=$B/test/gpu/t_gpu
 NET_ONLY=${NET_ONLY:-} # 1: only the net-transport cases
+# the block move on its own (the copy engine's bulk moves and the threads' copy), one block
+[ -z "$NET_ONLY" ] && [ -x "$B/test/gpu/t_dxmove" ] && run "dxmove" 120 ok 1 "$B/test/gpu/t_dxmove" 50
 NPS=${NPS-2 4 8}
 [ -n "$NET_ONLY" ] && NPS= CHAOS_NPS= COMMS_NPS=
 for np in $NPS; do
