@@ -444,6 +444,8 @@ static __device__ __forceinline__ void take_input(const gpu_daemon_params_t &p, 
             tasks[0] = s.task;
             s.fresh = 1;
         }
+        /* stamped before the record's own loads below, which are no part of the intake */
+        const uint64_t built_ns = taken_ns ? globaltimer_ns() : 0;
         if (taken_ns) { /* DFCCL_GPU_TRACE: every collective block 0 takes part in */
             const uint32_t r = trace_n++ & (GPU_TRACE_RECS - 1);
             uint64_t *rec = p.trace + (size_t)r * GPU_TRACE_WORDS;
@@ -457,7 +459,7 @@ static __device__ __forceinline__ void take_input(const gpu_daemon_params_t &p, 
             p.trace[GPU_TRACE_IDX_OFF + e->req_id] = r;
             if (n == 0)
                 s.fresh_rec = rec; /* the pass after this intake starts with it */
-            rec[GPU_TR_BUILT] = globaltimer_ns();
+            rec[GPU_TR_BUILT] = built_ns;
         }
         s.key[n] = slot_key(e->comm_id, slot);
         n++;
