@@ -177,10 +177,10 @@ __global__ void pong(const uint64_t *h2d, uint64_t *d2h, int mode)
 }
 
 /* Block 0 of side 0 posts i to side 1's word and waits for side 1's answer in its own;
- * block 0 of side 1 answers (iters + 1 times: the first is not timed); blocks 1.. spin on loads of a word of their own until side
- * 0 is done. words: [0] side 0's, [16] side 1's, [32] done, [48 + 16 b] block b's. A
- * kernel runs one side (two processes) or both (sides: 2, the blocks split in halves).
- * out[0] = ns for iters round trips (side 0). */
+ * block 0 of side 1 answers (iters + 1 times: the first is not timed); blocks 1.. spin on
+ * loads of a word of their own until side 0 is done. words: [0] side 0's, [16] side 1's,
+ * [32] done, [48 + 16 b] block b's. A kernel runs one side (two processes) or both
+ * (sides: 2, the blocks split in halves). out[0] = ns for iters round trips (side 0). */
 __global__ void flag_pingpong(uint64_t *words, int side, int sides, int iters, uint64_t *out)
 {
     const int per = (int)gridDim.x / sides, me = sides == 2 ? (int)blockIdx.x / per : side;
