@@ -130,35 +130,36 @@ static dfcclResult_t comm_open_error(const char *fn, struct dfccl_comm *comm)
  * refused (sig.c), so that peers that make their part of it fail with its reason instead
  * of waiting for it. Among the collectives of the daemon its buffers would have picked
  * (none: the latest call's), as the peers' calls are. */
+/* The daemon whose collective a call of these buffers is (or would have been): the GPU
+ * daemon's when either is device memory (or managed, on a communicator with a GPU part);
+ * with neither, that of the latest call. */
+static int refuse_gpu(const struct dfccl_comm *comm, const void *sendbuf, const void *recvbuf)
+{
+    if (!comm->gpu)
+        return 0;
+    return sendbuf || recvbuf
+               ? (sendbuf && eng_gpu_buffer(sendbuf, 1)) || (recvbuf && eng_gpu_buffer(recvbuf, 1))
+               : comm->last_on_gpu;
+}
+
 static dfcclResult_t refused(struct dfccl_comm *comm, dfcclResult_t r, const void *sendbuf,
                              const void *recvbuf)
 {
     if (r == dfcclSuccess || !comm || dfccl_load_acquire(&comm->aborted))
         return r;
-    int gpu = 0;
-    if (comm->gpu)
-        gpu = sendbuf || recvbuf
-                  ? (sendbuf && eng_gpu_buffer(sendbuf, 1)) || (recvbuf && eng_gpu_buffer(recvbuf, 1))
-                  : comm->last_on_gpu;
-    eng_sig_refuse(comm, gpu, dfcclGetLastError());
+    eng_sig_refuse(comm, refuse_gpu(comm, sendbuf, recvbuf), dfcclGetLastError());
     return r;
 }
 
-dfcclResult_t dfcclCommRefuse(dfcclComm_t handle, int onDevice, const char *why)
+dfcclResult_t dfcclCommRefuse(dfcclComm_t handle, const void *sendbuf, const void *recvbuf, const char *why)
 {
     struct dfccl_comm *comm = eng_comm_get(handle);
     if (!comm)
         return DFCCL_ARG_ERROR("comm is not a live communicator (NULL or destroyed)");
-    if (onDevice != 0 && onDevice != 1)
-        return DFCCL_ARG_ERROR("onDevice is %d, not 0 or 1", onDevice);
     if (!why || !*why)
         return DFCCL_ARG_ERROR("why is NULL or empty");
-    if (onDevice && !comm->gpu)
-        return eng_set_error(dfcclUnsupported, __func__,
-                             "onDevice is 1 but comm runs no collective on device buffers "
-                             "(dfcclCommDeviceBuffers says 0)");
     if (!dfccl_load_acquire(&comm->aborted)) /* aborted: nobody waits on its calls */
-        eng_sig_refuse(comm, onDevice, why);
+        eng_sig_refuse(comm, refuse_gpu(comm, sendbuf, recvbuf), why);
     return dfcclSuccess;
 }
 

@@ -212,21 +212,29 @@ dfcclResult_t dfcclCommDeviceBuffers(dfcclComm_t comm, int *supported_p);
 /**
  * @brief Say that this rank will not make its part of the collective that its next call
  *        on @p comm would be, because it failed before that call (out of memory for a
- *        temporary of its own, say): the peers' part of that collective then fails with
- *        dfcclMismatch and "rank R refused its call (@p why)" instead of waiting for it,
- *        as when the call itself refuses an argument, and the communicator is then
- *        aborted on every rank, unless every rank refused that call (docs/usage.md,
- *        "Mismatched collectives").
- * @param [in] comm      the communicator
- * @param [in] onDevice  1 when the call would have passed device buffers (a collective of
- *                       the GPU daemon's), 0 for host buffers (the CPU daemon's)
- * @param [in] why       the reason, for the peers' error messages (a long one is truncated)
+ *        temporary of its own, say), so that its peers do not wait for it: a peer stalled
+ *        in its part of that collective fails with dfcclMismatch and "rank R refused its
+ *        call (@p why)"; the communicator is then aborted on every rank (a peer that calls
+ *        only after that gets dfcclCommAborted with the reason; one whose part needed
+ *        nothing from this rank completes it and fails at its next call), unless every
+ *        rank refused that call. As when the call itself refuses an argument
+ *        (docs/usage.md, "Mismatched collectives").
+ * @param [in] comm     the communicator
+ * @param [in] sendbuf  the buffers the call would have passed (NULL where it passes none):
+ * @param [in] recvbuf  they pick the daemon whose collective is refused, as they would have
+ *                      picked the call's (device memory, or managed memory on a
+ *                      communicator with a GPU part: the GPU daemon's; both NULL: the
+ *                      daemon of the latest call). Other buffers would let this rank's
+ *                      next call be taken for the refused one.
+ * @param [in] why      the reason, for the peers' error messages (a long one is truncated)
  * @return dfcclSuccess (also when @p comm was already aborted: nobody waits on it),
- *         dfcclInvalidArgument (bad @p comm, @p onDevice not 0 or 1, NULL or empty
- *         @p why), dfcclUnsupported (@p onDevice 1 where dfcclCommDeviceBuffers says 0)
- * @note Local: never waits on a peer. Call it once per call not made.
+ *         dfcclInvalidArgument (bad @p comm, NULL or empty @p why)
+ * @note Local: never waits on a peer. It counts as a call on @p comm: make it where the
+ *       call would have been, after every earlier call on @p comm and before any later
+ *       one (one thread at a time per communicator, as for every call), once per call
+ *       not made.
  */
-dfcclResult_t dfcclCommRefuse(dfcclComm_t comm, int onDevice, const char *why);
+dfcclResult_t dfcclCommRefuse(dfcclComm_t comm, const void *sendbuf, const void *recvbuf, const char *why);
 
 /**
  * @brief Copy @p comm's statistics into @p stats_p.

@@ -104,33 +104,39 @@ static int lost_error(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_t *
     return MPI_ERR_OTHER;
 }
 
-/* Start a call on the engine or staged path. An engine call that fails before it reaches
- * the engine (no memory for a temporary, a failed device copy) is refused to the peers,
- * whose part of it would otherwise wait for this rank's for ever; a call the engine
- * refuses itself, it describes itself. */
-static int start_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
-                      const mca_coll_dfccl_args_t *a, const mca_coll_dfccl_plan_t *plan, int32_t kind,
-                      mca_coll_dfccl_op_t *o, ompi_request_t **inner_p)
+/* An engine call that failed here before it reached the engine (rc: no memory for a
+ * temporary or a request, a failed device copy) is refused to the peers, whose part of it
+ * would otherwise wait for this rank's for ever; a call the engine refuses itself, it
+ * describes itself. Made where the call would have been: the communicator's queue is
+ * empty and its engine communicator live. The call's own buffers pick the daemon, as the
+ * engine picks it (device buffers reach it as they are on a communicator with a GPU
+ * part; none reach it in place of device ones there). Returns rc. */
+static int refuse_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
+                       const mca_coll_dfccl_args_t *a, dfcclComm_t ecomm, bool nonblocking, int rc)
 {
-    const int rc = desc->start(m, a, plan, o, inner_p);
-    if (rc == OMPI_SUCCESS || plan->path != MCA_COLL_DFCCL_PATH_ENGINE || o->reached)
-        return rc;
-    /* the daemon its buffers would have gone to: device ones to the GPU daemon as they are */
-    int gpu = 0;
-    if (kind == MCA_COLL_DFCCL_MEM_DEVICE && dfcclCommDeviceBuffers(plan->ecomm, &gpu) != dfcclSuccess)
-        gpu = 0;
     char name[32], why[160];
-    mca_coll_dfccl_call_name(name, sizeof name, desc->coll, false);
+    mca_coll_dfccl_call_name(name, sizeof name, desc->coll, nonblocking);
     const char *what = rc == MPI_ERR_NO_MEM || rc == OMPI_ERR_OUT_OF_RESOURCE
                            ? "no memory for a temporary buffer"
                        : rc == MPI_ERR_COUNT ? "a count too large for Open MPI's datatype engine"
                                              : "a device copy or a staging step failed";
     snprintf(why, sizeof why, "its MPI_%s failed before the engine call: %s", name, what);
-    const dfcclResult_t res = dfcclCommRefuse(plan->ecomm, gpu, why);
+    const dfcclResult_t res = dfcclCommRefuse(ecomm, a->sbuf == MPI_IN_PLACE ? NULL : a->sbuf, a->rbuf, why);
     DFCCL_VERBOSE(1, "MPI_%s on %s (cid %u) failed before the engine call (%s): %s", name, m->comm->c_name,
                   m->comm->c_contextid, what,
                   res == dfcclSuccess ? "refused to the peers" : dfcclGetLastError());
     return rc;
+}
+
+/* Start a call on the engine or staged path (a failure before the engine call refused). */
+static int start_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
+                      const mca_coll_dfccl_args_t *a, const mca_coll_dfccl_plan_t *plan, bool nonblocking,
+                      mca_coll_dfccl_op_t *o, ompi_request_t **inner_p)
+{
+    const int rc = desc->start(m, a, plan, o, inner_p);
+    if (rc == OMPI_SUCCESS || plan->path != MCA_COLL_DFCCL_PATH_ENGINE || o->reached)
+        return rc;
+    return refuse_call(m, desc, a, plan->ecomm, nonblocking, rc);
 }
 
 /* Start a request that waited: engine submission, or the previous module's
@@ -140,7 +146,7 @@ static int start_waited(mca_coll_dfccl_req_t *req)
     mca_coll_dfccl_module_t *m = req->module;
     if (req->plan.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
         return req->desc->previous(m, &req->args, &req->op.inner);
-    return start_call(m, req->desc, &req->args, &req->plan, req->rec.kind, &req->op,
+    return start_call(m, req->desc, &req->args, &req->plan, !req->blocking, &req->op,
                       req->plan.path == MCA_COLL_DFCCL_PATH_STAGED ? &req->op.inner : NULL);
 }
 
@@ -260,6 +266,34 @@ static bool queue_busy(mca_coll_dfccl_module_t *m)
     return busy;
 }
 
+/* A blocking engine call that must wait but got no request to wait in (no memory): it
+ * waits here instead, driving the queue, until the calls before it have started and the
+ * set-up has ended, then runs as an unqueued call does (its place among the
+ * communicator's calls is the same: a blocking call's thread issues nothing meanwhile).
+ * A non-blocking one can't wait, and one checked by coll_dfccl_check needs its request
+ * for the check's exchange: those return OMPI_ERR_OUT_OF_RESOURCE unrefused (a rank that
+ * skips a call of Open MPI's own leaves its peers waiting the same way). */
+static int run_unqueued(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
+                        const mca_coll_dfccl_args_t *a, mca_coll_dfccl_plan_t *plan,
+                        const mca_coll_dfccl_check_t *rec)
+{
+    mca_coll_dfccl_engine_state_t state = engine_state(m);
+    while (queue_busy(m) || (state = engine_state(m)) == MCA_COLL_DFCCL_ENGINE_SETUP) {
+        opal_progress();
+        sched_yield(); /* the set-up thread may need this core */
+    }
+    if (state == MCA_COLL_DFCCL_ENGINE_LOST)
+        return lost_error(m, rec, true);
+    if (state != MCA_COLL_DFCCL_ENGINE_LIVE) { /* the set-up failed: its fallback */
+        plan->path = fallback_path(rec);
+        if (plan->path == MCA_COLL_DFCCL_PATH_PREVIOUS)
+            return desc->previous(m, a, NULL);
+    } else {
+        plan->ecomm = m->ecomm;
+    }
+    MCA_COLL_DFCCL_RUN_BLOCKING(o, start_call(m, desc, a, plan, false, o, NULL));
+}
+
 int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
                         const mca_coll_dfccl_args_t *a, ompi_request_t **request)
 {
@@ -308,14 +342,20 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
         if (plan.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
             return desc->previous(m, a, request);
         if (blocking)
-            MCA_COLL_DFCCL_RUN_BLOCKING(o, start_call(m, desc, a, &plan, rec.kind, o, NULL));
-        MCA_COLL_DFCCL_RUN_NONBLOCKING(m, plan.path, request, o, inner_p,
-                                       start_call(m, desc, a, &plan, rec.kind, o, inner_p));
+            MCA_COLL_DFCCL_RUN_BLOCKING(o, start_call(m, desc, a, &plan, false, o, NULL));
+        /* no request for it: refused to the peers like any failure before the engine call */
+        MCA_COLL_DFCCL_RUN_NONBLOCKING(
+            m, plan.path, request, o, inner_p, start_call(m, desc, a, &plan, true, o, inner_p),
+            plan.path == MCA_COLL_DFCCL_PATH_ENGINE
+                ? refuse_call(m, desc, a, plan.ecomm, true, OMPI_ERR_OUT_OF_RESOURCE)
+                : OMPI_ERR_OUT_OF_RESOURCE);
     }
 
     /* it waits in the queue */
     mca_coll_dfccl_req_t *req = mca_coll_dfccl_req_get(m);
-    if (!req)
+    if (!req && blocking && !cm->check && plan.path == MCA_COLL_DFCCL_PATH_ENGINE)
+        return run_unqueued(m, desc, a, &plan, &rec);
+    if (!req) /* a non-blocking call, or one whose check needs it: see run_unqueued */
         return OMPI_ERR_OUT_OF_RESOURCE;
     req->desc = desc;
     req->args = *a;
@@ -363,5 +403,5 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
         return rc;
     if (plan.path == MCA_COLL_DFCCL_PATH_PREVIOUS)
         return desc->previous(m, a, NULL);
-    MCA_COLL_DFCCL_RUN_BLOCKING(o, start_call(m, desc, a, &plan, rec.kind, o, NULL));
+    MCA_COLL_DFCCL_RUN_BLOCKING(o, start_call(m, desc, a, &plan, false, o, NULL));
 }

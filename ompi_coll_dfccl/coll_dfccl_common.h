@@ -211,11 +211,11 @@ static inline size_t *mca_coll_dfccl_vtab(int n)
         return mca_coll_dfccl_op_wait(_o);                                                                   \
     } while (0)
 
-#define MCA_COLL_DFCCL_RUN_NONBLOCKING(_m, _path, _request, _o, _inner_p, _start_call)                       \
+#define MCA_COLL_DFCCL_RUN_NONBLOCKING(_m, _path, _request, _o, _inner_p, _start_call, _no_request)          \
     do {                                                                                                     \
         mca_coll_dfccl_req_t *req_ = mca_coll_dfccl_req_get(_m);                                             \
         if (!req_)                                                                                           \
-            return OMPI_ERR_OUT_OF_RESOURCE;                                                                 \
+            return (_no_request);                                                                            \
         mca_coll_dfccl_op_t *_o = &req_->op;                                                                 \
         ompi_request_t **_inner_p = (_path) == MCA_COLL_DFCCL_PATH_STAGED ? &req_->op.inner : NULL;          \
         int rc_ = (_start_call);                                                                             \

@@ -116,7 +116,7 @@ static void check_stale(dfcclComm_t C, float *sb, float *rb, size_t n)
     BAD_STALE(dfcclCommRank(C, &st_rank));
     BAD_STALE(dfcclCommSize(C, &st_size));
     BAD_STALE(dfcclCommGetStats(C, &stats));
-    BAD_STALE(dfcclCommRefuse(C, 0, "a stale handle"));
+    BAD_STALE(dfcclCommRefuse(C, NULL, NULL, "a stale handle"));
     BAD_STALE(dfcclCommDestroy(C));
     good_on(A, "stale handle tests");
     /* the memory-kind query: its one argument, and host memory (what this suite has) */
@@ -168,22 +168,11 @@ static void check_null_args(float *sb, float *rb, size_t n)
     BAD("comm", dfcclCommRank(NULL, &st_rank));
     BAD("comm", dfcclCommSize(NULL, &st_size));
     BAD("comm", dfcclCommGetStats(NULL, &stats));
-    BAD("comm", dfcclCommRefuse(NULL, 0, "no communicator"));
+    BAD("comm", dfcclCommRefuse(NULL, sb, rb, "no communicator"));
     /* refusing a call: a bad argument refuses nothing (every rank makes these, and the
      * checked collectives after each one complete) */
-    BAD("onDevice", dfcclCommRefuse(A, 2, "a bad onDevice"));
-    BAD("onDevice", dfcclCommRefuse(A, -1, "a bad onDevice"));
-    BAD("why", dfcclCommRefuse(A, 0, NULL));
-    BAD("why", dfcclCommRefuse(A, 0, ""));
-    {
-        int dev = 0;
-        CHECK(dfcclCommDeviceBuffers(A, &dev));
-        if (!dev) /* this suite's communicators run host buffers only */
-            bad_check(__LINE__, "dfcclCommRefuse(A, 1, \"device buffers\")",
-                      dfcclCommRefuse(A, 1, "device buffers"), dfcclUnsupported, dfcclUnsupported,
-                      "onDevice");
-    }
-    BAD("comm", dfcclCommDestroy(NULL));
+    BAD("why", dfcclCommRefuse(A, sb, rb, NULL));
+    BAD("why", dfcclCommRefuse(A, NULL, NULL, ""));
 
     /* ---- NULL buffers with count > 0 ---- */
     BAD("sendbuf", dfcclAllReduce(NULL, rb, n, F, dfcclSum, A, &req));

@@ -164,11 +164,8 @@ int main(int argc, char **argv)
         tc_sleep_us(100000);
     dfcclResult_t rc;
     if (crefuse && odd) {
-        int dev = 0; /* the daemon the peers' call goes to: the GPU daemon's with device buffers */
-#ifdef TM_DEVICE
-        CHECK(dfcclCommDeviceBuffers(A, &dev));
-#endif
-        CHECK(dfcclCommRefuse(A, dev, "its allreduce found no memory for a temporary"));
+        /* the buffers the allreduce would have passed pick its daemon, as the peers' do */
+        CHECK(dfcclCommRefuse(A, s, r, "its allreduce found no memory for a temporary"));
         rc = dfcclInvalidArgument; /* what the refused call's caller had, to the check below */
     } else {
 #ifdef TM_DEVICE
