@@ -104,6 +104,24 @@ static int lost_error(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_check_t *
     return MPI_ERR_OTHER;
 }
 
+/* An engine call that waited for the set-up, once it has ended (state): on the engine
+ * communicator when it is live, the fallback path when the set-up failed, MPI_ERR_OTHER
+ * when it lost a peer. */
+static int engine_settled(mca_coll_dfccl_module_t *m, mca_coll_dfccl_engine_state_t state,
+                          const mca_coll_dfccl_check_t *rec, mca_coll_dfccl_plan_t *plan, bool blocking)
+{
+    int rc = OMPI_SUCCESS;
+    if (state == MCA_COLL_DFCCL_ENGINE_LIVE)
+        plan->ecomm = m->ecomm;
+    else if (state == MCA_COLL_DFCCL_ENGINE_LOST)
+        rc = lost_error(m, rec, blocking);
+    else
+        plan->path = fallback_path(rec);
+    if (mca_coll_dfccl_component.verbose >= 3)
+        verbose_call(m, rec, plan->path, blocking, " after waiting");
+    return rc;
+}
+
 /* An engine call that failed here before it reached the engine (rc: no memory for a
  * temporary or a request, a failed device copy) is refused to the peers, whose part of it
  * would otherwise wait for this rank's for ever; a call the engine refuses itself, it
@@ -216,14 +234,7 @@ void mca_coll_dfccl_queue_advance(mca_coll_dfccl_module_t *m)
             const mca_coll_dfccl_engine_state_t state = engine_state(m);
             if (state == MCA_COLL_DFCCL_ENGINE_SETUP)
                 return; /* waits for the set-up, and so does everything behind it */
-            if (state == MCA_COLL_DFCCL_ENGINE_LIVE)
-                req->plan.ecomm = m->ecomm;
-            else if (state == MCA_COLL_DFCCL_ENGINE_LOST)
-                req->op.rc = lost_error(m, &req->rec, req->blocking);
-            else
-                req->plan.path = fallback_path(&req->rec);
-            if (mca_coll_dfccl_component.verbose >= 3)
-                verbose_call(m, &req->rec, req->plan.path, req->blocking, " after waiting");
+            req->op.rc = engine_settled(m, state, &req->rec, &req->plan, req->blocking);
         }
         /* started while still at the head: a call another thread issues meanwhile on
          * this communicator queues behind it instead of reaching the engine first */
@@ -282,15 +293,11 @@ static int run_unqueued(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
         opal_progress();
         sched_yield(); /* the set-up thread may need this core */
     }
-    if (state == MCA_COLL_DFCCL_ENGINE_LOST)
-        return lost_error(m, rec, true);
-    if (state != MCA_COLL_DFCCL_ENGINE_LIVE) { /* the set-up failed: its fallback */
-        plan->path = fallback_path(rec);
-        if (plan->path == MCA_COLL_DFCCL_PATH_PREVIOUS)
-            return desc->previous(m, a, NULL);
-    } else {
-        plan->ecomm = m->ecomm;
-    }
+    const int rc = engine_settled(m, state, rec, plan, true);
+    if (rc != OMPI_SUCCESS)
+        return rc;
+    if (plan->path == MCA_COLL_DFCCL_PATH_PREVIOUS)
+        return desc->previous(m, a, NULL);
     MCA_COLL_DFCCL_RUN_BLOCKING(o, start_call(m, desc, a, plan, false, o, NULL));
 }
 

@@ -68,28 +68,24 @@ static int call_case(MPI_Comm c, bool nb, size_t n, int32_t *buf, int32_t *sbuf,
     const int N = ot_size;
     MPI_Request q = MPI_REQUEST_NULL;
     int rc;
-    if (!strcmp(mode, "alltoallv-inplace")) {
-        int cnt[64], dis[64];
-        for (int p = 0; p < N; p++) {
-            cnt[p] = (int)n;
-            dis[p] = (int)(n * (size_t)p);
-        }
+    /* the v-calls' tables: n int32 from every rank, in rank order; the strided send type
+     * (alltoallv-vector) one element of vec per rank, each vec's extent apart */
+    int cnt[64], dis[64], one[64], sdis[64];
+    for (int p = 0; p < N; p++) {
+        cnt[p] = (int)n;
+        dis[p] = (int)(n * (size_t)p);
+        one[p] = 1;
+        sdis[p] = p;
+    }
+    if (!strcmp(mode, "alltoallv-inplace"))
         rc = nb ? MPI_Ialltoallv(MPI_IN_PLACE, NULL, NULL, MPI_INT, buf, cnt, dis, MPI_INT, c, &q)
                 : MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_INT, buf, cnt, dis, MPI_INT, c);
-    } else if (!strcmp(mode, "alltoall-inplace")) {
+    else if (!strcmp(mode, "alltoall-inplace"))
         rc = nb ? MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_INT, buf, (int)n, MPI_INT, c, &q)
                 : MPI_Alltoall(MPI_IN_PLACE, 0, MPI_INT, buf, (int)n, MPI_INT, c);
-    } else { /* alltoallv-vector: to each rank n int32 every other one; received as n int32 */
-        int one[64], sdis[64], cnt[64], dis[64];
-        for (int p = 0; p < N; p++) {
-            one[p] = 1;
-            sdis[p] = p;
-            cnt[p] = (int)n;
-            dis[p] = (int)(n * (size_t)p);
-        }
+    else /* alltoallv-vector: to each rank n int32 every other one; received as n int32 */
         rc = nb ? MPI_Ialltoallv(sbuf, one, sdis, vec, buf, cnt, dis, MPI_INT, c, &q)
                 : MPI_Alltoallv(sbuf, one, sdis, vec, buf, cnt, dis, MPI_INT, c);
-    }
     if (rc == MPI_SUCCESS && nb)
         rc = MPI_Wait(&q, MPI_STATUS_IGNORE);
     return rc;
