@@ -63,12 +63,11 @@ __device__ __forceinline__ int ll_rank_in(uint32_t mask, int p)
  * steps (its rmask) are resolved in the same round trip, and a table's pieces with them (lane p, from the
  * fetcher's device copy). One piece for every peer (sstride 0, no table) is loaded once per line. */
 static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
-                                                    const eng_coll_args_t *a)
+                                                    const eng_coll_args_t *a, const eng_ll_plan_t *plan)
 {
     ll_block_t *L = ll_block();
     const int tid = (int)threadIdx.x;
-    eng_ll_plan_t pl;
-    eng_ll_plan(a, v->rank, n, &pl);
+    const eng_ll_plan_t pl = *plan;
     const void *src = a->sendbuf;
     const uint64_t bytes = pl.bytes, lines = eng_ll_lines(bytes), sstride = pl.sstride;
     const uint32_t smask = pl.smask, rmask = pl.rmask;
@@ -158,12 +157,11 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
  * H200 for 8 B-64 KiB reduce_scatter and allreduce (2026-12-03, bench/RESULTS.md) */
 #define ENG_LL_BATCH 4
 static __device__ __noinline__ int prim_ll_recv_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
-                                                    const eng_coll_args_t *a)
+                                                    const eng_coll_args_t *a, const eng_ll_plan_t *plan)
 {
     ll_block_t *L = ll_block();
     const int tid = (int)threadIdx.x;
-    eng_ll_plan_t pl;
-    eng_ll_plan(a, v->rank, n, &pl);
+    const eng_ll_plan_t pl = *plan;
     const uint32_t rmask = pl.rmask;
     if (!L->recv_valid) { /* a retry, or nothing sent: the steps again (one round trip) */
         if (tid < n && (rmask >> tid & 1)) {

@@ -58,16 +58,17 @@ __device__ __forceinline__ uint64_t *trace_rec(const gpu_daemon_params_t &p, uin
 }
 
 /* Thread 0: one of the nchan channels taking part in request req is finished with
- * result res; the last one publishes the completion word to the host. A failing channel
+ * result res; the last one publishes the completion word to the host. tr: block 0's
+ * DFCCL_GPU_TRACE record of it, or NULL (trace off, or another block: looked up here,
+ * off block 0's path). A failing channel
  * adds 1 << 48 besides its 1, so on the common path the last channel learns "no error"
  * from its own atomic, with no further load; it takes the counter back to 0 with a
  * reduction nobody waits for (the request id is reused only after the host saw done). */
 #define CHAN_ERR (1ull << 48)
 __device__ static void channel_done(const gpu_daemon_params_t &p, uint32_t req, int32_t res,
-                                    unsigned long long *completed, uint32_t nchan)
+                                    unsigned long long *completed, uint32_t nchan, uint64_t *tr)
 {
     if (nchan == 1) { /* the only channel (one-shots, small rings): nothing to count */
-        uint64_t *tr = trace_rec(p, req);
         if (tr)
             tr[GPU_TR_FINISHED] = globaltimer_ns();
         if (res < 0) /* the host preset success: a completion costs one PCIe write */
@@ -96,7 +97,8 @@ __device__ static void channel_done(const gpu_daemon_params_t &p, uint32_t req, 
         p.result[req] = atomicExch(&p.req_err[req], 0);
     if (completed)
         atomicAdd(completed, 1ull); /* no return value used: a fire-and-forget reduction */
-    uint64_t *tr = trace_rec(p, req);
+    if (p.trace && !tr)             /* another block than 0 is the last: the record by its index */
+        tr = trace_rec(p, req);
     if (tr) /* DFCCL_GPU_TRACE: the last channel's finish */
         tr[GPU_TR_FINISHED] = globaltimer_ns();
     if (p.tl.done_ns)
@@ -230,7 +232,7 @@ __device__ static __noinline__ uint64_t fetch_table(unsigned lane, uint64_t v, u
  * no completion's system-scope release waits behind that write. Returns the first
  * position fetched by this call. */
 __device__ static uint64_t fetch(const gpu_daemon_params_t &p, fetcher_t &f, gpu_sq_entry_t *s_stage,
-                                 bool idle)
+                                 uint64_t (*s_fst)[3], bool idle)
 {
     const unsigned lane = threadIdx.x;
     const uint64_t mask = GPU_RING - 1;
@@ -271,11 +273,12 @@ again:
                 ((uint32_t *)&s_stage[f.fpos & 1])[lane] = (uint32_t)v;
             }
             if (p.trace && lane == 0) {
-                uint64_t *ft = p.trace + GPU_TRACE_FETCH_OFF + (f.fpos & mask) * 4;
-                const uint64_t now = globaltimer_ns();
-                ft[0] = now;
-                ft[1] = k == 0 ? f.polls : 0;
-                ft[2] = k == 0 ? call_ns - f.last_ns : 0; /* the poll period before this one */
+                /* block 0's intake takes them from shared memory with the entry; the device
+                 * copy serves an entry taken in a later pass */
+                uint64_t *ft = p.trace + GPU_TRACE_FETCH_OFF + (f.fpos & mask) * 4, *sf = s_fst[f.fpos & 1];
+                sf[0] = ft[0] = globaltimer_ns();
+                sf[1] = ft[1] = k == 0 ? f.polls : 0;
+                sf[2] = ft[2] = k == 0 ? call_ns - f.last_ns : 0; /* the poll period before this one */
             }
             f.fpos++;
         }
@@ -352,11 +355,13 @@ __device__ static int daemon_quit(const gpu_daemon_params_t &p, uint64_t now, ui
 /* A block's shared state: the intake's and the pass's variables thread 0 writes and
  * every warp reads, one struct so that take_input takes it by one reference. */
 struct gpu_block_state_t {
-    gpu_task_t task; /* the task the pass runs, staged by thread 0 */
-    uint64_t head;   /* the block's next device-ring entry */
-    uint32_t n;      /* tasks in the list */
+    gpu_task_t task;      /* the task the pass runs, staged by thread 0 */
+    eng_chan_view_t view; /* and its view of the communicator, the same for every thread */
+    uint64_t head;        /* the block's next device-ring entry */
+    uint32_t n;           /* tasks in the list */
     int dec, progress;
     int fresh; /* task is task 0, just built by the intake */
+    int copy;  /* and not yet in the list: the block copies it, a word a thread */
     /* slot keys of the task list: a task may run only when no earlier task of the list
      * has its key (instance seq of a communicator waits for seq-K on this channel, the
      * scheduler's slot rule, checked without a memory access) */
@@ -364,10 +369,15 @@ struct gpu_block_state_t {
     /* DFCCL_GPU_TRACE, thread 0 of block 0: the fresh task's record, the running task's
      * record, its tries and first move */
     uint64_t *fresh_rec, *trec;
+    int tfirst; /* trec's first run */
     uint32_t tries;
     uint64_t moved_ns;
     uint64_t tl_head, run_t0; /* DFCCL_TRACE, thread 0: records written, stretch start */
-    gpu_sq_entry_t stage[2];  /* block 0: the entries the fetcher just took */
+    /* [0], [1]: block 0's entries the fetcher just took; [2]: an entry take_entry reads
+     * from the device ring. The intake reads an entry where it lies: a copy in local
+     * memory cost every field a local load */
+    gpu_sq_entry_t stage[3];
+    uint64_t fst[2][3]; /* DFCCL_GPU_TRACE: the fetcher's stamps of stage[0], stage[1] */
 };
 
 /* Thread 0: take new entries of the device ring into the block's task list (block 0 from
@@ -379,31 +389,31 @@ static __device__ __forceinline__ void take_input(const gpu_daemon_params_t &p, 
 {
     uint64_t head = s.head;
     uint32_t n = s.n;
-    s.fresh = 0;
-    gpu_sq_entry_t entry;
+    s.fresh = s.copy = 0;
     /* block 0's thread 0 is a fetcher lane: what this iteration fetched is staged */
-    while (n < GPU_MAX_TASKS && (b == 0 ? head < fpos : take_entry(p.dring, head, &entry))) {
+    while (n < GPU_MAX_TASKS && (b == 0 ? head < fpos : take_entry(p.dring, head, &s.stage[2]))) {
+        const gpu_sq_entry_t *e = &s.stage[2];
         if (b == 0 && head >= fstart)
-            entry = s.stage[head & 1];
-        else if (b == 0 && !take_entry(p.dring, head, &entry))
+            e = &s.stage[head & 1];
+        else if (b == 0 && !take_entry(p.dring, head, &s.stage[2]))
             break; /* cannot be: the fetcher wrote it before this pass */
         const uint64_t taken_ns = p.trace && b == 0 ? globaltimer_ns() : 0;
-        const gpu_sq_entry_t *e = &entry;
         head++;
         if (b != 0 && e->ntab)
             __threadfence(); /* the fetcher's copy of the table, seen after its entry */
         if (e->kind == GPU_SQ_DESTROY) {
             /* fail this block's channel of every task of the communicator */
-            s.fresh = 0; /* task 0 may be among them */
+            s.fresh = s.copy = 0; /* task 0 may be among them */
             for (uint32_t i = 0; i < n;) {
                 if (tasks[i].comm_id == e->comm_id) {
-                    channel_done(p, tasks[i].req_id, dfcclCommAborted, tasks[i].completed, tasks[i].nchan);
+                    channel_done(p, tasks[i].req_id, dfcclCommAborted, tasks[i].completed, tasks[i].nchan,
+                                 b == 0 ? trace_rec(p, tasks[i].req_id) : NULL);
                     task_remove(tasks, s.key, &n, i);
                 } else {
                     i++;
                 }
             }
-            channel_done(p, e->req_id, dfcclSuccess, NULL, (uint32_t)p.channels); /* every block */
+            channel_done(p, e->req_id, dfcclSuccess, NULL, (uint32_t)p.channels, NULL); /* every block */
             continue;
         }
         const gpu_comm_dev_t *cm = &e->comm;
@@ -411,10 +421,9 @@ static __device__ __forceinline__ void take_input(const gpu_daemon_params_t &p, 
          * them find nothing to move and take no part */
         const int N = cm->nranks, C = (int)cm->channels;
         eng_ctx_t x;
-        eng_ctx_init_in(&e->args, N, b, C, &x, kDirect);
         /* a channel with nothing to move takes no part (one-shots run on block 0
          * alone); one that has still waits its turn in the slot order */
-        const int k = eng_active_channels_in(&e->args, N, C, kDirect);
+        const int k = eng_ctx_init_in(&e->args, N, b, C, &x, kDirect);
         if (x.done && !(k == 0 && b == 0)) {
             if (taken_ns) /* DFCCL_GPU_TRACE: no record of this request (trace_rec) */
                 p.trace[GPU_TRACE_IDX_OFF + e->req_id] = GPU_TRACE_RECS;
@@ -440,16 +449,16 @@ static __device__ __forceinline__ void take_input(const gpu_daemon_params_t &p, 
         t->slot = slot;
         t->nchan = k ? (uint32_t)k : 1u;
         t->ctx = x;
-        if (n == 0) {
-            tasks[0] = s.task;
-            s.fresh = 1;
-        }
+        if (n == 0) /* copied to the list by the whole block after the intake */
+            s.fresh = s.copy = 1;
         /* stamped before the record's own loads below, which are no part of the intake */
         const uint64_t built_ns = taken_ns ? globaltimer_ns() : 0;
         if (taken_ns) { /* DFCCL_GPU_TRACE: every collective block 0 takes part in */
             const uint32_t r = trace_n++ & (GPU_TRACE_RECS - 1);
             uint64_t *rec = p.trace + (size_t)r * GPU_TRACE_WORDS;
-            const uint64_t *ft = p.trace + GPU_TRACE_FETCH_OFF + ((head - 1) & (GPU_RING - 1)) * 4;
+            const uint64_t *ft = e != &s.stage[2]
+                                     ? s.fst[(head - 1) & 1]
+                                     : p.trace + GPU_TRACE_FETCH_OFF + ((head - 1) & (GPU_RING - 1)) * 4;
             rec[GPU_TR_FETCHED] = ft[0];
             rec[GPU_TR_POLLS] = ft[1];
             rec[GPU_TR_POLL_NS] = ft[2];
@@ -522,10 +531,15 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
     for (;;) {
         uint64_t fstart = f.fpos;
         if (fetcher)
-            fstart = fetch(p, f, s.stage, s.n == 0);
+            fstart = fetch(p, f, s.stage, s.fst, s.n == 0);
         if (t0) /* ---- take new entries of the device ring into the task list ---- */
             take_input<kDirect>(p, b, tasks, f.fpos, fstart, s, trace_n, last_move);
         __syncthreads();
+        if (s.copy) { /* the fresh task into the list; read only after the pass's next barrier */
+            static_assert(sizeof(gpu_task_t) % 4 == 0, "whole words");
+            for (unsigned w = threadIdx.x; w < sizeof(gpu_task_t) / 4; w += blockDim.x)
+                ((uint32_t *)tasks)[w] = ((const uint32_t *)&s.task)[w];
+        }
 
         /* ---- one pass over the task list, in submission order ---- */
         int head_seen = 0;
@@ -545,6 +559,15 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                     blocked = s.key[j] == s.key[i];
                 if (!blocked && !(i == 0 && s.fresh))
                     s.task = *t;
+                if (!blocked) {
+                    eng_chan_view_t *w = &s.view;
+                    w->rank = s.task.rank;
+                    w->nranks = s.task.nranks;
+                    w->depth = s.task.depth;
+                    w->chunk = s.task.chunk;
+                    w->conns = s.task.conns;
+                    w->sig = eng_coll_sig(&s.task.args); /* in band with every step (engine/eng_sig.h) */
+                }
                 prim_block_cache_reset();
                 s.fresh = 0;
                 s.dec = blocked;
@@ -557,15 +580,12 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             }
             const int is_head = !head_seen;
             head_seen = 1;
-            eng_coll_args_t args = s.task.args;
+            /* the arguments and the view stay in shared memory, where thread 0 staged them
+             * (the algorithms only read them): per-thread copies went to local memory, their
+             * address being taken, and cost every visit 256 threads' local stores */
+            const eng_coll_args_t *args = &s.task.args;
+            eng_chan_view_t *v = &s.view;
             eng_ctx_t x = s.task.ctx; /* every thread steps its own copy identically */
-            eng_chan_view_t v;
-            v.rank = s.task.rank;
-            v.nranks = s.task.nranks;
-            v.depth = s.task.depth;
-            v.chunk = s.task.chunk;
-            v.conns = s.task.conns;
-            v.sig = eng_coll_sig(&args); /* in band with every step (engine/eng_sig.h) */
             uint64_t threshold = s.task.threshold_ns, wait_start = 0, budget = 0;
             int spins = 0, moved = 0;
             if (t0) {
@@ -575,8 +595,14 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                 budget = sched_budget(&p.sp, threshold, is_head);
                 if (p.trace) { /* DFCCL_GPU_TRACE: the fresh task's record is at hand */
                     uint64_t *rec = NULL;
-                    if (b == 0) {
-                        rec = s.fresh_rec && i == 0 ? s.fresh_rec : trace_rec(p, s.task.req_id);
+                    /* the fresh record's first run: its words are known zero, so no load
+                     * of them lies on the path it measures */
+                    s.tfirst = b == 0 && s.fresh_rec && i == 0;
+                    if (s.tfirst) {
+                        rec = s.fresh_rec;
+                        rec[GPU_TR_RUN] = wait_start;
+                    } else if (b == 0) {
+                        rec = trace_rec(p, s.task.req_id);
                         if (rec && !rec[GPU_TR_RUN])
                             rec[GPU_TR_RUN] = wait_start;
                     }
@@ -588,13 +614,13 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
             }
             int finished = x.done;
             int32_t res = dfcclSuccess;
-            if (!kDirect && (args.algo == ENG_ALGO_DIRECT || args.algo == ENG_ALGO_DIRECT1 ||
-                             args.algo == ENG_ALGO_READ)) {
+            if (!kDirect && (args->algo == ENG_ALGO_DIRECT || args->algo == ENG_ALGO_DIRECT1 ||
+                             args->algo == ENG_ALGO_READ)) {
                 finished = 1; /* the host launches the kernel with it whenever it picks it */
                 res = dfcclInternalError;
             }
             while (!finished) {
-                eng_prog_t r = eng_algo_progress_in(&args, &v, &x, kDirect);
+                eng_prog_t r = eng_algo_progress_in(args, v, &x, kDirect);
                 if (p.trace && t0 && s.trec) {
                     s.tries++;
                     if (r != ENG_WAIT && !s.moved_ns)
@@ -657,14 +683,20 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                                       : ENG_TR_STALLED,
                              &s.tl_head);
             if (p.trace && t0 && s.trec) { /* DFCCL_GPU_TRACE: this run's share (finished or preempted) */
-                s.trec[GPU_TR_TRIES] += s.tries;
-                if (s.moved_ns && !s.trec[GPU_TR_MOVED])
+                if (s.tfirst) {
+                    s.trec[GPU_TR_TRIES] = s.tries;
                     s.trec[GPU_TR_MOVED] = s.moved_ns;
+                } else {
+                    s.trec[GPU_TR_TRIES] += s.tries;
+                    if (s.moved_ns && !s.trec[GPU_TR_MOVED])
+                        s.trec[GPU_TR_MOVED] = s.moved_ns;
+                }
             }
             if (finished) {
                 __syncthreads(); /* every thread's writes of the last step are done */
                 if (t0) {
-                    channel_done(p, s.task.req_id, res, s.task.completed, s.task.nchan);
+                    channel_done(p, s.task.req_id, res, s.task.completed, s.task.nchan,
+                                 p.trace && b == 0 ? s.trec : NULL);
                     uint32_t n = s.n;
                     task_remove(tasks, s.key, &n, i);
                     s.n = n;

@@ -174,9 +174,11 @@ DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *
     }
 }
 
-/* Channel c of C owns elements [lo, hi) of the range the algorithm splits. */
-DFCCL_INLINE void eng_ctx_init_in(const eng_coll_args_t *a, int nranks, int c, int C, eng_ctx_t *x,
-                                  const int with_direct)
+/* Channel c of C owns elements [lo, hi) of the range the algorithm splits. Returns the
+ * channels with elements to move (eng_active_channels_in), from the same split: the GPU
+ * daemon's intake wants both, and its one thread pays for every branch twice. */
+DFCCL_INLINE int eng_ctx_init_in(const eng_coll_args_t *a, int nranks, int c, int C, eng_ctx_t *x,
+                                 const int with_direct)
 {
     x->chans = (uint32_t)C;
     const uint64_t span = eng_split_span(a, nranks, &C, with_direct);
@@ -186,6 +188,7 @@ DFCCL_INLINE void eng_ctx_init_in(const eng_coll_args_t *a, int nranks, int c, i
     x->step = x->sub = x->sub2 = 0;
     x->span = span;
     x->done = x->lo >= x->hi;
+    return span < (uint64_t)C ? (int)span : C;
 }
 
 /* Channels of C with elements to move: only those take part on the GPU (a one-shot

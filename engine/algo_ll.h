@@ -28,13 +28,13 @@ DFCCL_DEV_INLINE eng_prog_t algo_ll_progress(const eng_coll_args_t *a, eng_chan_
 
     if (x->step == 0) {
         /* every peer's step written to must be free (its previous use consumed) */
-        if (pl.smask && !prim_ll_send_all(v->conns, N, v, a))
+        if (pl.smask && !prim_ll_send_all(v->conns, N, v, a, &pl))
             return ENG_WAIT;
         x->step = 1;
         prog = ENG_PROGRESS;
     }
     if (pl.rmask) {
-        if (!prim_ll_recv_all(v->conns, N, v, a))
+        if (!prim_ll_recv_all(v->conns, N, v, a, &pl))
             return prog;
         prim_ll_recv_done_all(v->conns, N, pl.rmask);
     }

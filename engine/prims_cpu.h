@@ -113,10 +113,8 @@ DFCCL_DEV_INLINE void prim_recv_done_all(eng_conn_t *conns, int n)
  * else: `posted` stays at the last Simple step, which is all a later Simple step's check
  * needs (it waits for its own, absolute, count). */
 DFCCL_DEV_INLINE int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
-                                      const eng_coll_args_t *a)
+                                      const eng_coll_args_t *a, const eng_ll_plan_t *pl)
 {
-    eng_ll_plan_t plan, *pl = &plan;
-    eng_ll_plan(a, v->rank, n, pl);
     const void *src = a->sendbuf;
     for (int p = 0; p < n; p++)
         if ((pl->smask >> p & 1) && !prim_send_ready(&conns[p], v->depth))
@@ -153,10 +151,8 @@ DFCCL_DEV_INLINE uint64_t ll_line_packet(const uint64_t *step, uint64_t i)
  * in rank order into recvbuf, or copy peer p's to recvbuf + p * rstride, and return 1;
  * otherwise 0 and nothing is written. */
 DFCCL_DEV_INLINE int prim_ll_recv_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
-                                      const eng_coll_args_t *a)
+                                      const eng_coll_args_t *a, const eng_ll_plan_t *pl)
 {
-    eng_ll_plan_t plan, *pl = &plan;
-    eng_ll_plan(a, v->rank, n, pl);
     const uint64_t bytes = pl->bytes, lines = eng_ll_lines(bytes);
     const uint64_t *src[ENG_LL_MAX_RANKS]; /* each connection's current step */
     for (int p = 0; p < n; p++) {
