@@ -403,6 +403,8 @@ static __device__ __forceinline__ void take_input(const gpu_daemon_params_t &p, 
             __threadfence(); /* the fetcher's copy of the table, seen after its entry */
         if (e->kind == GPU_SQ_DESTROY) {
             /* fail this block's channel of every task of the communicator */
+            if (s.copy) /* a task built by this intake: the scan below reads the list */
+                tasks[0] = s.task;
             s.fresh = s.copy = 0; /* task 0 may be among them */
             for (uint32_t i = 0; i < n;) {
                 if (tasks[i].comm_id == e->comm_id) {
