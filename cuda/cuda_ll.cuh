@@ -36,15 +36,46 @@ __device__ __forceinline__ ll_block_t *ll_block(void)
     return &s_ll;
 }
 
+/* What a lane reads of its connection, every load in flight at once: the plain fields
+ * first, then the counters. A volatile load keeps its place among the code around it, so
+ * fields read after the counters each cost a dependent round trip: five of them made
+ * this part of the LL send 1.06 us of an 8-byte allreduce at 2 ranks on one H200
+ * (bench/RESULTS.md, "What one thread costs per collective"). */
+typedef struct {
+    char *sdata;
+    const char *rdata;
+    eng_conn_ctrl_t *sctrl, *rctrl;
+    uint64_t schunk, rchunk;
+    uint32_t sys, salt;
+    uint64_t recvd, sent, credit; /* credit: only where the lane sends */
+} ll_conn_words_t;
+
+__device__ __forceinline__ ll_conn_words_t ll_conn_load(const eng_conn_t *c, bool send)
+{
+    ll_conn_words_t w;
+    w.sdata = c->send_data;
+    w.rdata = c->recv_data;
+    w.sctrl = c->send_ctrl;
+    w.rctrl = c->recv_ctrl;
+    w.schunk = c->schunk;
+    w.rchunk = c->rchunk;
+    w.sys = c->sys;
+    w.salt = c->ll_salt;
+    w.recvd = ld_volatile_u64(&c->recvd);
+    w.sent = ld_volatile_u64(&c->sent);
+    w.credit = send ? ld_volatile_u64(&c->credit) : 0;
+    return w;
+}
+
 /* Lane p (< n, warp 0): resolve connection p's receive step into the block's state. The
  * signature salts the flag (eng_sig.h): lines of a peer of another signature never pass. */
-__device__ __forceinline__ void ll_recv_step(ll_block_t *L, const eng_conn_t *c, int p, uint64_t recvd,
-                                             uint32_t depth, uint32_t sig)
+__device__ __forceinline__ void ll_recv_step(ll_block_t *L, const ll_conn_words_t &w, int p, uint32_t depth,
+                                             uint32_t sig)
 {
-    L->src[p] = c->recv_data + eng_mod(recvd, depth) * c->rchunk;
-    L->rflag[p] = eng_ll_flag(c->ll_salt ^ sig, recvd + 1);
-    L->rctrl[p] = c->recv_ctrl;
-    L->recvd[p] = recvd;
+    L->src[p] = w.rdata + eng_mod(w.recvd, depth) * w.rchunk;
+    L->rflag[p] = eng_ll_flag(w.salt ^ sig, w.recvd + 1);
+    L->rctrl[p] = w.rctrl;
+    L->recvd[p] = w.recvd;
 }
 
 /* Thread p (< n): p's place among the peers of mask (it is in mask). */
@@ -80,25 +111,30 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
         int ok = 1;
         if (tid < n) {
             eng_conn_t *c = &conns[tid];
-            const uint64_t recvd = ld_volatile_u64(&c->recvd);
-            sent = ld_volatile_u64(&c->sent);
-            if (smask >> tid & 1) {
-                uint64_t credit = ld_volatile_u64(&c->credit);
-                if (sent - credit >= v->depth) { /* looks full: how far has the peer read? */
-                    credit = ld_acquire_u64(&c->send_ctrl->consumed, c->sys);
+            const bool sends = smask >> tid & 1;
+            /* the table's piece for this peer (reduce_scatterv) in the same round trip */
+            const eng_block_t *tb = pl.tab && sends ? &pl.tab[tid] : NULL;
+            const uint64_t soff = tb ? tb->soff : 0, sbytes = tb ? tb->sbytes : 0;
+            const ll_conn_words_t w = ll_conn_load(c, sends);
+            const uint32_t depth = v->depth, sig = v->sig;
+            sent = w.sent;
+            if (sends) {
+                uint64_t credit = w.credit;
+                if (sent - credit >= depth) { /* looks full: how far has the peer read? */
+                    credit = ld_acquire_u64(&w.sctrl->consumed, w.sys);
                     st_volatile_u64(&c->credit, credit);
                 }
-                ok = sent - credit < v->depth;
-                L->dst[tid] = c->send_data + eng_mod(sent, v->depth) * c->schunk;
-                L->sflag[tid] = eng_ll_flag(c->ll_salt ^ v->sig, sent + 1);
+                ok = sent - credit < depth;
+                L->dst[tid] = w.sdata + eng_mod(sent, depth) * w.schunk;
+                L->sflag[tid] = eng_ll_flag(w.salt ^ sig, sent + 1);
                 L->speer[ll_rank_in(smask, tid)] = (uint8_t)tid;
-                if (pl.tab) {
-                    L->soff[tid] = pl.tab[tid].soff;
-                    L->sbytes[tid] = (uint32_t)pl.tab[tid].sbytes; /* <= ll_max */
+                if (tb) {
+                    L->soff[tid] = soff;
+                    L->sbytes[tid] = (uint32_t)sbytes; /* <= ll_max */
                 }
             }
             if (rmask >> tid & 1) {
-                ll_recv_step(L, c, tid, recvd, v->depth, v->sig);
+                ll_recv_step(L, w, tid, depth, sig);
                 L->rpeer[ll_rank_in(rmask, tid)] = (uint8_t)tid;
             }
         }
@@ -165,7 +201,7 @@ static __device__ __noinline__ int prim_ll_recv_all(eng_conn_t *conns, int n, co
     const uint32_t rmask = pl.rmask;
     if (!L->recv_valid) { /* a retry, or nothing sent: the steps again (one round trip) */
         if (tid < n && (rmask >> tid & 1)) {
-            ll_recv_step(L, &conns[tid], tid, ld_volatile_u64(&conns[tid].recvd), v->depth, v->sig);
+            ll_recv_step(L, ll_conn_load(&conns[tid], false), tid, v->depth, v->sig);
             L->rpeer[ll_rank_in(rmask, tid)] = (uint8_t)tid;
         }
         __syncthreads();
