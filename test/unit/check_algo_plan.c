@@ -171,6 +171,18 @@ START_TEST(active_channels_match_ranges)
                             eng_ctx_t x;
                             eng_ctx_init(&a, N, c, C, &x);
                             k += !x.done;
+                            /* the GPU intake's form: the same split, the active channels
+                             * with it, with and without the direct exchange compiled in */
+                            for (int wd = 0; wd < 2; wd++) {
+                                eng_ctx_t y;
+                                ck_assert_int_eq(eng_ctx_init_in(&a, N, c, C, &y, wd),
+                                                 eng_active_channels_in(&a, N, C, wd));
+                                if (wd) {
+                                    ck_assert_uint_eq(y.lo, x.lo);
+                                    ck_assert_uint_eq(y.hi, x.hi);
+                                    ck_assert_int_eq(y.done, x.done);
+                                }
+                            }
                         }
                         ck_assert_int_eq(eng_active_channels(&a, N, C), k);
                     }
