@@ -126,10 +126,6 @@ static dfcclResult_t comm_open_error(const char *fn, struct dfccl_comm *comm)
     return r;
 }
 
-/* A call that failed after its communicator was found, not for an abort: described as
- * refused (sig.c), so that peers that make their part of it fail with its reason instead
- * of waiting for it. Among the collectives of the daemon its buffers would have picked
- * (none: the latest call's), as the peers' calls are. */
 /* The daemon whose collective a call of these buffers is (or would have been): the GPU
  * daemon's when either is device memory (or managed, on a communicator with a GPU part);
  * with neither, that of the latest call. */
@@ -142,6 +138,10 @@ static int refuse_gpu(const struct dfccl_comm *comm, const void *sendbuf, const 
                : comm->last_on_gpu;
 }
 
+/* A call that failed after its communicator was found, not for an abort: described as
+ * refused (sig.c), so that peers that make their part of it fail with its reason instead
+ * of waiting for it. Among the collectives of the daemon its buffers would have picked
+ * (none: the latest call's), as the peers' calls are. */
 static dfcclResult_t refused(struct dfccl_comm *comm, dfcclResult_t r, const void *sendbuf,
                              const void *recvbuf)
 {

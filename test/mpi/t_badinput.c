@@ -173,6 +173,7 @@ static void check_null_args(float *sb, float *rb, size_t n)
      * checked collectives after each one complete) */
     BAD("why", dfcclCommRefuse(A, sb, rb, NULL));
     BAD("why", dfcclCommRefuse(A, NULL, NULL, ""));
+    BAD("comm", dfcclCommDestroy(NULL));
 
     /* ---- NULL buffers with count > 0 ---- */
     BAD("sendbuf", dfcclAllReduce(NULL, rb, n, F, dfcclSum, A, &req));
