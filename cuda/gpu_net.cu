@@ -95,6 +95,7 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
             k->peer = p;
             k->shadow_off = net_shadow_off(g, depth, schunk);
             k->recv_off = net_recv_off(g, p, me, N, big_conn, small_conn);
+            k->peer_off = net_recv_off(g, me, p, N, big_conn, small_conn); /* where p receives it */
             k->schunk = schunk;
             k->rchunk = eng_gpu_step(p, me, N, chunk, small);
             k->lane = (uint32_t)g;
@@ -106,6 +107,8 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
     L.rank = me;
     L.nranks = N;
     L.seg = gc->hseg;
+    L.seg_bytes = gc->hseg_bytes;
+    L.put = eng_config.net_put == ENG_NET_PUT_ON; /* host-pinned memory: puts reach it as any host memory */
     L.shadow_size = gc->shadow_size;
     L.ctrl_bytes = ctrl;
     L.depth = (uint32_t)depth;
@@ -119,8 +122,9 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
     char what[160];
     const int cuda = eng_net_describe(what, sizeof what);
     dfccl_info(
-        "communicator %016llx rank %d: the GPU daemon's net peers go through host-staged FIFOs (%s: %s)",
-        (unsigned long long)uid, me, what,
+        "communicator %016llx rank %d: the GPU daemon's net peers go through host-staged FIFOs, steps %s "
+        "(%s: %s)",
+        (unsigned long long)uid, me, eng_net_puts(gc->net) ? "by put" : "as active messages", what,
         cuda ? "it carries device memory, but every step is staged through host memory here"
              : "no device memory");
     /* the shadows, mapped into the device; every rank agrees before the first step */

@@ -205,6 +205,7 @@ static void config_apply(const uint64_t v[K_COUNT])
         eng_config.net_threads = n < 1 ? 1 : n > 4 ? 4 : n;
     }
     eng_config.net_piece = v[K_NET_PIECE];
+    eng_config.net_put = (int)v[K_NET_PUT];
     const char *host = getenv("DFCCL_HOST");
     if (host && *host)
         snprintf(eng_config.host, sizeof(eng_config.host), "%s", host);

@@ -55,6 +55,7 @@ typedef struct {
     uint32_t net_threads;       /* DFCCL_NET_THREADS: proxy threads (UCX workers); 0 given: auto */
     int net_threads_auto;       /* net_threads was chosen from the cores (DFCCL_NET_THREADS=0) */
     uint64_t net_piece;         /* DFCCL_NET_PIECE: bytes per eager message of a step (0: whole) */
+    int net_put;                /* DFCCL_NET_PUT: ENG_NET_PUT_AUTO, _OFF or _ON */
     char host[64];              /* DFCCL_HOST: host name used for locality (default: gethostname) */
     uint32_t gpu_channels;      /* DFCCL_GPU_CHANNELS: daemon blocks (channels) on the GPU, 0: auto */
     uint32_t gpu_threads;       /* DFCCL_GPU_THREADS: threads per daemon block */
@@ -65,6 +66,9 @@ typedef struct {
     int gpu_sys_scope;          /* DFCCL_GPU_SYS_SCOPE: system-scope flags for every peer */
     int gpu_trace;              /* DFCCL_GPU_TRACE: time each collective's stages */
 } eng_config_t;
+
+/* DFCCL_NET_PUT's words, in the settings table's order */
+enum { ENG_NET_PUT_AUTO, ENG_NET_PUT_OFF, ENG_NET_PUT_ON };
 
 extern eng_config_t eng_config;
 

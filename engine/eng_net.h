@@ -30,6 +30,7 @@ typedef struct {
     int peer;
     size_t shadow_off; /* me -> peer: the connection in my shadow of the peer */
     size_t recv_off;   /* peer -> me: the connection in my receive segment */
+    size_t peer_off;   /* me -> peer: the connection in the peer's receive segment (where puts go) */
     uint64_t schunk;   /* bytes per step, me -> peer */
     uint64_t rchunk;   /* bytes per step, peer -> me */
     uint32_t lane;     /* the same at both ends (the channel): proxy thread lane mod threads moves it */
@@ -39,12 +40,14 @@ typedef struct {
     uint64_t uid; /* for messages */
     int rank, nranks;
     char *seg;                 /* my receive segment; an eng_seg_hdr_t first */
+    size_t seg_bytes;          /* its size (registered with UCX when steps go by put) */
     const size_t *shadow_size; /* [nranks]: bytes of my shadow of each peer, 0: not on the net */
     size_t ctrl_bytes;         /* a connection's data starts this far after its control words */
     uint32_t depth;
     const eng_net_conn_desc_t *conns;
     size_t nconns;
     int32_t *abort_words[2]; /* set to dfcclCommAborted when a peer fails (NULL: unused) */
+    int put;                 /* ask for steps by RDMA put (host memory): granted when every rank asks */
 } eng_net_layout_t;
 
 /* Collective over the communicator's ranks (every rank calls it, in the same order as
@@ -55,6 +58,9 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
 /* Which UCX is in use and the memory types it carries ("UCX 1.13.1, memory types:
  * host"), once a communicator has net peers; 1 when CUDA device memory is among them. */
 int eng_net_describe(char *buf, size_t len);
+
+/* 1 when the communicator's steps go by put (every rank asked for it), else 0. */
+int eng_net_puts(const eng_net_t *net);
 
 /* My shadow of peer p (NULL when p is not on the net). */
 char *eng_net_shadow(eng_net_t *net, int p);

@@ -42,6 +42,7 @@ enum {
     K_ONESHOT_RANKS,
     K_DIRECT_RANKS,
     K_READ_MIN,
+    K_NET_PUT,
     K_COUNT, /* the configuration's rows end here */
     K_HOST = K_COUNT,
     K_TIMELINE,

@@ -54,6 +54,7 @@ static int parse_auto_count(const dfccl_setting_t *s, const char *text, uint64_t
 }
 
 static const char *const net_words[] = {"auto", "ucx", NULL};
+static const char *const put_words[] = {"auto", "off", "on", NULL};
 static const char *const level_words[] = {"error", "warn", "info", "debug", "trace", NULL};
 
 #define FIELD32(_f)     .field = #_f, .off = offsetof(dfcclConfig_t, _f), .wide = 0
@@ -328,6 +329,15 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                     .more = "A block is what one rank sends one peer. One copy per byte instead of two "
                             "through the FIFOs; on the GPU the first call on a new send buffer is staged "
                             "while the peers map it (CUDA IPC), later calls on it are not."},
+    /* puts need UCP_FEATURE_RMA in the process's UCX context, which only "on" asks for */
+    [K_NET_PUT] = {.env = "DFCCL_NET_PUT",
+                   .def = "auto",
+                   WORDS(put_words),
+                   .unit = "auto/off/on",
+                   .help = "on: steps to net peers go by RDMA put into the peer's registered FIFO, then a "
+                           "header-only message; off and auto: each step is one active message",
+                   .more = "Every rank of a communicator must ask for puts, else its steps go as active "
+                           "messages. On the CPU daemon only: the GPU daemon's net peers stay host-staged."},
     /* one-shot: fewer hops and, at 2 ranks, less traffic */
     [K_ONESHOT_RANKS] = {.env = "DFCCL_ONESHOT_RANKS",
                          .mca = "oneshot_ranks",

@@ -15,6 +15,7 @@ typedef struct {
     uint64_t key; /* and its key */
     int32_t pid;
     uint32_t npx;                           /* its proxies (workers) */
+    uint32_t put;                           /* it asks for steps by put, and its context has RMA */
     uint32_t addr_len[ENG_MAX_NET_THREADS]; /* their addresses follow, in order */
     char host[128]; /* where the process runs: which endpoint a peer gets (where_am_i) */
 } net_boot_hdr_t;

@@ -16,12 +16,19 @@
  *   AM_ASK     send me your descriptions (engine/sig.c's stall diagnosis, transport.h's ask)
  *   AM_DESC    my descriptions (net_desc_t): an answer, or the news that I aborted the
  *              communicator on a mismatch (step & NET_DESC_TOLD: the receiver marks
- *              itself, as a shared-memory peer's mark would) */
-enum { AM_STEP = 11, AM_CREDIT = 12, AM_BYE = 13, AM_ASK = 14, AM_DESC = 15 };
+ *              itself, as a shared-memory peer's mark would)
+ *   AM_BYEACK  on a communicator whose steps go by put: the answer to a goodbye, sent
+ *              once every put of mine to the leaving rank has completed there (a flush),
+ *              and after which I put nothing more into its segment */
+enum { AM_STEP = 11, AM_CREDIT = 12, AM_BYE = 13, AM_ASK = 14, AM_DESC = 15, AM_BYEACK = 16 };
 #define AM_FIRST AM_STEP
-#define AM_LAST  AM_DESC
+#define AM_LAST  AM_BYEACK
 
 #define NET_DESC_TOLD 1u
+
+/* AM_STEP's flags: the step's bytes are in the receiver's slot already (an RDMA put that
+ * completed there before this header-only message was sent) */
+#define NET_STEP_PUT 1u
 
 /* Every message's header. */
 typedef struct {
@@ -33,7 +40,7 @@ typedef struct {
     uint64_t step;  /* AM_STEP: the step; AM_CREDIT: steps consumed; AM_DESC: NET_DESC_TOLD */
     uint64_t total; /* AM_STEP: the step's bytes, over all its pieces */
     uint32_t tag;   /* AM_STEP: its collective's signature tag (eng_sig.h, eng_step_word) */
-    uint32_t pad;
+    uint32_t flags; /* AM_STEP: NET_STEP_PUT */
 } net_am_hdr_t;
 
 /* AM_DESC's payload: what the sender's segment header publishes for its peers, as it was

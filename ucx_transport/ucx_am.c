@@ -14,11 +14,12 @@
 /* The communicator a message names: the id indexes the table, the key must match too.
  * Ids are few and sequential, so a late message for a destroyed communicator (or a stray
  * or forged one) could name a live one by its id alone; it cannot guess the key. Such a
- * message is dropped, counted, and logged at debug level. */
+ * message is dropped, counted, and logged at debug level. A communicator this rank is
+ * tearing down takes goodbyes and their answers only (its teardown waits for those). */
 static struct eng_net_comm *comm_by_id(const net_am_hdr_t *h, const char *what)
 {
     struct eng_net_comm *nc = net_ucx.by_id[h->dst % NET_MAX_COMMS];
-    if (nc && net_addressed(nc->id, nc->key, h->dst, h->key) && !nc->closing)
+    if (nc && net_addressed(nc->id, nc->key, h->dst, h->key) && (!nc->closing || !strcmp(what, "goodbye")))
         return nc;
     const uint64_t n = dfccl_add_fetch_relaxed(&net_ucx.dropped, 1);
     dfccl_debug("dropped a %s message from rank %d for communicator id %u: %s (%llu dropped so far)", what,
@@ -93,8 +94,10 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     }
     /* the window before the copy: a step beyond the sender's credits would overwrite a
      * slot the daemon has not read */
+    const int put = k && (h.flags & NET_STEP_PUT);
     if (k && (h.total > k->rchunk || h.off > h.total || length > h.total - h.off ||
-              (rndv && length != h.total) || !net_in_window(&k->in, k->local_ctrl, nc->depth, h.step))) {
+              (rndv && length != h.total) || (put && (!nc->put || length || rndv || h.off)) ||
+              !net_in_window(&k->in, k->local_ctrl, nc->depth, h.step))) {
         dfccl_error("communicator %016llx (rank %d): a %zu-byte piece at %u of %llu-byte step %llu from "
                     "rank %d does not fit its %llu-byte FIFO step, or the step is outside its window (%llu "
                     "published, %llu consumed, depth %u: a protocol error); communicator aborted",
@@ -108,6 +111,10 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     if (!k)
         return UCS_OK; /* dropped: UCX declines a rendezvous one to its sender (releasing it
                           here as well released it twice, and UCX's pool lost a buffer) */
+    if (put) {         /* its bytes are in the slot: the sender flushed its put before this header */
+        step_landed(nc, k, h.step, h.total, h.total, h.tag);
+        return UCS_OK;
+    }
     const uint32_t slot = (uint32_t)(h.step % nc->depth);
     char *dst = k->local_data + (uint64_t)slot * k->rchunk;
     if (!rndv) { /* a whole step or one piece of it, read in place from UCX's buffer */
@@ -161,16 +168,39 @@ static ucs_status_t am_credit(void *arg, const void *header, size_t header_lengt
     return UCS_OK;
 }
 
+/* A peer left. With steps by put it waits for my answer on this worker, after a flush
+ * of my puts to it on this worker (net_proxy_acks, at this proxy's next pass). */
 static ucs_status_t am_bye(void *arg, const void *header, size_t header_length, void *data, size_t length,
                            const ucp_am_recv_param_t *param)
+{
+    (void)data, (void)length, (void)param;
+    const net_proxy_t *P = arg;
+    net_am_hdr_t h;
+    if (header_length == sizeof(h)) {
+        memcpy(&h, header, sizeof(h));
+        struct eng_net_comm *nc = comm_by_id(&h, "goodbye");
+        if (!nc || h.src < 0 || h.src >= nc->nranks || !nc->shadow[h.src])
+            return UCS_OK;
+        dfccl_store_release64(&((eng_seg_hdr_t *)nc->shadow[h.src])->closed, 1);
+        if (nc->put && P->idx < nc->npx && !nc->closing) {
+            nc->owe_ack[(size_t)P->idx * (size_t)nc->nranks + (size_t)h.src] = 1;
+            __atomic_fetch_or(&nc->owe_any, 1u << P->idx, __ATOMIC_RELAXED);
+        }
+    }
+    return UCS_OK;
+}
+
+/* A peer's answer to my goodbye: it puts nothing more into my segment from that worker. */
+static ucs_status_t am_byeack(void *arg, const void *header, size_t header_length, void *data, size_t length,
+                              const ucp_am_recv_param_t *param)
 {
     (void)arg, (void)data, (void)length, (void)param;
     net_am_hdr_t h;
     if (header_length == sizeof(h)) {
         memcpy(&h, header, sizeof(h));
         struct eng_net_comm *nc = comm_by_id(&h, "goodbye");
-        if (nc && h.src >= 0 && h.src < nc->nranks && nc->shadow[h.src])
-            dfccl_store_release64(&((eng_seg_hdr_t *)nc->shadow[h.src])->closed, 1);
+        if (nc && nc->put && h.src >= 0 && h.src < nc->nranks && nc->shadow[h.src])
+            dfccl_fetch_add_relaxed(&nc->acks[h.src], 1);
     }
     return UCS_OK;
 }
@@ -283,8 +313,9 @@ static ucs_status_t set_handler(net_proxy_t *P, unsigned id, ucp_am_recv_callbac
 ucs_status_t net_set_handlers(net_proxy_t *P)
 {
     static const ucp_am_recv_callback_t own[AM_LAST - AM_FIRST + 1] = {
-        [AM_STEP - AM_FIRST] = am_step, [AM_CREDIT - AM_FIRST] = am_credit, [AM_BYE - AM_FIRST] = am_bye,
-        [AM_ASK - AM_FIRST] = am_ask,   [AM_DESC - AM_FIRST] = am_desc,
+        [AM_STEP - AM_FIRST] = am_step, [AM_CREDIT - AM_FIRST] = am_credit,
+        [AM_BYE - AM_FIRST] = am_bye,   [AM_ASK - AM_FIRST] = am_ask,
+        [AM_DESC - AM_FIRST] = am_desc, [AM_BYEACK - AM_FIRST] = am_byeack,
     };
     ucs_status_t st = UCS_OK;
     for (uint32_t id = 0; id <= UINT16_MAX && st == UCS_OK; id++)

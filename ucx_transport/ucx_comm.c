@@ -55,6 +55,11 @@ static void net_free_locked(struct eng_net_comm *nc)
     const int N = nc->nranks;
     if (net_ucx.by_id[nc->id % NET_MAX_COMMS] == nc)
         net_ucx.by_id[nc->id % NET_MAX_COMMS] = NULL;
+    for (size_t i = 0; nc->rkey && i < (size_t)net_ucx.nproxies * (size_t)N; i++)
+        if (nc->rkey[i])
+            ucp_rkey_destroy(nc->rkey[i]); /* before its endpoint can close */
+    if (nc->memh)
+        ucp_mem_unmap(net_ucx.ctx, nc->memh);
     for (uint32_t i = 0; nc->ep && i < nc->npx; i++)
         for (int p = 0; p < N; p++)
             if (*ep_of(nc, i, p))
@@ -65,7 +70,13 @@ static void net_free_locked(struct eng_net_comm *nc)
         free(nc->conns[i].hdr);
         free(nc->conns[i].got);
         free(nc->conns[i].pend);
+        free(nc->conns[i].fl);
     }
+    free(nc->rkey);
+    free(nc->peer_base);
+    free(nc->acks);
+    free(nc->owe_ack);
+    free(nc->ack_fl);
     free(nc->shadow);
     free(nc->ep);
     free(nc->peer_id);
@@ -125,8 +136,14 @@ static dfcclResult_t comm_alloc_locked(struct eng_net_comm *nc, const eng_net_la
     nc->owed = calloc((size_t)N, 1);
     nc->bye = calloc((size_t)N, sizeof(net_am_hdr_t));
     nc->conns = calloc(L->nconns ? L->nconns : 1, sizeof(net_conn_t));
+    nc->rkey = calloc((size_t)N * mypx, sizeof(ucp_rkey_h));
+    nc->peer_base = calloc((size_t)N, sizeof(uint64_t));
+    nc->acks = calloc((size_t)N, sizeof(uint32_t));
+    nc->owe_ack = calloc((size_t)N * mypx, 1);
+    nc->ack_fl = calloc((size_t)N * mypx, sizeof(net_flush_t));
     if (!nc->shadow || !nc->ep || !nc->peer_id || !nc->peer_key || !nc->watch_pid || !nc->peer_first ||
-        !nc->peer_count || !nc->dead || !nc->owed || !nc->bye || !nc->conns)
+        !nc->peer_count || !nc->dead || !nc->owed || !nc->bye || !nc->conns || !nc->rkey || !nc->peer_base ||
+        !nc->acks || !nc->owe_ack || !nc->ack_fl)
         return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
     if (draw_key(&nc->key)) /* before the table shows nc to the handlers */
         return eng_set_error(dfcclSystemError, "dfcclCommInit", "getrandom for a communicator key: %s",
@@ -183,7 +200,9 @@ static dfcclResult_t conn_init(struct eng_net_comm *nc, const eng_net_layout_t *
     k->hdr = calloc((size_t)L->depth * k->npiece, sizeof(net_am_hdr_t));
     k->got = calloc(L->depth, sizeof(uint64_t));
     k->pend = calloc(L->depth, sizeof(net_pend_t));
-    if (!k->hdr || !k->got || !k->pend)
+    k->fl = calloc(L->depth, sizeof(net_flush_t));
+    k->remote = d->peer_off + L->ctrl_bytes; /* the peer's segment's address is added once known */
+    if (!k->hdr || !k->got || !k->pend || !k->fl)
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
     return res;
 }
@@ -237,7 +256,7 @@ static dfcclResult_t setup_local_locked(struct eng_net_comm *nc, const eng_net_l
 
 /* What this rank gives the exchange (net_boot.h): its status, the header, then its
  * workers' addresses. NULL and *len_p 0 without memory. Called with net_ucx.lock held. */
-static char *boot_blob(const struct eng_net_comm *nc, dfcclResult_t res, void *const addr[],
+static char *boot_blob(const struct eng_net_comm *nc, dfcclResult_t res, int put, void *const addr[],
                        const size_t addr_len[], size_t addr_sum, size_t *len_p)
 {
     const size_t len = sizeof(int32_t) + sizeof(net_boot_hdr_t) + addr_sum;
@@ -253,6 +272,7 @@ static char *boot_blob(const struct eng_net_comm *nc, dfcclResult_t res, void *c
     h.key = nc->key;
     h.pid = (int32_t)getpid();
     h.npx = res == dfcclSuccess ? net_ucx.nproxies : 0;
+    h.put = (uint32_t)put;
     char *at = blob + sizeof(st) + sizeof(h);
     for (uint32_t i = 0; i < h.npx; i++) {
         h.addr_len[i] = (uint32_t)addr_len[i];
@@ -272,12 +292,16 @@ static net_boot_hdr_t boot_hdr(const char *all, size_t stride, int p)
     return h;
 }
 
-/* After the exchange: every rank's status, and the proxies the communicator uses (the
- * fewest any rank runs: lanes map alike everywhere). Called with net_ucx.lock held. */
+/* After the exchange: every rank's status, the proxies the communicator uses (the
+ * fewest any rank runs: lanes map alike everywhere), and whether steps go by put (every
+ * rank asked: each decides alike from the same headers). Called with net_ucx.lock held. */
 static dfcclResult_t peers_agree_locked(struct eng_net_comm *nc, const eng_net_layout_t *L, const char *all,
                                         size_t stride, dfcclResult_t res)
 {
     nc->npx = net_ucx.nproxies;
+    nc->put = all != NULL;
+    for (int p = 0; p < nc->nranks && all; p++)
+        nc->put &= boot_hdr(all, stride, p).put != 0;
     for (int p = 0; p < nc->nranks && res == dfcclSuccess && all; p++) {
         int32_t st;
         memcpy(&st, all + (size_t)p * stride, sizeof(st));
@@ -320,6 +344,110 @@ static dfcclResult_t peers_connect_locked(struct eng_net_comm *nc, const eng_net
                                     "ucp_ep_create(rank %d, worker %u): %s", p, i, ucs_status_string(st));
         }
     }
+    return res;
+}
+
+/* Steps by put: my receive segment registered (*memh_p) and what the peers need to put
+ * into it, [int32 status][uint64 address][packed rkey], into *blob_p (freed by the
+ * caller). A local failure goes into the status. Called with net_ucx.lock held. */
+static dfcclResult_t put_blob_locked(struct eng_net_comm *nc, const eng_net_layout_t *L, dfcclResult_t res,
+                                     char **blob_p, size_t *len_p)
+{
+    void *rk = NULL;
+    size_t rk_len = 0;
+    ucs_status_t st = UCS_OK;
+    if (res == dfcclSuccess) {
+        ucp_mem_map_params_t mp;
+        memset(&mp, 0, sizeof(mp));
+        mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                        UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+        mp.address = L->seg;
+        mp.length = L->seg_bytes;
+        mp.memory_type = UCS_MEMORY_TYPE_HOST;
+        if ((st = ucp_mem_map(net_ucx.ctx, &mp, &nc->memh)) != UCS_OK)
+            nc->memh = NULL;
+        else
+            st = ucp_rkey_pack(net_ucx.ctx, nc->memh, &rk, &rk_len);
+        if (st != UCS_OK)
+            res = eng_set_error(dfcclSystemError, "dfcclCommInit",
+                                "registering the receive segment (%zu B) "
+                                "with UCX for puts: %s",
+                                L->seg_bytes, ucs_status_string(st));
+    }
+    const size_t len = sizeof(int32_t) + sizeof(uint64_t) + (res == dfcclSuccess ? rk_len : 0);
+    char *blob = calloc(1, len);
+    if (blob) {
+        const int32_t s32 = res;
+        const uint64_t base = (uint64_t)(uintptr_t)L->seg;
+        memcpy(blob, &s32, sizeof(s32));
+        memcpy(blob + sizeof(s32), &base, sizeof(base));
+        if (res == dfcclSuccess)
+            memcpy(blob + sizeof(s32) + sizeof(base), rk, rk_len);
+    }
+    if (rk)
+        ucp_rkey_buffer_release(rk);
+    *blob_p = blob;
+    *len_p = blob ? len : 0;
+    return blob || res != dfcclSuccess ? res : dfcclNoMemory;
+}
+
+/* Steps by put: every net peer's segment, its rkey unpacked on each of my endpoints to it,
+ * and my connections' addresses in it. Called with net_ucx.lock held. */
+static dfcclResult_t put_connect_locked(struct eng_net_comm *nc, const eng_net_layout_t *L, const char *all,
+                                        size_t stride, dfcclResult_t res)
+{
+    for (int p = 0; p < nc->nranks && res == dfcclSuccess; p++) {
+        const char *b = all + (size_t)p * stride;
+        int32_t st;
+        memcpy(&st, b, sizeof(st));
+        if (st < 0) {
+            res = eng_set_error(dfcclSystemError, "dfcclCommInit",
+                                "rank %d could not register its receive segment for puts", p);
+            break;
+        }
+        if (p == nc->rank || !L->shadow_size[p])
+            continue;
+        memcpy(&nc->peer_base[p], b + sizeof(st), sizeof(uint64_t));
+        for (uint32_t i = 0; i < nc->npx && res == dfcclSuccess; i++) {
+            pthread_mutex_lock(&net_ucx.px[i].lock);
+            ucp_rkey_h *rk = &nc->rkey[(size_t)i * (size_t)nc->nranks + (size_t)p];
+            const ucs_status_t us =
+                ucp_ep_rkey_unpack((*ep_of(nc, i, p))->ep, b + sizeof(st) + sizeof(uint64_t), rk);
+            pthread_mutex_unlock(&net_ucx.px[i].lock);
+            if (us != UCS_OK) {
+                *rk = NULL;
+                res =
+                    eng_set_error(dfcclSystemError, "dfcclCommInit",
+                                  "ucp_ep_rkey_unpack(rank %d, worker %u): %s", p, i, ucs_status_string(us));
+            }
+        }
+    }
+    for (size_t i = 0; i < nc->nconns && res == dfcclSuccess; i++)
+        nc->conns[i].remote += nc->peer_base[nc->conns[i].peer];
+    return res;
+}
+
+/* Steps by put (every rank asked: nc->put is the same everywhere): registration and the
+ * exchange of segments, collective. Called without net_ucx.lock. */
+static dfcclResult_t put_setup(struct eng_net_comm *nc, const eng_net_layout_t *L, dfcclResult_t res,
+                               dfcclAllgatherFn_t ag, void *ctx)
+{
+    char *blob = NULL, *all = NULL;
+    size_t len = 0, stride = 0;
+    pthread_mutex_lock(&net_ucx.lock);
+    res = put_blob_locked(nc, L, res, &blob, &len);
+    pthread_mutex_unlock(&net_ucx.lock);
+    int32_t none = dfcclNoMemory;
+    const dfcclResult_t xres = blob ? exchange(blob, len, &all, &stride, L->nranks, ag, ctx)
+                                    : exchange(&none, sizeof(none), &all, &stride, L->nranks, ag, ctx);
+    free(blob);
+    if (xres != dfcclSuccess && res == dfcclSuccess)
+        res = xres;
+    pthread_mutex_lock(&net_ucx.lock);
+    if (all)
+        res = put_connect_locked(nc, L, all, stride, res);
+    pthread_mutex_unlock(&net_ucx.lock);
+    free(all);
     return res;
 }
 
@@ -378,11 +506,14 @@ static void log_setup(const struct eng_net_comm *nc, const eng_net_layout_t *L)
     if (eng_config.net_piece)
         snprintf(pieces, sizeof(pieces), "in pieces of at most %llu bytes",
                  (unsigned long long)eng_config.net_piece);
-    dfccl_info("communicator %016llx rank %d: %d peer(s) over UCX: %d on other hosts (error-reporting "
-               "endpoints), %d on this host (process watched, eager steps %s); %u proxy thread(s)%s",
-               (unsigned long long)L->uid, L->rank, nnet, nnet - watched, watched, pieces, nc->npx,
-               eng_config.net_threads_auto ? " (DFCCL_NET_THREADS auto: one per 2 cores of the rank, up to 4)"
-                                           : "");
+    dfccl_info(
+        "communicator %016llx rank %d: %d peer(s) over UCX: %d on other hosts (error-reporting "
+        "endpoints), %d on this host (process watched, eager steps %s); steps %s; %u proxy thread(s)%s",
+        (unsigned long long)L->uid, L->rank, nnet, nnet - watched, watched, pieces,
+        nc->put ? "by RDMA put into the peer's registered FIFO, then a header-only message"
+                : "as active messages",
+        nc->npx,
+        eng_config.net_threads_auto ? " (DFCCL_NET_THREADS auto: one per 2 cores of the rank, up to 4)" : "");
 }
 
 dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, void *ctx, eng_net_t **net_p)
@@ -410,7 +541,7 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     /* a local failure is reported through the exchange below: every rank takes part
      * in every allgather, so nobody waits for a rank that gave up */
     dfcclResult_t res = setup_local_locked(nc, L, &acquired, addr, addr_len, &addr_sum);
-    char *blob = boot_blob(nc, res, addr, addr_len, addr_sum, &len);
+    char *blob = boot_blob(nc, res, L->put && L->seg && L->seg_bytes, addr, addr_len, addr_sum, &len);
     release_addresses(addr);
     pthread_mutex_unlock(&net_ucx.lock);
 
@@ -424,6 +555,8 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     free(blob);
     free(all);
     pthread_mutex_unlock(&net_ucx.lock);
+    if (nc->put)
+        res = put_setup(nc, L, res, ag, ctx);
 
     res = agree(res, L->nranks, ag, ctx);
 
@@ -459,6 +592,11 @@ int eng_net_describe(char *buf, size_t len)
     return (types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
 }
 
+int eng_net_puts(const eng_net_t *nc)
+{
+    return nc && nc->put;
+}
+
 char *eng_net_shadow(eng_net_t *nc, int p)
 {
     return nc && p >= 0 && p < nc->nranks ? nc->shadow[p] : NULL;
@@ -485,6 +623,36 @@ void eng_net_tell(eng_net_t *nc)
         dfccl_store_relaxed(&nc->telling, 1);
 }
 
+/* Steps by put that a live peer has not had the header of yet. */
+static int put_pending(const struct eng_net_comm *nc)
+{
+    for (size_t i = 0; nc->put && i < nc->nconns; i++)
+        if (nc->conns[i].notified < nc->conns[i].sent_posted && !DFCCL_READ_ONCE(nc->dead[nc->conns[i].peer]))
+            return 1;
+    return 0;
+}
+
+/* Steps by put: after my goodbye, every live peer's answers (one a worker: it flushed its
+ * puts into my segment and puts nothing more), or its own goodbye (sent after its last
+ * put), or its failure. Returns nonzero when some peer gave none within 2 s. Called with
+ * net_ucx.lock and every proxy lock held. */
+static int wait_answers(struct eng_net_comm *nc)
+{
+    const uint64_t t0 = eng_now_ns();
+    for (;;) {
+        int waiting = 0;
+        for (int p = 0; p < nc->nranks && !waiting; p++)
+            waiting = nc->shadow[p] && !DFCCL_READ_ONCE(nc->dead[p]) && !peer_closed(nc, p) &&
+                      dfccl_load_relaxed(&nc->acks[p]) < nc->npx;
+        if (!waiting)
+            return 0;
+        if (eng_now_ns() - t0 > 2000000000ull)
+            return 1;
+        for (uint32_t i = 0; i < nc->npx; i++)
+            ucp_worker_progress(net_ucx.px[i].worker);
+    }
+}
+
 int eng_net_teardown(eng_net_t *nc)
 {
     if (!nc)
@@ -493,19 +661,38 @@ int eng_net_teardown(eng_net_t *nc)
     lock_proxies();
     /* steps the daemon posted before the last collective completed here may not have
      * gone out yet: push them (the peers may still need them), then say goodbye, so
-     * that peers still running the collective see a clean departure, not a failure */
-    for (int pass = 0, moved = 1; moved && pass < 1000000; pass++) {
+     * that peers still running the collective see a clean departure, not a failure.
+     * Steps by put go out whole: their puts completed and their headers sent, so that
+     * the goodbye follows every put of mine (a peer's teardown waits for it, or for an
+     * answer to its own goodbye: see wait_answers) */
+    const uint64_t t_push = eng_now_ns();
+    for (int pass = 0, moved = 1;
+         (moved || put_pending(nc)) && pass < 1000000 && eng_now_ns() - t_push < 2000000000ull; pass++) {
         moved = net_proxy_descs(nc); /* the news of an abort just found, too */
+        for (uint32_t i = 0; i < nc->npx; i++)
+            if (net_proxy_acks(nc, &net_ucx.px[i]) > 0)
+                moved = 1;
         for (size_t i = 0; i < nc->nconns; i++)
             if (net_proxy_conn(nc, &nc->conns[i]) > 0)
                 moved = 1;
         for (uint32_t i = 0; i < nc->npx; i++)
             ucp_worker_progress(net_ucx.px[i].worker);
     }
+    if (nc->put) {
+        /* every put of mine completed (the flushes), and the goodbyes owed an answer
+         * answered, before my goodbye: a peer that waits for either takes it as both */
+        for (uint32_t i = 0; i < nc->npx; i++)
+            net_proxy_acks(nc, &net_ucx.px[i]);
+        const uint64_t t0 = eng_now_ns();
+        while (dfccl_load_relaxed(&nc->inflight) && eng_now_ns() - t0 < 2000000000ull)
+            for (uint32_t i = 0; i < nc->npx; i++)
+                ucp_worker_progress(net_ucx.px[i].worker);
+    }
     /* a goodbye to each peer on every worker: the peer's proxy that sees one of our
-     * endpoints close must already know we left, not take it for a failure */
+     * endpoints close must already know we left, not take it for a failure. With steps
+     * by put a peer that left already gets one too: it may wait for it (wait_answers) */
     for (int p = 0; p < nc->nranks; p++) {
-        if (nc->dead[p])
+        if (nc->dead[p] && !(nc->put && nc->shadow[p] && peer_closed(nc, p)))
             continue;
         nc->bye[p] = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank, .key = nc->peer_key[p]};
         for (uint32_t i = 0; i < nc->npx; i++)
@@ -528,8 +715,13 @@ int eng_net_teardown(eng_net_t *nc)
     while (dfccl_load_relaxed(&nc->inflight) && eng_now_ns() - t0 < 2000000000ull)
         for (uint32_t i = 0; i < nc->npx; i++)
             ucp_worker_progress(net_ucx.px[i].worker);
-    const uint64_t left = dfccl_load_relaxed(&nc->inflight);
-    if (left)
+    uint64_t left = dfccl_load_relaxed(&nc->inflight);
+    if (!left && nc->put && wait_answers(nc)) {
+        left = 1; /* a peer may still put into my segment: it stays mapped */
+        dfccl_warn("communicator %016llx: a peer did not answer the goodbye within 2 s (its puts into this "
+                   "rank's segment may not have finished); the segment stays mapped (leaked)",
+                   (unsigned long long)nc->uid);
+    } else if (left)
         dfccl_warn("communicator %016llx: %llu receive(s) from the net still in flight 2 s into teardown; "
                    "the memory they land in stays mapped (leaked)",
                    (unsigned long long)nc->uid, (unsigned long long)left);

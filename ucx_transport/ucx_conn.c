@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "eng_comm.h"
+#include "eng_config.h"
 #include "eng_log.h"
 #include "eng_net.h"
 #include "transport.h"
@@ -41,6 +42,7 @@ static dfcclResult_t ucx_connect(struct dfccl_comm *c, const uint8_t *peers, dfc
                 k->peer = p;
                 k->shadow_off = eng_conn_offset(c, s, ch, me);
                 k->recv_off = eng_conn_offset(c, s, ch, p);
+                k->peer_off = k->shadow_off; /* my shadow of p has p's segment's layout */
                 k->schunk = k->rchunk = c->chunk;
                 k->lane = ch;
             }
@@ -49,12 +51,14 @@ static dfcclResult_t ucx_connect(struct dfccl_comm *c, const uint8_t *peers, dfc
                                 .rank = me,
                                 .nranks = N,
                                 .seg = c->segs[me],
+                                .seg_bytes = c->seg_size,
                                 .shadow_size = shadow_size,
                                 .ctrl_bytes = eng_conn_ctrl_bytes(),
                                 .depth = c->depth,
                                 .conns = d,
                                 .nconns = nconn,
-                                .abort_words = {(int32_t *)&c->aborted, NULL}};
+                                .abort_words = {(int32_t *)&c->aborted, NULL},
+                                .put = eng_config.net_put == ENG_NET_PUT_ON};
     dfcclResult_t res = eng_net_setup(&L, ag, ctx, &c->net);
     free(shadow_size);
     if (res == dfcclSuccess) {

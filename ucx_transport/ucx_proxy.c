@@ -117,6 +117,133 @@ int net_proxy_descs(struct eng_net_comm *nc)
     return sent;
 }
 
+/* A step's header alone, once its put has completed at the peer (NET_STEP_PUT). */
+static int put_notify(struct eng_net_comm *nc, net_conn_t *k, uint64_t s)
+{
+    const int p = k->peer;
+    const uint32_t slot = (uint32_t)(s % nc->depth);
+    const uint64_t word = k->shadow_ctrl->bytes[slot];
+    net_am_hdr_t *h = &k->hdr[(size_t)slot * k->npiece];
+    *h = (net_am_hdr_t){.dst = nc->peer_id[p],
+                        .src = nc->rank,
+                        .key = nc->peer_key[p],
+                        .idx = k->idx,
+                        .step = s,
+                        .total = eng_step_bytes(word),
+                        .tag = (uint32_t)(word >> 32),
+                        .flags = NET_STEP_PUT};
+    return net_am_send((*ep_of(nc, k->px, p))->ep, 1, AM_STEP, h, NULL, 0);
+}
+
+/* The flush after a connection's puts (the steps below f->upto are in the peer's slots)
+ * or after a goodbye (every put to the leaving peer is done). Runs inside UCX's progress,
+ * with the proxy's lock held. */
+static void flushed(void *request, ucs_status_t status, void *user_data)
+{
+    net_flush_t *f = user_data;
+    struct eng_net_comm *nc = f->nc;
+    f->busy = 0;
+    if (request)
+        ucp_request_free(request);
+    dfccl_fetch_sub_relaxed(&nc->inflight, 1);
+    if (status != UCS_OK) {
+        net_peer_lost(nc, f->peer, ucs_status_string(status));
+        return;
+    }
+    if (!f->k) { /* a goodbye's answer: nothing of mine lands in the peer's segment any more */
+        net_am_hdr_t *h = &nc->bye[f->peer];
+        *h = (net_am_hdr_t){.dst = nc->peer_id[f->peer], .src = nc->rank, .key = nc->peer_key[f->peer]};
+        net_am_send((*ep_of(nc, f->px, f->peer))->ep, 1, AM_BYEACK, h, NULL, 0);
+        return;
+    }
+    net_conn_t *k = f->k;
+    for (; k->notified < f->upto && !DFCCL_READ_ONCE(nc->dead[k->peer]); k->notified++)
+        if (put_notify(nc, k, k->notified)) {
+            net_peer_lost(nc, k->peer, "sending a step's header failed");
+            return;
+        }
+}
+
+/* Flush proxy px's endpoint to peer p; f says what follows. Returns -1 when it failed at
+ * once. */
+static int flush_ep(struct eng_net_comm *nc, uint32_t px, int p, net_flush_t *f)
+{
+    ucp_request_param_t prm;
+    memset(&prm, 0, sizeof(prm));
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    prm.cb.send = flushed;
+    prm.user_data = f;
+    dfccl_fetch_add_relaxed(&nc->inflight, 1);
+    ucs_status_ptr_t r = ucp_ep_flush_nbx((*ep_of(nc, px, p))->ep, &prm);
+    if (UCS_PTR_IS_ERR(r)) {
+        dfccl_fetch_sub_relaxed(&nc->inflight, 1);
+        return -1;
+    }
+    if (!r)
+        flushed(NULL, UCS_OK, f); /* done in place: no callback comes */
+    return 0;
+}
+
+/* Steps by put: the new steps of connection k straight into the peer's slots, then one
+ * flush, whose completion sends their headers (flushed). Returns 1 if any went, -1 on a
+ * failed put. */
+static int put_steps(struct eng_net_comm *nc, net_conn_t *k, uint64_t posted)
+{
+    const int p = k->peer;
+    /* flushes on one endpoint complete in order, so the ring's next record is free when
+     * fewer than depth are in flight; a busy one waits for a later pass */
+    net_flush_t *f = &k->fl[k->nfl % nc->depth];
+    if (k->sent_posted >= posted || f->busy)
+        return 0;
+    ucp_ep_h ep = (*ep_of(nc, k->px, p))->ep;
+    ucp_rkey_h rkey = nc->rkey[(size_t)k->px * (size_t)nc->nranks + (size_t)p];
+    for (uint64_t s = k->sent_posted; s < posted; s++) {
+        const uint32_t slot = (uint32_t)(s % nc->depth);
+        const uint64_t len = eng_step_bytes(k->shadow_ctrl->bytes[slot]);
+        if (len > k->schunk || len > k->rchunk)
+            return -1; /* the daemon never writes more than a step */
+        if (len) {
+            ucp_request_param_t prm;
+            memset(&prm, 0, sizeof(prm));
+            ucs_status_ptr_t r = ucp_put_nbx(ep, k->shadow_data + (uint64_t)slot * k->schunk, len,
+                                             k->remote + (uint64_t)slot * k->rchunk, rkey, &prm);
+            if (UCS_PTR_IS_ERR(r))
+                return -1;
+            if (r)
+                ucp_request_free(r); /* the flush below waits for it */
+        }
+    }
+    k->sent_posted = posted;
+    k->nfl++;
+    *f = (net_flush_t){.nc = nc, .k = k, .upto = posted, .peer = p, .px = k->px, .busy = 1};
+    return flush_ep(nc, k->px, p, f) ? -1 : 1;
+}
+
+int net_proxy_acks(struct eng_net_comm *nc, const net_proxy_t *P)
+{
+    const uint32_t bit = 1u << P->idx;
+    if (!nc->put || !(dfccl_load_relaxed(&nc->owe_any) & bit))
+        return 0;
+    __atomic_fetch_and(&nc->owe_any, ~bit, __ATOMIC_RELAXED);
+    int started = 0;
+    for (int p = 0; p < nc->nranks; p++) {
+        const size_t i = (size_t)P->idx * (size_t)nc->nranks + (size_t)p;
+        /* a peer that left is dead here too (send it nothing more), but waits for this */
+        if (!nc->owe_ack[i] || !*ep_of(nc, P->idx, p) || (*ep_of(nc, P->idx, p))->failed)
+            continue;
+        if (nc->ack_fl[i].busy) { /* the previous answer's flush: this one after it */
+            __atomic_fetch_or(&nc->owe_any, bit, __ATOMIC_RELAXED);
+            continue;
+        }
+        nc->owe_ack[i] = 0;
+        nc->ack_fl[i] = (net_flush_t){.nc = nc, .peer = p, .px = P->idx, .busy = 1};
+        if (flush_ep(nc, P->idx, p, &nc->ack_fl[i]))
+            net_peer_lost(nc, p, "flushing the endpoint failed");
+        started = 1;
+    }
+    return started;
+}
+
 /* Move what the daemon produced, and the credits it gave, since the last visit.
  * Returns 1 if anything moved, -1 on a failed send. */
 int net_proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
@@ -133,6 +260,8 @@ int net_proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
     /* acquire: the daemon wrote the step's data and size before releasing `posted` */
     const uint64_t posted = dfccl_load_acquire64(&k->shadow_ctrl->posted);
     const int eager = nc->watch_pid[p] != 0;
+    if (nc->put && (moved = put_steps(nc, k, posted)) < 0)
+        return -1;
     for (uint64_t s = k->sent_posted; s < posted; s++) {
         const uint32_t slot = (uint32_t)(s % nc->depth);
         /* the size's word also carries the signature's tag (eng_sig.h): it travels in the
@@ -195,6 +324,7 @@ static void *proxy_main(void *arg)
         for (struct eng_net_comm *nc = net_ucx.comms; nc; nc = nc->next) {
             if (P->idx == 0) /* an aborted one too: its news goes out */
                 moved |= net_proxy_descs(nc);
+            moved |= net_proxy_acks(nc, P); /* an aborted one too: a leaving peer waits */
             if (net_aborted(nc))
                 continue;
             for (size_t i = 0; i < nc->nconns; i++) {
@@ -309,7 +439,10 @@ dfcclResult_t net_proxy_acquire_locked(void)
     ucp_params_t p;
     memset(&p, 0, sizeof(p));
     p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    p.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+    /* RMA whether or not this rank asks for puts: two workers whose contexts differ in it
+     * cannot connect (UCX 1.13 aborts the process: "endpoint reconfiguration not
+     * supported"), and DFCCL_NET_PUT may differ between ranks */
+    p.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP | UCP_FEATURE_RMA;
     p.mt_workers_shared = n > 1; /* the proxies' workers share the context from their threads */
     st = ucp_init(&p, cfg, &net_ucx.ctx);
     ucp_config_release(cfg);

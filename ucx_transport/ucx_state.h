@@ -31,6 +31,17 @@
  * net_credit: steps sent): a message without the key is dropped, a violation by a peer
  * that has it aborts the communicator.
  *
+ * Steps by put (DFCCL_NET_PUT=on, when every rank of the communicator asks): each rank
+ * registers its receive segment once (ucp_mem_map) and the ranks exchange its address
+ * and rkey at set-up. The proxy puts a step straight from the shadow into the peer's
+ * slot, flushes the endpoint (the put has completed at the peer) and only then sends the
+ * step's header alone (NET_STEP_PUT), which the peer's handler checks and lands as any
+ * step: no copy on arrival, no reassembly, and the data never passes through the
+ * peer's proxy. What the handler guarded for active messages, a put into a segment
+ * already freed, the goodbye now guards: a leaving rank waits for each live peer's
+ * AM_BYEACK, sent after a flush of every put to it, before its segment goes (else it
+ * stays mapped: leaked, as with receives still in flight).
+ *
  * Endpoints belong to the process, not to a communicator: one per (worker, peer worker
  * address), found in the worker's cache and counted by the communicators that use it
  * (messages name their communicator, so they share it freely). An endpoint with no user
@@ -88,6 +99,18 @@ typedef struct {
     uint32_t tag;
 } net_pend_t;
 
+/* A flush (steps by put): of connection k's endpoint, after its puts of the steps below
+ * `upto`, whose headers then go; or (k NULL) of proxy px's endpoint to `peer`, which
+ * left: the goodbye's answer then goes. Busy from the flush to its completion. */
+typedef struct {
+    struct eng_net_comm *nc;
+    net_conn_t *k;
+    uint64_t upto;
+    int peer;
+    uint32_t px;
+    int busy;
+} net_flush_t;
+
 struct net_conn {
     int peer;
     uint32_t idx;
@@ -104,6 +127,10 @@ struct net_conn {
     uint32_t npiece;   /* headers per slot: the most messages a step is sent in */
     net_am_hdr_t *hdr; /* [depth][npiece]: the step messages' headers */
     net_pend_t *pend;  /* [depth] */
+    uint64_t remote;   /* steps by put: the peer's address of this connection's data */
+    uint64_t notified; /* steps by put: headers sent (the puts below sent_posted are issued) */
+    net_flush_t *fl;   /* [depth]: steps by put: the flushes after its puts, a ring */
+    uint64_t nfl;      /* flushes started: the next goes into fl[nfl % depth] once free */
     net_am_hdr_t cred[NET_VALS];
     unsigned ncred;
 };
@@ -143,9 +170,18 @@ struct eng_net_comm {
     size_t nconns;
     uint8_t *dead;     /* [nranks]: endpoint failed or peer left: send it nothing more */
     net_am_hdr_t *bye; /* [nranks]: stable headers of the goodbye messages */
-    uint64_t inflight; /* rendezvous receives not yet completed (atomic: every proxy's) */
-    int closing;       /* this rank is tearing the communicator down */
-    eng_bell_t *bell;  /* my doorbell (my segment's header), rung after a step or credit lands */
+    uint64_t inflight; /* rendezvous receives and flushes not yet completed (atomic: every proxy's) */
+    /* steps by put */
+    int put;             /* the communicator's steps go by put */
+    ucp_mem_h memh;      /* my receive segment, registered */
+    ucp_rkey_h *rkey;    /* [npx][nranks]: each net peer's segment, unpacked on proxy i's endpoint */
+    uint64_t *peer_base; /* [nranks]: the peer's address of its segment */
+    uint32_t *acks;      /* [nranks]: the peer's answers to my goodbye (one per proxy) */
+    uint8_t *owe_ack;    /* [npx][nranks]: the peer left: flush proxy i's puts to it, then answer */
+    uint32_t owe_any;    /* bit i: some owe_ack of proxy i is set (atomic) */
+    net_flush_t *ack_fl; /* [npx][nranks]: those flushes */
+    int closing;         /* this rank is tearing the communicator down */
+    eng_bell_t *bell;    /* my doorbell (my segment's header), rung after a step or credit lands */
     /* descriptions (engine/sig.c, transport.h's published, ask and tell): my header,
      * whose descriptions go to peers that ask and whose abort_mark a peer's news sets; the
      * peers' copies live in the headers of my shadows of them */
@@ -265,6 +301,10 @@ int net_am_send(ucp_ep_h ep, int eager, unsigned id, const net_am_hdr_t *h, cons
 /* Move what the daemon produced, and the credits it gave, since the last visit.
  * Returns 1 if anything moved, -1 on a failed send. */
 int net_proxy_conn(struct eng_net_comm *nc, net_conn_t *k);
+
+/* Steps by put: the goodbyes owed an answer (AM_BYEACK after a flush of every put to
+ * the leaving peer), proxy P's. Called with P's lock held. Returns 1 if any was started. */
+int net_proxy_acks(struct eng_net_comm *nc, const net_proxy_t *P);
 
 /* Descriptions: my asks, the answers owed to peers that asked, the news that this rank
  * aborted, all through proxy 0's endpoints. Called with proxy 0's lock held. Returns 1

@@ -183,6 +183,20 @@ check_transports() {
         }' "$log" <(printf '%s\n' "$lines") | cut -c1-400
 }
 
+# check_steps LOG NP: with STEPS=put, every rank's net set-up line must say its steps go
+# by put; with STEPS=am, as active messages (none by put); empty output when they do.
+check_steps() {
+    local log=$1 np=$2 nput nam
+    [ -n "${STEPS:-}" ] || return 0
+    nput=$(grep -c "steps by RDMA put into the peer's registered FIFO" "$log")
+    nam=$(grep -c 'steps as active messages' "$log")
+    if [ "$STEPS" = put ] && { [ "$nput" -lt "$np" ] || [ "$nam" -gt 0 ]; }; then
+        echo "expected every rank's steps by put: $nput set-up line(s) by put, $nam as active messages"
+    elif [ "$STEPS" = am ] && { [ "$nam" -lt "$np" ] || [ "$nput" -gt 0 ]; }; then
+        echo "expected steps as active messages: $nam set-up line(s) so, $nput by put"
+    fi
+}
+
 # run_case NAME NP TIMEOUT MODE [mpirun args...] -- PROGRAM [args...]
 # MODE: ucx (DFCCL_NET=ucx), shm (DFCCL_NET=auto on one host: every peer on shared
 # memory), ns (the same, rank 1 in a pid namespace of its own) or mixed (DFCCL_HOST by
@@ -235,6 +249,8 @@ run_case() {
     elif [ -n "$leaked" ]; then
         fail "$id" "shared memory left behind: ${leaked//$'\n'/ }; log $log" "$log"
     elif why=$(check_transports "$log" "$mode" "$np"); [ -n "$why" ]; then
+        fail "$id" "$why; log $log" "$log"
+    elif why=$(check_steps "$log" "$np"); [ -n "$why" ]; then
         fail "$id" "$why; log $log" "$log"
     else
         pass "$id [${dt}s]"
@@ -405,6 +421,43 @@ hang_proof() {
 hang_proof
 hang_proof "2 proxies,2 daemon threads,4 channels" "${PX[@]}" -x DFCCL_NET_THREADS=2
 
+# ------------------------------------------------------------------ steps by put
+# DFCCL_NET_PUT=on: each step goes by RDMA put straight into the peer's registered FIFO,
+# then its header alone; a leaving rank waits for its peers' answers to its goodbye
+# before its segment goes. Every set-up line must say so (STEPS=put), and the same
+# cases as above must pass: the matrix (element by element), tcp (UCX emulates the put),
+# several proxies, the chaos order and its hang proof, a mismatch, teardown races,
+# killed peers. A rank that does not ask makes the whole communicator use active
+# messages (STEPS=am, by the wrapper: only even ranks ask).
+PUT=(-x DFCCL_NET_PUT=on)
+PUTWRAP="$LOGDIR/putwrap.sh"
+cat > "$PUTWRAP" << 'EOF'
+#!/bin/sh
+r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}
+[ $((r % 2)) -eq 0 ] && export DFCCL_NET_PUT=on
+exec "$@"
+EOF
+chmod +x "$PUTWRAP"
+for np in 2 4; do
+    STEPS=put run_case "t_matrix[net=ucx,put]" "$np" 60 ucx "${PUT[@]}" -- t_matrix --quick
+done
+STEPS=put run_case "t_matrix[net=ucx,put,UCX_TLS=tcp,self]" 3 60 ucx "${PUT[@]}" -x UCX_TLS=tcp,self -- t_matrix --quick
+STEPS=put run_case "t_matrix[net=ucx,put,3 proxies,2 daemon threads,4 channels]" 4 120 ucx "${PUT[@]}" "${PX[@]}" \
+    -x DFCCL_NET_THREADS=3 -- t_matrix --quick
+STEPS=put run_case "t_chaos[net=ucx,put]" 4 120 ucx "${PUT[@]}" -- t_chaos "$CHAOS_ITERS" --deadline 60
+STEPS=put run_case "t_chaos[net=ucx,put,2 proxies,2 daemon threads,4 channels]" 4 120 ucx "${PUT[@]}" "${PX[@]}" \
+    -x DFCCL_NET_THREADS=2 -- t_chaos "$CHAOS_ITERS" --deadline 60
+hang_proof "put" "${PUT[@]}"
+STEPS=put run_case "t_collmismatch[net=ucx,put,count,65536 elements]" 4 60 ucx "${PUT[@]}" -- t_collmismatch count --elems 65536
+STEPS=put run_case "t_netkill[teardown race, put]" 4 120 ucx "${PUT[@]}" -- "$NETBIN/t_netkill" --teardown 50
+STEPS=put run_case "t_netkill[teardown race, put, 2 proxies]" 4 120 ucx "${PUT[@]}" -x DFCCL_NET_THREADS=2 \
+    -x DFCCL_CHANNELS=2 -- "$NETBIN/t_netkill" --teardown 50
+STEPS=put run_case "t_netkill[300 communicators, shared endpoints, put]" 3 120 ucx "${PUT[@]}" \
+    -- "$NETBIN/t_netkill" --teardown 300 --keep
+STEPS=am run_case "t_matrix[net=ucx,put asked by even ranks only]" 3 60 ucx -- "$PUTWRAP" "$BIN/t_matrix" --quick
+# shared-memory peers and net peers in one communicator: only the net ones take puts
+STEPS=put run_case "t_matrix[mixed,put]" 4 120 mixed "${PUT[@]}" -- t_matrix --quick
+
 # ------------------------------------------------------------------ mixed locality
 
 run_case "t_matrix[mixed]" 4 120 mixed -- t_matrix --quick
@@ -512,6 +565,9 @@ KILL_WRAP=1 killed_case "t_netkill[4 communicators on shared endpoints, other-ho
     --comms 4 --mid --count 1048576
 KILL_MARGS="-x DFCCL_NET_THREADS=2 -x DFCCL_CHANNELS=2" killed_case "t_netkill[mid ring allreduce, 2 proxies]" 4 \
     --mid --count 4194304
+# steps by put: a survivor's teardown does not wait for the dead peer's answer
+KILL_MARGS="-x DFCCL_NET_PUT=on" killed_case "t_netkill[victim waits, put]" 2
+KILL_MARGS="-x DFCCL_NET_PUT=on" killed_case "t_netkill[mid ring allreduce, put]" 4 --mid --count 4194304
 
 # the same over shared memory (DFCCL_NET=auto, one host): no UCX to report the death; the
 # waiting daemon finds the peer's process gone (its pid, and start time, from its

@@ -4,9 +4,10 @@
  * the rank must drop them and keep working. Two ranks set up a communicator over UCX
  * (DFCCL_NET=ucx); rank 1 keeps what the bootstrap all-gather carried, finds rank 0's
  * proxy worker address in it (ucx_transport/net_boot.h), connects to it from a UCX
- * context of its own and sends messages under ids dfccl does not use (0..10, 16, 17,
+ * context of its own and sends messages under ids dfccl does not use (0..10, 17, 18,
  * 100, 1000, 65535: short, fragmented eager and rendezvous), and under dfccl's own ids
- * (ucx_transport/net_wire.h: steps, credits, goodbyes, asks and descriptions) with a
+ * (ucx_transport/net_wire.h: steps, credits, goodbyes, asks, descriptions and goodbye
+ * answers) with a
  * header of the wrong size or naming no communicator. After each id both
  * ranks run a checked allreduce on the communicator: rank 0 must still be alive and
  * right. Rank 1 prints each case ("case: ... -> ...") and "t_netstray: N messages"; rank
@@ -164,8 +165,9 @@ int main(int argc, char **argv)
     CHECK(r);
 
     /* ids dfccl does not use; then its own (11 step, 12 credit, 13 goodbye, 14 ask, 15
-     * descriptions) with a header of the wrong size and with one naming no communicator */
-    static const unsigned stray[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 16, 17, 100, 1000, 65535};
+     * descriptions, 16 a goodbye's answer) with a header of the wrong size and with one
+     * naming no communicator */
+    static const unsigned stray[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 17, 18, 100, 1000, 65535};
     const int nstray = (int)(sizeof stray / sizeof stray[0]);
     if (tc_rank == 1) {
         size_t alen = 0;
