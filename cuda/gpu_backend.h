@@ -43,6 +43,11 @@ struct eng_gpu_comm {
     eng_net_t *net;
     size_t *shadow_size; /* [nranks]: 0 for local peers */
     char **shadow_dev;   /* [nranks]: device mappings of my shadows */
+    /* steps by put into device FIFOs (gpu_net.cu): the FIFOs' data in device memory, in
+     * hseg's and the shadows' layouts (their control words stay in hseg and the shadows) */
+    char *dseg;
+    char **dshadow; /* [nranks] */
+    int net_dev;
     eng_conn_t *conns_dev;
     gpu_comm_dev_t dev; /* what every submission carries to the daemon (device pointers) */
     unsigned long long *completed_dev;

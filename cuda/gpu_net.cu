@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Host-staged FIFOs for peers on the net: CUDA IPC cannot reach another host, so my
- * receive FIFOs from net peers and my sending FIFOs to them (my shadows of the peers) live
- * in host-pinned memory the device maps. The net transport's proxy moves steps between
- * them; the daemon reads and writes them with system-scope flags, so to the algorithms a
- * net peer is a connection like any other. */
+/* FIFOs for peers on the net: CUDA IPC cannot reach another host, so my receive FIFOs
+ * from net peers and my sending FIFOs to them (my shadows of the peers) live in host-pinned
+ * memory the device maps (host-staged), or, with steps by put where UCX carries device
+ * memory, their data in device memory and their control words there. The net transport's
+ * proxy moves steps between them; the daemon reads and writes them with system-scope
+ * flags, so to the algorithms a net peer is a connection like any other. */
 #include <stdlib.h>
 
 #include "gpu_backend.h"
@@ -65,6 +66,57 @@ static int32_t net_seg_create(eng_gpu_comm_t *gc, const gpu_boot_t *all, const u
     return status;
 }
 
+/* Steps by put into device FIFOs (collective): every rank asks (DFCCL_NET_PUT=on) and
+ * its UCX carries device memory. The FIFOs' data then lives in device memory, in hseg's
+ * and the shadows' layouts, and the proxy puts each step from my device shadow straight
+ * into the peer's device FIFO (GPUDirect RDMA, or cuda_ipc on one host): no step crosses
+ * PCIe to host memory. A rank that cannot allocate them makes every rank fall back to
+ * host staging. Returns 1 when the FIFOs are on the device. */
+/* On each proxy thread: UCX's cuda_copy and cuda_ipc work in the current context. */
+static void net_proxy_device(void)
+{
+    cudaSetDevice(G.device);
+}
+
+static int net_dev_place(eng_gpu_comm_t *gc, dfcclAllgatherFn_t ag, void *ctx, int *opened_p)
+{
+    const int N = gc->nranks;
+    int cuda = 0;
+    /* a reference (*opened_p: the caller lets it go once eng_net_setup holds its own) */
+    *opened_p = eng_config.net_put == ENG_NET_PUT_ON && eng_net_open(&cuda) == dfcclSuccess;
+    int32_t mine = *opened_p && cuda;
+    int32_t *all = (int32_t *)calloc((size_t)N, sizeof(int32_t));
+    gc->dshadow = (char **)calloc((size_t)N, sizeof(char *));
+    int dev = all && gc->dshadow && ag(&mine, all, sizeof(mine), ctx) == 0;
+    for (int p = 0; p < N && dev; p++)
+        dev = all[p] == 1;
+    if (dev) { /* the regions, then whether every rank has them */
+        eng_net_thread_hook(net_proxy_device);
+        mine = cudaMalloc((void **)&gc->dseg, gc->hseg_bytes) == cudaSuccess;
+        for (int p = 0; p < N && mine; p++)
+            if (gc->shadow_size[p] && cudaMalloc((void **)&gc->dshadow[p], gc->shadow_size[p]) != cudaSuccess)
+                mine = 0;
+        if (!mine)
+            cudaGetLastError();
+        dev = ag(&mine, all, sizeof(mine), ctx) == 0;
+        for (int p = 0; p < N && dev; p++)
+            dev = all[p] == 1;
+        if (!dev) {
+            dfccl_warn("rank %d: no device memory for the net FIFOs on some rank: they stay host-staged",
+                       gc->rank);
+            cudaFree(gc->dseg);
+            gc->dseg = NULL;
+            for (int p = 0; p < N; p++) {
+                cudaFree(gc->dshadow[p]);
+                gc->dshadow[p] = NULL;
+            }
+        }
+    }
+    free(all);
+    gc->net_dev = dev;
+    return dev;
+}
+
 /* The connections with net peers (collective over the communicator): my receive
  * segment is a header page and then the device FIFOs' layout, host-pinned; my shadow of
  * peer p holds my connections to p, one per (slot, channel) group. The proxy moves steps
@@ -101,6 +153,8 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
             k->lane = (uint32_t)g;
         }
     }
+    int opened = 0;
+    const int dev = net_dev_place(gc, ag, ctx, &opened);
     eng_net_layout_t L;
     memset(&L, 0, sizeof(L));
     L.uid = uid;
@@ -108,7 +162,12 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
     L.nranks = N;
     L.seg = gc->hseg;
     L.seg_bytes = gc->hseg_bytes;
-    L.put = eng_config.net_put == ENG_NET_PUT_ON; /* host-pinned memory: puts reach it as any host memory */
+    L.put = eng_config.net_put == ENG_NET_PUT_ON; /* host-pinned FIFOs take puts as any host memory */
+    if (dev) {
+        L.put_seg = gc->dseg;
+        L.put_shadow = gc->dshadow;
+        L.put_cuda = 1;
+    }
     L.shadow_size = gc->shadow_size;
     L.ctrl_bytes = ctrl;
     L.depth = (uint32_t)depth;
@@ -116,17 +175,25 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
     L.nconns = nconn;
     L.abort_words[0] = gc->abort_code;
     dfcclResult_t res = eng_net_setup(&L, ag, ctx, &gc->net);
+    if (opened)
+        eng_net_close();
     free(d);
     if (res != dfcclSuccess)
         return res;
     char what[160];
     const int cuda = eng_net_describe(what, sizeof what);
-    dfccl_info(
-        "communicator %016llx rank %d: the GPU daemon's net peers go through host-staged FIFOs, steps %s "
-        "(%s: %s)",
-        (unsigned long long)uid, me, eng_net_puts(gc->net) ? "by put" : "as active messages", what,
-        cuda ? "it carries device memory, but every step is staged through host memory here"
-             : "no device memory");
+    if (dev)
+        dfccl_info(
+            "communicator %016llx rank %d: the GPU daemon's net peers: device FIFOs, steps by put from "
+            "device memory to device memory (%s)",
+            (unsigned long long)uid, me, what);
+    else
+        dfccl_info("communicator %016llx rank %d: the GPU daemon's net peers go through host-staged FIFOs, "
+                   "steps %s (%s: %s)",
+                   (unsigned long long)uid, me, eng_net_puts(gc->net) ? "by put" : "as active messages", what,
+                   cuda ? "it carries device memory, but every step is staged through host memory here "
+                          "(DFCCL_NET_PUT=on on every rank puts them from device memory)"
+                        : "no device memory");
     /* the shadows, mapped into the device; every rank agrees before the first step */
     gpu_boot_t mine, *all = (gpu_boot_t *)calloc((size_t)N, sizeof(gpu_boot_t));
     memset(&mine, 0, sizeof(mine));
@@ -153,6 +220,11 @@ static void net_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t
     cn->recv_data = (char *)cn->recv_ctrl + ctrl;
     cn->send_ctrl = (eng_conn_ctrl_t *)(gc->shadow_dev[p] + net_shadow_off(g, geo->depth, cn->schunk));
     cn->send_data = (char *)cn->send_ctrl + ctrl;
+    if (gc->net_dev) { /* the data in device memory, the control words where they were */
+        cn->recv_data =
+            gc->dseg + net_recv_off(g, p, gc->rank, gc->nranks, geo->big_conn, geo->small_conn) + ctrl;
+        cn->send_data = gc->dshadow[p] + net_shadow_off(g, geo->depth, cn->schunk) + ctrl;
+    }
     cn->sys = 1;
 }
 
@@ -164,9 +236,15 @@ static void net_close(eng_gpu_comm_t *gc)
         for (int p = 0; p < gc->nranks; p++)
             if (gc->shadow_dev[p])
                 cudaHostUnregister(eng_net_shadow(gc->net, p));
-        if (eng_net_teardown(gc->net))
+        if (eng_net_teardown(gc->net)) {
             gc->hseg = NULL; /* receives that never finished still land in it: leaked */
+            gc->dseg = NULL;
+        }
     }
+    cudaFree(gc->dseg);
+    for (int p = 0; gc->dshadow && p < gc->nranks; p++)
+        cudaFree(gc->dshadow[p]);
+    free(gc->dshadow);
     if (gc->hseg) {
         if (gc->hseg_dev)
             cudaHostUnregister(gc->hseg);

@@ -47,8 +47,25 @@ typedef struct {
     const eng_net_conn_desc_t *conns;
     size_t nconns;
     int32_t *abort_words[2]; /* set to dfcclCommAborted when a peer fails (NULL: unused) */
-    int put;                 /* ask for steps by RDMA put (host memory): granted when every rank asks */
+    int put;                 /* ask for steps by RDMA put: granted when every rank asks */
+    /* where steps by put land and leave, when not in seg and the shadows: a region of
+     * seg's layout (a connection's data at recv_off + ctrl_bytes; its control words stay
+     * in seg), and per peer one of its shadow's layout; device memory when put_cuda.
+     * NULL: seg and the transport's shadows */
+    char *put_seg;
+    char *const *put_shadow; /* [nranks] */
+    int put_cuda;
 } eng_net_layout_t;
+
+/* A reference on the process's UCX state (the context, the workers and their proxy
+ * threads), made if there is none: the GPU daemon asks before it places its FIFOs.
+ * *cuda_p: 1 when UCX carries CUDA device memory here. Release with eng_net_close. */
+dfcclResult_t eng_net_open(int *cuda_p);
+void eng_net_close(void);
+
+/* fn runs on every proxy thread before it next moves anything (once per thread and
+ * setting): the GPU backend makes its device current there, for UCX's CUDA transports. */
+void eng_net_thread_hook(void (*fn)(void));
 
 /* Collective over the communicator's ranks (every rank calls it, in the same order as
  * every other net setup). Allocates my shadows of the net peers (zeroed, page-aligned,

@@ -337,7 +337,9 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                    .help = "on: steps to net peers go by RDMA put into the peer's registered FIFO, then a "
                            "header-only message; off and auto: each step is one active message",
                    .more = "Every rank of a communicator must ask for puts, else its steps go as active "
-                           "messages. On the CPU daemon only: the GPU daemon's net peers stay host-staged."},
+                           "messages. Where every rank's UCX carries CUDA memory the GPU daemon's net FIFOs "
+                           "move to device memory (not yet run on a GPU); elsewhere they take puts as host "
+                           "memory."},
     /* one-shot: fewer hops and, at 2 ranks, less traffic */
     [K_ONESHOT_RANKS] = {.env = "DFCCL_ONESHOT_RANKS",
                          .mca = "oneshot_ranks",

@@ -46,6 +46,22 @@ DFCCL_INLINE int net_addressed(uint32_t id, uint64_t key, uint32_t msg_id, uint6
     return id == msg_id && key == msg_key;
 }
 
+/* Does a step's message fit its connection (the window aside: net_in_window)? A piece of
+ * `length` bytes at `off` of a `total`-byte step within the FIFO's `rchunk`; a rendezvous
+ * one carries the whole step. On a communicator whose steps go by put (comm_put) every
+ * step must come as a put's header (put: no payload, whole), and on one of active
+ * messages none may: a put's bytes land without the receiver, an active message's
+ * through its copy, and device FIFOs take no copy from the proxy. */
+DFCCL_INLINE int net_step_fits(uint64_t total, uint64_t off, uint64_t length, uint64_t rchunk, int rndv,
+                               int put, int comm_put)
+{
+    if (total > rchunk || off > total || length > total - off || (rndv && length != total))
+        return 0;
+    if (put != comm_put)
+        return 0;
+    return !put || (!length && !rndv && !off);
+}
+
 /* Step `step` is in its slot; `word` is its size word as the sender's daemon wrote it
  * (its bytes, and above them the tag of its collective's signature: eng_step_word), which
  * the receiver's daemon checks against its own before it takes the step, as it does for a

@@ -94,13 +94,13 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     }
     /* the window before the copy: a step beyond the sender's credits would overwrite a
      * slot the daemon has not read */
-    const int put = k && (h.flags & NET_STEP_PUT);
-    if (k && (h.total > k->rchunk || h.off > h.total || length > h.total - h.off ||
-              (rndv && length != h.total) || (put && (!nc->put || length || rndv || h.off)) ||
+    const int put = k && (h.flags & NET_STEP_PUT) != 0;
+    if (k && (!net_step_fits(h.total, h.off, length, k->rchunk, rndv, put, nc->put) ||
               !net_in_window(&k->in, k->local_ctrl, nc->depth, h.step))) {
         dfccl_error("communicator %016llx (rank %d): a %zu-byte piece at %u of %llu-byte step %llu from "
-                    "rank %d does not fit its %llu-byte FIFO step, or the step is outside its window (%llu "
-                    "published, %llu consumed, depth %u: a protocol error); communicator aborted",
+                    "rank %d does not fit its %llu-byte FIFO step, the step is outside its window (%llu "
+                    "published, %llu consumed, depth %u), or it came as a message where steps go by put "
+                    "(or the reverse): a protocol error; communicator aborted",
                     (unsigned long long)nc->uid, nc->rank, length, h.off, (unsigned long long)h.total,
                     (unsigned long long)h.step, k->peer, (unsigned long long)k->rchunk,
                     (unsigned long long)k->in.posted,

@@ -185,9 +185,11 @@ static dfcclResult_t conn_init(struct eng_net_comm *nc, const eng_net_layout_t *
     k->schunk = d->schunk;
     k->rchunk = d->rchunk;
     k->shadow_ctrl = (eng_conn_ctrl_t *)(nc->shadow[d->peer] + d->shadow_off);
-    k->shadow_data = (char *)k->shadow_ctrl + L->ctrl_bytes;
+    k->shadow_data =
+        (L->put_shadow && L->put_shadow[d->peer] ? L->put_shadow[d->peer] : nc->shadow[d->peer]) +
+        d->shadow_off + L->ctrl_bytes;
     k->local_ctrl = (eng_conn_ctrl_t *)(L->seg + d->recv_off);
-    k->local_data = (char *)k->local_ctrl + L->ctrl_bytes;
+    k->local_data = (L->put_seg ? L->put_seg : L->seg) + d->recv_off + L->ctrl_bytes;
     if (eng_config.net_piece && eng_config.net_piece < k->schunk) {
         uint64_t n = (k->schunk + eng_config.net_piece - 1) / eng_config.net_piece;
         n = n > NET_MAX_PIECES ? NET_MAX_PIECES : n;
@@ -302,6 +304,9 @@ static dfcclResult_t peers_agree_locked(struct eng_net_comm *nc, const eng_net_l
     nc->put = all != NULL;
     for (int p = 0; p < nc->nranks && all; p++)
         nc->put &= boot_hdr(all, stride, p).put != 0;
+    if (!nc->put && L->put_cuda && res == dfcclSuccess) /* the caller agreed with every rank first */
+        res = eng_set_error(dfcclInternalError, "dfcclCommInit",
+                            "device FIFOs for the net peers, but some rank does not take steps by put");
     for (int p = 0; p < nc->nranks && res == dfcclSuccess && all; p++) {
         int32_t st;
         memcpy(&st, all + (size_t)p * stride, sizeof(st));
@@ -361,9 +366,9 @@ static dfcclResult_t put_blob_locked(struct eng_net_comm *nc, const eng_net_layo
         memset(&mp, 0, sizeof(mp));
         mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                         UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
-        mp.address = L->seg;
+        mp.address = L->put_seg ? L->put_seg : L->seg;
         mp.length = L->seg_bytes;
-        mp.memory_type = UCS_MEMORY_TYPE_HOST;
+        mp.memory_type = L->put_cuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
         if ((st = ucp_mem_map(net_ucx.ctx, &mp, &nc->memh)) != UCS_OK)
             nc->memh = NULL;
         else
@@ -378,7 +383,7 @@ static dfcclResult_t put_blob_locked(struct eng_net_comm *nc, const eng_net_layo
     char *blob = calloc(1, len);
     if (blob) {
         const int32_t s32 = res;
-        const uint64_t base = (uint64_t)(uintptr_t)L->seg;
+        const uint64_t base = (uint64_t)(uintptr_t)(L->put_seg ? L->put_seg : L->seg);
         memcpy(blob, &s32, sizeof(s32));
         memcpy(blob + sizeof(s32), &base, sizeof(base));
         if (res == dfcclSuccess)
@@ -538,6 +543,7 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     nc->me = (eng_seg_hdr_t *)L->seg;
     nc->abort_words[0] = L->abort_words[0];
     nc->abort_words[1] = L->abort_words[1];
+    nc->put_cuda = L->put_cuda;
     /* a local failure is reported through the exchange below: every rank takes part
      * in every allgather, so nobody waits for a rank that gave up */
     dfcclResult_t res = setup_local_locked(nc, L, &acquired, addr, addr_len, &addr_sum);
@@ -590,6 +596,34 @@ int eng_net_describe(char *buf, size_t len)
         if (types & UCS_BIT(kinds[i].t))
             off += (size_t)snprintf(buf + off, len - off, " %s", kinds[i].name);
     return (types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+}
+
+dfcclResult_t eng_net_open(int *cuda_p)
+{
+    pthread_mutex_lock(&net_ucx.lock);
+    const dfcclResult_t res = net_proxy_acquire_locked();
+    *cuda_p = res == dfcclSuccess && (net_ucx.mem_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+    pthread_mutex_unlock(&net_ucx.lock);
+    return res;
+}
+
+void eng_net_close(void)
+{
+    pthread_mutex_lock(&net_ucx.lock);
+    net_proxy_release_locked();
+    pthread_mutex_unlock(&net_ucx.lock);
+}
+
+void eng_net_thread_hook(void (*fn)(void))
+{
+    pthread_mutex_lock(&net_ucx.lock);
+    lock_proxies();
+    if (net_ucx.hook != fn) {
+        net_ucx.hook = fn;
+        net_ucx.hook_gen++;
+    }
+    unlock_proxies();
+    pthread_mutex_unlock(&net_ucx.lock);
 }
 
 int eng_net_puts(const eng_net_t *nc)

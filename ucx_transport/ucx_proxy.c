@@ -205,6 +205,10 @@ static int put_steps(struct eng_net_comm *nc, net_conn_t *k, uint64_t posted)
         if (len) {
             ucp_request_param_t prm;
             memset(&prm, 0, sizeof(prm));
+            if (nc->put_cuda) { /* spares UCX the lookup of every step's memory */
+                prm.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+                prm.memory_type = UCS_MEMORY_TYPE_CUDA;
+            }
             ucs_status_ptr_t r = ucp_put_nbx(ep, k->shadow_data + (uint64_t)slot * k->schunk, len,
                                              k->remote + (uint64_t)slot * k->rchunk, rkey, &prm);
             if (UCS_PTR_IS_ERR(r))
@@ -262,7 +266,7 @@ int net_proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
     const int eager = nc->watch_pid[p] != 0;
     if (nc->put && (moved = put_steps(nc, k, posted)) < 0)
         return -1;
-    for (uint64_t s = k->sent_posted; s < posted; s++) {
+    for (uint64_t s = k->sent_posted; s < posted && !nc->put; s++) { /* put_steps sent those by put */
         const uint32_t slot = (uint32_t)(s % nc->depth);
         /* the size's word also carries the signature's tag (eng_sig.h): it travels in the
          * header, and lands with the step in the peer's word, checked there as a shared-
@@ -315,6 +319,11 @@ static void *proxy_main(void *arg)
         if (dfccl_load_acquire(&net_ucx.stop)) {
             pthread_mutex_unlock(&P->lock);
             break;
+        }
+        if (P->hook_gen != net_ucx.hook_gen) { /* the GPU's device, for UCX's CUDA transports */
+            P->hook_gen = net_ucx.hook_gen;
+            if (net_ucx.hook)
+                net_ucx.hook();
         }
         const uint64_t t = eng_now_ns();
         if (t - last_watch > NET_WATCH_NS) {

@@ -173,6 +173,7 @@ struct eng_net_comm {
     uint64_t inflight; /* rendezvous receives and flushes not yet completed (atomic: every proxy's) */
     /* steps by put */
     int put;             /* the communicator's steps go by put */
+    int put_cuda;        /* their FIFOs are device memory (the layout's put_seg, put_shadow) */
     ucp_mem_h memh;      /* my receive segment, registered */
     ucp_rkey_h *rkey;    /* [npx][nranks]: each net peer's segment, unpacked on proxy i's endpoint */
     uint64_t *peer_base; /* [nranks]: the peer's address of its segment */
@@ -200,7 +201,8 @@ typedef struct {
     ucp_worker_h worker;
     int efd;
     pthread_t thread;
-    net_ep_t *eps; /* the endpoints on this worker, retired ones until unused */
+    net_ep_t *eps;     /* the endpoints on this worker, retired ones until unused */
+    uint32_t hook_gen; /* the thread hook it last ran (net_ucx.hook_gen) */
 } net_proxy_t;
 
 /* The process's UCX state (ucx_state.c). Locks: net_ucx.lock (set-up, teardown, refs),
@@ -218,6 +220,8 @@ typedef struct {
     uint32_t next_id;
     uint64_t dropped;   /* messages for no live communicator here (atomic: every proxy's) */
     uint64_t mem_types; /* what the context carries (ucp_context_query), by ucs_memory_type_t */
+    void (*hook)(void); /* eng_net_thread_hook's, under lock and every proxy lock */
+    uint32_t hook_gen;  /* bumped with each setting */
 } net_ucx_t;
 
 extern net_ucx_t net_ucx;

@@ -221,6 +221,32 @@ static void tp_cards(tp_boot_t *b, int n, const char *const *hosts, uint32_t bui
     }
 }
 
+/* What a step's message may be, by the communicator's kind: each rule bites alone. */
+START_TEST(net_step_fits_rules)
+{
+    const uint64_t chunk = 65536;
+    /* active messages: a whole step, a piece, a rendezvous step */
+    ck_assert_int_eq(net_step_fits(chunk, 0, chunk, chunk, 0, 0, 0), 1);
+    ck_assert_int_eq(net_step_fits(chunk, 8128, 8128, chunk, 0, 0, 0), 1);
+    ck_assert_int_eq(net_step_fits(chunk, 0, chunk, chunk, 1, 0, 0), 1);
+    ck_assert_int_eq(net_step_fits(0, 0, 0, chunk, 0, 0, 0), 1);
+    ck_assert_int_eq(net_step_fits(chunk + 1, 0, 1, chunk, 0, 0, 0), 0);     /* over the FIFO's step */
+    ck_assert_int_eq(net_step_fits(100, 101, 0, chunk, 0, 0, 0), 0);         /* piece past the step */
+    ck_assert_int_eq(net_step_fits(100, 60, 41, chunk, 0, 0, 0), 0);         /* piece overflows it */
+    ck_assert_int_eq(net_step_fits(chunk, 0, chunk - 1, chunk, 1, 0, 0), 0); /* rendezvous: whole */
+    /* steps by put: the header alone, whole */
+    ck_assert_int_eq(net_step_fits(chunk, 0, 0, chunk, 0, 1, 1), 1);
+    ck_assert_int_eq(net_step_fits(0, 0, 0, chunk, 0, 1, 1), 1);
+    ck_assert_int_eq(net_step_fits(chunk + 64, 0, 0, chunk, 0, 1, 1), 0); /* over the FIFO's step */
+    ck_assert_int_eq(net_step_fits(chunk, 0, 8, chunk, 0, 1, 1), 0);      /* a payload */
+    ck_assert_int_eq(net_step_fits(chunk, 64, 0, chunk, 0, 1, 1), 0);     /* an offset */
+    ck_assert_int_eq(net_step_fits(chunk, 0, chunk, chunk, 1, 1, 1), 0);  /* rendezvous */
+    /* the communicator's kind decides */
+    ck_assert_int_eq(net_step_fits(chunk, 0, 0, chunk, 0, 1, 0), 0);     /* a put's header, messages here */
+    ck_assert_int_eq(net_step_fits(chunk, 0, chunk, chunk, 0, 0, 1), 0); /* a message, puts here */
+}
+END_TEST
+
 START_TEST(locality_decisions)
 {
     const uint32_t both = 1u << ENG_TP_SHM | 1u << ENG_TP_UCX, shm = 1u << ENG_TP_SHM;
@@ -304,6 +330,7 @@ Suite *check_net_suite(void)
     tcase_add_test(t, net_landing_credit_window);
     tcase_add_test(t, net_credit_checks);
     tcase_add_test(t, net_addressed_by_key);
+    tcase_add_test(t, net_step_fits_rules);
     tcase_add_test(t, locality_decisions);
     suite_add_tcase(s, t);
     return s;
