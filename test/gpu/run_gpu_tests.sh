@@ -2,7 +2,8 @@
 # GPU test suite, for a machine with a CUDA device (test/gpu/device_run.sh): starts MPS so
 # that N ranks share one GPU, runs the device-buffer tests with 2, 4 and 8 ranks, the
 # deadlock scenarios with their preempt-off hang proofs, the same over the net transport
-# (host-staged FIFOs, when libdfccl has UCX), then stops MPS.
+# (host-staged FIFOs, when libdfccl has UCX; and with steps by put, into device FIFOs
+# where that UCX carries device memory), then stops MPS.
 #   run_gpu_tests.sh BUILD_DIR [quick]
 # Environment: NPS, CHAOS_NPS, COMMS_NPS, NET_NPS, READ_NPS (rank counts of the matrix,
 # chaos, 100-communicator, net-matrix and zero-copy read cases; empty skips), SANITIZER=0 (no compute-sanitizer),
@@ -173,6 +174,15 @@ if [ -n "$NET" ]; then
     run "chaos net=ucx net_threads=2" 180 ok 4 -x DFCCL_NET=ucx -x DFCCL_NET_THREADS=2 $T chaos --iters 10
     run "matrix mixed" 300 ok 4 $HOSTWRAP $T matrix
     run "chaos mixed" 180 ok 4 $HOSTWRAP $T chaos --iters 10
+    # steps by put (DFCCL_NET_PUT=on): into device FIFOs where this UCX carries device
+    # memory (the wheel's), else into the host-staged ones; the log line says which
+    for np in ${NET_NPS-2 4}; do
+        run "matrix net=ucx put" 300 ok $np -x DFCCL_NET=ucx -x DFCCL_NET_PUT=on -x DFCCL_LOG_LEVEL=info $T matrix
+        grep -hoE "net peers: device FIFOs|host-staged FIFOs, steps by put" "$LOGDIR/matrix_net_ucx_put-np$np.log" |
+            sort | uniq -c | sed 's/^/  placement: /'
+    done
+    run "chaos net=ucx put" 180 ok 4 -x DFCCL_NET=ucx -x DFCCL_NET_PUT=on $T chaos --iters 10
+    run "matrix mixed put" 300 ok 4 -x DFCCL_NET_PUT=on $HOSTWRAP $T matrix
 else
     echo "SKIP: net transport with the GPU daemon (libdfccl built without UCX)"
 fi
@@ -185,7 +195,9 @@ killed() {
     local name=$1 net=$2 np=$3; shift 3
     selected "killed $name" || return 0
     local out rc nok worst log
-    out=$(timeout -s KILL 120 $MPIRUN --enable-recovery -np "$np" -x DFCCL_NET="$net" "$KN" --deadline 20 "$@" 2>&1)
+    # shellcheck disable=SC2086 # KILL_X: extra mpirun arguments, split on purpose
+    out=$(timeout -s KILL 120 $MPIRUN --enable-recovery ${KILL_X:-} -np "$np" -x DFCCL_NET="$net" "$KN" --deadline 20 \
+        "$@" 2>&1)
     rc=$?
     pkill -9 -f "$B/test/gpu/t_" 2>/dev/null
     log=$LOGDIR/killed_$(echo "$name-np$np" | tr -c 'A-Za-z0-9=.\n-' '_').log
@@ -223,6 +235,10 @@ if [ -n "$NET" ]; then
     killed "device buffers, UCX host-staged, killed 5 ms into a ring allreduce" ucx 4 --mid --count 4194304 \
         --kill-after-us 5000
     mps_restart
+    KILL_X="-x DFCCL_NET_PUT=on" killed "device buffers, UCX steps by put, victim waits" ucx 2
+    KILL_X="-x DFCCL_NET_PUT=on" killed "device buffers, UCX steps by put, mid ring allreduce" ucx 4 --mid \
+        --count 4194304 --kill-after-us 0
+    mps_restart
 fi
 # the deadlock fuzzer on device buffers (docs/fuzzing.md): random programs, with device
 # synchronizations between submissions while collectives are pending (bench/RESULTS.md, section 14)
@@ -248,6 +264,9 @@ if [ -n "$NET" ]; then
     mps_restart
     run "chaos net=ucx net_threads=2 preempt=0" 90 hang 4 -x DFCCL_NET=ucx -x DFCCL_NET_THREADS=2 \
         -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
+    mps_restart
+    run "chaos net=ucx put preempt=0" 90 hang 4 -x DFCCL_NET=ucx -x DFCCL_NET_PUT=on -x DFCCL_PREEMPT=0 $T chaos \
+        --iters 5 --deadline 20
     mps_restart
 fi
 # compute-sanitizer on a small run, without MPS (the tools do not attach to MPS clients;
