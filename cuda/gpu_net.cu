@@ -2,7 +2,7 @@
 /* FIFOs for peers on the net: CUDA IPC cannot reach another host, so my receive FIFOs
  * from net peers and my sending FIFOs to them (my shadows of the peers) live in host-pinned
  * memory the device maps (host-staged), or, with steps by put where UCX carries device
- * memory, their data in device memory and their control words there. The net transport's
+ * memory, their data in device memory (their control words stay host-pinned). The net transport's
  * proxy moves steps between them; the daemon reads and writes them with system-scope
  * flags, so to the algorithms a net peer is a connection like any other. */
 #include <stdlib.h>
@@ -76,6 +76,16 @@ static int32_t net_seg_create(eng_gpu_comm_t *gc, const gpu_boot_t *all, const u
 static void net_proxy_device(void)
 {
     cudaSetDevice(G.device);
+}
+
+/* Before the proxy publishes a step that a put wrote into my device FIFO: a network
+ * adapter's writes into GPU memory (GPUDirect RDMA) need not be visible to the daemon's
+ * loads when the step's header arrives; this makes them so (a no-op where the device
+ * orders them itself). */
+static void net_put_landed(void)
+{
+    cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
+                                       cudaFlushGPUDirectRDMAWritesToOwner);
 }
 
 static int net_dev_place(eng_gpu_comm_t *gc, dfcclAllgatherFn_t ag, void *ctx, int *opened_p)
@@ -167,6 +177,12 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
         L.put_seg = gc->dseg;
         L.put_shadow = gc->dshadow;
         L.put_cuda = 1;
+        int opts = 0; /* the flush, where the device has it */
+        if (cudaDeviceGetAttribute(&opts, cudaDevAttrGPUDirectRDMAFlushWritesOptions, G.device) ==
+                cudaSuccess &&
+            (opts & cudaFlushGPUDirectRDMAWritesOptionHost))
+            L.put_landed = net_put_landed;
+        cudaGetLastError();
     }
     L.shadow_size = gc->shadow_size;
     L.ctrl_bytes = ctrl;
@@ -190,7 +206,8 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
     else
         dfccl_info("communicator %016llx rank %d: the GPU daemon's net peers go through host-staged FIFOs, "
                    "steps %s (%s: %s)",
-                   (unsigned long long)uid, me, eng_net_puts(gc->net) ? "by put" : "as active messages", what,
+                   (unsigned long long)uid, me, eng_net_puts(gc->net, -1) ? "by put" : "as active messages",
+                   what,
                    cuda ? "it carries device memory, but every step is staged through host memory here "
                           "(DFCCL_NET_PUT=on on every rank puts them from device memory)"
                         : "no device memory");
@@ -220,7 +237,8 @@ static void net_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t
     cn->recv_data = (char *)cn->recv_ctrl + ctrl;
     cn->send_ctrl = (eng_conn_ctrl_t *)(gc->shadow_dev[p] + net_shadow_off(g, geo->depth, cn->schunk));
     cn->send_data = (char *)cn->send_ctrl + ctrl;
-    if (gc->net_dev) { /* the data in device memory, the control words where they were */
+    if (gc->net_dev && eng_net_puts(gc->net, p)) { /* the data in device memory, the control words where
+                                                    they were */
         cn->recv_data =
             gc->dseg + net_recv_off(g, p, gc->rank, gc->nranks, geo->big_conn, geo->small_conn) + ctrl;
         cn->send_data = gc->dshadow[p] + net_shadow_off(g, geo->depth, cn->schunk) + ctrl;
@@ -236,9 +254,18 @@ static void net_close(eng_gpu_comm_t *gc)
         for (int p = 0; p < gc->nranks; p++)
             if (gc->shadow_dev[p])
                 cudaHostUnregister(eng_net_shadow(gc->net, p));
-        if (eng_net_teardown(gc->net)) {
-            gc->hseg = NULL; /* receives that never finished still land in it: leaked */
+        /* puts from and into device memory may still run here: UCX's CUDA transports work
+         * in the current context, which is the application's */
+        int was = -1;
+        if (gc->net_dev && (cudaGetDevice(&was) != cudaSuccess || was != G.device))
+            cudaSetDevice(G.device);
+        const int leaked = eng_net_teardown(gc->net);
+        if (was >= 0 && was != G.device)
+            cudaSetDevice(was);
+        if (leaked) { /* receives or puts that never finished still use them: leaked */
+            gc->hseg = NULL;
             gc->dseg = NULL;
+            gc->dshadow = NULL;
         }
     }
     cudaFree(gc->dseg);

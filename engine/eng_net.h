@@ -55,6 +55,7 @@ typedef struct {
     char *put_seg;
     char *const *put_shadow; /* [nranks] */
     int put_cuda;
+    void (*put_landed)(void); /* run by the proxy before it publishes a step a put wrote (NULL: none) */
 } eng_net_layout_t;
 
 /* A reference on the process's UCX state (the context, the workers and their proxy
@@ -76,8 +77,9 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
  * host"), once a communicator has net peers; 1 when CUDA device memory is among them. */
 int eng_net_describe(char *buf, size_t len);
 
-/* 1 when the communicator's steps go by put (every rank asked for it), else 0. */
-int eng_net_puts(const eng_net_t *net);
+/* 1 when the steps to and from peer p go by put (every rank asked for it, and p is on
+ * another host or the FIFOs are device memory), else 0; p < 0: to any peer. */
+int eng_net_puts(const eng_net_t *net, int p);
 
 /* My shadow of peer p (NULL when p is not on the net). */
 char *eng_net_shadow(eng_net_t *net, int p);

@@ -14,8 +14,8 @@
 #   - the net suite's core over this UCX (every peer forced onto it): the matrix at 2
 #     and 4 ranks, the chaos order and its hang proof with preemption off, a killed peer
 #     (waiting and mid-ring), the communicator churn on shared endpoints; and with steps
-#     by put (DFCCL_NET_PUT=on): the matrix, the chaos order, a teardown race, a killed
-#     peer.
+#     by put (DFCCL_NET_PUT=on, every rank a host of its own): the matrix, the chaos
+#     order, teardown races, a killed peer.
 # The wheel comes from DFCCL_UCX_WHEEL (a .whl file) or `pip download libucx-cu13`;
 # with neither (no pip, no network) every case is a SKIP line.
 # One line per case, "PASS: ..." / "FAIL: ..." (or "SKIP: ..."), and "N passed, N
@@ -98,7 +98,7 @@ else
 fi
 
 # ---- the net suite's core over this UCX
-SUITE_FILTER='^(t_matrix\[net=ucx\] np=(2|4)|t_chaos\[net=ucx\] np=4|t_chaos\[net=ucx,DFCCL_PREEMPT=0 must hang\] np=4|t_netkill\[(victim waits\] np=2|mid ring allreduce\] np=4|1000 communicators, shared endpoints\] np=2)|t_matrix\[net=ucx,put\] np=4|t_chaos\[net=ucx,put\] np=4|t_netkill\[(teardown race, put|victim waits, put)\] np=(2|4))' \
+SUITE_FILTER='^(t_matrix\[net=ucx\] np=(2|4)|t_chaos\[net=ucx\] np=4|t_chaos\[net=ucx,DFCCL_PREEMPT=0 must hang\] np=4|t_netkill\[(victim waits\] np=2|mid ring allreduce\] np=4|1000 communicators, shared endpoints\] np=2)|t_matrix\[hosts,put\] np=4|t_chaos\[hosts,put\] np=4|t_netkill\[(teardown race, hosts, put|two communicators destroyed in opposite orders, hosts, put|victim waits, hosts, put)\] np=(2|4))' \
     SUITE_LOGDIR="$LOGDIR/net" SUITE_NPS="2 4" env -u LD_LIBRARY_PATH \
     bash "$SRC/test/net/run_net_suite.sh" "$B/test/mpi" "$B/test/net" > "$LOGDIR/net.log" 2>&1
 while IFS= read -r line; do

@@ -95,7 +95,7 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     /* the window before the copy: a step beyond the sender's credits would overwrite a
      * slot the daemon has not read */
     const int put = k && (h.flags & NET_STEP_PUT) != 0;
-    if (k && (!net_step_fits(h.total, h.off, length, k->rchunk, rndv, put, nc->put) ||
+    if (k && (!net_step_fits(h.total, h.off, length, k->rchunk, rndv, put, k->put) ||
               !net_in_window(&k->in, k->local_ctrl, nc->depth, h.step))) {
         dfccl_error("communicator %016llx (rank %d): a %zu-byte piece at %u of %llu-byte step %llu from "
                     "rank %d does not fit its %llu-byte FIFO step, the step is outside its window (%llu "
@@ -112,6 +112,8 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
         return UCS_OK; /* dropped: UCX declines a rendezvous one to its sender (releasing it
                           here as well released it twice, and UCX's pool lost a buffer) */
     if (put) {         /* its bytes are in the slot: the sender flushed its put before this header */
+        if (nc->put_landed)
+            nc->put_landed(); /* and visible to the daemon (GPUDirect RDMA into device memory) */
         step_landed(nc, k, h.step, h.total, h.total, h.tag);
         return UCS_OK;
     }
@@ -182,7 +184,7 @@ static ucs_status_t am_bye(void *arg, const void *header, size_t header_length, 
         if (!nc || h.src < 0 || h.src >= nc->nranks || !nc->shadow[h.src])
             return UCS_OK;
         dfccl_store_release64(&((eng_seg_hdr_t *)nc->shadow[h.src])->closed, 1);
-        if (nc->put && P->idx < nc->npx && !nc->closing) {
+        if (nc->put_peer[h.src] && P->idx < nc->npx && !nc->closing) {
             nc->owe_ack[(size_t)P->idx * (size_t)nc->nranks + (size_t)h.src] = 1;
             __atomic_fetch_or(&nc->owe_any, 1u << P->idx, __ATOMIC_RELAXED);
         }
@@ -199,7 +201,7 @@ static ucs_status_t am_byeack(void *arg, const void *header, size_t header_lengt
     if (header_length == sizeof(h)) {
         memcpy(&h, header, sizeof(h));
         struct eng_net_comm *nc = comm_by_id(&h, "goodbye");
-        if (nc && nc->put && h.src >= 0 && h.src < nc->nranks && nc->shadow[h.src])
+        if (nc && h.src >= 0 && h.src < nc->nranks && nc->put_peer[h.src])
             dfccl_fetch_add_relaxed(&nc->acks[h.src], 1);
     }
     return UCS_OK;

@@ -77,6 +77,7 @@ static void net_free_locked(struct eng_net_comm *nc)
     free(nc->acks);
     free(nc->owe_ack);
     free(nc->ack_fl);
+    free(nc->put_peer);
     free(nc->shadow);
     free(nc->ep);
     free(nc->peer_id);
@@ -141,9 +142,10 @@ static dfcclResult_t comm_alloc_locked(struct eng_net_comm *nc, const eng_net_la
     nc->acks = calloc((size_t)N, sizeof(uint32_t));
     nc->owe_ack = calloc((size_t)N * mypx, 1);
     nc->ack_fl = calloc((size_t)N * mypx, sizeof(net_flush_t));
+    nc->put_peer = calloc((size_t)N, 1);
     if (!nc->shadow || !nc->ep || !nc->peer_id || !nc->peer_key || !nc->watch_pid || !nc->peer_first ||
         !nc->peer_count || !nc->dead || !nc->owed || !nc->bye || !nc->conns || !nc->rkey || !nc->peer_base ||
-        !nc->acks || !nc->owe_ack || !nc->ack_fl)
+        !nc->acks || !nc->owe_ack || !nc->ack_fl || !nc->put_peer)
         return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
     if (draw_key(&nc->key)) /* before the table shows nc to the handlers */
         return eng_set_error(dfcclSystemError, "dfcclCommInit", "getrandom for a communicator key: %s",
@@ -185,11 +187,11 @@ static dfcclResult_t conn_init(struct eng_net_comm *nc, const eng_net_layout_t *
     k->schunk = d->schunk;
     k->rchunk = d->rchunk;
     k->shadow_ctrl = (eng_conn_ctrl_t *)(nc->shadow[d->peer] + d->shadow_off);
-    k->shadow_data =
-        (L->put_shadow && L->put_shadow[d->peer] ? L->put_shadow[d->peer] : nc->shadow[d->peer]) +
-        d->shadow_off + L->ctrl_bytes;
+    k->shadow_data = (char *)k->shadow_ctrl + L->ctrl_bytes; /* steps by put: put_connect_locked */
     k->local_ctrl = (eng_conn_ctrl_t *)(L->seg + d->recv_off);
-    k->local_data = (L->put_seg ? L->put_seg : L->seg) + d->recv_off + L->ctrl_bytes;
+    k->local_data = (char *)k->local_ctrl + L->ctrl_bytes;
+    k->shadow_off = d->shadow_off;
+    k->recv_off = d->recv_off;
     if (eng_config.net_piece && eng_config.net_piece < k->schunk) {
         uint64_t n = (k->schunk + eng_config.net_piece - 1) / eng_config.net_piece;
         n = n > NET_MAX_PIECES ? NET_MAX_PIECES : n;
@@ -396,8 +398,18 @@ static dfcclResult_t put_blob_locked(struct eng_net_comm *nc, const eng_net_layo
     return blob || res != dfcclSuccess ? res : dfcclNoMemory;
 }
 
-/* Steps by put: every net peer's segment, its rkey unpacked on each of my endpoints to it,
- * and my connections' addresses in it. Called with net_ucx.lock held. */
+/* Which net peers take steps by put: those on other hosts, whose endpoints report
+ * errors; and every one when the FIFOs are device memory. A same-host endpoint has no
+ * error handling, and UCX puts host memory there with cma, whose failure against a
+ * peer that died is fatal to the process (ucx_ep.c): those steps stay active messages.
+ * Device memory goes by cuda_ipc there. Both ends decide alike ("same host" is). */
+static int put_to(const struct eng_net_comm *nc, int p)
+{
+    return nc->put && (nc->watch_pid[p] == 0 || nc->put_cuda);
+}
+
+/* Steps by put: every put peer's segment, its rkey unpacked on each of my endpoints to it,
+ * and my connections to it placed and addressed. Called with net_ucx.lock held. */
 static dfcclResult_t put_connect_locked(struct eng_net_comm *nc, const eng_net_layout_t *L, const char *all,
                                         size_t stride, dfcclResult_t res)
 {
@@ -410,8 +422,9 @@ static dfcclResult_t put_connect_locked(struct eng_net_comm *nc, const eng_net_l
                                 "rank %d could not register its receive segment for puts", p);
             break;
         }
-        if (p == nc->rank || !L->shadow_size[p])
+        if (p == nc->rank || !L->shadow_size[p] || !put_to(nc, p))
             continue;
+        nc->put_peer[p] = 1;
         memcpy(&nc->peer_base[p], b + sizeof(st), sizeof(uint64_t));
         for (uint32_t i = 0; i < nc->npx && res == dfcclSuccess; i++) {
             pthread_mutex_lock(&net_ucx.px[i].lock);
@@ -427,8 +440,16 @@ static dfcclResult_t put_connect_locked(struct eng_net_comm *nc, const eng_net_l
             }
         }
     }
-    for (size_t i = 0; i < nc->nconns && res == dfcclSuccess; i++)
-        nc->conns[i].remote += nc->peer_base[nc->conns[i].peer];
+    for (size_t i = 0; i < nc->nconns && res == dfcclSuccess; i++) {
+        net_conn_t *k = &nc->conns[i];
+        if (!(k->put = nc->put_peer[k->peer]))
+            continue;
+        k->remote += nc->peer_base[k->peer];
+        if (L->put_seg) /* the data where the caller placed it for puts (device memory) */
+            k->local_data = L->put_seg + k->recv_off + L->ctrl_bytes;
+        if (L->put_shadow && L->put_shadow[k->peer])
+            k->shadow_data = L->put_shadow[k->peer] + k->shadow_off + L->ctrl_bytes;
+    }
     return res;
 }
 
@@ -502,22 +523,28 @@ static void comm_drop_locked(struct eng_net_comm *nc, int acquired)
 
 static void log_setup(const struct eng_net_comm *nc, const eng_net_layout_t *L)
 {
-    int nnet = 0, watched = 0;
+    int nnet = 0, watched = 0, nput = 0;
     for (int p = 0; p < L->nranks; p++) {
         nnet += p != L->rank && L->shadow_size[p] > 0;
         watched += nc->watch_pid[p] != 0;
+        nput += nc->put_peer[p];
     }
-    char pieces[48] = "whole";
+    char pieces[48] = "whole", steps[192] = "as active messages";
     if (eng_config.net_piece)
         snprintf(pieces, sizeof(pieces), "in pieces of at most %llu bytes",
                  (unsigned long long)eng_config.net_piece);
+    if (nput)
+        snprintf(steps, sizeof(steps),
+                 "by RDMA put into the peer's registered FIFO, then a header-only message (%d peer(s)%s)",
+                 nput, nput < nnet ? "; to the others as active messages" : "");
+    else if (nc->put)
+        snprintf(steps, sizeof(steps),
+                 "as active messages (puts asked for, but the peers are on this host: "
+                 "a cma put to one that died would abort this process)");
     dfccl_info(
         "communicator %016llx rank %d: %d peer(s) over UCX: %d on other hosts (error-reporting "
         "endpoints), %d on this host (process watched, eager steps %s); steps %s; %u proxy thread(s)%s",
-        (unsigned long long)L->uid, L->rank, nnet, nnet - watched, watched, pieces,
-        nc->put ? "by RDMA put into the peer's registered FIFO, then a header-only message"
-                : "as active messages",
-        nc->npx,
+        (unsigned long long)L->uid, L->rank, nnet, nnet - watched, watched, pieces, steps, nc->npx,
         eng_config.net_threads_auto ? " (DFCCL_NET_THREADS auto: one per 2 cores of the rank, up to 4)" : "");
 }
 
@@ -544,6 +571,7 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     nc->abort_words[0] = L->abort_words[0];
     nc->abort_words[1] = L->abort_words[1];
     nc->put_cuda = L->put_cuda;
+    nc->put_landed = L->put_landed;
     /* a local failure is reported through the exchange below: every rank takes part
      * in every allgather, so nobody waits for a rank that gave up */
     dfcclResult_t res = setup_local_locked(nc, L, &acquired, addr, addr_len, &addr_sum);
@@ -626,9 +654,16 @@ void eng_net_thread_hook(void (*fn)(void))
     pthread_mutex_unlock(&net_ucx.lock);
 }
 
-int eng_net_puts(const eng_net_t *nc)
+int eng_net_puts(const eng_net_t *nc, int p)
 {
-    return nc && nc->put;
+    if (!nc)
+        return 0;
+    if (p >= 0)
+        return p < nc->nranks && nc->put_peer[p];
+    for (int q = 0; q < nc->nranks; q++)
+        if (nc->put_peer[q])
+            return 1;
+    return 0;
 }
 
 char *eng_net_shadow(eng_net_t *nc, int p)
@@ -657,11 +692,25 @@ void eng_net_tell(eng_net_t *nc)
         dfccl_store_relaxed(&nc->telling, 1);
 }
 
+/* While a teardown holds every proxy lock: progress the workers, and answer the
+ * goodbyes of every communicator's peers (a peer destroying another communicator may
+ * wait for an answer from this process meanwhile: two ranks destroying two
+ * communicators in opposite orders would otherwise each wait out the other). */
+static void progress_all_locked(void)
+{
+    for (struct eng_net_comm *c = net_ucx.comms; c; c = c->next)
+        for (uint32_t i = 0; i < net_ucx.nproxies; i++)
+            net_proxy_acks(c, &net_ucx.px[i]);
+    for (uint32_t i = 0; i < net_ucx.nproxies; i++)
+        ucp_worker_progress(net_ucx.px[i].worker);
+}
+
 /* Steps by put that a live peer has not had the header of yet. */
 static int put_pending(const struct eng_net_comm *nc)
 {
-    for (size_t i = 0; nc->put && i < nc->nconns; i++)
-        if (nc->conns[i].notified < nc->conns[i].sent_posted && !DFCCL_READ_ONCE(nc->dead[nc->conns[i].peer]))
+    for (size_t i = 0; nc->put && !net_aborted(nc) && i < nc->nconns; i++)
+        if (nc->conns[i].put && nc->conns[i].notified < nc->conns[i].sent_posted &&
+            !DFCCL_READ_ONCE(nc->dead[nc->conns[i].peer]))
             return 1;
     return 0;
 }
@@ -676,14 +725,13 @@ static int wait_answers(struct eng_net_comm *nc)
     for (;;) {
         int waiting = 0;
         for (int p = 0; p < nc->nranks && !waiting; p++)
-            waiting = nc->shadow[p] && !DFCCL_READ_ONCE(nc->dead[p]) && !peer_closed(nc, p) &&
+            waiting = nc->put_peer[p] && !DFCCL_READ_ONCE(nc->dead[p]) && !peer_closed(nc, p) &&
                       dfccl_load_relaxed(&nc->acks[p]) < nc->npx;
         if (!waiting)
             return 0;
         if (eng_now_ns() - t0 > 2000000000ull)
             return 1;
-        for (uint32_t i = 0; i < nc->npx; i++)
-            ucp_worker_progress(net_ucx.px[i].worker);
+        progress_all_locked();
     }
 }
 
@@ -703,30 +751,33 @@ int eng_net_teardown(eng_net_t *nc)
     for (int pass = 0, moved = 1;
          (moved || put_pending(nc)) && pass < 1000000 && eng_now_ns() - t_push < 2000000000ull; pass++) {
         moved = net_proxy_descs(nc); /* the news of an abort just found, too */
-        for (uint32_t i = 0; i < nc->npx; i++)
-            if (net_proxy_acks(nc, &net_ucx.px[i]) > 0)
-                moved = 1;
         for (size_t i = 0; i < nc->nconns; i++)
             if (net_proxy_conn(nc, &nc->conns[i]) > 0)
                 moved = 1;
-        for (uint32_t i = 0; i < nc->npx; i++)
-            ucp_worker_progress(net_ucx.px[i].worker);
+        progress_all_locked();
     }
+    /* steps by put: every put of mine completed (the flushes) and the goodbyes owed an
+     * answer answered before my goodbye, which a peer waiting for either takes as both.
+     * Where that did not happen in time, no goodbye goes to the put peers: a late put
+     * could still land in theirs, so they wait out their 2 s and keep their segments */
+    int unflushed = 0;
     if (nc->put) {
-        /* every put of mine completed (the flushes), and the goodbyes owed an answer
-         * answered, before my goodbye: a peer that waits for either takes it as both */
-        for (uint32_t i = 0; i < nc->npx; i++)
-            net_proxy_acks(nc, &net_ucx.px[i]);
+        progress_all_locked();
         const uint64_t t0 = eng_now_ns();
         while (dfccl_load_relaxed(&nc->inflight) && eng_now_ns() - t0 < 2000000000ull)
-            for (uint32_t i = 0; i < nc->npx; i++)
-                ucp_worker_progress(net_ucx.px[i].worker);
+            progress_all_locked();
+        unflushed = put_pending(nc) || dfccl_load_relaxed(&nc->inflight) != 0;
+        if (unflushed)
+            dfccl_warn(
+                "communicator %016llx: puts to a peer not completed 2 s into teardown: no goodbye to the "
+                "peers that take puts (they keep their segments)",
+                (unsigned long long)nc->uid);
     }
     /* a goodbye to each peer on every worker: the peer's proxy that sees one of our
-     * endpoints close must already know we left, not take it for a failure. With steps
-     * by put a peer that left already gets one too: it may wait for it (wait_answers) */
+     * endpoints close must already know we left, not take it for a failure. A put peer
+     * that left already gets one too: it may wait for it (wait_answers) */
     for (int p = 0; p < nc->nranks; p++) {
-        if (nc->dead[p] && !(nc->put && nc->shadow[p] && peer_closed(nc, p)))
+        if ((nc->dead[p] && !(nc->put_peer[p] && peer_closed(nc, p))) || (unflushed && nc->put_peer[p]))
             continue;
         nc->bye[p] = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank, .key = nc->peer_key[p]};
         for (uint32_t i = 0; i < nc->npx; i++)
@@ -747,8 +798,7 @@ int eng_net_teardown(eng_net_t *nc)
      * to other hosts only) */
     const uint64_t t0 = eng_now_ns();
     while (dfccl_load_relaxed(&nc->inflight) && eng_now_ns() - t0 < 2000000000ull)
-        for (uint32_t i = 0; i < nc->npx; i++)
-            ucp_worker_progress(net_ucx.px[i].worker);
+        progress_all_locked();
     uint64_t left = dfccl_load_relaxed(&nc->inflight);
     if (!left && nc->put && wait_answers(nc)) {
         left = 1; /* a peer may still put into my segment: it stays mapped */

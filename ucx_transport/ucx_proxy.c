@@ -177,6 +177,8 @@ static int flush_ep(struct eng_net_comm *nc, uint32_t px, int p, net_flush_t *f)
     ucs_status_ptr_t r = ucp_ep_flush_nbx((*ep_of(nc, px, p))->ep, &prm);
     if (UCS_PTR_IS_ERR(r)) {
         dfccl_fetch_sub_relaxed(&nc->inflight, 1);
+        f->busy = 0;
+        net_peer_lost(nc, p, ucs_status_string(UCS_PTR_STATUS(r))); /* nothing more to it */
         return -1;
     }
     if (!r)
@@ -200,7 +202,7 @@ static int put_steps(struct eng_net_comm *nc, net_conn_t *k, uint64_t posted)
     for (uint64_t s = k->sent_posted; s < posted; s++) {
         const uint32_t slot = (uint32_t)(s % nc->depth);
         const uint64_t len = eng_step_bytes(k->shadow_ctrl->bytes[slot]);
-        if (len > k->schunk || len > k->rchunk)
+        if (len > k->schunk)
             return -1; /* the daemon never writes more than a step */
         if (len) {
             ucp_request_param_t prm;
@@ -209,8 +211,10 @@ static int put_steps(struct eng_net_comm *nc, net_conn_t *k, uint64_t posted)
                 prm.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
                 prm.memory_type = UCS_MEMORY_TYPE_CUDA;
             }
-            ucs_status_ptr_t r = ucp_put_nbx(ep, k->shadow_data + (uint64_t)slot * k->schunk, len,
-                                             k->remote + (uint64_t)slot * k->rchunk, rkey, &prm);
+            ucs_status_ptr_t r =
+                ucp_put_nbx(ep, k->shadow_data + (uint64_t)slot * k->schunk, len,
+                            k->remote + (uint64_t)slot * k->schunk, rkey, &prm); /* the peer's
+                                                                                    rchunk */
             if (UCS_PTR_IS_ERR(r))
                 return -1;
             if (r)
@@ -226,7 +230,9 @@ static int put_steps(struct eng_net_comm *nc, net_conn_t *k, uint64_t posted)
 int net_proxy_acks(struct eng_net_comm *nc, const net_proxy_t *P)
 {
     const uint32_t bit = 1u << P->idx;
-    if (!nc->put || !(dfccl_load_relaxed(&nc->owe_any) & bit))
+    /* closing: my goodbye went out after every put of mine, which answers them all; a
+     * flush started now could outlive the communicator */
+    if (!nc->put || nc->closing || !(dfccl_load_relaxed(&nc->owe_any) & bit))
         return 0;
     __atomic_fetch_and(&nc->owe_any, ~bit, __ATOMIC_RELAXED);
     int started = 0;
@@ -241,8 +247,7 @@ int net_proxy_acks(struct eng_net_comm *nc, const net_proxy_t *P)
         }
         nc->owe_ack[i] = 0;
         nc->ack_fl[i] = (net_flush_t){.nc = nc, .peer = p, .px = P->idx, .busy = 1};
-        if (flush_ep(nc, P->idx, p, &nc->ack_fl[i]))
-            net_peer_lost(nc, p, "flushing the endpoint failed");
+        flush_ep(nc, P->idx, p, &nc->ack_fl[i]); /* a failure marks the peer lost */
         started = 1;
     }
     return started;
@@ -264,9 +269,9 @@ int net_proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
     /* acquire: the daemon wrote the step's data and size before releasing `posted` */
     const uint64_t posted = dfccl_load_acquire64(&k->shadow_ctrl->posted);
     const int eager = nc->watch_pid[p] != 0;
-    if (nc->put && (moved = put_steps(nc, k, posted)) < 0)
+    if (k->put && (moved = put_steps(nc, k, posted)) < 0)
         return -1;
-    for (uint64_t s = k->sent_posted; s < posted && !nc->put; s++) { /* put_steps sent those by put */
+    for (uint64_t s = k->sent_posted; s < posted && !k->put; s++) { /* put_steps sent those by put */
         const uint32_t slot = (uint32_t)(s % nc->depth);
         /* the size's word also carries the signature's tag (eng_sig.h): it travels in the
          * header, and lands with the step in the peer's word, checked there as a shared-

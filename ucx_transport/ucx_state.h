@@ -121,16 +121,18 @@ struct net_conn {
     eng_conn_ctrl_t *local_ctrl; /* peer -> me: in my receive segment */
     char *local_data;
     uint64_t sent_posted, sent_consumed;
-    net_landing_t in;  /* receiver: steps published, slots landed beyond them */
-    uint64_t *got;     /* [depth]: receiver: bytes of each slot's step landed so far */
-    uint64_t piece;    /* sender: bytes per eager message (0: the whole step in one) */
-    uint32_t npiece;   /* headers per slot: the most messages a step is sent in */
-    net_am_hdr_t *hdr; /* [depth][npiece]: the step messages' headers */
-    net_pend_t *pend;  /* [depth] */
-    uint64_t remote;   /* steps by put: the peer's address of this connection's data */
-    uint64_t notified; /* steps by put: headers sent (the puts below sent_posted are issued) */
-    net_flush_t *fl;   /* [depth]: steps by put: the flushes after its puts, a ring */
-    uint64_t nfl;      /* flushes started: the next goes into fl[nfl % depth] once free */
+    net_landing_t in;            /* receiver: steps published, slots landed beyond them */
+    uint64_t *got;               /* [depth]: receiver: bytes of each slot's step landed so far */
+    uint64_t piece;              /* sender: bytes per eager message (0: the whole step in one) */
+    uint32_t npiece;             /* headers per slot: the most messages a step is sent in */
+    net_am_hdr_t *hdr;           /* [depth][npiece]: the step messages' headers */
+    net_pend_t *pend;            /* [depth] */
+    int put;                     /* steps by put on this connection (its peer's put_peer) */
+    size_t shadow_off, recv_off; /* the layout's (eng_net_conn_desc_t) */
+    uint64_t remote;             /* steps by put: the peer's address of this connection's data */
+    uint64_t notified;           /* steps by put: headers sent (the puts below sent_posted are issued) */
+    net_flush_t *fl;             /* [depth]: steps by put: the flushes after its puts, a ring */
+    uint64_t nfl;                /* flushes started: the next goes into fl[nfl % depth] once free */
     net_am_hdr_t cred[NET_VALS];
     unsigned ncred;
 };
@@ -172,17 +174,19 @@ struct eng_net_comm {
     net_am_hdr_t *bye; /* [nranks]: stable headers of the goodbye messages */
     uint64_t inflight; /* rendezvous receives and flushes not yet completed (atomic: every proxy's) */
     /* steps by put */
-    int put;             /* the communicator's steps go by put */
-    int put_cuda;        /* their FIFOs are device memory (the layout's put_seg, put_shadow) */
-    ucp_mem_h memh;      /* my receive segment, registered */
-    ucp_rkey_h *rkey;    /* [npx][nranks]: each net peer's segment, unpacked on proxy i's endpoint */
-    uint64_t *peer_base; /* [nranks]: the peer's address of its segment */
-    uint32_t *acks;      /* [nranks]: the peer's answers to my goodbye (one per proxy) */
-    uint8_t *owe_ack;    /* [npx][nranks]: the peer left: flush proxy i's puts to it, then answer */
-    uint32_t owe_any;    /* bit i: some owe_ack of proxy i is set (atomic) */
-    net_flush_t *ack_fl; /* [npx][nranks]: those flushes */
-    int closing;         /* this rank is tearing the communicator down */
-    eng_bell_t *bell;    /* my doorbell (my segment's header), rung after a step or credit lands */
+    int put;                  /* the communicator's steps go by put */
+    int put_cuda;             /* their FIFOs are device memory (the layout's put_seg, put_shadow) */
+    uint8_t *put_peer;        /* [nranks]: steps to and from this peer go by put (put_to) */
+    void (*put_landed)(void); /* the layout's: before a step a put wrote is published */
+    ucp_mem_h memh;           /* my receive segment, registered */
+    ucp_rkey_h *rkey;         /* [npx][nranks]: each net peer's segment, unpacked on proxy i's endpoint */
+    uint64_t *peer_base;      /* [nranks]: the peer's address of its segment */
+    uint32_t *acks;           /* [nranks]: the peer's answers to my goodbye (one per proxy) */
+    uint8_t *owe_ack;         /* [npx][nranks]: the peer left: flush proxy i's puts to it, then answer */
+    uint32_t owe_any;         /* bit i: some owe_ack of proxy i is set (atomic) */
+    net_flush_t *ack_fl;      /* [npx][nranks]: those flushes */
+    int closing;              /* this rank is tearing the communicator down */
+    eng_bell_t *bell;         /* my doorbell (my segment's header), rung after a step or credit lands */
     /* descriptions (engine/sig.c, transport.h's published, ask and tell): my header,
      * whose descriptions go to peers that ask and whose abort_mark a peer's news sets; the
      * peers' copies live in the headers of my shadows of them */

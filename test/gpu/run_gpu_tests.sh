@@ -2,8 +2,9 @@
 # GPU test suite, for a machine with a CUDA device (test/gpu/device_run.sh): starts MPS so
 # that N ranks share one GPU, runs the device-buffer tests with 2, 4 and 8 ranks, the
 # deadlock scenarios with their preempt-off hang proofs, the same over the net transport
-# (host-staged FIFOs, when libdfccl has UCX; and with steps by put, into device FIFOs
-# where that UCX carries device memory), then stops MPS.
+# (host-staged FIFOs, when libdfccl has UCX; and steps by put: to ranks that are each a
+# host of their own, into device FIFOs where that UCX carries device memory), then stops
+# MPS.
 #   run_gpu_tests.sh BUILD_DIR [quick]
 # Environment: NPS, CHAOS_NPS, COMMS_NPS, NET_NPS, READ_NPS (rank counts of the matrix,
 # chaos, 100-communicator, net-matrix and zero-copy read cases; empty skips), SANITIZER=0 (no compute-sanitizer),
@@ -175,14 +176,37 @@ if [ -n "$NET" ]; then
     run "matrix mixed" 300 ok 4 $HOSTWRAP $T matrix
     run "chaos mixed" 180 ok 4 $HOSTWRAP $T chaos --iters 10
     # steps by put (DFCCL_NET_PUT=on): into device FIFOs where this UCX carries device
-    # memory (the wheel's), else into the host-staged ones; the log line says which
+    # memory (the wheel's: then to same-host peers too, by cuda_ipc), else into the
+    # host-staged ones, to peers on other hosts only (every rank a host of its own here:
+    # UCX over tcp). placed NAME NP: the case's log must show puts, and device FIFOs on
+    # every rank where UCX says it carries device memory
+    HOSTSWRAP=$LOGDIR/hostswrap.sh
+    printf '%s\n' '#!/bin/sh' 'export DFCCL_HOST=host${OMPI_COMM_WORLD_RANK:-0}' 'exec "$@"' > "$HOSTSWRAP"
+    chmod +x "$HOSTSWRAP"
+    placed() {
+        local log nput ndev ncuda
+        log=$LOGDIR/$(echo "$1-np$2" | tr ' =/' '___').log
+        selected "$1" && [ -f "$log" ] || return 0
+        nput=$(grep -cE "steps by RDMA put|steps by put" "$log")
+        ndev=$(grep -c "net peers: device FIFOs" "$log")
+        ncuda=$(grep -cE "memory types:.* cuda" "$log")
+        echo "  placement: $ndev rank(s) with device FIFOs, $nput set-up line(s) saying puts, $ncuda saying UCX carries cuda"
+        if [ "$nput" -lt "$2" ]; then
+            fail "$1 np=$2: steps by put on every rank" "$nput set-up line(s) say puts" "$log"
+        elif [ "$ncuda" -gt 0 ] && [ "$ndev" -lt "$2" ]; then
+            fail "$1 np=$2: device FIFOs where UCX carries cuda" "$ndev of $2 ranks" "$log"
+        fi
+    }
     for np in ${NET_NPS-2 4}; do
-        run "matrix net=ucx put" 300 ok $np -x DFCCL_NET=ucx -x DFCCL_NET_PUT=on -x DFCCL_LOG_LEVEL=info $T matrix
-        grep -hoE "net peers: device FIFOs|host-staged FIFOs, steps by put" "$LOGDIR/matrix_net_ucx_put-np$np.log" |
-            sort | uniq -c | sed 's/^/  placement: /'
+        run "matrix hosts put" 300 ok $np -x DFCCL_NET_PUT=on -x DFCCL_LOG_LEVEL=info $HOSTSWRAP $T matrix
+        placed "matrix hosts put" $np
     done
-    run "chaos net=ucx put" 180 ok 4 -x DFCCL_NET=ucx -x DFCCL_NET_PUT=on $T chaos --iters 10
+    run "chaos hosts put" 180 ok 4 -x DFCCL_NET_PUT=on $HOSTSWRAP $T chaos --iters 10
     run "matrix mixed put" 300 ok 4 -x DFCCL_NET_PUT=on $HOSTWRAP $T matrix
+    # every peer forced onto UCX on one host: device FIFOs by cuda_ipc where UCX carries
+    # them (else active messages, host-staged: this case then shows nothing new)
+    run "matrix net=ucx put" 300 ok 2 -x DFCCL_NET=ucx -x DFCCL_NET_PUT=on -x DFCCL_LOG_LEVEL=info $T matrix
+    grep -qE "memory types:.* cuda" "$LOGDIR/matrix_net_ucx_put-np2.log" 2> /dev/null && placed "matrix net=ucx put" 2
 else
     echo "SKIP: net transport with the GPU daemon (libdfccl built without UCX)"
 fi
@@ -196,8 +220,8 @@ killed() {
     selected "killed $name" || return 0
     local out rc nok worst log
     # shellcheck disable=SC2086 # KILL_X: extra mpirun arguments, split on purpose
-    out=$(timeout -s KILL 120 $MPIRUN --enable-recovery ${KILL_X:-} -np "$np" -x DFCCL_NET="$net" "$KN" --deadline 20 \
-        "$@" 2>&1)
+    out=$(timeout -s KILL 120 $MPIRUN --enable-recovery ${KILL_X:-} -np "$np" -x DFCCL_NET="$net" ${KILL_WRAP:-} "$KN" \
+        --deadline 20 "$@" 2>&1)
     rc=$?
     pkill -9 -f "$B/test/gpu/t_" 2>/dev/null
     log=$LOGDIR/killed_$(echo "$name-np$np" | tr -c 'A-Za-z0-9=.\n-' '_').log
@@ -235,9 +259,9 @@ if [ -n "$NET" ]; then
     killed "device buffers, UCX host-staged, killed 5 ms into a ring allreduce" ucx 4 --mid --count 4194304 \
         --kill-after-us 5000
     mps_restart
-    KILL_X="-x DFCCL_NET_PUT=on" killed "device buffers, UCX steps by put, victim waits" ucx 2
-    KILL_X="-x DFCCL_NET_PUT=on" killed "device buffers, UCX steps by put, mid ring allreduce" ucx 4 --mid \
-        --count 4194304 --kill-after-us 0
+    KILL_X="-x DFCCL_NET_PUT=on" KILL_WRAP=$HOSTSWRAP killed "device buffers, UCX steps by put, victim waits" ucx 2
+    KILL_X="-x DFCCL_NET_PUT=on" KILL_WRAP=$HOSTSWRAP killed "device buffers, UCX steps by put, mid ring allreduce" \
+        ucx 4 --mid --count 4194304 --kill-after-us 0
     mps_restart
 fi
 # the deadlock fuzzer on device buffers (docs/fuzzing.md): random programs, with device
@@ -265,7 +289,7 @@ if [ -n "$NET" ]; then
     run "chaos net=ucx net_threads=2 preempt=0" 90 hang 4 -x DFCCL_NET=ucx -x DFCCL_NET_THREADS=2 \
         -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
     mps_restart
-    run "chaos net=ucx put preempt=0" 90 hang 4 -x DFCCL_NET=ucx -x DFCCL_NET_PUT=on -x DFCCL_PREEMPT=0 $T chaos \
+    run "chaos hosts put preempt=0" 90 hang 4 -x DFCCL_NET_PUT=on -x DFCCL_PREEMPT=0 $HOSTSWRAP $T chaos \
         --iters 5 --deadline 20
     mps_restart
 fi

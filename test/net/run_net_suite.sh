@@ -128,6 +128,18 @@ exec "$@"
 EOF
 chmod +x "$WRAP"
 
+# The wrapper of the hosts cases: every rank a host of its own (DFCCL_HOST=host<rank>), so
+# that every peer is on "another host": UCX then, with error-reporting endpoints, over tcp.
+HOSTSWRAP="$LOGDIR/hostswrap.sh"
+cat > "$HOSTSWRAP" << 'EOF'
+#!/bin/sh
+r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}
+DFCCL_HOST=host$r
+export DFCCL_HOST
+exec "$@"
+EOF
+chmod +x "$HOSTSWRAP"
+
 # Rank 1 in a pid namespace of its own (a container that shares /dev/shm but not its
 # pids): its peers can't watch its pid and watch its heartbeat instead. The program runs
 # under a shell, since the first process of a namespace ignores SIGKILL from inside it
@@ -161,9 +173,10 @@ check_transports() {
         echo "only $n 'peer R: transport' lines at DFCCL_LOG_LEVEL=info, expected at least $((np * (np - 1)))"
         return
     fi
-    if [ "$mode" = ucx ] || [ "$mode" = shm ] || [ "$mode" = ns ]; then
+    if [ "$mode" = ucx ] || [ "$mode" = shm ] || [ "$mode" = ns ] || [ "$mode" = hosts ]; then
         local other want=$mode
         [ "$mode" = ns ] && want=shm
+        [ "$mode" = hosts ] && want=ucx
         other=$(awk -v w="$want" '$3 != w' <<< "$lines" | head -n 3 | tr '\n' ';')
         [ -n "$other" ] && echo "every peer should be on $want, some are not (pid peer transport): $other"
         return
@@ -190,7 +203,9 @@ check_steps() {
     [ -n "${STEPS:-}" ] || return 0
     nput=$(grep -c "steps by RDMA put into the peer's registered FIFO" "$log")
     nam=$(grep -c 'steps as active messages' "$log")
-    if [ "$STEPS" = put ] && { [ "$nput" -lt "$np" ] || [ "$nam" -gt 0 ]; }; then
+    if grep -q 'did not answer the goodbye\|puts to a peer not completed' "$log"; then
+        echo "a teardown waited out a peer: $(grep -m1 'did not answer the goodbye\|puts to a peer not completed' "$log" | cut -c1-200)"
+    elif [ "$STEPS" = put ] && { [ "$nput" -lt "$np" ] || [ "$nam" -gt 0 ]; }; then
         echo "expected every rank's steps by put: $nput set-up line(s) by put, $nam as active messages"
     elif [ "$STEPS" = am ] && { [ "$nam" -lt "$np" ] || [ "$nput" -gt 0 ]; }; then
         echo "expected steps as active messages: $nam set-up line(s) so, $nput by put"
@@ -199,8 +214,9 @@ check_steps() {
 
 # run_case NAME NP TIMEOUT MODE [mpirun args...] -- PROGRAM [args...]
 # MODE: ucx (DFCCL_NET=ucx), shm (DFCCL_NET=auto on one host: every peer on shared
-# memory), ns (the same, rank 1 in a pid namespace of its own) or mixed (DFCCL_HOST by
-# rank parity through the wrapper).
+# memory), ns (the same, rank 1 in a pid namespace of its own), mixed (DFCCL_HOST by
+# rank parity through the wrapper) or hosts (every rank a host of its own: every peer
+# over UCX with error-reporting endpoints).
 # PASS when the job exits 0 with an "OK" line, no dfccl segment of a dead process is
 # left in /dev/shm and the transport lines fit MODE.
 run_case() {
@@ -229,6 +245,9 @@ run_case() {
     elif [ "$mode" = ns ]; then
         margs+=(-x DFCCL_NET=auto --mca btl_vader_single_copy_mechanism none)
         cmd=("$NSWRAP" "$prog" "$@")
+    elif [ "$mode" = hosts ]; then
+        margs+=(-x DFCCL_NET=auto)
+        cmd=("$HOSTSWRAP" "$prog" "$@")
     else
         margs+=(-x DFCCL_NET=ucx)
         cmd=("$prog" "$@")
@@ -395,18 +414,36 @@ done
 # With preemption off, ranks that submit the chaos collectives in different orders
 # must deadlock over UCX too: HANG and exit 3 (or the watchdog kills the job).
 # hang_proof [TAG mpirun args...]: TAG names the variant in the case name
+# (--wrap W: run the program under wrapper W; --steps put: the set-up lines must say puts)
 hang_proof() {
-    local np=4 tag=${1:-}
+    local np=4 tag=${1:-} wrap= steps= why
     shift || true
+    local -a margs=()
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --wrap)
+            wrap=$2
+            shift 2
+            ;;
+        --steps)
+            steps=$2
+            shift 2
+            ;;
+        *) margs+=("$1") && shift ;;
+        esac
+    done
     local id="t_chaos[net=ucx,${tag:+$tag,}DFCCL_PREEMPT=0 must hang] np=$np"
     selected "$id" || return 0
     local log
     log=$(logname "t_chaos_nopreempt_ucx${tag:+_$tag}_np$np")
     local vb
     vb=$(vader_list)
-    run_mpi "$log" 60 "$np" -x DFCCL_NET=ucx "$@" -x DFCCL_PREEMPT=0 -- "$BIN/t_chaos" "$CHAOS_ITERS" --deadline 10
+    run_mpi "$log" 60 "$np" -x DFCCL_NET=ucx "${margs[@]}" -x DFCCL_PREEMPT=0 -- ${wrap:+"$wrap"} "$BIN/t_chaos" \
+        "$CHAOS_ITERS" --deadline 10
     vader_cleanup_since "$vb"
-    if [ "$RC" -eq 3 ] || [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ] || grep -q '^HANG:' "$log"; then
+    if [ -n "$steps" ] && why=$(STEPS=$steps check_steps "$log" "$np") && [ -n "$why" ]; then
+        fail "$id" "$why; log $log" "$log"
+    elif [ "$RC" -eq 3 ] || [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ] || grep -q '^HANG:' "$log"; then
         if [ "$RC" -eq 0 ]; then
             fail "$id" "exit 0 despite HANG lines; log $log" "$log"
         else
@@ -424,11 +461,15 @@ hang_proof "2 proxies,2 daemon threads,4 channels" "${PX[@]}" -x DFCCL_NET_THREA
 # ------------------------------------------------------------------ steps by put
 # DFCCL_NET_PUT=on: each step goes by RDMA put straight into the peer's registered FIFO,
 # then its header alone; a leaving rank waits for its peers' answers to its goodbye
-# before its segment goes. Every set-up line must say so (STEPS=put), and the same
-# cases as above must pass: the matrix (element by element), tcp (UCX emulates the put),
-# several proxies, the chaos order and its hang proof, a mismatch, teardown races,
-# killed peers. A rank that does not ask makes the whole communicator use active
-# messages (STEPS=am, by the wrapper: only even ranks ask).
+# before its segment goes. Host memory goes by put to peers on other hosts only (a cma
+# put to a same-host peer that died would abort the process), so these cases give every
+# rank a host of its own (hosts: UCX over tcp, which carries the puts in messages of its
+# own). Every set-up line must say puts (STEPS=put) and no teardown may wait out a peer;
+# the same cases as above must pass: the matrix (element by element), several proxies,
+# the chaos order and its hang proof, a mismatch, teardown races (also two communicators
+# destroyed in opposite orders, and a peer that keeps its communicator 3 s longer: its
+# proxy answers the goodbye), killed peers. Same-host peers (DFCCL_NET=ucx) and a rank
+# that does not ask (the wrapper: only even ranks ask) make active messages (STEPS=am).
 PUT=(-x DFCCL_NET_PUT=on)
 PUTWRAP="$LOGDIR/putwrap.sh"
 cat > "$PUTWRAP" << 'EOF'
@@ -439,24 +480,27 @@ exec "$@"
 EOF
 chmod +x "$PUTWRAP"
 for np in 2 4; do
-    STEPS=put run_case "t_matrix[net=ucx,put]" "$np" 60 ucx "${PUT[@]}" -- t_matrix --quick
+    STEPS=put run_case "t_matrix[hosts,put]" "$np" 120 hosts "${PUT[@]}" -- t_matrix --quick
 done
-STEPS=put run_case "t_matrix[net=ucx,put,UCX_TLS=tcp,self]" 3 60 ucx "${PUT[@]}" -x UCX_TLS=tcp,self -- t_matrix --quick
-STEPS=put run_case "t_matrix[net=ucx,put,3 proxies,2 daemon threads,4 channels]" 4 120 ucx "${PUT[@]}" "${PX[@]}" \
+STEPS=put run_case "t_matrix[hosts,put,3 proxies,2 daemon threads,4 channels]" 4 120 hosts "${PUT[@]}" "${PX[@]}" \
     -x DFCCL_NET_THREADS=3 -- t_matrix --quick
-STEPS=put run_case "t_chaos[net=ucx,put]" 4 120 ucx "${PUT[@]}" -- t_chaos "$CHAOS_ITERS" --deadline 60
-STEPS=put run_case "t_chaos[net=ucx,put,2 proxies,2 daemon threads,4 channels]" 4 120 ucx "${PUT[@]}" "${PX[@]}" \
+STEPS=put run_case "t_chaos[hosts,put]" 4 120 hosts "${PUT[@]}" -- t_chaos "$CHAOS_ITERS" --deadline 60
+STEPS=put run_case "t_chaos[hosts,put,2 proxies,2 daemon threads,4 channels]" 4 120 hosts "${PUT[@]}" "${PX[@]}" \
     -x DFCCL_NET_THREADS=2 -- t_chaos "$CHAOS_ITERS" --deadline 60
-hang_proof "put" "${PUT[@]}"
-STEPS=put run_case "t_collmismatch[net=ucx,put,count,65536 elements]" 4 60 ucx "${PUT[@]}" -- t_collmismatch count --elems 65536
-STEPS=put run_case "t_netkill[teardown race, put]" 4 120 ucx "${PUT[@]}" -- "$NETBIN/t_netkill" --teardown 50
-STEPS=put run_case "t_netkill[teardown race, put, 2 proxies]" 4 120 ucx "${PUT[@]}" -x DFCCL_NET_THREADS=2 \
-    -x DFCCL_CHANNELS=2 -- "$NETBIN/t_netkill" --teardown 50
-STEPS=put run_case "t_netkill[300 communicators, shared endpoints, put]" 3 120 ucx "${PUT[@]}" \
-    -- "$NETBIN/t_netkill" --teardown 300 --keep
-STEPS=am run_case "t_matrix[net=ucx,put asked by even ranks only]" 3 60 ucx -- "$PUTWRAP" "$BIN/t_matrix" --quick
-# shared-memory peers and net peers in one communicator: only the net ones take puts
+hang_proof "hosts,put" "${PUT[@]}" -x DFCCL_LOG_LEVEL=info --wrap "$HOSTSWRAP" --steps put
+STEPS=put run_case "t_collmismatch[hosts,put,count,65536 elements]" 4 60 hosts "${PUT[@]}" -- t_collmismatch count --elems 65536
+STEPS=put run_case "t_netkill[teardown race, hosts, put]" 4 120 hosts "${PUT[@]}" -- "$NETBIN/t_netkill" --teardown 30
+STEPS=put run_case "t_netkill[teardown race, hosts, put, 2 proxies]" 4 120 hosts "${PUT[@]}" -x DFCCL_NET_THREADS=2 \
+    -x DFCCL_CHANNELS=2 -- "$NETBIN/t_netkill" --teardown 30
+STEPS=put run_case "t_netkill[two communicators destroyed in opposite orders, hosts, put]" 2 120 hosts "${PUT[@]}" \
+    -- "$NETBIN/t_netkill" --teardown 12 --cross
+STEPS=put run_case "t_netkill[a peer destroys 3 s later, hosts, put]" 2 60 hosts "${PUT[@]}" \
+    -- "$NETBIN/t_netkill" --teardown 2 --destroy-late-ms 3000
+STEPS=put run_case "t_netkill[200 communicators, shared endpoints, hosts, put]" 3 120 hosts "${PUT[@]}" \
+    -- "$NETBIN/t_netkill" --teardown 200 --keep
 STEPS=put run_case "t_matrix[mixed,put]" 4 120 mixed "${PUT[@]}" -- t_matrix --quick
+STEPS=am run_case "t_matrix[net=ucx,put asked, same host]" 2 60 ucx "${PUT[@]}" -- t_matrix --quick
+STEPS=am run_case "t_matrix[hosts,put asked by even ranks only]" 3 120 hosts -- "$PUTWRAP" "$BIN/t_matrix" --quick
 
 # ------------------------------------------------------------------ mixed locality
 
@@ -482,11 +526,12 @@ killed_case() {
     selected "$id" || return 0
     local log
     log=$(logname "${name}_np$np")
-    local vb before after leaked nok nsurv tmo=$((KILL_DEADLINE * 3 + 30))
+    local vb before after leaked nok nsurv why tmo=$((KILL_DEADLINE * 3 + 30))
     vb=$(vader_list)
     before=$(shm_list)
     local pre=()
-    [ -n "${KILL_WRAP:-}" ] && pre=("$WRAP") # DFCCL_HOST by rank parity
+    [ -n "${KILL_WRAP:-}" ] && pre=("$WRAP")       # DFCCL_HOST by rank parity
+    [ -n "${KILL_HOSTS:-}" ] && pre=("$HOSTSWRAP") # every rank a host of its own
     [ -n "${KILL_NS:-}" ] && pre=("$NSWRAP") # odd ranks in pid namespaces of their own
     local -a km=()
     [ -n "${KILL_MARGS:-}" ] && read -r -a km <<< "$KILL_MARGS" # extra mpirun arguments
@@ -505,6 +550,8 @@ killed_case() {
         fail "$id" "$(grep -m1 '^HANG' "$log"); log $log" "$log"
     elif grep -q 'FAIL' "$log"; then
         fail "$id" "$(grep -m1 'FAIL' "$log" | cut -c1-300); log $log" "$log"
+    elif [ -n "${KILL_STEPS:-}" ] && why=$(STEPS=$KILL_STEPS check_steps "$log" "$np") && [ -n "$why" ]; then
+        fail "$id" "$why; log $log" "$log"
     elif ! grep -q '^t_netkill: victim rank 1 ' "$log"; then
         fail "$id" "the victim never got to the kill: $(reason_of "$log"); log $log" "$log"
     elif [ "$nok" -ne $((np - 1)) ]; then
@@ -565,9 +612,12 @@ KILL_WRAP=1 killed_case "t_netkill[4 communicators on shared endpoints, other-ho
     --comms 4 --mid --count 1048576
 KILL_MARGS="-x DFCCL_NET_THREADS=2 -x DFCCL_CHANNELS=2" killed_case "t_netkill[mid ring allreduce, 2 proxies]" 4 \
     --mid --count 4194304
-# steps by put: a survivor's teardown does not wait for the dead peer's answer
-KILL_MARGS="-x DFCCL_NET_PUT=on" killed_case "t_netkill[victim waits, put]" 2
-KILL_MARGS="-x DFCCL_NET_PUT=on" killed_case "t_netkill[mid ring allreduce, put]" 4 --mid --count 4194304
+# steps by put, every rank a host of its own: a survivor's teardown does not wait for the
+# dead peer's answer
+KILL_HOSTS=1 KILL_STEPS=put KILL_MARGS="-x DFCCL_NET_PUT=on -x DFCCL_LOG_LEVEL=info" \
+    killed_case "t_netkill[victim waits, hosts, put]" 2
+KILL_HOSTS=1 KILL_STEPS=put KILL_MARGS="-x DFCCL_NET_PUT=on -x DFCCL_LOG_LEVEL=info" \
+    killed_case "t_netkill[mid ring allreduce, hosts, put]" 4 --mid --count 4194304
 
 # the same over shared memory (DFCCL_NET=auto, one host): no UCX to report the death; the
 # waiting daemon finds the peer's process gone (its pid, and start time, from its

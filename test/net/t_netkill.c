@@ -9,7 +9,8 @@
  * running after the victim dies (test/net/run_net_suite.sh does).
  *
  * usage: t_netkill [--probe] [--victim R] [--count N] [--mid] [--deadline SEC]
- *                  [--survivor-comm] [--comms K] [--teardown N [--keep | --keep-sub]]
+ *                  [--survivor-comm] [--comms K]
+ *                  [--teardown N [--keep | --keep-sub] [--cross] [--destroy-late-ms MS]]
  *   --probe          no kill: create a communicator, run one checked allreduce,
  *                    destroy, finalize; rank 0 prints "OK". If dfcclCommInit says
  *                    dfcclUnsupported (library built without UCX), rank 0 prints
@@ -49,6 +50,13 @@
  *                    rounds (checked with an allreduce at the end), so the UCX
  *                    context and workers live on and every round's communicator
  *                    reuses the endpoints to the same peers; the limits above hold
+ *   --cross          with --teardown: each round makes two communicators, one checked
+ *                    allreduce on each, and even ranks destroy them in the order made,
+ *                    odd ranks in the other order (with steps by put a leaving rank
+ *                    waits for its peers' answers to its goodbye: each rank must answer
+ *                    while it waits for its own)
+ *   --destroy-late-ms MS  with --teardown: rank 0 destroys each round's communicator MS
+ *                    ms after the others (its proxy answers their goodbyes meanwhile)
  *   --keep-sub       like --keep, but the kept communicator leaves out the last rank
  *                    (3 ranks or more): its UCX workers go and come back every round,
  *                    and the others must let go of the endpoints to its old ones
@@ -140,7 +148,35 @@ static dfcclResult_t wait_polling(dfcclRequest_t *req)
 /* --teardown: rounds of create, one checked allreduce, destroy; then nothing may have
  * leaked (file descriptors, threads, resident memory). Finalizes MPI; returns the exit
  * status. */
-static int run_teardown(dfcclComm_t comm, int teardown, size_t count, int keep, int keep_sub)
+/* One round's communicator with one checked allreduce on it. */
+static dfcclComm_t round_comm(int round, size_t count)
+{
+    dfcclComm_t comm;
+    CHECK(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
+    tc_case_t c;
+    memset(&c, 0, sizeof c);
+    c.coll = TC_ALLREDUCE;
+    c.t = dfcclFloat32;
+    c.op = dfcclSum;
+    c.count = count;
+    c.seed = 1000 + (uint64_t)round;
+    c.comm = comm;
+    c.P = tc_size;
+    c.me = tc_rank;
+    tc_case_setup(&c);
+    tc_case_submit(&c);
+    dfcclResult_t r = dfcclWait(&c.req);
+    if (r != dfcclSuccess)
+        TC_FAIL("round %d: allreduce failed: %d (%s): %s", round, (int)r, result_name(r),
+                dfcclGetLastError());
+    if (tc_case_check(&c))
+        TC_FAIL("round %d: allreduce gave wrong results", round);
+    tc_case_free(&c);
+    return comm;
+}
+
+static int run_teardown(dfcclComm_t comm, int teardown, size_t count, int keep, int keep_sub, int cross,
+                        long destroy_late_ms)
 {
     dfcclComm_t kept = keep ? comm : NULL;
     if (!keep)
@@ -157,27 +193,17 @@ static int run_teardown(dfcclComm_t comm, int teardown, size_t count, int keep, 
      * steps (a real 100 kB a communicator grew it by 1668, 104 and 1536 kB a quarter) */
     long rss0 = -1, heap0 = -1, heapq[3] = {-1, -1, -1};
     for (int round = 0; round < teardown; round++) {
-        CHECK(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
-        tc_case_t c;
-        memset(&c, 0, sizeof c);
-        c.coll = TC_ALLREDUCE;
-        c.t = dfcclFloat32;
-        c.op = dfcclSum;
-        c.count = count;
-        c.seed = 1000 + (uint64_t)round;
-        c.comm = comm;
-        c.P = tc_size;
-        c.me = tc_rank;
-        tc_case_setup(&c);
-        tc_case_submit(&c);
-        dfcclResult_t r = dfcclWait(&c.req);
-        if (r != dfcclSuccess)
-            TC_FAIL("round %d: allreduce failed: %d (%s): %s", round, (int)r, result_name(r),
-                    dfcclGetLastError());
-        if (tc_case_check(&c))
-            TC_FAIL("round %d: allreduce gave wrong results", round);
-        tc_case_free(&c);
+        comm = round_comm(round, count);
+        dfcclComm_t second = cross ? round_comm(round, count) : NULL;
+        if (tc_rank == 0 && destroy_late_ms > 0)
+            tc_sleep_us(1000L * destroy_late_ms);
+        if (second && tc_rank % 2) { /* the other order */
+            CHECK(dfcclCommDestroy(second));
+            second = NULL;
+        }
         CHECK(dfcclCommDestroy(comm));
+        if (second)
+            CHECK(dfcclCommDestroy(second));
         MPI_Barrier(MPI_COMM_WORLD);
         if (round == 10 || (round == teardown - 1 && fds0 < 0)) {
             fds0 = proc_entries("/proc/self/fd");
@@ -379,7 +405,10 @@ int main(int argc, char **argv)
     tc_checked_allreduce(comm, "allreduce before the kill");
 
     if (teardown > 0)
-        return run_teardown(comm, teardown, count, keep, keep_sub);
+        return run_teardown(comm, teardown, count, keep, keep_sub, tc_arg_flag(argc, argv, "--cross"),
+                            tc_arg_value(argc, argv, "--destroy-late-ms")
+                                ? atol(tc_arg_value(argc, argv, "--destroy-late-ms"))
+                                : 0);
 
     if (probe) {
         CHECK(dfcclCommDestroy(comm));
