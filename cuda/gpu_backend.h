@@ -48,6 +48,7 @@ struct eng_gpu_comm {
     char *dseg;
     char **dshadow; /* [nranks] */
     int net_dev;
+    int net_flush; /* a put step's data needs cudaDeviceFlushGPUDirectRDMAWrites before the daemon reads it */
     eng_conn_t *conns_dev;
     gpu_comm_dev_t dev; /* what every submission carries to the daemon (device pointers) */
     unsigned long long *completed_dev;

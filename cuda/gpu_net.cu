@@ -84,8 +84,29 @@ static void net_proxy_device(void)
  * orders them itself). */
 static void net_put_landed(void)
 {
+    int was = -1; /* a teardown's thread may have another device current (the application's) */
+    if (cudaGetDevice(&was) != cudaSuccess || was != G.device)
+        cudaSetDevice(G.device);
     cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
                                        cudaFlushGPUDirectRDMAWritesToOwner);
+    if (was >= 0 && was != G.device)
+        cudaSetDevice(was);
+}
+
+/* How a put step's data becomes visible to the daemon: 1 by itself (the device orders
+ * GPUDirect RDMA writes for its own consumers), 2 after net_put_landed's flush, 0 not
+ * at all (the FIFOs then stay host-staged). */
+static int net_dev_ordering(void)
+{
+    int order = 0, opts = 0;
+    if (cudaDeviceGetAttribute(&order, cudaDevAttrGPUDirectRDMAWritesOrdering, G.device) == cudaSuccess &&
+        order >= cudaGPUDirectRDMAWritesOrderingOwner)
+        return 1;
+    if (cudaDeviceGetAttribute(&opts, cudaDevAttrGPUDirectRDMAFlushWritesOptions, G.device) == cudaSuccess &&
+        (opts & cudaFlushGPUDirectRDMAWritesOptionHost))
+        return 2;
+    cudaGetLastError();
+    return 0;
 }
 
 static int net_dev_place(eng_gpu_comm_t *gc, dfcclAllgatherFn_t ag, void *ctx, int *opened_p)
@@ -94,7 +115,14 @@ static int net_dev_place(eng_gpu_comm_t *gc, dfcclAllgatherFn_t ag, void *ctx, i
     int cuda = 0;
     /* a reference (*opened_p: the caller lets it go once eng_net_setup holds its own) */
     *opened_p = eng_config.net_put == ENG_NET_PUT_ON && eng_net_open(&cuda) == dfcclSuccess;
-    int32_t mine = *opened_p && cuda;
+    const int order = *opened_p && cuda ? net_dev_ordering() : 0;
+    if (*opened_p && cuda && !order)
+        dfccl_warn(
+            "rank %d: this GPU neither orders GPUDirect RDMA writes nor flushes them: the net FIFOs stay "
+            "host-staged",
+            gc->rank);
+    int32_t mine = *opened_p && cuda && order;
+    gc->net_flush = order == 2;
     int32_t *all = (int32_t *)calloc((size_t)N, sizeof(int32_t));
     gc->dshadow = (char **)calloc((size_t)N, sizeof(char *));
     int dev = all && gc->dshadow && ag(&mine, all, sizeof(mine), ctx) == 0;
@@ -177,12 +205,8 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
         L.put_seg = gc->dseg;
         L.put_shadow = gc->dshadow;
         L.put_cuda = 1;
-        int opts = 0; /* the flush, where the device has it */
-        if (cudaDeviceGetAttribute(&opts, cudaDevAttrGPUDirectRDMAFlushWritesOptions, G.device) ==
-                cudaSuccess &&
-            (opts & cudaFlushGPUDirectRDMAWritesOptionHost))
+        if (gc->net_flush) /* the device does not order GPUDirect RDMA writes by itself */
             L.put_landed = net_put_landed;
-        cudaGetLastError();
     }
     L.shadow_size = gc->shadow_size;
     L.ctrl_bytes = ctrl;

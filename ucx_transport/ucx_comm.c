@@ -698,19 +698,48 @@ void eng_net_tell(eng_net_t *nc)
  * communicators in opposite orders would otherwise each wait out the other). */
 static void progress_all_locked(void)
 {
+    static uint64_t watched; /* same-host peers' processes, as often as the proxies look */
+    const uint64_t now = eng_now_ns();
     for (struct eng_net_comm *c = net_ucx.comms; c; c = c->next)
         for (uint32_t i = 0; i < net_ucx.nproxies; i++)
             net_proxy_acks(c, &net_ucx.px[i]);
-    for (uint32_t i = 0; i < net_ucx.nproxies; i++)
+    for (uint32_t i = 0; i < net_ucx.nproxies; i++) {
+        if (now - watched > NET_WATCH_NS)
+            net_watch_peers(&net_ucx.px[i]);
         ucp_worker_progress(net_ucx.px[i].worker);
+    }
+    if (now - watched > NET_WATCH_NS)
+        watched = now;
 }
 
-/* Steps by put that a live peer has not had the header of yet. */
+/* Steps by put to live peer p not yet done: a flush in flight (its puts, or the answer
+ * to p's goodbye), steps whose headers have not gone, steps the daemon posted that have
+ * not been put (unless the communicator aborted: nobody waits for those). */
+static int peer_unflushed(const struct eng_net_comm *nc, int p)
+{
+    if (!nc->put_peer[p] || DFCCL_READ_ONCE(nc->dead[p]))
+        return 0;
+    for (uint32_t i = 0; i < nc->npx; i++)
+        if (nc->ack_fl[(size_t)i * (size_t)nc->nranks + (size_t)p].busy)
+            return 1;
+    const int aborted = net_aborted(nc);
+    for (size_t i = nc->peer_first[p]; i < nc->peer_first[p] + nc->peer_count[p]; i++) {
+        const net_conn_t *k = &nc->conns[i];
+        for (uint32_t r = 0; r < nc->depth; r++)
+            if (k->fl[r].busy)
+                return 1;
+        if (!aborted &&
+            (k->notified < k->sent_posted || dfccl_load_acquire64(&k->shadow_ctrl->posted) > k->sent_posted))
+            return 1;
+    }
+    return 0;
+}
+
+/* Steps by put not yet done to some live peer (peer_unflushed). */
 static int put_pending(const struct eng_net_comm *nc)
 {
-    for (size_t i = 0; nc->put && !net_aborted(nc) && i < nc->nconns; i++)
-        if (nc->conns[i].put && nc->conns[i].notified < nc->conns[i].sent_posted &&
-            !DFCCL_READ_ONCE(nc->dead[nc->conns[i].peer]))
+    for (int p = 0; nc->put && p < nc->nranks; p++)
+        if (peer_unflushed(nc, p))
             return 1;
     return 0;
 }
@@ -749,7 +778,8 @@ int eng_net_teardown(eng_net_t *nc)
      * answer to its own goodbye: see wait_answers) */
     const uint64_t t_push = eng_now_ns();
     for (int pass = 0, moved = 1;
-         (moved || put_pending(nc)) && pass < 1000000 && eng_now_ns() - t_push < 2000000000ull; pass++) {
+         (moved || put_pending(nc)) && (nc->put || pass < 1000000) && eng_now_ns() - t_push < 2000000000ull;
+         pass++) {
         moved = net_proxy_descs(nc); /* the news of an abort just found, too */
         for (size_t i = 0; i < nc->nconns; i++)
             if (net_proxy_conn(nc, &nc->conns[i]) > 0)
@@ -758,32 +788,36 @@ int eng_net_teardown(eng_net_t *nc)
     }
     /* steps by put: every put of mine completed (the flushes) and the goodbyes owed an
      * answer answered before my goodbye, which a peer waiting for either takes as both.
-     * Where that did not happen in time, no goodbye goes to the put peers: a late put
-     * could still land in theirs, so they wait out their 2 s and keep their segments */
-    int unflushed = 0;
+     * A peer whose puts did not complete in time gets no goodbye: a late put could still
+     * land in its segment, so it waits out its 2 s and keeps the segment (and so do I) */
+    int skipped = 0;
+    uint8_t *skip = nc->put ? calloc((size_t)nc->nranks, 1) : NULL;
     if (nc->put) {
-        progress_all_locked();
-        const uint64_t t0 = eng_now_ns();
-        while (dfccl_load_relaxed(&nc->inflight) && eng_now_ns() - t0 < 2000000000ull)
+        const uint64_t t1 = eng_now_ns();
+        do /* the answers owed, and their flushes */
             progress_all_locked();
-        unflushed = put_pending(nc) || dfccl_load_relaxed(&nc->inflight) != 0;
-        if (unflushed)
+        while (put_pending(nc) && eng_now_ns() - t1 < 2000000000ull);
+        for (int p = 0; p < nc->nranks; p++)
+            if (peer_unflushed(nc, p) && (!skip || (skip[p] = 1)))
+                skipped++;
+        if (skipped)
             dfccl_warn(
-                "communicator %016llx: puts to a peer not completed 2 s into teardown: no goodbye to the "
-                "peers that take puts (they keep their segments)",
-                (unsigned long long)nc->uid);
+                "communicator %016llx: puts to %d peer(s) not completed 2 s into teardown: no goodbye to "
+                "them, and this rank's segment stays mapped (leaked)",
+                (unsigned long long)nc->uid, skipped);
     }
     /* a goodbye to each peer on every worker: the peer's proxy that sees one of our
      * endpoints close must already know we left, not take it for a failure. A put peer
      * that left already gets one too: it may wait for it (wait_answers) */
     for (int p = 0; p < nc->nranks; p++) {
-        if ((nc->dead[p] && !(nc->put_peer[p] && peer_closed(nc, p))) || (unflushed && nc->put_peer[p]))
+        if ((nc->dead[p] && !(nc->put_peer[p] && peer_closed(nc, p))) || (skip ? skip[p] : skipped))
             continue;
         nc->bye[p] = (net_am_hdr_t){.dst = nc->peer_id[p], .src = nc->rank, .key = nc->peer_key[p]};
         for (uint32_t i = 0; i < nc->npx; i++)
             if (*ep_of(nc, i, p))
                 net_am_send((*ep_of(nc, i, p))->ep, 0, AM_BYE, &nc->bye[p], NULL, 0);
     }
+    free(skip);
     /* from here on, messages for this communicator are dropped by the handlers */
     nc->closing = 1;
     for (uint32_t i = 0; i < nc->npx; i++) {
@@ -800,11 +834,26 @@ int eng_net_teardown(eng_net_t *nc)
     while (dfccl_load_relaxed(&nc->inflight) && eng_now_ns() - t0 < 2000000000ull)
         progress_all_locked();
     uint64_t left = dfccl_load_relaxed(&nc->inflight);
-    if (!left && nc->put && wait_answers(nc)) {
+    if (!left && skipped) {
+        left = 1; /* a put of mine may still run, and a peer without my goodbye may put */
+    } else if (!left && nc->put && wait_answers(nc)) {
         left = 1; /* a peer may still put into my segment: it stays mapped */
         dfccl_warn("communicator %016llx: a peer did not answer the goodbye within 2 s (its puts into this "
                    "rank's segment may not have finished); the segment stays mapped (leaked)",
                    (unsigned long long)nc->uid);
+    } else if (!left && nc->put) {
+        /* headers and answers sent by flush completions in the waits above: UCX reads
+         * their headers (in nc) until they are out */
+        for (uint32_t i = 0; i < nc->npx && !left; i++) {
+            ucp_request_param_t prm;
+            memset(&prm, 0, sizeof(prm));
+            left = net_wait_request(net_ucx.px[i].worker, ucp_worker_flush_nbx(net_ucx.px[i].worker, &prm),
+                                    2000000000ull) != 0;
+        }
+        if (left)
+            dfccl_warn("communicator %016llx: messages to the net still going out 2 s into teardown; the "
+                       "communicator's memory stays (leaked)",
+                       (unsigned long long)nc->uid);
     } else if (left)
         dfccl_warn("communicator %016llx: %llu receive(s) from the net still in flight 2 s into teardown; "
                    "the memory they land in stays mapped (leaked)",

@@ -215,8 +215,10 @@ static int put_steps(struct eng_net_comm *nc, net_conn_t *k, uint64_t posted)
                 ucp_put_nbx(ep, k->shadow_data + (uint64_t)slot * k->schunk, len,
                             k->remote + (uint64_t)slot * k->schunk, rkey, &prm); /* the peer's
                                                                                     rchunk */
-            if (UCS_PTR_IS_ERR(r))
+            if (UCS_PTR_IS_ERR(r)) { /* the puts before it may still land: nothing more to p */
+                net_peer_lost(nc, p, ucs_status_string(UCS_PTR_STATUS(r)));
                 return -1;
+            }
             if (r)
                 ucp_request_free(r); /* the flush below waits for it */
         }

@@ -181,7 +181,8 @@ if [ -n "$NET" ]; then
     # UCX over tcp). placed NAME NP: the case's log must show puts, and device FIFOs on
     # every rank where UCX says it carries device memory
     HOSTSWRAP=$LOGDIR/hostswrap.sh
-    printf '%s\n' '#!/bin/sh' 'export DFCCL_HOST=host${OMPI_COMM_WORLD_RANK:-0}' 'exec "$@"' > "$HOSTSWRAP"
+    printf '%s\n' '#!/bin/sh' 'export DFCCL_HOST=host${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}' 'exec "$@"' \
+        > "$HOSTSWRAP"
     chmod +x "$HOSTSWRAP"
     placed() {
         local log nput ndev ncuda
@@ -231,6 +232,8 @@ killed() {
     echo "$out" | grep -E "^OK|HANG|FAIL|^\[dfccl [0-9]+\] (error|warn)" | head -n 8
     if [ $rc -eq 137 ] || echo "$out" | grep -qE "^HANG|FAIL"; then
         fail "killed peer, $name np=$np" "rc=$rc" "$log"
+    elif [ -n "${KILL_STEPS:-}" ] && [ "$(echo "$out" | grep -cE "steps by RDMA put|steps by put")" -lt "$np" ]; then
+        fail "killed peer, $name np=$np: steps by put on every rank" "see the set-up lines" "$log"
     elif ! echo "$out" | grep -q '^t_netkill: victim rank 1 '; then
         fail "killed peer, $name np=$np: the victim never got to the kill"
     elif [ "$nok" -ne $((np - 1)) ]; then
@@ -259,8 +262,9 @@ if [ -n "$NET" ]; then
     killed "device buffers, UCX host-staged, killed 5 ms into a ring allreduce" ucx 4 --mid --count 4194304 \
         --kill-after-us 5000
     mps_restart
-    KILL_X="-x DFCCL_NET_PUT=on" KILL_WRAP=$HOSTSWRAP killed "device buffers, UCX steps by put, victim waits" ucx 2
-    KILL_X="-x DFCCL_NET_PUT=on" KILL_WRAP=$HOSTSWRAP killed "device buffers, UCX steps by put, mid ring allreduce" \
+    PK="-x DFCCL_NET_PUT=on -x DFCCL_LOG_LEVEL=info"
+    KILL_X=$PK KILL_WRAP=$HOSTSWRAP KILL_STEPS=put killed "device buffers, UCX steps by put, victim waits" ucx 2
+    KILL_X=$PK KILL_WRAP=$HOSTSWRAP KILL_STEPS=put killed "device buffers, UCX steps by put, mid ring allreduce" \
         ucx 4 --mid --count 4194304 --kill-after-us 0
     mps_restart
 fi

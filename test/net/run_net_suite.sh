@@ -203,8 +203,8 @@ check_steps() {
     [ -n "${STEPS:-}" ] || return 0
     nput=$(grep -c "steps by RDMA put into the peer's registered FIFO" "$log")
     nam=$(grep -c 'steps as active messages' "$log")
-    if grep -q 'did not answer the goodbye\|puts to a peer not completed' "$log"; then
-        echo "a teardown waited out a peer: $(grep -m1 'did not answer the goodbye\|puts to a peer not completed' "$log" | cut -c1-200)"
+    if grep -q 'did not answer the goodbye\|not completed 2 s into teardown' "$log"; then
+        echo "a teardown waited out a peer: $(grep -m1 'did not answer the goodbye\|not completed 2 s into teardown' "$log" | cut -c1-200)"
     elif [ "$STEPS" = put ] && { [ "$nput" -lt "$np" ] || [ "$nam" -gt 0 ]; }; then
         echo "expected every rank's steps by put: $nput set-up line(s) by put, $nam as active messages"
     elif [ "$STEPS" = am ] && { [ "$nam" -lt "$np" ] || [ "$nput" -gt 0 ]; }; then
@@ -320,6 +320,17 @@ for m in $COLLMISMATCH_CASES; do
     CASES+=("t_collmismatch[net=ucx,$m] np=3" "t_collmismatch[net=ucx,$m,65536 elements] np=4")
 done
 CASES+=("t_collmismatch[mixed,count] np=4" "t_collmismatch[mixed,two-roots] np=4")
+CASES+=("t_matrix[hosts,put] np=2" "t_matrix[hosts,put] np=4"
+    "t_matrix[hosts,put,3 proxies,2 daemon threads,4 channels] np=4" "t_chaos[hosts,put] np=4"
+    "t_chaos[hosts,put,2 proxies,2 daemon threads,4 channels] np=4"
+    "t_chaos[net=ucx,hosts,put,DFCCL_PREEMPT=0 must hang] np=4"
+    "t_collmismatch[hosts,put,count,65536 elements] np=4" "t_netkill[teardown race, hosts, put] np=4"
+    "t_netkill[teardown race, hosts, put, 2 proxies] np=4"
+    "t_netkill[two communicators destroyed in opposite orders, hosts, put] np=2"
+    "t_netkill[a peer destroys 3 s later, hosts, put] np=2"
+    "t_netkill[200 communicators, shared endpoints, hosts, put] np=3" "t_matrix[mixed,put] np=4"
+    "t_matrix[net=ucx,put asked, same host] np=2" "t_matrix[hosts,put asked by even ranks only] np=3"
+    "t_netkill[victim waits, hosts, put] np=2" "t_netkill[mid ring allreduce, hosts, put] np=4")
 
 skip_all() {
     local c
