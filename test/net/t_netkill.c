@@ -145,9 +145,6 @@ static dfcclResult_t wait_polling(dfcclRequest_t *req)
     }
 }
 
-/* --teardown: rounds of create, one checked allreduce, destroy; then nothing may have
- * leaked (file descriptors, threads, resident memory). Finalizes MPI; returns the exit
- * status. */
 /* One round's communicator with one checked allreduce on it. */
 static dfcclComm_t round_comm(int round, size_t count)
 {
@@ -175,6 +172,9 @@ static dfcclComm_t round_comm(int round, size_t count)
     return comm;
 }
 
+/* --teardown: rounds of create, one checked allreduce, destroy; then nothing may have
+ * leaked (file descriptors, threads, resident memory). Finalizes MPI; returns the exit
+ * status. */
 static int run_teardown(dfcclComm_t comm, int teardown, size_t count, int keep, int keep_sub, int cross,
                         long destroy_late_ms)
 {
