@@ -99,6 +99,22 @@ typedef struct gpu_state {
     uint32_t id_uses[GPU_MAX_REQS]; /* submissions each request id carried (gpu_read.cu) */
 } gpu_state_t;
 extern gpu_state_t G;
+
+/* The daemon's device made current on a thread that may have none or another (the
+ * application's); gpu_device_leave gives that one back. */
+static inline int gpu_device_enter(void)
+{
+    int was = -1;
+    if (cudaGetDevice(&was) != cudaSuccess || was != G.device)
+        cudaSetDevice(G.device);
+    return was;
+}
+
+static inline void gpu_device_leave(int was)
+{
+    if (was >= 0 && was != G.device)
+        cudaSetDevice(was);
+}
 extern pthread_mutex_t G_lock;
 
 /* The size of a communicator's FIFOs, the same on every rank (eng_gpu_layout.h): slots x

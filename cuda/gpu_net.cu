@@ -66,12 +66,6 @@ static int32_t net_seg_create(eng_gpu_comm_t *gc, const gpu_boot_t *all, const u
     return status;
 }
 
-/* Steps by put into device FIFOs (collective): every rank asks (DFCCL_NET_PUT=on) and
- * its UCX carries device memory. The FIFOs' data then lives in device memory, in hseg's
- * and the shadows' layouts, and the proxy puts each step from my device shadow straight
- * into the peer's device FIFO (GPUDirect RDMA, or cuda_ipc on one host): no step crosses
- * PCIe to host memory. A rank that cannot allocate them makes every rank fall back to
- * host staging. Returns 1 when the FIFOs are on the device. */
 /* On each proxy thread: UCX's cuda_copy and cuda_ipc work in the current context. */
 static void net_proxy_device(void)
 {
@@ -84,13 +78,10 @@ static void net_proxy_device(void)
  * orders them itself). */
 static void net_put_landed(void)
 {
-    int was = -1; /* a teardown's thread may have another device current (the application's) */
-    if (cudaGetDevice(&was) != cudaSuccess || was != G.device)
-        cudaSetDevice(G.device);
+    const int was = gpu_device_enter(); /* a teardown's thread: the application's device */
     cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
                                        cudaFlushGPUDirectRDMAWritesToOwner);
-    if (was >= 0 && was != G.device)
-        cudaSetDevice(was);
+    gpu_device_leave(was);
 }
 
 /* How a put step's data becomes visible to the daemon: 1 by itself (the device orders
@@ -109,6 +100,12 @@ static int net_dev_ordering(void)
     return 0;
 }
 
+/* Steps by put into device FIFOs (collective): every rank asks (DFCCL_NET_PUT=on) and
+ * its UCX carries device memory. The FIFOs' data then lives in device memory, in hseg's
+ * and the shadows' layouts, and the proxy puts each step from my device shadow straight
+ * into the peer's device FIFO (GPUDirect RDMA, or cuda_ipc on one host): no step crosses
+ * PCIe to host memory. A rank that cannot allocate them makes every rank fall back to
+ * host staging. Returns 1 when the FIFOs are on the device. */
 static int net_dev_place(eng_gpu_comm_t *gc, dfcclAllgatherFn_t ag, void *ctx, int *opened_p)
 {
     const int N = gc->nranks;
@@ -280,12 +277,9 @@ static void net_close(eng_gpu_comm_t *gc)
                 cudaHostUnregister(eng_net_shadow(gc->net, p));
         /* puts from and into device memory may still run here: UCX's CUDA transports work
          * in the current context, which is the application's */
-        int was = -1;
-        if (gc->net_dev && (cudaGetDevice(&was) != cudaSuccess || was != G.device))
-            cudaSetDevice(G.device);
+        const int was = gc->net_dev ? gpu_device_enter() : -1;
         const int leaked = eng_net_teardown(gc->net);
-        if (was >= 0 && was != G.device)
-            cudaSetDevice(was);
+        gpu_device_leave(was);
         if (leaked) { /* receives or puts that never finished still use them: leaked */
             gc->hseg = NULL;
             gc->dseg = NULL;

@@ -209,13 +209,10 @@ void gpu_timeline_drain(void)
     if (T.ready) {
         /* the calling thread may never have chosen the daemon's device, or chosen another
          * (the application's): it gets its own back */
-        int dev = -1;
-        if (cudaGetDevice(&dev) != cudaSuccess || dev != G.device)
-            cudaSetDevice(G.device);
+        const int dev = gpu_device_enter();
         const uint64_t lost = T.lost;
         drain_locked();
-        if (dev >= 0 && dev != G.device)
-            cudaSetDevice(dev);
+        gpu_device_leave(dev);
         cudaGetLastError();
         if (T.lost > lost)
             dfccl_warn("DFCCL_TRACE: %llu GPU run stretches overwritten before the host drained them "

@@ -15,11 +15,12 @@
  * Ids are few and sequential, so a late message for a destroyed communicator (or a stray
  * or forged one) could name a live one by its id alone; it cannot guess the key. Such a
  * message is dropped, counted, and logged at debug level. A communicator this rank is
- * tearing down takes goodbyes and their answers only (its teardown waits for those). */
-static struct eng_net_comm *comm_by_id(const net_am_hdr_t *h, const char *what)
+ * tearing down takes only what its teardown waits for (closing_too: goodbyes and their
+ * answers). */
+static struct eng_net_comm *comm_by_id(const net_am_hdr_t *h, const char *what, int closing_too)
 {
     struct eng_net_comm *nc = net_ucx.by_id[h->dst % NET_MAX_COMMS];
-    if (nc && net_addressed(nc->id, nc->key, h->dst, h->key) && (!nc->closing || !strcmp(what, "goodbye")))
+    if (nc && net_addressed(nc->id, nc->key, h->dst, h->key) && (!nc->closing || closing_too))
         return nc;
     const uint64_t n = dfccl_add_fetch_relaxed(&net_ucx.dropped, 1);
     dfccl_debug("dropped a %s message from rank %d for communicator id %u: %s (%llu dropped so far)", what,
@@ -33,7 +34,7 @@ static struct eng_net_comm *comm_by_id(const net_am_hdr_t *h, const char *what)
 
 static net_conn_t *conn_of(const net_am_hdr_t *h, struct eng_net_comm **nc_p, const char *what)
 {
-    struct eng_net_comm *nc = comm_by_id(h, what);
+    struct eng_net_comm *nc = comm_by_id(h, what, 0);
     if (!nc)
         return NULL; /* a communicator already destroyed here, or not ours */
     if (h->src < 0 || h->src >= nc->nranks || h->idx >= nc->peer_count[h->src]) {
@@ -180,7 +181,7 @@ static ucs_status_t am_bye(void *arg, const void *header, size_t header_length, 
     net_am_hdr_t h;
     if (header_length == sizeof(h)) {
         memcpy(&h, header, sizeof(h));
-        struct eng_net_comm *nc = comm_by_id(&h, "goodbye");
+        struct eng_net_comm *nc = comm_by_id(&h, "goodbye", 1);
         if (!nc || h.src < 0 || h.src >= nc->nranks || !nc->shadow[h.src])
             return UCS_OK;
         dfccl_store_release64(&((eng_seg_hdr_t *)nc->shadow[h.src])->closed, 1);
@@ -200,7 +201,7 @@ static ucs_status_t am_byeack(void *arg, const void *header, size_t header_lengt
     net_am_hdr_t h;
     if (header_length == sizeof(h)) {
         memcpy(&h, header, sizeof(h));
-        struct eng_net_comm *nc = comm_by_id(&h, "goodbye");
+        struct eng_net_comm *nc = comm_by_id(&h, "goodbye's answer", 1);
         if (nc && h.src >= 0 && h.src < nc->nranks && nc->put_peer[h.src])
             dfccl_fetch_add_relaxed(&nc->acks[h.src], 1);
     }
@@ -216,7 +217,7 @@ static struct eng_net_comm *desc_comm(const void *header, size_t header_length, 
     if (header_length != sizeof(*h))
         return NULL;
     memcpy(h, header, sizeof(*h));
-    struct eng_net_comm *nc = comm_by_id(h, what);
+    struct eng_net_comm *nc = comm_by_id(h, what, 0);
     if (nc && (h->src < 0 || h->src >= nc->nranks || !nc->shadow[h->src] || !nc->me)) {
         dfccl_error("communicator %016llx (rank %d): %s from rank %d, which it does not reach over the net "
                     "(a protocol error); communicator aborted",

@@ -190,8 +190,6 @@ static dfcclResult_t conn_init(struct eng_net_comm *nc, const eng_net_layout_t *
     k->shadow_data = (char *)k->shadow_ctrl + L->ctrl_bytes; /* steps by put: put_connect_locked */
     k->local_ctrl = (eng_conn_ctrl_t *)(L->seg + d->recv_off);
     k->local_data = (char *)k->local_ctrl + L->ctrl_bytes;
-    k->shadow_off = d->shadow_off;
-    k->recv_off = d->recv_off;
     if (eng_config.net_piece && eng_config.net_piece < k->schunk) {
         uint64_t n = (k->schunk + eng_config.net_piece - 1) / eng_config.net_piece;
         n = n > NET_MAX_PIECES ? NET_MAX_PIECES : n;
@@ -205,7 +203,6 @@ static dfcclResult_t conn_init(struct eng_net_comm *nc, const eng_net_layout_t *
     k->got = calloc(L->depth, sizeof(uint64_t));
     k->pend = calloc(L->depth, sizeof(net_pend_t));
     k->fl = calloc(L->depth, sizeof(net_flush_t));
-    k->remote = d->peer_off + L->ctrl_bytes; /* the peer's segment's address is added once known */
     if (!k->hdr || !k->got || !k->pend || !k->fl)
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
     return res;
@@ -363,12 +360,13 @@ static dfcclResult_t put_blob_locked(struct eng_net_comm *nc, const eng_net_layo
     void *rk = NULL;
     size_t rk_len = 0;
     ucs_status_t st = UCS_OK;
+    char *const region = L->put_seg ? L->put_seg : L->seg; /* where puts land */
     if (res == dfcclSuccess) {
         ucp_mem_map_params_t mp;
         memset(&mp, 0, sizeof(mp));
         mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                         UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
-        mp.address = L->put_seg ? L->put_seg : L->seg;
+        mp.address = region;
         mp.length = L->seg_bytes;
         mp.memory_type = L->put_cuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
         if ((st = ucp_mem_map(net_ucx.ctx, &mp, &nc->memh)) != UCS_OK)
@@ -385,7 +383,7 @@ static dfcclResult_t put_blob_locked(struct eng_net_comm *nc, const eng_net_layo
     char *blob = calloc(1, len);
     if (blob) {
         const int32_t s32 = res;
-        const uint64_t base = (uint64_t)(uintptr_t)(L->put_seg ? L->put_seg : L->seg);
+        const uint64_t base = (uint64_t)(uintptr_t)region;
         memcpy(blob, &s32, sizeof(s32));
         memcpy(blob + sizeof(s32), &base, sizeof(base));
         if (res == dfcclSuccess)
@@ -440,15 +438,16 @@ static dfcclResult_t put_connect_locked(struct eng_net_comm *nc, const eng_net_l
             }
         }
     }
-    for (size_t i = 0; i < nc->nconns && res == dfcclSuccess; i++) {
+    for (size_t i = 0; i < nc->nconns && res == dfcclSuccess; i++) { /* conns[i] is L->conns[i]'s */
         net_conn_t *k = &nc->conns[i];
+        const eng_net_conn_desc_t *d = &L->conns[i];
         if (!(k->put = nc->put_peer[k->peer]))
             continue;
-        k->remote += nc->peer_base[k->peer];
+        k->remote = nc->peer_base[k->peer] + d->peer_off + L->ctrl_bytes;
         if (L->put_seg) /* the data where the caller placed it for puts (device memory) */
-            k->local_data = L->put_seg + k->recv_off + L->ctrl_bytes;
+            k->local_data = L->put_seg + d->recv_off + L->ctrl_bytes;
         if (L->put_shadow && L->put_shadow[k->peer])
-            k->shadow_data = L->put_shadow[k->peer] + k->shadow_off + L->ctrl_bytes;
+            k->shadow_data = L->put_shadow[k->peer] + d->shadow_off + L->ctrl_bytes;
     }
     return res;
 }

@@ -121,18 +121,17 @@ struct net_conn {
     eng_conn_ctrl_t *local_ctrl; /* peer -> me: in my receive segment */
     char *local_data;
     uint64_t sent_posted, sent_consumed;
-    net_landing_t in;            /* receiver: steps published, slots landed beyond them */
-    uint64_t *got;               /* [depth]: receiver: bytes of each slot's step landed so far */
-    uint64_t piece;              /* sender: bytes per eager message (0: the whole step in one) */
-    uint32_t npiece;             /* headers per slot: the most messages a step is sent in */
-    net_am_hdr_t *hdr;           /* [depth][npiece]: the step messages' headers */
-    net_pend_t *pend;            /* [depth] */
-    int put;                     /* steps by put on this connection (its peer's put_peer) */
-    size_t shadow_off, recv_off; /* the layout's (eng_net_conn_desc_t) */
-    uint64_t remote;             /* steps by put: the peer's address of this connection's data */
-    uint64_t notified;           /* steps by put: headers sent (the puts below sent_posted are issued) */
-    net_flush_t *fl;             /* [depth]: steps by put: the flushes after its puts, a ring */
-    uint64_t nfl;                /* flushes started: the next goes into fl[nfl % depth] once free */
+    net_landing_t in;  /* receiver: steps published, slots landed beyond them */
+    uint64_t *got;     /* [depth]: receiver: bytes of each slot's step landed so far */
+    uint64_t piece;    /* sender: bytes per eager message (0: the whole step in one) */
+    uint32_t npiece;   /* headers per slot: the most messages a step is sent in */
+    net_am_hdr_t *hdr; /* [depth][npiece]: the step messages' headers */
+    net_pend_t *pend;  /* [depth] */
+    int put;           /* steps by put on this connection (its peer's put_peer) */
+    uint64_t remote;   /* steps by put: the peer's address of this connection's data */
+    uint64_t notified; /* steps by put: headers sent (the puts below sent_posted are issued) */
+    net_flush_t *fl;   /* [depth]: steps by put: the flushes after its puts, a ring */
+    uint64_t nfl;      /* flushes started: the next goes into fl[nfl % depth] once free */
     net_am_hdr_t cred[NET_VALS];
     unsigned ncred;
 };
