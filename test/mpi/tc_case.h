@@ -326,26 +326,36 @@ static inline void tc_case_free(tc_case_t *c)
     c->send = c->recv = c->sendp = c->recvp = NULL;
 }
 
-/* One float-sum allreduce of 100000 elements on comm, whose P ranks number this one
- * me, checked; fails the test with @p what when the result is wrong. */
-static inline void tc_checked_allreduce_on(dfcclComm_t comm, int P, int me, const char *what)
+/* One float-sum allreduce of count elements (inputs from seed) on comm, whose P ranks
+ * number this one me, checked; fails the test, naming @p what, when it fails or its result
+ * is wrong. */
+static inline void tc_checked_allreduce_n(dfcclComm_t comm, int P, int me, size_t count, uint64_t seed,
+                                          const char *what)
 {
     tc_case_t c;
     memset(&c, 0, sizeof c);
     c.coll = TC_ALLREDUCE;
     c.t = dfcclFloat32;
     c.op = dfcclSum;
-    c.count = 100000;
-    c.seed = 42;
+    c.count = count;
+    c.seed = seed;
     c.comm = comm;
     c.P = P;
     c.me = me;
     tc_case_setup(&c);
     tc_case_submit(&c);
-    CHECK(dfcclWait(&c.req));
+    const dfcclResult_t r = dfcclWait(&c.req);
+    if (r != dfcclSuccess)
+        TC_FAIL("%s failed: %d (%s): %s", what, (int)r, dfcclGetErrorString(r), dfcclGetLastError());
     if (tc_case_check(&c))
         TC_FAIL("%s gave wrong results", what);
     tc_case_free(&c);
+}
+
+/* The same, 100000 elements. */
+static inline void tc_checked_allreduce_on(dfcclComm_t comm, int P, int me, const char *what)
+{
+    tc_checked_allreduce_n(comm, P, me, 100000, 42, what);
 }
 
 /* The same on a communicator of every rank of MPI_COMM_WORLD. */

@@ -150,25 +150,9 @@ static dfcclComm_t round_comm(int round, size_t count)
 {
     dfcclComm_t comm;
     CHECK(dfcclCommInitMPI(&comm, MPI_COMM_WORLD));
-    tc_case_t c;
-    memset(&c, 0, sizeof c);
-    c.coll = TC_ALLREDUCE;
-    c.t = dfcclFloat32;
-    c.op = dfcclSum;
-    c.count = count;
-    c.seed = 1000 + (uint64_t)round;
-    c.comm = comm;
-    c.P = tc_size;
-    c.me = tc_rank;
-    tc_case_setup(&c);
-    tc_case_submit(&c);
-    dfcclResult_t r = dfcclWait(&c.req);
-    if (r != dfcclSuccess)
-        TC_FAIL("round %d: allreduce failed: %d (%s): %s", round, (int)r, result_name(r),
-                dfcclGetLastError());
-    if (tc_case_check(&c))
-        TC_FAIL("round %d: allreduce gave wrong results", round);
-    tc_case_free(&c);
+    char what[40];
+    snprintf(what, sizeof what, "round %d: allreduce", round);
+    tc_checked_allreduce_n(comm, tc_size, tc_rank, count, 1000 + (uint64_t)round, what);
     return comm;
 }
 
