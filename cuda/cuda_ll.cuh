@@ -100,12 +100,13 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
     const int tid = (int)threadIdx.x;
     const eng_ll_plan_t pl = *plan;
     const void *src = a->sendbuf;
-    const uint64_t bytes = pl.bytes, lines = eng_ll_lines(bytes), sstride = pl.sstride;
+    /* this channel's lines [l0, l0 + lines) of each piece, at line 0 of its steps */
+    const uint64_t bytes = pl.bytes, l0 = pl.l0, lines = pl.l1 - l0, sstride = pl.sstride;
     const uint32_t smask = pl.smask, rmask = pl.rmask;
     const int ns = __popc(smask), per_peer = sstride || pl.tab;
     /* this thread's first packet, loaded while warp 0 reads the connections */
     const uint64_t pk0 =
-        bytes && !per_peer && (uint64_t)tid < lines ? eng_ll_packet_load(src, bytes, (uint64_t)tid) : 0;
+        bytes && !per_peer && (uint64_t)tid < lines ? eng_ll_packet_load(src, bytes, l0 + (uint64_t)tid) : 0;
     uint64_t sent = 0; /* lane tid < n: connection tid's */
     if (tid < 32) {
         int ok = 1;
@@ -149,7 +150,9 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
         return 0;
     if (!per_peer) {
         for (uint64_t i = (uint64_t)tid; i < lines; i += blockDim.x) {
-            const uint64_t pk = !bytes ? 0 : i == (uint64_t)tid ? pk0 : eng_ll_packet_load(src, bytes, i);
+            const uint64_t pk = !bytes               ? 0
+                                : i == (uint64_t)tid ? pk0
+                                                     : eng_ll_packet_load(src, bytes, l0 + i);
             const uint32_t lo = (uint32_t)pk, hi = (uint32_t)(pk >> 32);
             if (ns == n) { /* every peer (allreduce, allgather, barrier): no indirection */
                 for (int p = 0; p < n; p++)
@@ -162,16 +165,17 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
             }
         }
     } else { /* a piece per peer: (peer, line) pairs over the block (lines < 2^32); a table's
-              * pieces differ in size: pairs over the largest (the count holds its bytes) */
-        const uint32_t nl = (uint32_t)(pl.tab ? eng_ll_lines(a->count) : lines), total = (uint32_t)ns * nl;
+              * pieces differ in size: pairs over the largest (the count holds its bytes: the
+              * channel's range, eng_split_span) */
+        const uint32_t nl = (uint32_t)lines, total = (uint32_t)ns * nl;
         for (uint32_t j = (uint32_t)tid; j < total; j += blockDim.x) {
             const uint32_t k = j / nl, i = j - k * nl;
             const int p = L->speer[k];
             const uint64_t pb = pl.tab ? L->sbytes[p] : bytes;
-            if (pl.tab && i >= eng_ll_lines(pb))
+            if (pl.tab && l0 + i >= eng_ll_lines(pb))
                 continue; /* past p's piece */
             const char *ps = (const char *)src + (pl.tab ? L->soff[p] : (uint64_t)p * sstride);
-            const uint64_t pk = eng_ll_packet_load(ps, pb, i);
+            const uint64_t pk = eng_ll_packet_load(ps, pb, l0 + i);
             st_volatile_v4_u32(L->dst[p] + ENG_LL_LINE * i, (uint32_t)pk, L->sflag[p], (uint32_t)(pk >> 32),
                                L->sflag[p]);
         }
@@ -206,7 +210,9 @@ static __device__ __noinline__ int prim_ll_recv_all(eng_conn_t *conns, int n, co
         }
         __syncthreads();
     }
-    const uint64_t bytes = pl.bytes, lines = eng_ll_lines(bytes);
+    /* this channel's lines [l0, l0 + lines) of the pieces (a table's: of this rank's) */
+    const uint64_t bytes = pl.bytes, l0 = pl.l0, hi = DFCCL_MIN(pl.l1, eng_ll_lines(bytes));
+    const uint64_t lines = hi > l0 ? hi - l0 : 0;
     const int dtype = a->dtype, op = a->op;
     int ok = 1;
     if (pl.reduce) { /* every rank's piece, folded in rank order */
@@ -230,7 +236,7 @@ static __device__ __noinline__ int prim_ll_recv_all(eng_conn_t *conns, int n, co
                     }
             }
             if (lok && bytes)
-                eng_ll_packet_store(a->recvbuf, bytes, i, acc);
+                eng_ll_packet_store(a->recvbuf, bytes, l0 + i, acc);
             ok &= lok;
         }
     } else { /* (peer, line) pairs over the block, ENG_LL_BATCH loads in flight */
@@ -252,8 +258,8 @@ static __device__ __noinline__ int prim_ll_recv_all(eng_conn_t *conns, int n, co
                 const uint32_t f = L->rflag[p];
                 const int lok = (w[k].y == f) & (w[k].w == f);
                 if (lok && bytes)
-                    eng_ll_packet_store((char *)a->recvbuf + (uint64_t)p * pl.rstride, bytes, j - q * nl,
-                                        (uint64_t)w[k].x | (uint64_t)w[k].z << 32);
+                    eng_ll_packet_store((char *)a->recvbuf + (uint64_t)p * pl.rstride, bytes,
+                                        l0 + (j - q * nl), (uint64_t)w[k].x | (uint64_t)w[k].z << 32);
                 ok &= lok;
             }
         }

@@ -222,6 +222,7 @@ dfcclResult_t gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint6
 void gpu_comm_destroy(eng_gpu_comm_t *gc);
 void gpu_comm_abort(eng_gpu_comm_t *gc, dfcclResult_t code);
 void gpu_comm_stats(eng_gpu_comm_t *gc, dfcclStats_t *s);
+uint32_t gpu_comm_channels(const eng_gpu_comm_t *gc);
 dfcclResult_t gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nblocks, uint32_t **done_p,
                          int32_t **result_p, int *id_p, uint64_t *seq_p, uint64_t *ns_p);
 void gpu_progress(void);

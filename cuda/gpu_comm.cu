@@ -348,6 +348,11 @@ void gpu_comm_destroy(eng_gpu_comm_t *gc)
     free(gc);
 }
 
+uint32_t gpu_comm_channels(const eng_gpu_comm_t *gc)
+{
+    return gc->dev.channels;
+}
+
 void gpu_comm_stats(eng_gpu_comm_t *gc, dfcclStats_t *s)
 {
     memset(s, 0, sizeof(*s));

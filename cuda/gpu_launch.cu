@@ -341,6 +341,6 @@ dfcclResult_t gpu_submit(eng_gpu_comm_t *gc, const eng_coll_args_t *a, size_t nb
 
 /* The backend as the engine calls it (eng_gpu, engine/transport.c). */
 extern "C" const eng_gpu_backend_t eng_gpu_cuda = {
-    gpu_available,  gpu_describe, gpu_comm_create, gpu_comm_destroy, gpu_comm_abort,
-    gpu_comm_stats, gpu_submit,   gpu_read_export, gpu_progress,     gpu_release,
+    gpu_available,     gpu_describe, gpu_comm_create, gpu_comm_destroy, gpu_comm_abort, gpu_comm_stats,
+    gpu_comm_channels, gpu_submit,   gpu_read_export, gpu_progress,     gpu_release,
 };

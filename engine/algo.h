@@ -15,7 +15,10 @@
 /* The choice depends only on arguments every rank passes identically (and on the
  * communicator), so all ranks pick the same algorithm. Every uniform collective whose
  * piece (eng_ll_piece: what one rank sends one peer) is at most ll_max bytes runs in one
- * round of LL lines (0: never); allreduces up to oneshot_max one-shot; allreduce,
+ * round of LL lines (0: never), and one whose piece is above ENG_LL_CHAN_BYTES and at
+ * most ll_wide (the caller's DFCCL_LL_WIDE_MAX, capped at the channels x ll_max; 0:
+ * never) in one round split over the channels (ENG_ALGO_LLW, before every other choice
+ * but the read: split, the pieces of 2 KiB-8 KiB too); allreduces up to oneshot_max one-shot; allreduce,
  * reduce_scatter, allgather, alltoall, bcast and reduce up to direct_max bytes (eng_dx_bytes: the larger
  * of a rank's input and output; alltoall: one block; bcast, reduce: the buffer) in a direct exchange with
  * every peer at once (0: never), the allreduce one-shot over every channel on up to oneshot_ranks ranks, else
@@ -62,7 +65,7 @@
  * shallower than 2 steps). */
 DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, uint64_t oneshot_max,
                                         uint64_t ll_max, uint64_t direct_max, uint32_t oneshot_ranks,
-                                        uint64_t read_min)
+                                        uint64_t read_min, uint64_t ll_wide)
 {
     if (nranks == 1)
         return a->blocks ? ENG_ALGO_PAIRWISE : ENG_ALGO_SELF; /* a table's displacements */
@@ -70,15 +73,18 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
         return ENG_ALGO_READ;
     const int ll = ll_max > 0 && nranks <= ENG_LL_MAX_RANKS;
     const uint64_t piece = eng_ll_piece(a);
-    /* a uniform collective with data, whose piece fits ll_max */
-    const int ll_round = ll && piece > 0 && piece <= ll_max && !a->blocks;
+    /* split over the channels: a uniform piece above one channel's share, up to ll_wide */
+    const int wide = ll && piece > ENG_LL_CHAN_BYTES && piece <= ll_wide && !a->blocks;
+    const eng_algo_t lla = wide ? ENG_ALGO_LLW : ENG_ALGO_LL;
+    /* a uniform collective with data, whose piece fits ll_max (or the split round) */
+    const int ll_round = wide || (ll && piece > 0 && piece <= ll_max && !a->blocks);
     /* a uniform collective with data, up to direct_max */
     const uint64_t dx = eng_dx_bytes(a, nranks);
     const int direct = nranks <= ENG_DX_MAX_RANKS && !a->blocks && dx > 0 && dx <= direct_max;
     switch (a->coll) {
     case ENG_COLL_ALLREDUCE:
-        if (ll && piece <= ll_max)
-            return ENG_ALGO_LL;
+        if (wide || (ll && piece <= ll_max))
+            return lla;
         if (piece <= oneshot_max)
             return ENG_ALGO_ONESHOT;
         if (!direct)
@@ -87,10 +93,10 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
     case ENG_COLL_BARRIER: return ll ? ENG_ALGO_LL : ENG_ALGO_ONESHOT;
     case ENG_COLL_REDUCE:
     case ENG_COLL_BCAST: /* direct to half of direct_max: the chain's pipeline wins above */
-        return ll_round ? ENG_ALGO_LL : direct && dx <= direct_max / 2 ? ENG_ALGO_DIRECT : ENG_ALGO_CHAIN;
-    case ENG_COLL_ALLTOALL: return ll_round ? ENG_ALGO_LL : direct ? ENG_ALGO_DIRECT : ENG_ALGO_PAIRWISE;
+        return ll_round ? lla : direct && dx <= direct_max / 2 ? ENG_ALGO_DIRECT : ENG_ALGO_CHAIN;
+    case ENG_COLL_ALLTOALL: return ll_round ? lla : direct ? ENG_ALGO_DIRECT : ENG_ALGO_PAIRWISE;
     case ENG_COLL_GATHER:
-    case ENG_COLL_SCATTER: return ll_round ? ENG_ALGO_LL : ENG_ALGO_PAIRWISE;
+    case ENG_COLL_SCATTER: return ll_round ? lla : ENG_ALGO_PAIRWISE;
     case ENG_COLL_GATHERV:
     case ENG_COLL_SCATTERV:
     case ENG_COLL_ALLGATHERV:
@@ -101,7 +107,7 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
     case ENG_COLL_SCAN:
     case ENG_COLL_EXSCAN: return ENG_ALGO_SCAN;
     case ENG_COLL_ALLGATHER:
-    case ENG_COLL_REDUCE_SCATTER: return ll_round ? ENG_ALGO_LL : direct ? ENG_ALGO_DIRECT : ENG_ALGO_RING;
+    case ENG_COLL_REDUCE_SCATTER: return ll_round ? lla : direct ? ENG_ALGO_DIRECT : ENG_ALGO_RING;
     default: return ENG_ALGO_RING;
     }
 }
@@ -138,8 +144,16 @@ DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *
 {
     switch (a->algo) {
     case ENG_ALGO_RING: return ring_stride(a, nranks);
-    case ENG_ALGO_ONESHOT:
-    case ENG_ALGO_LL: *C = 1; return 1;
+    case ENG_ALGO_ONESHOT: *C = 1; return 1;
+    case ENG_ALGO_LL: /* one channel, every line (a table's: those of its largest piece) */
+        *C = 1;
+        return eng_ll_lines(eng_ll_piece(a));
+    case ENG_ALGO_LLW: { /* the lines over the channels, at least ENG_LL_CHAN_BYTES each */
+        const uint64_t piece = eng_ll_piece(a), chans = DFCCL_DIV_UP(piece, (uint64_t)ENG_LL_CHAN_BYTES);
+        if (chans < (uint64_t)*C)
+            *C = chans ? (int)chans : 1;
+        return eng_ll_lines(piece);
+    }
     case ENG_ALGO_DIRECT:
     case ENG_ALGO_DIRECT1:
     case ENG_ALGO_READ: { /* the same ranges of every block as the direct exchange */
@@ -221,7 +235,8 @@ DFCCL_DEV_INLINE eng_prog_t eng_algo_progress_in(const eng_coll_args_t *a, eng_c
     switch (a->algo) {
     case ENG_ALGO_RING: return algo_ring_progress(a, v, x);
     case ENG_ALGO_ONESHOT: return algo_oneshot_progress(a, v, x);
-    case ENG_ALGO_LL: return algo_ll_progress(a, v, x);
+    case ENG_ALGO_LL:
+    case ENG_ALGO_LLW: return algo_ll_progress(a, v, x);
     case ENG_ALGO_DIRECT:
     case ENG_ALGO_DIRECT1:
     case ENG_ALGO_READ: /* one call site: a second out-of-line call made the kernel spill */

@@ -10,8 +10,12 @@
  * one memory round trip after the sender's store the receiver has both the data and its
  * readiness. Preemptible before the writes and at the read, which is retried as a whole
  * (it only reads FIFO lines, which stay until it gives the steps back; the writes read
- * the input before anything is written to the output). Runs on channel 0 only; one piece
- * fits one step (2 x bytes <= step). */
+ * the input before anything is written to the output). ENG_ALGO_LL runs on channel 0
+ * alone; ENG_ALGO_LLW splits each piece's lines over the channels (eng_split_span), each
+ * channel's lines at the start of its own connections' steps, so a piece of up to
+ * channels x ll_max bytes still takes one round: its channels' rounds are independent
+ * (each its own steps, flags and retries) and together cover every line once. One
+ * channel's lines fit one step (2 x bytes <= step). */
 #ifndef DFCCL_ALGO_LL_H
 #define DFCCL_ALGO_LL_H
 
@@ -23,7 +27,7 @@ DFCCL_DEV_INLINE eng_prog_t algo_ll_progress(const eng_coll_args_t *a, eng_chan_
 {
     const int N = v->nranks;
     eng_ll_plan_t pl;
-    eng_ll_plan(a, v->rank, N, &pl);
+    eng_ll_plan(a, v->rank, N, x->lo, x->hi, &pl);
     eng_prog_t prog = ENG_WAIT;
 
     if (x->step == 0) {

@@ -48,6 +48,11 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
                                                            eng_config.fifo_depth, eng_gpu_chunk(any_net))
                                      : eng_config.chunk_size;
     const uint64_t ll_max = any_net ? 0 : DFCCL_MIN(eng_config.ll_max, min_step / 2);
+    /* the LL round split over the channels: each takes at most ll_max of the piece, and
+     * takes ENG_LL_CHAN_BYTES, so ll_max must reach that far */
+    const uint64_t chans = on_gpu ? eng_gpu->comm_channels(comm->gpu) : comm->channels;
+    const uint64_t ll_wide =
+        ll_max < ENG_LL_CHAN_BYTES ? 0 : DFCCL_MIN(eng_config.ll_wide_max, ll_max * chans);
     /* below direct_ranks the ring's few hops beat the direct exchange's traffic */
     const uint64_t direct_max = any_net || (uint32_t)N < eng_config.direct_ranks ? 0 : eng_config.direct_max;
     /* (the direct exchange takes what the one-shot leaves only when it reaches that far) */
@@ -63,7 +68,8 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
     const int read_off =
         any_net || eng_config.fifo_depth < 2 || (!on_gpu && eng_config.read_min == ENG_AUTO && !comm->cma);
     const uint64_t read_min = read_off ? 0 : eng_read_min(on_gpu, N);
-    a->algo = (uint8_t)eng_algo_select(a, N, oneshot_max, ll_max, direct_max, oneshot_ranks, read_min);
+    a->algo =
+        (uint8_t)eng_algo_select(a, N, oneshot_max, ll_max, direct_max, oneshot_ranks, read_min, ll_wide);
     size_t nblocks = (size_t)N;
     eng_block_t desc;
     if (a->algo == ENG_ALGO_READ) {

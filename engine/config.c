@@ -219,6 +219,7 @@ static void config_apply(const uint64_t v[K_COUNT])
     eng_config.gpu_net_chunk = v[K_GPU_NET_CHUNK] & ~(uint64_t)63;
     eng_config.gpu_sys_scope = (int)v[K_SYS_SCOPE];
     eng_config.ll_max = v[K_LL];
+    eng_config.ll_wide_max = v[K_LL_WIDE];
     eng_config.direct_max = v[K_DIRECT];
     eng_config.oneshot_ranks = (uint32_t)v[K_ONESHOT_RANKS];
     eng_config.direct_ranks = (uint32_t)v[K_DIRECT_RANKS];

@@ -42,6 +42,8 @@ typedef struct {
     uint32_t fifo_depth;        /* DFCCL_FIFO_DEPTH: FIFO steps per connection */
     uint64_t oneshot_max;       /* DFCCL_ONESHOT_MAX: allreduce bytes run one-shot */
     uint64_t ll_max;            /* DFCCL_LL_MAX: piece bytes run in one LL round (0: never) */
+    uint64_t ll_wide_max;       /* DFCCL_LL_WIDE_MAX: piece bytes run in one LL round split over the
+                                   channels (0: never) */
     uint64_t direct_max;        /* DFCCL_DIRECT_MAX: bytes run in a direct exchange (0: never) */
     uint32_t oneshot_ranks;     /* DFCCL_ONESHOT_RANKS: direct allreduce one-shot up to these ranks */
     uint32_t direct_ranks;      /* DFCCL_DIRECT_RANKS: the direct exchange from this many ranks up */

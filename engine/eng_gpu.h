@@ -39,6 +39,8 @@ typedef struct eng_gpu_backend {
      * peer died): the daemon reads the word while it waits. */
     void (*comm_abort)(eng_gpu_comm_t *gc, dfcclResult_t code);
     void (*comm_stats)(eng_gpu_comm_t *gc, dfcclStats_t *stats_p);
+    /* The channels (daemon blocks) the communicator runs on, the same on every rank. */
+    uint32_t (*comm_channels)(const eng_gpu_comm_t *gc);
     /* Submit a collective; *done_p / *result_p are the request's completion and result
      * words (host-mapped, written by the daemon); *id_p is released by release. a->blocks
      * (nblocks entries, or NULL) is copied into memory the daemon reads; *seq_p: its

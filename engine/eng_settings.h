@@ -43,6 +43,7 @@ enum {
     K_DIRECT_RANKS,
     K_READ_MIN,
     K_NET_PUT,
+    K_LL_WIDE,
     K_COUNT, /* the configuration's rows end here */
     K_HOST = K_COUNT,
     K_TIMELINE,

@@ -47,6 +47,8 @@ typedef enum {
     ENG_ALGO_DIRECT1,  /* mid-range allreduce of few ranks: one shot over every channel */
     ENG_ALGO_READ,     /* large alltoall, allgather: each rank reads its peers' blocks where they are
                           (algo_read.h) */
+    ENG_ALGO_LLW,      /* the next sizes of every uniform collective: one round of LL lines, the
+                          piece's lines split over the channels (algo_ll.h) */
     ENG_ALGO_COUNT     /* eng_coll_args_t.algo has 4 bits */
 } eng_algo_t;
 
@@ -57,6 +59,10 @@ typedef enum {
  * holds rchunk / 16 lines. Peers above ENG_LL_MAX_RANKS use the one-shot. */
 #define ENG_LL_LINE      16
 #define ENG_LL_MAX_RANKS 32
+/* An LL round split over the channels (ENG_ALGO_LLW) gives each channel at least this
+ * many bytes of the piece: below it another block's intake and completion cost more
+ * than the lines it would take. */
+#define ENG_LL_CHAN_BYTES 2048u
 
 /* The flag of the connection's step k (its step count + 1). LL steps share the FIFO
  * steps with Simple ones, so a step about to carry LL lines may still hold the user's

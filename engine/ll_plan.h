@@ -20,6 +20,8 @@ typedef struct {
     uint64_t rstride;       /* copied: peer p's piece lands at recvbuf + p * rstride */
     uint32_t smask, rmask;  /* peers written to, read from */
     int reduce;             /* else copied: the pieces of every rank reduced in rank order */
+    uint64_t l0, l1;        /* this channel's lines of every piece: [l0, l1), at line 0 of
+                               its steps (a table's pieces: those of them below l1) */
 } eng_ll_plan_t;
 
 /* Bytes of the piece one rank sends one peer (what eng_algo_select compares with
@@ -32,8 +34,10 @@ DFCCL_INLINE uint64_t eng_ll_piece(const eng_coll_args_t *a)
                                                  : a->count * eng_type_size(a->dtype);
 }
 
-/* Who writes to whom, and where the pieces come from and go, for rank r of N. */
-DFCCL_INLINE void eng_ll_plan(const eng_coll_args_t *a, int r, int N, eng_ll_plan_t *pl)
+/* Who writes to whom, and where the pieces come from and go, for rank r of N; the
+ * channel's lines [l0, l1) of each piece (eng_split_span: all of them on one channel). */
+DFCCL_INLINE void eng_ll_plan(const eng_coll_args_t *a, int r, int N, uint64_t l0, uint64_t l1,
+                              eng_ll_plan_t *pl)
 {
     const uint32_t all = N >= 32 ? 0xffffffffu : (1u << N) - 1u, root = 1u << (a->root & 31);
     const uint64_t B = eng_ll_piece(a);
@@ -43,6 +47,8 @@ DFCCL_INLINE void eng_ll_plan(const eng_coll_args_t *a, int r, int N, eng_ll_pla
     pl->tab = NULL;
     pl->smask = pl->rmask = all;
     pl->reduce = 0;
+    pl->l0 = l0;
+    pl->l1 = l1;
     switch (a->coll) {
     case ENG_COLL_ALLREDUCE: pl->reduce = 1; break;
     case ENG_COLL_REDUCE_SCATTER:

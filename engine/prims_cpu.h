@@ -124,13 +124,15 @@ DFCCL_DEV_INLINE int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_v
             continue;
         eng_conn_t *c = &conns[p];
         uint64_t *dst = (uint64_t *)prim_send_buf(c, v);
-        /* the piece for p: a table's block (reduce_scatterv), else p strides in */
-        const uint64_t bytes = pl->tab ? pl->tab[p].sbytes : pl->bytes, lines = eng_ll_lines(bytes);
+        /* the piece for p: a table's block (reduce_scatterv), else p strides in; this
+         * channel's lines of it [l0, hi), at line 0 of the step */
+        const uint64_t bytes = pl->tab ? pl->tab[p].sbytes : pl->bytes, l0 = pl->l0;
+        const uint64_t hi = DFCCL_MIN(pl->l1, eng_ll_lines(bytes)), lines = hi > l0 ? hi - l0 : 0;
         const char *s = (const char *)src + (pl->tab ? pl->tab[p].soff : (uint64_t)p * pl->sstride);
         /* the signature salts the flag: a peer of another signature never sees the line */
         const uint64_t flag = (uint64_t)eng_ll_flag(c->ll_salt ^ v->sig, c->sent + 1) << 32;
         for (uint64_t i = 0; i < lines; i++) {
-            const uint64_t pk = bytes ? eng_ll_packet_load(s, bytes, i) : 0;
+            const uint64_t pk = bytes ? eng_ll_packet_load(s, bytes, l0 + i) : 0;
             dfccl_store_relaxed64(&dst[2 * i], flag | (uint32_t)pk);
             dfccl_store_relaxed64(&dst[2 * i + 1], flag | (pk >> 32));
         }
@@ -153,7 +155,9 @@ DFCCL_DEV_INLINE uint64_t ll_line_packet(const uint64_t *step, uint64_t i)
 DFCCL_DEV_INLINE int prim_ll_recv_all(eng_conn_t *conns, int n, const eng_chan_view_t *v,
                                       const eng_coll_args_t *a, const eng_ll_plan_t *pl)
 {
-    const uint64_t bytes = pl->bytes, lines = eng_ll_lines(bytes);
+    /* this channel's lines [l0, l0 + lines) of the pieces (a table's: of this rank's) */
+    const uint64_t bytes = pl->bytes, l0 = pl->l0, hi = DFCCL_MIN(pl->l1, eng_ll_lines(bytes));
+    const uint64_t lines = hi > l0 ? hi - l0 : 0;
     const uint64_t *src[ENG_LL_MAX_RANKS]; /* each connection's current step */
     for (int p = 0; p < n; p++) {
         if (!(pl->rmask >> p & 1))
@@ -173,7 +177,7 @@ DFCCL_DEV_INLINE int prim_ll_recv_all(eng_conn_t *conns, int n, const eng_chan_v
             for (int p = 0; p < n; p++)
                 acc = p ? eng_reduce_packet(acc, ll_line_packet(src[p], i), a->dtype, a->op)
                         : ll_line_packet(src[p], i);
-            eng_ll_packet_store(a->recvbuf, bytes, i, acc);
+            eng_ll_packet_store(a->recvbuf, bytes, l0 + i, acc);
         }
         return 1;
     }
@@ -182,7 +186,7 @@ DFCCL_DEV_INLINE int prim_ll_recv_all(eng_conn_t *conns, int n, const eng_chan_v
             continue;
         char *dst = (char *)a->recvbuf + (uint64_t)p * pl->rstride;
         for (uint64_t i = 0; i < lines; i++)
-            eng_ll_packet_store(dst, bytes, i, ll_line_packet(src[p], i));
+            eng_ll_packet_store(dst, bytes, l0 + i, ll_line_packet(src[p], i));
     }
     return 1;
 }

@@ -340,6 +340,20 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                            "messages. Where every rank's UCX carries CUDA memory the GPU daemon's net FIFOs "
                            "move to device memory (not yet run on a GPU); elsewhere they take puts as host "
                            "memory."},
+    /* the LL round split over the channels (ENG_ALGO_LLW): one dependent step for the
+     * mid range where the one-shot, direct exchange and ring take two or more */
+    [K_LL_WIDE] = {.env = "DFCCL_LL_WIDE_MAX",
+                   .mca = "ll_wide_max",
+                   FIELD64(llWideMax),
+                   .def = "65536",
+                   COUNT(0, MB64),
+                   .unit = "bytes",
+                   .help = "a piece per peer above 2 KiB and up to this size runs in one LL round split over "
+                           "the channels (0: never)",
+                   .more = "Each channel takes at least 2 KiB of the piece and at most DFCCL_LL_MAX, so the "
+                           "limit is at most the communicator's channels x DFCCL_LL_MAX; one dependent step "
+                           "for twice the data's traffic, instead of the one-shot's, direct exchange's or "
+                           "ring's two or more."},
     /* one-shot: fewer hops and, at 2 ranks, less traffic */
     [K_ONESHOT_RANKS] = {.env = "DFCCL_ONESHOT_RANKS",
                          .mca = "oneshot_ranks",

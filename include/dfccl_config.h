@@ -83,6 +83,7 @@ typedef struct {
     int64_t directMax;        /**< DFCCL_DIRECT_MAX, bytes */
     int32_t oneshotRanks;     /**< DFCCL_ONESHOT_RANKS */
     int32_t directRanks;      /**< DFCCL_DIRECT_RANKS */
+    int64_t llWideMax;        /**< DFCCL_LL_WIDE_MAX, bytes */
 } dfcclConfig_t;
 
 /** @brief A dfcclConfig_t with every field unset: the environment decides everything. */
@@ -96,7 +97,7 @@ typedef struct {
             DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET,                  \
             DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET,                  \
             DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, dfcclNetUnset, dfcclLogUnset, DFCCL_CONFIG_UNSET,        \
-            DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET                                                           \
+            DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET, DFCCL_CONFIG_UNSET                                       \
     }
 /* clang-format on */
 

@@ -155,7 +155,8 @@ static int small_skip(dfcclDataType_t t, dfcclRedOp_t op, size_t si)
 
 static int mode_matrix(dfcclComm_t comm, int P, int me)
 {
-    static const size_t sizes[] = {0, 1, 7, 1000, 65537};
+    /* 1000 and 5003: LL rounds split over 2-20 channels, by the type's size */
+    static const size_t sizes[] = {0, 1, 7, 1000, 65537, 5003};
     size_t bad = 0, ncases = 0;
     for (int coll = 0; coll < TC_NCOLL; coll++)
         for (int ti = 0; ti < TC_NTYPES; ti++)
@@ -183,7 +184,7 @@ static int mode_matrix(dfcclComm_t comm, int P, int me)
                         c.count = coll == TC_BARRIER ? 0 : n;
                         c.inplace = inplace;
                         c.root = tc_coll_has_root((tc_coll_t)coll) ? (int)(si % (size_t)P) : 0;
-                        c.misalign = si == 2 || si == 4; /* unaligned device pointers too */
+                        c.misalign = si == 2 || si == 4 || si == 5; /* unaligned device pointers too */
                         c.seed = 1000 + coll * 100 + ti * 10 + oi + si;
                         c.comm = comm;
                         c.P = P;

@@ -18,17 +18,17 @@
 START_TEST(algo_select_rules)
 {
     eng_coll_args_t a = {.coll = ENG_COLL_ALLREDUCE, .dtype = dfcclFloat32, .count = 16};
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0, 0, 0, 0), ENG_ALGO_ONESHOT);
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 32, 0, 0, 0), ENG_ALGO_ONESHOT);
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0), ENG_ALGO_LL);
-    ck_assert_int_eq(eng_algo_select(&a, ENG_LL_MAX_RANKS + 1, 64, 64, 0, 0, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0, 0, 0, 0, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 32, 0, 0, 0, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0, 0), ENG_ALGO_LL);
+    ck_assert_int_eq(eng_algo_select(&a, ENG_LL_MAX_RANKS + 1, 64, 64, 0, 0, 0, 0), ENG_ALGO_ONESHOT);
     a.count = 17;
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0), ENG_ALGO_RING);
-    ck_assert_int_eq(eng_algo_select(&a, 1, 64, 64, 0, 0, 0), ENG_ALGO_SELF);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0, 0), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&a, 1, 64, 64, 0, 0, 0, 0), ENG_ALGO_SELF);
     a.coll = ENG_COLL_BCAST;
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0), ENG_ALGO_CHAIN);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0, 0), ENG_ALGO_CHAIN);
     a.coll = ENG_COLL_ALLTOALL;
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0), ENG_ALGO_PAIRWISE);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0, 0), ENG_ALGO_PAIRWISE);
     /* every uniform collective in one LL round while its piece fits ll_max, never a
      * table's, never an empty one */
     static const uint8_t ll_colls[] = {ENG_COLL_REDUCE,         ENG_COLL_BCAST,    ENG_COLL_ALLGATHER,
@@ -37,29 +37,29 @@ START_TEST(algo_select_rules)
     static const eng_block_t tab[4];
     for (size_t i = 0; i < sizeof ll_colls; i++) {
         eng_coll_args_t u = {.coll = ll_colls[i], .dtype = dfcclFloat32, .count = 16};
-        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, 0, 0, 0), ENG_ALGO_LL);
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 63, 0, 0, 0), ENG_ALGO_LL);
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 0, 0, 0, 0), ENG_ALGO_LL);
-        ck_assert_int_ne(eng_algo_select(&u, ENG_LL_MAX_RANKS + 1, 64, 64, 0, 0, 0), ENG_ALGO_LL);
+        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, 0, 0, 0, 0), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 63, 0, 0, 0, 0), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 0, 0, 0, 0, 0), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, ENG_LL_MAX_RANKS + 1, 64, 64, 0, 0, 0, 0), ENG_ALGO_LL);
         u.count = 0;
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 0, 0, 0), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 0, 0, 0, 0), ENG_ALGO_LL);
         u.count = 16;
         u.blocks = tab;
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 0, 0, 0), ENG_ALGO_LL);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 0, 0, 0, 0), ENG_ALGO_LL);
     }
     /* the direct exchange: allreduce above one-shot, reduce_scatter, allgather and alltoall
      * whose larger buffer (N blocks but for allreduce; alltoall: one block) fits direct_max;
      * never a table's,
      * an empty one, more than ENG_DX_MAX_RANKS ranks or the other collectives */
     eng_coll_args_t d = {.coll = ENG_COLL_ALLREDUCE, .dtype = dfcclFloat32, .count = 1024};
-    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4096, 0, 0), ENG_ALGO_DIRECT);
-    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4095, 0, 0), ENG_ALGO_RING);
-    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 0, 0, 0), ENG_ALGO_RING);
-    ck_assert_int_eq(eng_algo_select(&d, 4, 4096, 64, 4096, 0, 0), ENG_ALGO_ONESHOT);
-    ck_assert_int_eq(eng_algo_select(&d, ENG_DX_MAX_RANKS + 1, 64, 64, 4096, 0, 0), ENG_ALGO_RING);
-    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4096, 4, 0), ENG_ALGO_DIRECT1);
-    ck_assert_int_eq(eng_algo_select(&d, 5, 64, 64, 4096, 4, 0), ENG_ALGO_DIRECT);
-    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 0, 4, 0), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4096, 0, 0, 0), ENG_ALGO_DIRECT);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4095, 0, 0, 0), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 0, 0, 0, 0), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 4096, 64, 4096, 0, 0, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&d, ENG_DX_MAX_RANKS + 1, 64, 64, 4096, 0, 0, 0), ENG_ALGO_RING);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 4096, 4, 0, 0), ENG_ALGO_DIRECT1);
+    ck_assert_int_eq(eng_algo_select(&d, 5, 64, 64, 4096, 4, 0, 0), ENG_ALGO_DIRECT);
+    ck_assert_int_eq(eng_algo_select(&d, 4, 64, 64, 0, 4, 0, 0), ENG_ALGO_RING);
     static const uint8_t dx_colls[] = {ENG_COLL_REDUCE_SCATTER, ENG_COLL_ALLGATHER, ENG_COLL_ALLTOALL,
                                        ENG_COLL_BCAST, ENG_COLL_REDUCE};
     for (size_t i = 0; i < sizeof dx_colls; i++) {
@@ -70,20 +70,43 @@ START_TEST(algo_select_rules)
         /* bcast and reduce: up to half of direct_max */
         const int rooted = dx_colls[i] == ENG_COLL_BCAST || dx_colls[i] == ENG_COLL_REDUCE;
         const uint64_t lim = rooted ? 2 * dx : dx;
-        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, lim, 0, 0), ENG_ALGO_DIRECT);
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, lim - 1, 0, 0), ENG_ALGO_DIRECT);
-        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 1024, 4096, 0, 0), ENG_ALGO_LL);
+        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 64, lim, 0, 0, 0), ENG_ALGO_DIRECT);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, lim - 1, 0, 0, 0), ENG_ALGO_DIRECT);
+        ck_assert_int_eq(eng_algo_select(&u, 4, 64, 1024, 4096, 0, 0, 0), ENG_ALGO_LL);
         u.blocks = tab;
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 4096, 0, 0), ENG_ALGO_DIRECT);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 4096, 0, 0, 0), ENG_ALGO_DIRECT);
     }
     static const uint8_t no_dx[] = {ENG_COLL_GATHER, ENG_COLL_SCATTER};
     for (size_t i = 0; i < sizeof no_dx; i++) {
         eng_coll_args_t u = {.coll = no_dx[i], .dtype = dfcclFloat32, .count = 256};
-        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 1 << 20, 0, 0), ENG_ALGO_DIRECT);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 1 << 20, 0, 0, 0), ENG_ALGO_DIRECT);
+    }
+    /* the LL round split over the channels: a uniform piece above ENG_LL_CHAN_BYTES up to
+     * ll_wide, before the one-shot, the direct exchange and the ring; never a table's,
+     * without LL, or above ll_wide; at most ENG_LL_CHAN_BYTES on one channel */
+    static const uint8_t llw_colls[] = {ENG_COLL_ALLREDUCE, ENG_COLL_REDUCE,         ENG_COLL_BCAST,
+                                        ENG_COLL_ALLGATHER, ENG_COLL_REDUCE_SCATTER, ENG_COLL_ALLTOALL,
+                                        ENG_COLL_GATHER,    ENG_COLL_SCATTER};
+    for (size_t i = 0; i < sizeof llw_colls; i++) {
+        eng_coll_args_t u = {.coll = llw_colls[i], .dtype = dfcclFloat32, .count = 4096}; /* 16 KiB */
+        ck_assert_int_eq(eng_algo_select(&u, 4, 1 << 20, 8192, 1 << 20, 4, 0, 16384), ENG_ALGO_LLW);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 1 << 20, 8192, 1 << 20, 4, 0, 16383), ENG_ALGO_LLW);
+        ck_assert_int_ne(eng_algo_select(&u, 4, 1 << 20, 0, 1 << 20, 4, 0, 16384), ENG_ALGO_LLW);
+        ck_assert_int_ne(eng_algo_select(&u, ENG_LL_MAX_RANKS + 1, 1 << 20, 8192, 0, 4, 0, 16384),
+                         ENG_ALGO_LLW);
+        u.count = ENG_LL_CHAN_BYTES / 4 + 1; /* 2 KiB + 4 */
+        ck_assert_int_eq(eng_algo_select(&u, 4, 0, 8192, 0, 0, 0, 16384), ENG_ALGO_LLW);
+        u.count = ENG_LL_CHAN_BYTES / 4; /* one channel's share: the plain round */
+        ck_assert_int_eq(eng_algo_select(&u, 4, 0, 8192, 0, 0, 0, 16384), ENG_ALGO_LL);
+        ck_assert_int_eq(eng_algo_select(&u, 4, 0, 8192, 0, 0, 0, 0), ENG_ALGO_LL);
+        u.count = 4096;
+        u.blocks = tab;
+        ck_assert_int_ne(eng_algo_select(&u, 4, 0, 8192, 0, 0, 0, 16384), ENG_ALGO_LLW);
     }
     a.coll = ENG_COLL_BARRIER;
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0, 0, 0, 0), ENG_ALGO_ONESHOT);
-    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0), ENG_ALGO_LL);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0, 1 << 20), ENG_ALGO_LL);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0, 0, 0, 0, 0), ENG_ALGO_ONESHOT);
+    ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0, 0), ENG_ALGO_LL);
     /* the one-shot's limit gives way to the direct exchange as N grows, never above it */
     ck_assert_uint_eq(eng_oneshot_max(32768, 2, 1), 32768);
     ck_assert_uint_eq(eng_oneshot_max(32768, 4, 1), 16384);
@@ -156,8 +179,9 @@ START_TEST(active_channels_match_ranges)
 {
     /* the closed form must count exactly the channels eng_ctx_init gives work */
     static const size_t counts[] = {1, 2, 3, 7, 15, 16, 17, 100, 1000, 65537};
-    static const uint8_t algos[] = {ENG_ALGO_RING,     ENG_ALGO_ONESHOT, ENG_ALGO_SELF,   ENG_ALGO_CHAIN,
-                                    ENG_ALGO_PAIRWISE, ENG_ALGO_LL,      ENG_ALGO_DIRECT, ENG_ALGO_DIRECT1};
+    static const uint8_t algos[] = {ENG_ALGO_RING,   ENG_ALGO_ONESHOT,  ENG_ALGO_SELF,
+                                    ENG_ALGO_CHAIN,  ENG_ALGO_PAIRWISE, ENG_ALGO_LL,
+                                    ENG_ALGO_DIRECT, ENG_ALGO_DIRECT1,  ENG_ALGO_LLW};
     static const uint8_t colls[] = {ENG_COLL_ALLREDUCE, ENG_COLL_ALLGATHER, ENG_COLL_BCAST};
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
         for (size_t ai = 0; ai < sizeof algos; ai++)
@@ -186,6 +210,46 @@ START_TEST(active_channels_match_ranges)
                         }
                         ck_assert_int_eq(eng_active_channels(&a, N, C), k);
                     }
+}
+END_TEST
+
+START_TEST(ll_split_covers_lines)
+{
+    /* the LL round over the channels: the channels' line ranges tile [0, lines) of the
+     * piece exactly, in order, on the lowest channels, as many as the piece has
+     * ENG_LL_CHAN_BYTES for (at most C), each an even share (so none above channels x
+     * ll_max's share, the caller's cap); the plain round keeps every line on channel 0 */
+    static const size_t counts[] = {0, 1, 512, 513, 1000, 4097, 16384, 65537};
+    static const uint8_t colls[] = {ENG_COLL_ALLREDUCE, ENG_COLL_ALLTOALL, ENG_COLL_BARRIER};
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
+        for (size_t oi = 0; oi < sizeof colls; oi++)
+            for (int wide = 0; wide < 2; wide++)
+                for (int C = 1; C <= 64; C = C * 2 + 1) {
+                    eng_coll_args_t a = {.coll = colls[oi],
+                                         .dtype = dfcclFloat32,
+                                         .algo = wide ? ENG_ALGO_LLW : ENG_ALGO_LL,
+                                         .count = counts[ci]};
+                    const uint64_t piece = eng_ll_piece(&a), lines = eng_ll_lines(piece);
+                    const uint64_t want =
+                        !wide || piece <= ENG_LL_CHAN_BYTES
+                            ? 1
+                            : DFCCL_MIN((uint64_t)C, DFCCL_DIV_UP(piece, (uint64_t)ENG_LL_CHAN_BYTES));
+                    uint64_t next = 0;
+                    int active = 0;
+                    for (int c = 0; c < C; c++) {
+                        eng_ctx_t x;
+                        eng_ctx_init(&a, 4, c, C, &x);
+                        if (x.done)
+                            continue;
+                        ck_assert_int_eq(c, active++);
+                        ck_assert_uint_eq(x.lo, next);
+                        next = x.hi;
+                        ck_assert_uint_ge(x.hi - x.lo, lines / want);
+                        ck_assert_uint_le(x.hi - x.lo, DFCCL_DIV_UP(lines, want));
+                    }
+                    ck_assert_uint_eq(next, lines);
+                    ck_assert_uint_eq((uint64_t)active, want);
+                }
 }
 END_TEST
 
@@ -345,6 +409,7 @@ Suite *check_algo_plan_suite(void)
     tcase_add_test(t, read_min_auto_rules);
     tcase_add_test(t, active_channels_match_ranges);
     tcase_add_test(t, pairwise_pieces_partition_blocks);
+    tcase_add_test(t, ll_split_covers_lines);
     tcase_add_test(t, self_copy_pieces_cover_output);
     tcase_add_test(t, direct_ranges_tile_blocks);
     tcase_add_test(t, gpu_fifo_layout);

@@ -162,6 +162,7 @@ typedef struct {
     uint32_t oneshot_ranks;
     uint64_t read; /* read_min */
     int refuse;    /* the zero-copy read refused: 1 every read (all PUSH), 2 some pairs */
+    uint64_t wide; /* ll_wide: the LL round split over the channels up to this piece */
 } algo_case_t;
 
 /* eng_read_test_refuse (prims_cpu_read.h) for refuse 2: a mix of read and pushed peers,
@@ -222,8 +223,10 @@ static float **run_case(const algo_case_t *k, int stall_pct, int copy_ctx, unsig
             args[r].recvbuf = out[r] + (size_t)r * cnt;
         if (k->coll == ENG_COLL_SCATTER && k->inplace && r == k->root)
             args[r].recvbuf = out[r] + (size_t)r * cnt; /* its own block stays where it is */
-        args[r].algo =
-            (uint8_t)eng_algo_select(&args[r], N, k->oneshot, k->ll, k->direct, k->oneshot_ranks, k->read);
+        args[r].algo = (uint8_t)eng_algo_select(&args[r], N, k->oneshot, k->ll, k->direct, k->oneshot_ranks,
+                                                k->read, k->wide);
+        if (k->wide) /* (the cases' pieces are all above one channel's share) */
+            ck_assert_int_eq(args[r].algo, ENG_ALGO_LLW);
     }
     /* the zero-copy read: each rank's descriptor of its send buffer, as api.c attaches it */
     eng_block_t desc[8];
@@ -318,107 +321,127 @@ static void free_out(float **out, int N)
 static const algo_case_t cases[] = {
     /* coll, N, count, root, inplace, chunk, depth, channels, oneshot_max, small, ll_max,
      * direct_max, oneshot_ranks */
-    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 7, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0}, /* fewer elements than ranks */
-    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 8, 0, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 50, 0, 0, 256, 2, 1, 1024, 0, 0, 0, 0, 0, 0}, /* one-shot */
-    {ENG_COLL_ALLREDUCE, 3, 50, 0, 1, 256, 2, 1, 1024, 0, 0, 0, 0, 0, 0}, /* one-shot in place */
-    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_REDUCE_SCATTER, 3, 333, 0, 1, 256, 2, 2, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLGATHER, 5, 100, 0, 1, 128, 2, 3, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_BCAST, 3, 1000, 1, 1, 256, 3, 2, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_REDUCE, 4, 1000, 3, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_REDUCE, 5, 999, 1, 1, 128, 2, 2, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 3, 1, 0, 0, 256, 2, 2, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 1, 10, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 1, 10, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 7, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0}, /* fewer elements than ranks */
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 0, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 50, 0, 0, 256, 2, 1, 1024, 0, 0, 0, 0, 0, 0, 0}, /* one-shot */
+    {ENG_COLL_ALLREDUCE, 3, 50, 0, 1, 256, 2, 1, 1024, 0, 0, 0, 0, 0, 0, 0}, /* one-shot in place */
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 3, 333, 0, 1, 256, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 5, 100, 0, 1, 128, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_BCAST, 3, 1000, 1, 1, 256, 3, 2, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE, 4, 1000, 3, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE, 5, 999, 1, 1, 128, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 3, 1, 0, 0, 256, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 1, 10, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 1, 10, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0},
     /* role-sized connections: large steps r-1 -> r -> r+1 only, as on the GPU */
-    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 64, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 30, 0, 1, 256, 2, 1, 128, 128, 0, 0, 0, 0, 0}, /* one-shot fits a small step */
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 64, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 30, 0, 1, 256, 2, 1, 128, 128, 0, 0, 0, 0, 0, 0}, /* one-shot fits a small step */
     /* one-shot in several chunks (one per FIFO step): uniform and role-sized steps */
-    {ENG_COLL_ALLREDUCE, 3, 120, 0, 1, 256, 2, 1, 1024, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 100, 0, 0, 512, 4, 1, 1024, 128, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 5, 97, 0, 1, 512, 4, 2, 1024, 128, 0, 0, 0, 0, 0},
-    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLGATHER, 3, 333, 0, 1, 256, 2, 2, 0, 64, 0, 0, 0, 0, 0},
-    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 64, 0, 0, 0, 0, 0},
-    {ENG_COLL_REDUCE, 5, 999, 1, 1, 256, 2, 2, 0, 64, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64, 0, 0, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 5, 77, 0, 0, 512, 3, 2, 0, 128, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 120, 0, 1, 256, 2, 1, 1024, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 100, 0, 0, 512, 4, 1, 1024, 128, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 5, 97, 0, 1, 512, 4, 2, 1024, 128, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 3, 333, 0, 1, 256, 2, 2, 0, 64, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_BCAST, 4, 1000, 2, 0, 256, 2, 1, 0, 64, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE, 5, 999, 1, 1, 256, 2, 2, 0, 64, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 5, 77, 0, 0, 512, 3, 2, 0, 128, 0, 0, 0, 0, 0, 0},
     /* LL one-shot: odd counts (a half-filled last packet), in place, 8 ranks, role-sized */
-    {ENG_COLL_ALLREDUCE, 4, 51, 0, 0, 512, 2, 1, 1024, 0, 256, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 3, 63, 0, 1, 512, 2, 1, 1024, 0, 256, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 128, 0, 128, 0, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 5, 32, 0, 1, 512, 3, 2, 0, 256, 128, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 51, 0, 0, 512, 2, 1, 1024, 0, 256, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 63, 0, 1, 512, 2, 1, 1024, 0, 256, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 1, 0, 0, 256, 2, 1, 128, 0, 128, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 5, 32, 0, 1, 512, 3, 2, 0, 256, 128, 0, 0, 0, 0, 0},
     /* gather and scatter, pairwise */
-    {ENG_COLL_GATHER, 4, 300, 2, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0},
-    {ENG_COLL_GATHER, 3, 100, 1, 1, 256, 2, 2, 0, 64, 0, 0, 0, 0, 0},
-    {ENG_COLL_SCATTER, 5, 200, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 0, 0},
-    {ENG_COLL_SCATTER, 4, 77, 3, 1, 256, 3, 1, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_GATHER, 4, 300, 2, 0, 256, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_GATHER, 3, 100, 1, 1, 256, 2, 2, 0, 64, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_SCATTER, 5, 200, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 0, 0, 0},
+    {ENG_COLL_SCATTER, 4, 77, 3, 1, 256, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0},
     /* one round of LL lines, every collective: odd counts, in place, roots, role-sized */
-    {ENG_COLL_BCAST, 4, 100, 2, 0, 1024, 2, 1, 0, 0, 512, 0, 0, 0, 0},
-    {ENG_COLL_BCAST, 3, 33, 1, 1, 512, 2, 2, 0, 512, 256, 0, 0, 0, 0},
-    {ENG_COLL_REDUCE, 5, 63, 3, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0},
-    {ENG_COLL_REDUCE, 6, 31, 0, 1, 512, 3, 2, 0, 256, 128, 0, 0, 0, 0},
-    {ENG_COLL_ALLGATHER, 4, 33, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0},
-    {ENG_COLL_ALLGATHER, 5, 17, 0, 1, 512, 2, 2, 0, 256, 128, 0, 0, 0, 0},
-    {ENG_COLL_REDUCE_SCATTER, 4, 31, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0},
-    {ENG_COLL_REDUCE_SCATTER, 3, 21, 0, 1, 512, 2, 1, 0, 256, 128, 0, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 4, 25, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 8, 3, 0, 0, 256, 3, 1, 0, 0, 64, 0, 0, 0, 0},
-    {ENG_COLL_GATHER, 4, 21, 1, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0},
-    {ENG_COLL_GATHER, 7, 9, 0, 1, 512, 2, 2, 0, 256, 128, 0, 0, 0, 0},
-    {ENG_COLL_SCATTER, 5, 13, 4, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0},
-    {ENG_COLL_SCATTER, 3, 7, 0, 1, 256, 2, 1, 0, 128, 64, 0, 0, 0, 0},
+    {ENG_COLL_BCAST, 4, 100, 2, 0, 1024, 2, 1, 0, 0, 512, 0, 0, 0, 0, 0},
+    {ENG_COLL_BCAST, 3, 33, 1, 1, 512, 2, 2, 0, 512, 256, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE, 5, 63, 3, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE, 6, 31, 0, 1, 512, 3, 2, 0, 256, 128, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 4, 33, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 5, 17, 0, 1, 512, 2, 2, 0, 256, 128, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 4, 31, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 3, 21, 0, 1, 512, 2, 1, 0, 256, 128, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 25, 0, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 8, 3, 0, 0, 256, 3, 1, 0, 0, 64, 0, 0, 0, 0, 0},
+    {ENG_COLL_GATHER, 4, 21, 1, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0, 0},
+    {ENG_COLL_GATHER, 7, 9, 0, 1, 512, 2, 2, 0, 256, 128, 0, 0, 0, 0, 0},
+    {ENG_COLL_SCATTER, 5, 13, 4, 0, 512, 2, 1, 0, 0, 256, 0, 0, 0, 0, 0},
+    {ENG_COLL_SCATTER, 3, 7, 0, 1, 256, 2, 1, 0, 128, 64, 0, 0, 0, 0, 0},
     /* direct exchange: two-shot allreduce (odd counts, short and empty last blocks, in
      * place, several windows of chunks, several channels), reduce_scatter, allgather and
      * alltoall (in place where MPI allows), role-sized connections */
-    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0, 0, 1 << 20, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 8, 9, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 128, 0, 1 << 20, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 7, 30000, 0, 1, 1024, 4, 3, 0, 256, 0, 1 << 20, 0, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 100, 0, 0, 512, 4, 1, 64, 128, 32, 1 << 20, 0, 0, 0}, /* above one-shot and LL */
-    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0, 0, 0},
-    {ENG_COLL_REDUCE_SCATTER, 3, 2001, 0, 1, 256, 3, 2, 0, 0, 0, 1 << 20, 0, 0, 0},
-    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0, 0, 0},
-    {ENG_COLL_ALLGATHER, 5, 1001, 0, 1, 512, 2, 3, 0, 0, 0, 1 << 20, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0, 0, 0},
-    {ENG_COLL_ALLTOALL, 6, 777, 0, 0, 512, 4, 2, 0, 128, 0, 1 << 20, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 1001, 0, 1, 256, 4, 1, 0, 0, 0, 1 << 20, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 8, 9, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 5, 4099, 0, 0, 512, 3, 2, 0, 128, 0, 1 << 20, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 7, 30000, 0, 1, 1024, 4, 3, 0, 256, 0, 1 << 20, 0, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 100, 0, 0, 512, 4, 1, 64, 128, 32, 1 << 20, 0, 0, 0,
+     0}, /* above one-shot and LL */
+    {ENG_COLL_REDUCE_SCATTER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0, 0, 0, 0},
+    {ENG_COLL_REDUCE_SCATTER, 3, 2001, 0, 1, 256, 3, 2, 0, 0, 0, 1 << 20, 0, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 4, 333, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0, 0, 0, 0},
+    {ENG_COLL_ALLGATHER, 5, 1001, 0, 1, 512, 2, 3, 0, 0, 0, 1 << 20, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 300, 0, 0, 256, 2, 1, 0, 64, 0, 1 << 20, 0, 0, 0, 0},
+    {ENG_COLL_ALLTOALL, 6, 777, 0, 0, 512, 4, 2, 0, 128, 0, 1 << 20, 0, 0, 0, 0},
     /* the direct allreduce one-shot over every channel (few ranks) */
-    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 2, 0, 0},
-    {ENG_COLL_ALLREDUCE, 3, 4099, 0, 1, 256, 4, 2, 0, 128, 0, 1 << 20, 4, 0, 0},
-    {ENG_COLL_ALLREDUCE, 4, 30001, 0, 0, 1024, 3, 3, 0, 256, 0, 1 << 20, 4, 0, 0},
-    {ENG_COLL_ALLREDUCE, 2, 7, 0, 1, 256, 2, 1, 0, 0, 0, 1 << 20, 2, 0, 0},
+    {ENG_COLL_ALLREDUCE, 2, 1000, 0, 0, 256, 2, 1, 0, 0, 0, 1 << 20, 2, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 3, 4099, 0, 1, 256, 4, 2, 0, 128, 0, 1 << 20, 4, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 4, 30001, 0, 0, 1024, 3, 3, 0, 256, 0, 1 << 20, 4, 0, 0, 0},
+    {ENG_COLL_ALLREDUCE, 2, 7, 0, 1, 256, 2, 1, 0, 0, 0, 1 << 20, 2, 0, 0, 0},
     /* the zero-copy read (read_min 1: every block): read where the buffers are, every
      * peer pushed (refuse 1), and a mix (2); odd counts (a block not a whole number of
      * grains, several windows of chunks), several channels, role-sized connections,
      * in place for allgather; alltoall in place is refused by the API */
-    {ENG_COLL_ALLTOALL, 2, 1001, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 1, 0},
-    {ENG_COLL_ALLTOALL, 3, 77, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 1, 0},
-    {ENG_COLL_ALLTOALL, 4, 1, 0, 0, 512, 3, 1, 0, 0, 0, 0, 0, 1, 0},
-    {ENG_COLL_ALLTOALL, 5, 3001, 0, 0, 512, 4, 3, 0, 128, 0, 0, 0, 1, 0},
-    {ENG_COLL_ALLTOALL, 2, 1001, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 1, 1},
-    {ENG_COLL_ALLTOALL, 3, 777, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 1, 1},
-    {ENG_COLL_ALLTOALL, 4, 333, 0, 0, 512, 3, 1, 0, 0, 0, 0, 0, 1, 2},
-    {ENG_COLL_ALLTOALL, 5, 1999, 0, 0, 256, 2, 3, 0, 128, 0, 0, 0, 1, 2},
-    {ENG_COLL_ALLGATHER, 2, 1001, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 1, 0},
-    {ENG_COLL_ALLGATHER, 3, 1003, 0, 1, 256, 2, 2, 0, 64, 0, 0, 0, 1, 0},
-    {ENG_COLL_ALLGATHER, 4, 5, 0, 0, 512, 3, 1, 0, 0, 0, 0, 0, 1, 0},
-    {ENG_COLL_ALLGATHER, 5, 4099, 0, 1, 512, 4, 3, 0, 128, 0, 0, 0, 1, 0},
-    {ENG_COLL_ALLGATHER, 2, 999, 0, 1, 256, 2, 1, 0, 0, 0, 0, 0, 1, 1},
-    {ENG_COLL_ALLGATHER, 3, 2001, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 1, 1},
-    {ENG_COLL_ALLGATHER, 4, 3333, 0, 1, 512, 3, 2, 0, 0, 0, 0, 0, 1, 2},
-    {ENG_COLL_ALLGATHER, 5, 777, 0, 0, 256, 2, 3, 0, 128, 0, 0, 0, 1, 2},
-    {ENG_COLL_ALLTOALL, 8, 333, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 1, 2},
-    {ENG_COLL_ALLGATHER, 8, 1001, 0, 1, 512, 3, 1, 0, 0, 0, 0, 0, 1, 0},
-    {ENG_COLL_ALLGATHER, 7, 99, 0, 0, 256, 2, 2, 0, 0, 0, 0, 0, 1, 1},
+    {ENG_COLL_ALLTOALL, 2, 1001, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 1, 0, 0},
+    {ENG_COLL_ALLTOALL, 3, 77, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 1, 0, 0},
+    {ENG_COLL_ALLTOALL, 4, 1, 0, 0, 512, 3, 1, 0, 0, 0, 0, 0, 1, 0, 0},
+    {ENG_COLL_ALLTOALL, 5, 3001, 0, 0, 512, 4, 3, 0, 128, 0, 0, 0, 1, 0, 0},
+    {ENG_COLL_ALLTOALL, 2, 1001, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 1, 1, 0},
+    {ENG_COLL_ALLTOALL, 3, 777, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 1, 1, 0},
+    {ENG_COLL_ALLTOALL, 4, 333, 0, 0, 512, 3, 1, 0, 0, 0, 0, 0, 1, 2, 0},
+    {ENG_COLL_ALLTOALL, 5, 1999, 0, 0, 256, 2, 3, 0, 128, 0, 0, 0, 1, 2, 0},
+    {ENG_COLL_ALLGATHER, 2, 1001, 0, 0, 256, 2, 1, 0, 0, 0, 0, 0, 1, 0, 0},
+    {ENG_COLL_ALLGATHER, 3, 1003, 0, 1, 256, 2, 2, 0, 64, 0, 0, 0, 1, 0, 0},
+    {ENG_COLL_ALLGATHER, 4, 5, 0, 0, 512, 3, 1, 0, 0, 0, 0, 0, 1, 0, 0},
+    {ENG_COLL_ALLGATHER, 5, 4099, 0, 1, 512, 4, 3, 0, 128, 0, 0, 0, 1, 0, 0},
+    {ENG_COLL_ALLGATHER, 2, 999, 0, 1, 256, 2, 1, 0, 0, 0, 0, 0, 1, 1, 0},
+    {ENG_COLL_ALLGATHER, 3, 2001, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 1, 1, 0},
+    {ENG_COLL_ALLGATHER, 4, 3333, 0, 1, 512, 3, 2, 0, 0, 0, 0, 0, 1, 2, 0},
+    {ENG_COLL_ALLGATHER, 5, 777, 0, 0, 256, 2, 3, 0, 128, 0, 0, 0, 1, 2, 0},
+    {ENG_COLL_ALLTOALL, 8, 333, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 1, 2, 0},
+    {ENG_COLL_ALLGATHER, 8, 1001, 0, 1, 512, 3, 1, 0, 0, 0, 0, 0, 1, 0, 0},
+    {ENG_COLL_ALLGATHER, 7, 99, 0, 0, 256, 2, 2, 0, 0, 0, 0, 0, 1, 1, 0},
+    /* one round of LL lines split over the channels (ll_wide): pieces of 2-6 channels'
+     * share over 2-4 channels (the last one short), odd counts, in place, roots,
+     * role-sized connections, every uniform collective */
+    {ENG_COLL_ALLREDUCE, 4, 3001, 0, 0, 8192, 2, 4, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_ALLREDUCE, 3, 1025, 0, 1, 8192, 3, 4, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_ALLREDUCE, 8, 777, 0, 0, 16384, 2, 2, 0, 8192, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_ALLREDUCE, 2, 513, 0, 1, 8192, 2, 4, 1024, 0, 4096, 1 << 20, 2, 0, 0, 1 << 20},
+    {ENG_COLL_REDUCE_SCATTER, 4, 700, 0, 0, 8192, 2, 3, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_REDUCE_SCATTER, 3, 1111, 0, 1, 16384, 2, 2, 0, 8192, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_ALLGATHER, 5, 1500, 0, 1, 8192, 2, 3, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_ALLGATHER, 4, 1025, 0, 0, 8192, 3, 2, 0, 0, 4096, 1 << 20, 0, 0, 0, 1 << 20},
+    {ENG_COLL_ALLTOALL, 4, 600, 0, 0, 8192, 2, 2, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_ALLTOALL, 6, 1203, 0, 0, 8192, 2, 3, 0, 8192, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_BCAST, 3, 2500, 1, 1, 8192, 2, 4, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_BCAST, 5, 999, 0, 0, 8192, 2, 2, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_REDUCE, 5, 1111, 3, 0, 8192, 2, 4, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_REDUCE, 4, 2049, 0, 1, 8192, 3, 3, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_GATHER, 4, 555, 1, 0, 8192, 2, 2, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_SCATTER, 5, 999, 4, 1, 8192, 2, 3, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
 };
 
 START_TEST(algo_uninterrupted_vs_stalled)
@@ -462,7 +485,7 @@ START_TEST(read_owner_waits_for_every_reader)
         a[r] = (eng_coll_args_t){.coll = ENG_COLL_ALLTOALL, .dtype = dfcclFloat32, .count = 40};
         a[r].sendbuf = in[r];
         a[r].recvbuf = out[r];
-        a[r].algo = (uint8_t)eng_algo_select(&a[r], N, 0, 0, 0, 0, 1);
+        a[r].algo = (uint8_t)eng_algo_select(&a[r], N, 0, 0, 0, 0, 1, 0);
         ck_assert_int_eq(a[r].algo, ENG_ALGO_READ);
         eng_read_desc_cpu(&desc[r], in[r], sizeof(in[r]));
         a[r].blocks = &desc[r];
@@ -567,7 +590,7 @@ START_TEST(pairwise_sends_run_ahead)
         a[r] = (eng_coll_args_t){.coll = ENG_COLL_ALLTOALL, .dtype = dfcclFloat32, .count = cnt};
         a[r].sendbuf = in[r];
         a[r].recvbuf = out[r];
-        a[r].algo = (uint8_t)eng_algo_select(&a[r], N, 0, 0, 0, 0, 0);
+        a[r].algo = (uint8_t)eng_algo_select(&a[r], N, 0, 0, 0, 0, 0, 0);
         ck_assert_int_eq(a[r].algo, ENG_ALGO_PAIRWISE);
         eng_ctx_init(&a[r], N, 0, 1, &x[r]);
     }
@@ -639,7 +662,7 @@ START_TEST(reduce_scatterv_stalled)
                                  .blocks = tab[r]};
         a[r].sendbuf = in[r];
         a[r].recvbuf = out[r];
-        a[r].algo = (uint8_t)eng_algo_select(&a[r], N, 0, 256, 1 << 20, 0, 1);
+        a[r].algo = (uint8_t)eng_algo_select(&a[r], N, 0, 256, 1 << 20, 0, 1, 0);
         ck_assert_int_eq(a[r].algo, ll ? ENG_ALGO_LL : ENG_ALGO_PAIRWISE);
     }
     sim_t sims[3];
@@ -690,7 +713,7 @@ START_TEST(ll_stale_simple_data_never_passes)
                          .count = 2,
                          .sendbuf = in,
                          .recvbuf = out};
-    a.algo = (uint8_t)eng_algo_select(&a, N, 1024, 256, 0, 0, 0);
+    a.algo = (uint8_t)eng_algo_select(&a, N, 1024, 256, 0, 0, 0, 0);
     ck_assert_int_eq(a.algo, ENG_ALGO_LL);
     eng_ctx_t x;
     eng_ctx_init(&a, N, 0, 1, &x);
@@ -733,7 +756,7 @@ START_TEST(ll_steps_reuse_and_wait)
                                         .count = cnt,
                                         .sendbuf = in[r],
                                         .recvbuf = round % 2 ? in[r] : out[r]};
-            args[r].algo = (uint8_t)eng_algo_select(&args[r], N, 1024, 256, 0, 0, 0);
+            args[r].algo = (uint8_t)eng_algo_select(&args[r], N, 1024, 256, 0, 0, 0, 0);
             ck_assert_int_eq(args[r].algo, ENG_ALGO_LL);
         }
         float want[21];
@@ -748,7 +771,7 @@ START_TEST(ll_steps_reuse_and_wait)
     }
     /* an LL barrier with rank 2 absent: the others must wait; then rank 2 completes it */
     eng_coll_args_t b = {.coll = ENG_COLL_BARRIER};
-    b.algo = (uint8_t)eng_algo_select(&b, N, 1024, 256, 0, 0, 0);
+    b.algo = (uint8_t)eng_algo_select(&b, N, 1024, 256, 0, 0, 0, 0);
     ck_assert_int_eq(b.algo, ENG_ALGO_LL);
     eng_ctx_t x[3];
     for (int r = 0; r < N; r++)
@@ -811,7 +834,7 @@ START_TEST(signature_mismatch_never_taken)
             a[r].count += f == 3;
         }
         a[r].algo = (uint8_t)eng_algo_select(&a[r], N, sig_cases[k].oneshot ? 1024 : 0,
-                                             sig_cases[k].algo_ll ? 256 : 0, 0, 0, 0);
+                                             sig_cases[k].algo_ll ? 256 : 0, 0, 0, 0, 0);
         eng_ctx_init(&a[r], N, 0, 1, &x[r]);
     }
     ck_assert_uint_ne(eng_coll_sig(&a[0]), eng_coll_sig(&a[2]));

@@ -33,7 +33,7 @@ START_TEST(rows_whole_and_defaults_parse)
         parsed++;
     }
     ck_assert_int_eq(rows, parsed + 5); /* DFCCL_HOST, _TRACE, _DEBUG, _DEBUG_SUBSYS, _DEBUG_FILE */
-    ck_assert_int_eq(mca, 27);          /* the component's coll_dfccl_* engine parameters */
+    ck_assert_int_eq(mca, 28);          /* the component's coll_dfccl_* engine parameters */
     dfcclConfigEntry_t e;
     ck_assert_int_eq(dfcclGetConfigEntry(rows - 1, &e), dfcclSuccess);
     ck_assert_int_eq(dfcclGetConfigEntry(rows, &e), dfcclInvalidArgument);
