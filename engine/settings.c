@@ -341,11 +341,12 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                            "move to device memory (not yet run on a GPU); elsewhere they take puts as host "
                            "memory."},
     /* the LL round split over the channels (ENG_ALGO_LLW): one dependent step for the
-     * mid range where the one-shot, direct exchange and ring take two or more */
+     * mid range where the one-shot, direct exchange and ring take two or more. Off until
+     * it has been measured on a GPU (bench/RESULTS.md) */
     [K_LL_WIDE] = {.env = "DFCCL_LL_WIDE_MAX",
                    .mca = "ll_wide_max",
                    FIELD64(llWideMax),
-                   .def = "65536",
+                   .def = "0",
                    COUNT(0, MB64),
                    .unit = "bytes",
                    .help = "a piece per peer above 2 KiB and up to this size runs in one LL round split over "
