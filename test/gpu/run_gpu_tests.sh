@@ -6,8 +6,8 @@
 # host of their own, into device FIFOs where that UCX carries device memory), then stops
 # MPS.
 #   run_gpu_tests.sh BUILD_DIR [quick]
-# Environment: NPS, CHAOS_NPS, COMMS_NPS, NET_NPS, READ_NPS (rank counts of the matrix,
-# chaos, 100-communicator, net-matrix and zero-copy read cases; empty skips), SANITIZER=0 (no compute-sanitizer),
+# Environment: NPS, CHAOS_NPS, COMMS_NPS, NET_NPS, READ_NPS, WIDE_NPS (rank counts of the matrix,
+# chaos, 100-communicator, net-matrix, zero-copy read and split LL cases; empty skips), SANITIZER=0 (no compute-sanitizer),
 # NET_ONLY=1 (only the net-transport cases), NO_NET=1 (none of them), GPU_FILTER (only
 # the cases whose name matches this extended regex, e.g. '^(matrix|chaos)$').
 # Prints "PASS: ..." / "FAIL: ..." per case and ends with "N passed, N failed".
@@ -72,6 +72,11 @@ done
 for np in ${CHAOS_NPS-2 4 8}; do
     run "chaos" 180 ok $np $T chaos --iters 10
 done
+# LL rounds split over the channels (DFCCL_LL_WIDE_MAX, off by default): pieces of 2-64 KiB
+for np in ${WIDE_NPS-2 8}; do
+    [ -z "$NET_ONLY" ] && run "matrix ll_wide" 300 ok $np -x DFCCL_LL_WIDE_MAX=65536 $T matrix
+done
+[ -z "$NET_ONLY" ] && run "chaos ll_wide" 180 ok 4 -x DFCCL_LL_WIDE_MAX=65536 $T chaos --iters 10
 # the zero-copy read forced on every alltoall and allgather (DFCCL_READ_MIN=1): the matrix
 # (each buffer once: the staged path), buffers reused, cycled past the export slots,
 # reallocated and from a pool (the mapped path)
@@ -281,6 +286,9 @@ fi
 # the hang proofs last: each leaves kernels spinning until MPS is restarted
 if [ -z "$NET_ONLY" ]; then
     run "chaos preempt=0" 90 hang 4 -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
+    mps_restart
+    run "chaos ll_wide preempt=0" 90 hang 4 -x DFCCL_LL_WIDE_MAX=65536 -x DFCCL_PREEMPT=0 $T chaos --iters 5 \
+        --deadline 20
     mps_restart
     run "sync preempt=0" 60 hang 2 -x DFCCL_PREEMPT=0 $T sync --deadline 15
     mps_restart
