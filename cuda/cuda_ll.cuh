@@ -100,8 +100,11 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
     const int tid = (int)threadIdx.x;
     const eng_ll_plan_t pl = *plan;
     const void *src = a->sendbuf;
-    /* this channel's lines [l0, l0 + lines) of each piece, at line 0 of its steps */
-    const uint64_t bytes = pl.bytes, l0 = pl.l0, lines = pl.l1 - l0, sstride = pl.sstride;
+    /* this channel's lines [l0, l0 + lines) of each piece, at line 0 of its steps (a
+     * table's: of its largest piece, whose bytes the count holds) */
+    const uint64_t bytes = pl.bytes, l0 = pl.l0, sstride = pl.sstride;
+    const uint64_t hi = DFCCL_MIN(pl.l1, eng_ll_lines(pl.tab ? a->count : bytes)),
+                   lines = hi > l0 ? hi - l0 : 0;
     const uint32_t smask = pl.smask, rmask = pl.rmask;
     const int ns = __popc(smask), per_peer = sstride || pl.tab;
     /* this thread's first packet, loaded while warp 0 reads the connections */
@@ -165,8 +168,7 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
             }
         }
     } else { /* a piece per peer: (peer, line) pairs over the block (lines < 2^32); a table's
-              * pieces differ in size: pairs over the largest (the count holds its bytes: the
-              * channel's range, eng_split_span) */
+              * pieces differ in size: pairs over the largest */
         const uint32_t nl = (uint32_t)lines, total = (uint32_t)ns * nl;
         for (uint32_t j = (uint32_t)tid; j < total; j += blockDim.x) {
             const uint32_t k = j / nl, i = j - k * nl;

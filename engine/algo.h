@@ -112,6 +112,16 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
     }
 }
 
+/* The largest piece of an LL round split over the channels (eng_algo_select's ll_wide)
+ * for the caller's DFCCL_LL_WIDE_MAX, its LL limit ll_max (at most half the smallest
+ * step) and the communicator's channels: a channel takes at least ENG_LL_CHAN_BYTES of
+ * the piece, under 2 x that of it while the channels last (so ll_max must reach that
+ * far), and at most ll_max of it once they are all in use. */
+DFCCL_INLINE uint64_t eng_ll_wide(uint64_t wide_max, uint64_t ll_max, uint64_t chans)
+{
+    return ll_max < 2 * (uint64_t)ENG_LL_CHAN_BYTES ? 0 : DFCCL_MIN(wide_max, ll_max * chans);
+}
+
 /* The FIFO one-shot allreduce's limit: oneshot_max, or where the GPU daemon has the
  * direct exchange, oneshot_max * 2 / N (16 KiB at 4 ranks, 8 KiB at 8 with the
  * defaults). The one-shot sends N-1 copies of the whole buffer through the FIFOs in
@@ -144,12 +154,10 @@ DFCCL_INLINE uint64_t eng_split_span(const eng_coll_args_t *a, int nranks, int *
 {
     switch (a->algo) {
     case ENG_ALGO_RING: return ring_stride(a, nranks);
-    case ENG_ALGO_ONESHOT: *C = 1; return 1;
-    case ENG_ALGO_LL: /* one channel, every line (a table's: those of its largest piece) */
-        *C = 1;
-        return eng_ll_lines(eng_ll_piece(a));
-    case ENG_ALGO_LLW: { /* the lines over the channels, at least ENG_LL_CHAN_BYTES each */
-        const uint64_t piece = eng_ll_piece(a), chans = DFCCL_DIV_UP(piece, (uint64_t)ENG_LL_CHAN_BYTES);
+    case ENG_ALGO_ONESHOT:
+    case ENG_ALGO_LL: *C = 1; return 1; /* (the LL round: every line, algo_ll.h) */
+    case ENG_ALGO_LLW: {                /* the lines over the channels, at least ENG_LL_CHAN_BYTES each */
+        const uint64_t piece = eng_ll_piece(a), chans = piece / ENG_LL_CHAN_BYTES;
         if (chans < (uint64_t)*C)
             *C = chans ? (int)chans : 1;
         return eng_ll_lines(piece);

@@ -27,7 +27,10 @@ DFCCL_DEV_INLINE eng_prog_t algo_ll_progress(const eng_coll_args_t *a, eng_chan_
 {
     const int N = v->nranks;
     eng_ll_plan_t pl;
-    eng_ll_plan(a, v->rank, N, x->lo, x->hi, &pl);
+    /* the split round: this channel's lines; the plain one: all of them (the primitives
+     * clip to the pieces' lines, as they worked them out before the split) */
+    const int split = a->algo == ENG_ALGO_LLW;
+    eng_ll_plan(a, v->rank, N, split ? x->lo : 0, split ? x->hi : UINT64_MAX, &pl);
     eng_prog_t prog = ENG_WAIT;
 
     if (x->step == 0) {

@@ -20,8 +20,8 @@ typedef struct {
     uint64_t rstride;       /* copied: peer p's piece lands at recvbuf + p * rstride */
     uint32_t smask, rmask;  /* peers written to, read from */
     int reduce;             /* else copied: the pieces of every rank reduced in rank order */
-    uint64_t l0, l1;        /* this channel's lines of every piece: [l0, l1), at line 0 of
-                               its steps (a table's pieces: those of them below l1) */
+    uint64_t l0, l1;        /* this channel's lines of every piece: [l0, l1) at line 0 of its
+                               steps, clipped to each piece's lines (UINT64_MAX: all of them) */
 } eng_ll_plan_t;
 
 /* Bytes of the piece one rank sends one peer (what eng_algo_select compares with
@@ -35,7 +35,7 @@ DFCCL_INLINE uint64_t eng_ll_piece(const eng_coll_args_t *a)
 }
 
 /* Who writes to whom, and where the pieces come from and go, for rank r of N; the
- * channel's lines [l0, l1) of each piece (eng_split_span: all of them on one channel). */
+ * channel's lines [l0, l1) of each piece (ENG_ALGO_LLW's split: eng_split_span). */
 DFCCL_INLINE void eng_ll_plan(const eng_coll_args_t *a, int r, int N, uint64_t l0, uint64_t l1,
                               eng_ll_plan_t *pl)
 {

@@ -351,10 +351,12 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                    .unit = "bytes",
                    .help = "a piece per peer above 2 KiB and up to this size runs in one LL round split over "
                            "the channels (0: never)",
-                   .more = "Each channel takes at least 2 KiB of the piece and at most DFCCL_LL_MAX, so the "
-                           "limit is at most the communicator's channels x DFCCL_LL_MAX; one dependent step "
-                           "for twice the data's traffic, instead of the one-shot's, direct exchange's or "
-                           "ring's two or more."},
+                   .more =
+                       "Each channel takes at least 2 KiB of the piece and at most DFCCL_LL_MAX, so the "
+                       "limit is at most the communicator's channels x DFCCL_LL_MAX, and a DFCCL_LL_MAX "
+                       "below 4096 turns it off; one dependent step for twice the data's traffic, instead "
+                       "of the one-shot's, direct exchange's or ring's two or more. Off until measured on a "
+                       "GPU; slower on the CPU daemon."},
     /* one-shot: fewer hops and, at 2 ranks, less traffic */
     [K_ONESHOT_RANKS] = {.env = "DFCCL_ONESHOT_RANKS",
                          .mca = "oneshot_ranks",

@@ -317,6 +317,9 @@ if [ -n "$CS" ] && [ "${SANITIZER:-1}" = 1 ] && [ -z "$NET_ONLY" ]; then
         run "compute-sanitizer $1" ${SANITIZER_TIMEOUT:-200} ok $2 $CS --tool $1 --error-exitcode 9 $T matrix --small
         grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$LOGDIR"/compute-sanitizer_$1-np$2.log | sort | uniq -c | sed 's/^/    /'
     done
+    # the LL round split over the channels: several blocks' writes to one output
+    run "compute-sanitizer racecheck ll_wide" ${SANITIZER_TIMEOUT:-200} ok 2 -x DFCCL_LL_WIDE_MAX=65536 $CS \
+        --tool racecheck --error-exitcode 9 $T matrix --small
     mps_start
 fi
 finish

@@ -103,6 +103,14 @@ START_TEST(algo_select_rules)
         u.blocks = tab;
         ck_assert_int_ne(eng_algo_select(&u, 4, 0, 8192, 0, 0, 0, 16384), ENG_ALGO_LLW);
     }
+    /* the caller's cap: the channels x ll_max, and nothing where ll_max cannot give a
+     * channel twice its least share */
+    ck_assert_uint_eq(eng_ll_wide(65536, 8192, 16), 65536);
+    ck_assert_uint_eq(eng_ll_wide(65536, 8192, 4), 32768);
+    ck_assert_uint_eq(eng_ll_wide(65536, 8192, 1), 8192);
+    ck_assert_uint_eq(eng_ll_wide(65536, 2 * ENG_LL_CHAN_BYTES, 64), 65536);
+    ck_assert_uint_eq(eng_ll_wide(65536, 2 * ENG_LL_CHAN_BYTES - 1, 64), 0);
+    ck_assert_uint_eq(eng_ll_wide(0, 8192, 64), 0);
     a.coll = ENG_COLL_BARRIER;
     ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0, 1 << 20), ENG_ALGO_LL);
     ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0, 0, 0, 0, 0), ENG_ALGO_ONESHOT);
@@ -216,9 +224,9 @@ END_TEST
 START_TEST(ll_split_covers_lines)
 {
     /* the LL round over the channels: the channels' line ranges tile [0, lines) of the
-     * piece exactly, in order, on the lowest channels, as many as the piece has
-     * ENG_LL_CHAN_BYTES for (at most C), each an even share (so none above channels x
-     * ll_max's share, the caller's cap); the plain round keeps every line on channel 0 */
+     * piece exactly, in order, on the lowest channels, as many as the piece has whole
+     * ENG_LL_CHAN_BYTES for (at least 1, at most C), each an even share (so none above
+     * channels x ll_max's share, the caller's cap); the plain round runs on channel 0 */
     static const size_t counts[] = {0, 1, 512, 513, 1000, 4097, 16384, 65537};
     static const uint8_t colls[] = {ENG_COLL_ALLREDUCE, ENG_COLL_ALLTOALL, ENG_COLL_BARRIER};
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
@@ -229,11 +237,9 @@ START_TEST(ll_split_covers_lines)
                                          .dtype = dfcclFloat32,
                                          .algo = wide ? ENG_ALGO_LLW : ENG_ALGO_LL,
                                          .count = counts[ci]};
-                    const uint64_t piece = eng_ll_piece(&a), lines = eng_ll_lines(piece);
-                    const uint64_t want =
-                        !wide || piece <= ENG_LL_CHAN_BYTES
-                            ? 1
-                            : DFCCL_MIN((uint64_t)C, DFCCL_DIV_UP(piece, (uint64_t)ENG_LL_CHAN_BYTES));
+                    const uint64_t piece = eng_ll_piece(&a), lines = wide ? eng_ll_lines(piece) : 1;
+                    const uint64_t k = piece / ENG_LL_CHAN_BYTES,
+                                   want = !wide || k == 0 ? 1 : DFCCL_MIN((uint64_t)C, k);
                     uint64_t next = 0;
                     int active = 0;
                     for (int c = 0; c < C; c++) {

@@ -423,25 +423,25 @@ static const algo_case_t cases[] = {
     {ENG_COLL_ALLTOALL, 8, 333, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 1, 2, 0},
     {ENG_COLL_ALLGATHER, 8, 1001, 0, 1, 512, 3, 1, 0, 0, 0, 0, 0, 1, 0, 0},
     {ENG_COLL_ALLGATHER, 7, 99, 0, 0, 256, 2, 2, 0, 0, 0, 0, 0, 1, 1, 0},
-    /* one round of LL lines split over the channels (ll_wide): pieces of 2-6 channels'
-     * share over 2-4 channels (the last one short), odd counts, in place, roots,
-     * role-sized connections, every uniform collective */
+    /* one round of LL lines split over the channels (ll_wide): pieces of 2-5 channels'
+     * share over 2-4 channels (their lines not a multiple of the channels), odd counts, in
+     * place, roots, role-sized connections, every uniform collective */
     {ENG_COLL_ALLREDUCE, 4, 3001, 0, 0, 8192, 2, 4, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
     {ENG_COLL_ALLREDUCE, 3, 1025, 0, 1, 8192, 3, 4, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
-    {ENG_COLL_ALLREDUCE, 8, 777, 0, 0, 16384, 2, 2, 0, 8192, 4096, 0, 0, 0, 0, 1 << 20},
-    {ENG_COLL_ALLREDUCE, 2, 513, 0, 1, 8192, 2, 4, 1024, 0, 4096, 1 << 20, 2, 0, 0, 1 << 20},
-    {ENG_COLL_REDUCE_SCATTER, 4, 700, 0, 0, 8192, 2, 3, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_ALLREDUCE, 8, 1500, 0, 0, 16384, 2, 2, 0, 8192, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_ALLREDUCE, 2, 2001, 0, 1, 8192, 2, 4, 1024, 0, 4096, 1 << 20, 2, 0, 0, 1 << 20},
+    {ENG_COLL_REDUCE_SCATTER, 4, 1401, 0, 0, 8192, 2, 3, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
     {ENG_COLL_REDUCE_SCATTER, 3, 1111, 0, 1, 16384, 2, 2, 0, 8192, 4096, 0, 0, 0, 0, 1 << 20},
     {ENG_COLL_ALLGATHER, 5, 1500, 0, 1, 8192, 2, 3, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
     {ENG_COLL_ALLGATHER, 4, 1025, 0, 0, 8192, 3, 2, 0, 0, 4096, 1 << 20, 0, 0, 0, 1 << 20},
-    {ENG_COLL_ALLTOALL, 4, 600, 0, 0, 8192, 2, 2, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_ALLTOALL, 4, 1201, 0, 0, 8192, 2, 2, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
     {ENG_COLL_ALLTOALL, 6, 1203, 0, 0, 8192, 2, 3, 0, 8192, 4096, 0, 0, 0, 0, 1 << 20},
     {ENG_COLL_BCAST, 3, 2500, 1, 1, 8192, 2, 4, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
-    {ENG_COLL_BCAST, 5, 999, 0, 0, 8192, 2, 2, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_BCAST, 5, 1999, 0, 0, 8192, 2, 2, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
     {ENG_COLL_REDUCE, 5, 1111, 3, 0, 8192, 2, 4, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
     {ENG_COLL_REDUCE, 4, 2049, 0, 1, 8192, 3, 3, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
-    {ENG_COLL_GATHER, 4, 555, 1, 0, 8192, 2, 2, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
-    {ENG_COLL_SCATTER, 5, 999, 4, 1, 8192, 2, 3, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_GATHER, 4, 1101, 1, 0, 8192, 2, 2, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
+    {ENG_COLL_SCATTER, 5, 1501, 4, 1, 8192, 2, 3, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
 };
 
 START_TEST(algo_uninterrupted_vs_stalled)
