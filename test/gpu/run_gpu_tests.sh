@@ -76,7 +76,7 @@ done
 for np in ${WIDE_NPS-2 8}; do
     [ -z "$NET_ONLY" ] && run "matrix ll_wide" 300 ok $np -x DFCCL_LL_WIDE_MAX=65536 $T matrix
 done
-[ -z "$NET_ONLY" ] && run "chaos ll_wide" 180 ok 4 -x DFCCL_LL_WIDE_MAX=65536 $T chaos --iters 10
+[ -z "$NET_ONLY" ] && run "chaos ll_wide" 180 ok 4 -x DFCCL_LL_WIDE_MAX=65536 $T chaos --iters 10 --ll-sizes
 # the zero-copy read forced on every alltoall and allgather (DFCCL_READ_MIN=1): the matrix
 # (each buffer once: the staged path), buffers reused, cycled past the export slots,
 # reallocated and from a pool (the mapped path)
@@ -288,7 +288,7 @@ if [ -z "$NET_ONLY" ]; then
     run "chaos preempt=0" 90 hang 4 -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
     mps_restart
     run "chaos ll_wide preempt=0" 90 hang 4 -x DFCCL_LL_WIDE_MAX=65536 -x DFCCL_PREEMPT=0 $T chaos --iters 5 \
-        --deadline 20
+        --ll-sizes --deadline 20
     mps_restart
     run "sync preempt=0" 60 hang 2 -x DFCCL_PREEMPT=0 $T sync --deadline 15
     mps_restart

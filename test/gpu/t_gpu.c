@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* GPU tests through the native API on device buffers (N ranks under MPS on one GPU, or
  * one rank per GPU). Modes:
- *   matrix   every collective x type x op x size (0, 1, 7, 1000, 65537, 1M for a subset),
+ *   matrix   every collective x type x op x size (0, 1, 7, 1000, 65537, 5003, 1M for a subset),
  *            in place, root != 0, against the host reference, element by element
  *   chaos    8 communicators, per-rank submission order, device buffers  [--deadline S]
+ *            (--ll-sizes: counts of LL rounds split over the channels only)
  *   sync     rank 0 posts a collective, then cudaDeviceSynchronize, then tells rank 1,
  *            which posts only then                                      [--deadline S]
  *   deplete  more collectives in flight than slots x channels, random interleaving
@@ -242,9 +243,14 @@ static size_t dev_check_sum(const void *d, size_t n, int P, int salt, const char
     return bad;
 }
 
+static int ll_sizes; /* --ll-sizes: chaos of LL rounds split over the channels only */
+
 static int mode_chaos(int P, int me, int iters)
 {
-    static const size_t counts[8] = {256, 147456, 2048, 1024, 65536, 147456, 524288, 1048576};
+    static const size_t chaos_counts[8] = {256, 147456, 2048, 1024, 65536, 147456, 524288, 1048576};
+    /* 2.8-64 KB: with DFCCL_LL_WIDE_MAX=65536 every one an LL round split over the channels */
+    static const size_t ll_counts[8] = {700, 1024, 2048, 3000, 4000, 6000, 9000, 16000};
+    const size_t *counts = ll_sizes ? ll_counts : chaos_counts;
     MPI_Comm mc[8];
     dfcclComm_t dc[8];
     void *in[8], *out[8];
@@ -609,6 +615,8 @@ int main(int argc, char **argv)
             iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--small"))
             small_run = 1;
+        else if (!strcmp(argv[i], "--ll-sizes"))
+            ll_sizes = 1;
         else if (!strcmp(argv[i], "--comms") && i + 1 < argc)
             ncomms = atoi(argv[++i]);
     }

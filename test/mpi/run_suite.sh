@@ -189,7 +189,7 @@ run_case "t_comms[threads=2,channels=3]" 3 120 -x DFCCL_CPU_THREADS=2 -x DFCCL_C
 run_case "t_matrix[ll_wide_max=32K,channels=4,threads=2]" 3 120 -x DFCCL_LL_WIDE_MAX=32768 -x DFCCL_CHANNELS=4 \
     -x DFCCL_CPU_THREADS=2 -- t_matrix --quick
 run_case "t_chaos[ll_wide_max=32K,channels=3]" 4 120 -x DFCCL_LL_WIDE_MAX=32768 -x DFCCL_CHANNELS=3 \
-    -- t_chaos 10 --deadline 60
+    -- t_chaos 10 --ll-sizes --deadline 60
 
 # a knob that shapes the communicator, different on the last rank: every rank's
 # dfcclCommInit fails with a message naming it (run_case also checks /dev/shm)
@@ -271,7 +271,7 @@ hang_proof() {
 }
 hang_proof
 hang_proof "threads=2,channels=4" -x DFCCL_CPU_THREADS=2 -x DFCCL_CHANNELS=4
-hang_proof "ll_wide_max=32K,channels=3" -x DFCCL_LL_WIDE_MAX=32768 -x DFCCL_CHANNELS=3
+HANG_ARGS="20 --ll-sizes" hang_proof "ll_wide_max=32K,channels=3" -x DFCCL_LL_WIDE_MAX=32768 -x DFCCL_CHANNELS=3
 # the v-collectives, gather/scatter and all-to-all-w in the chaos order
 HANG_PROG=t_vcolls HANG_ARGS="--chaos 10" hang_proof
 

@@ -8,7 +8,10 @@
  *   With preemption this completes; with DFCCL_PREEMPT=0 it deadlocks (the suite's
  *   hang proof runs it with --deadline).
  *
- * usage: t_chaos [ITERATIONS] [--iters N] [--deadline SEC] [--expect-timeout]
+ * usage: t_chaos [ITERATIONS] [--iters N] [--deadline SEC] [--expect-timeout] [--ll-sizes]
+ *   --ll-sizes        allreduces of 700-6000 elements instead (2.8-24 KB: with
+ *                     DFCCL_LL_WIDE_MAX=32768 on 3 channels, every one an LL round split
+ *                     over the channels, so the hang proof's waits are that round's)
  *   --deadline SEC    poll with dfcclTest; if an iteration is not complete after SEC
  *                     s, print "HANG: not complete after SEC s" plus the incomplete
  *                     requests and _exit(3).
@@ -19,7 +22,8 @@
 #include "test_common.h"
 
 #define NCOMM 8
-static const size_t sizes[NCOMM] = {256, 147456, 2048, 1024, 65536, 147456, 524288, 1048576};
+static const size_t chaos_sizes[NCOMM] = {256, 147456, 2048, 1024, 65536, 147456, 524288, 1048576};
+static const size_t ll_sizes[NCOMM] = {700, 1024, 1536, 2048, 3000, 4000, 5000, 6000};
 
 int main(int argc, char **argv)
 {
@@ -27,11 +31,14 @@ int main(int argc, char **argv)
     tc_init_world();
     int iters = 20, expect_timeout = 0;
     double deadline = 0;
+    const size_t *sizes = chaos_sizes;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc)
             iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--expect-timeout"))
             expect_timeout = 1;
+        else if (!strcmp(argv[i], "--ll-sizes"))
+            sizes = ll_sizes;
         else if (!strcmp(argv[i], "--deadline") && i + 1 < argc)
             deadline = atof(argv[++i]);
         else if (argv[i][0] != '-')
