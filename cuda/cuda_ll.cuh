@@ -103,8 +103,7 @@ static __device__ __noinline__ int prim_ll_send_all(eng_conn_t *conns, int n, co
     /* this channel's lines [l0, l0 + lines) of each piece, at line 0 of its steps (a
      * table's: of its largest piece, whose bytes the count holds) */
     const uint64_t bytes = pl.bytes, l0 = pl.l0, sstride = pl.sstride;
-    const uint64_t hi = DFCCL_MIN(pl.l1, eng_ll_lines(pl.tab ? a->count : bytes)),
-                   lines = hi > l0 ? hi - l0 : 0;
+    const uint64_t lines = eng_ll_chan_lines(l0, pl.l1, pl.tab ? a->count : bytes);
     const uint32_t smask = pl.smask, rmask = pl.rmask;
     const int ns = __popc(smask), per_peer = sstride || pl.tab;
     /* this thread's first packet, loaded while warp 0 reads the connections */
@@ -213,8 +212,7 @@ static __device__ __noinline__ int prim_ll_recv_all(eng_conn_t *conns, int n, co
         __syncthreads();
     }
     /* this channel's lines [l0, l0 + lines) of the pieces (a table's: of this rank's) */
-    const uint64_t bytes = pl.bytes, l0 = pl.l0, hi = DFCCL_MIN(pl.l1, eng_ll_lines(bytes));
-    const uint64_t lines = hi > l0 ? hi - l0 : 0;
+    const uint64_t bytes = pl.bytes, l0 = pl.l0, lines = eng_ll_chan_lines(l0, pl.l1, bytes);
     const int dtype = a->dtype, op = a->op;
     int ok = 1;
     if (pl.reduce) { /* every rank's piece, folded in rank order */

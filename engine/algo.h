@@ -17,8 +17,8 @@
  * piece (eng_ll_piece: what one rank sends one peer) is at most ll_max bytes runs in one
  * round of LL lines (0: never), and one whose piece is above ENG_LL_CHAN_BYTES and at
  * most ll_wide (the caller's DFCCL_LL_WIDE_MAX, capped at the channels x ll_max; 0:
- * never) in one round split over the channels (ENG_ALGO_LLW, before every other choice
- * but the read: split, the pieces of 2 KiB-8 KiB too); allreduces up to oneshot_max one-shot; allreduce,
+ * never) in one round split over the channels (ENG_ALGO_LLW; checked before every other
+ * choice but the read, so pieces of 2-8 KiB are split too); allreduces up to oneshot_max one-shot; allreduce,
  * reduce_scatter, allgather, alltoall, bcast and reduce up to direct_max bytes (eng_dx_bytes: the larger
  * of a rank's input and output; alltoall: one block; bcast, reduce: the buffer) in a direct exchange with
  * every peer at once (0: never), the allreduce one-shot over every channel on up to oneshot_ranks ranks, else

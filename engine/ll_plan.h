@@ -34,6 +34,15 @@ DFCCL_INLINE uint64_t eng_ll_piece(const eng_coll_args_t *a)
                                                  : a->count * eng_type_size(a->dtype);
 }
 
+/* Of a piece of bytes, the lines this channel moves: [l0, l0 + the count returned), the
+ * plan's range clipped to the piece's lines (a table's pieces differ in size; the plain
+ * round's range is every line). Both backends' LL primitives ask it per piece. */
+DFCCL_INLINE uint64_t eng_ll_chan_lines(uint64_t l0, uint64_t l1, uint64_t bytes)
+{
+    const uint64_t hi = DFCCL_MIN(l1, eng_ll_lines(bytes));
+    return hi > l0 ? hi - l0 : 0;
+}
+
 /* Who writes to whom, and where the pieces come from and go, for rank r of N; the
  * channel's lines [l0, l1) of each piece (ENG_ALGO_LLW's split: eng_split_span). */
 DFCCL_INLINE void eng_ll_plan(const eng_coll_args_t *a, int r, int N, uint64_t l0, uint64_t l1,

@@ -127,7 +127,7 @@ DFCCL_DEV_INLINE int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_v
         /* the piece for p: a table's block (reduce_scatterv), else p strides in; this
          * channel's lines of it [l0, hi), at line 0 of the step */
         const uint64_t bytes = pl->tab ? pl->tab[p].sbytes : pl->bytes, l0 = pl->l0;
-        const uint64_t hi = DFCCL_MIN(pl->l1, eng_ll_lines(bytes)), lines = hi > l0 ? hi - l0 : 0;
+        const uint64_t lines = eng_ll_chan_lines(l0, pl->l1, bytes);
         const char *s = (const char *)src + (pl->tab ? pl->tab[p].soff : (uint64_t)p * pl->sstride);
         /* the signature salts the flag: a peer of another signature never sees the line */
         const uint64_t flag = (uint64_t)eng_ll_flag(c->ll_salt ^ v->sig, c->sent + 1) << 32;
@@ -156,8 +156,7 @@ DFCCL_DEV_INLINE int prim_ll_recv_all(eng_conn_t *conns, int n, const eng_chan_v
                                       const eng_coll_args_t *a, const eng_ll_plan_t *pl)
 {
     /* this channel's lines [l0, l0 + lines) of the pieces (a table's: of this rank's) */
-    const uint64_t bytes = pl->bytes, l0 = pl->l0, hi = DFCCL_MIN(pl->l1, eng_ll_lines(bytes));
-    const uint64_t lines = hi > l0 ? hi - l0 : 0;
+    const uint64_t bytes = pl->bytes, l0 = pl->l0, lines = eng_ll_chan_lines(l0, pl->l1, bytes);
     const uint64_t *src[ENG_LL_MAX_RANKS]; /* each connection's current step */
     for (int p = 0; p < n; p++) {
         if (!(pl->rmask >> p & 1))
