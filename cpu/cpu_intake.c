@@ -71,7 +71,7 @@ static void task_done(eng_task_t *t)
     eng_bell_ring(&eng_seg_hdr(c, c->rank)->bell); /* the slot's next task may wait on it */
     cpu_stat_add(&c->stats.completed, 1);
     if (eng_trace_on) {
-        const eng_trace_key_t k = eng_trace_key(c, t->seq, t->args.coll, 0);
+        const eng_trace_key_t k = eng_trace_key(c, t->seq, &t->args, 0);
         eng_trace_complete(&k, dfccl_load_acquire(&t->result));
     }
     cpu_post_completion(t->req, (dfcclResult_t)dfccl_load_acquire(&t->result));
@@ -268,7 +268,7 @@ dfcclResult_t cpu_daemon_submit(uint32_t kind, struct dfccl_comm *comm, const en
         /* stamped after the peers can see it: a peer that still named this rank late
          * looked before the stamp, as the timeline's check expects */
         if (eng_trace_on) {
-            const eng_trace_key_t k = eng_trace_key(comm, e->seq, args->coll, 0);
+            const eng_trace_key_t k = eng_trace_key(comm, e->seq, args, 0);
             eng_trace_submit(&k, eng_now_ns());
         }
     }

@@ -143,7 +143,8 @@ __device__ static __noinline__ void timeline_run(gpu_timeline_t tl, int b, const
     r[GPU_TL_T0] = t0;
     r[GPU_TL_T1] = t1;
     r[GPU_TL_SEQ] = t->seq;
-    r[GPU_TL_META] = (uint64_t)t->comm_id | (uint64_t)t->args.coll << 16 | (uint64_t)outcome << 24;
+    r[GPU_TL_META] = (uint64_t)t->comm_id | (uint64_t)t->args.coll << 16 | (uint64_t)outcome << 24 |
+                     (uint64_t)t->args.algo << 32;
     r[GPU_TL_LATE] = late;
     *head = n + 1;
     __threadfence(); /* the record before the count the host reads */

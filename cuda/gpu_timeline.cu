@@ -192,7 +192,8 @@ static void drain_locked(void)
                                        .rank = T.comm[id].rank,
                                        .nranks = T.comm[id].nranks,
                                        .coll = (int32_t)coll,
-                                       .gpu = 1};
+                                       .gpu = 1,
+                                       .algo = (int32_t)(r[GPU_TL_META] >> 32 & 0xff)};
             eng_trace_stretch(&k, (uint32_t)b, r[GPU_TL_T0], r[GPU_TL_T1], (int)out, r[GPU_TL_LATE]);
             newest = r[GPU_TL_T1] > newest ? r[GPU_TL_T1] : newest;
         }

@@ -102,7 +102,7 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
         comm->stats.submitted++;
         eng_sig_publish(comm, 1, seq, a); /* the CPU daemon's are described at submission */
         if (eng_trace_on) {
-            req->tkey = eng_trace_key(comm, seq, a->coll, 1);
+            req->tkey = eng_trace_key(comm, seq, a, 1);
             eng_trace_submit(&req->tkey, t_submit);
         }
     } else {

@@ -117,10 +117,16 @@ struct dfccl_comm {
 };
 
 /* DFCCL_TRACE: how the timeline names collective seq of c (gpu: the GPU daemon's). */
-DFCCL_INLINE eng_trace_key_t eng_trace_key(const struct dfccl_comm *c, uint64_t seq, int coll, int gpu)
+DFCCL_INLINE eng_trace_key_t eng_trace_key(const struct dfccl_comm *c, uint64_t seq, const eng_coll_args_t *a,
+                                           int gpu)
 {
-    return (eng_trace_key_t){
-        .uid = c->uid, .seq = seq, .rank = c->rank, .nranks = c->nranks, .coll = coll, .gpu = gpu};
+    return (eng_trace_key_t){.uid = c->uid,
+                             .seq = seq,
+                             .rank = c->rank,
+                             .nranks = c->nranks,
+                             .coll = a->coll,
+                             .gpu = gpu,
+                             .algo = a->algo};
 }
 
 DFCCL_INLINE eng_seg_hdr_t *eng_seg_hdr(const struct dfccl_comm *c, int r)

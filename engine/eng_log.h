@@ -27,8 +27,10 @@ void eng_log(int level, const char *file, int line, const char *func, const char
  * an error. */
 FILE *eng_open_private(const char *path, char *why, size_t why_len);
 
-/* The collectives (eng_coll_t) as log lines and the timeline name them. */
+/* The collectives (eng_coll_t) and algorithms (ENG_ALGO_*) as log lines and the
+ * timeline name them. */
 extern const char *const eng_coll_names[];
+extern const char *const eng_algo_names[];
 
 /* Record the message for dfcclGetLastError (per thread) and log it at warn level. */
 dfcclResult_t eng_set_error(dfcclResult_t res, const char *func, const char *fmt, ...)

@@ -27,6 +27,7 @@ enum { ENG_TR_FINISHED, ENG_TR_PREEMPTED, ENG_TR_STALLED, ENG_TR_FAILED };
 typedef struct {
     uint64_t uid, seq;
     int32_t rank, nranks, coll, gpu;
+    int32_t algo; /* ENG_ALGO_*: which algorithm the daemon runs it with */
 } eng_trace_key_t;
 
 /* Read DFCCL_TRACE (once per process). */

@@ -126,6 +126,9 @@ const char *const eng_coll_names[ENG_COLL_NUM] = {
     "barrier",   "gather",    "scatter", "gatherv",   "scatterv",       "allgatherv",
     "alltoallv", "alltoallw", "scan",    "exscan",    "reduce_scatterv"};
 
+const char *const eng_algo_names[ENG_ALGO_COUNT] = {"self", "ring",   "oneshot", "chain", "pairwise", "ll",
+                                                    "scan", "direct", "direct1", "read",  "llw"};
+
 void eng_log_setup(void)
 {
     const char *s = getenv("DFCCL_DEBUG_SUBSYS");

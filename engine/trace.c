@@ -28,6 +28,7 @@ typedef struct {
     int32_t kind;    /* REC_SUBMIT, REC_RUN or REC_COMPLETE */
     int32_t outcome; /* run: ENG_TR_*; complete: the result */
     int32_t gpu;     /* the GPU daemon's collective (worker: its block); run: t0, t1 in device ns */
+    int32_t algo;
 } rec_t;
 
 enum { REC_SUBMIT, REC_RUN, REC_COMPLETE };
@@ -147,7 +148,8 @@ static rec_t rec_of(const eng_trace_key_t *k, int kind, uint64_t t0, uint64_t t1
                    .nranks = k->nranks,
                    .coll = k->coll,
                    .kind = kind,
-                   .gpu = k->gpu};
+                   .gpu = k->gpu,
+                   .algo = k->algo};
 }
 
 void eng_trace_submit(const eng_trace_key_t *k, uint64_t ns)
@@ -178,7 +180,7 @@ void eng_trace_stretch(const eng_trace_key_t *k, uint32_t w, uint64_t t0, uint64
 
 void eng_trace_run(const struct eng_task *t, uint32_t w, uint64_t t0_ns, uint64_t t1_ns, int outcome)
 {
-    const eng_trace_key_t k = eng_trace_key(t->comm, t->seq, t->args.coll, 0);
+    const eng_trace_key_t k = eng_trace_key(t->comm, t->seq, &t->args, 0);
     eng_trace_stretch(&k, w, t0_ns, t1_ns, outcome,
                       outcome == ENG_TR_STALLED ? late_ranks(t->comm, t->seq) : 0);
 }
@@ -303,10 +305,12 @@ void eng_trace_flush(void)
         /* the GPU daemon's collectives are numbered apart: a communicator of their own
          * to the tools ("<uid>/gpu") */
         const char *common = "\"comm\": \"%016llx%s\", \"rank\": %d, \"nranks\": %d, \"seq\": %llu, "
-                             "\"coll\": \"%s\", \"daemon\": \"%s\"";
+                             "\"coll\": \"%s\", \"algo\": \"%s\", \"daemon\": \"%s\"";
         char args[320];
         snprintf(args, sizeof args, common, (unsigned long long)r->uid, r->gpu ? "/gpu" : "", r->rank,
-                 r->nranks, (unsigned long long)r->seq, eng_coll_names[r->coll], r->gpu ? "gpu" : "cpu");
+                 r->nranks, (unsigned long long)r->seq, eng_coll_names[r->coll],
+                 r->algo >= 0 && r->algo < ENG_ALGO_COUNT ? eng_algo_names[r->algo] : "?",
+                 r->gpu ? "gpu" : "cpu");
         /* a GPU stretch in device ns, placed on the host's clock (a drain always gives a
          * sample before its stretches: none is placed without one) */
         const int dev = r->gpu && r->kind == REC_RUN;

@@ -72,9 +72,22 @@ done
 for np in ${CHAOS_NPS-2 4 8}; do
     run "chaos" 180 ok $np $T chaos --iters 10
 done
-# LL rounds split over the channels (DFCCL_LL_WIDE_MAX, off by default): pieces of 2-64 KiB
+# LL rounds split over the channels (DFCCL_LL_WIDE_MAX, off by default): pieces of 2-64 KiB;
+# the timeline (DFCCL_TRACE names each stretch's algorithm) shows that the GPU daemon ran them
+llw_ran() {
+    selected "$1" || return 0
+    if cat "$2".*.json 2>/dev/null | grep -q '"algo": "llw", "daemon": "gpu"'; then
+        pass "$1 ran split LL rounds on the GPU daemon (DFCCL_TRACE)"
+    else
+        fail "$1: no split LL round in the GPU daemon's timeline of $2"
+    fi
+}
 for np in ${WIDE_NPS-2 8}; do
-    [ -z "$NET_ONLY" ] && run "matrix ll_wide" 300 ok $np -x DFCCL_LL_WIDE_MAX=65536 $T matrix
+    [ -z "$NET_ONLY" ] || continue
+    rm -f "$LOGDIR"/llw_np$np.*.json
+    run "matrix ll_wide" 300 ok $np -x DFCCL_LL_WIDE_MAX=65536 -x DFCCL_TRACE="$LOGDIR/llw_np$np" $T matrix
+    llw_ran "matrix ll_wide" "$LOGDIR/llw_np$np"
+    rm -f "$LOGDIR"/llw_np$np.*.json
 done
 [ -z "$NET_ONLY" ] && run "chaos ll_wide" 180 ok 4 -x DFCCL_LL_WIDE_MAX=65536 $T chaos --iters 10 --ll-sizes
 # the zero-copy read forced on every alltoall and allgather (DFCCL_READ_MIN=1): the matrix

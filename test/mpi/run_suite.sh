@@ -185,9 +185,18 @@ run_case "t_chaos[threads=2,channels=4,slots=4]" 4 120 -x DFCCL_CPU_THREADS=2 -x
     -x DFCCL_SLOTS=4 -- t_chaos 10 --deadline 60
 run_case "t_comms[threads=2,channels=3]" 3 120 -x DFCCL_CPU_THREADS=2 -x DFCCL_CHANNELS=3 -- t_comms
 # LL rounds split over the channels (off by default): every collective through the API,
-# pieces of 2-32 KiB over up to 4 channels on 2 threads, and under chaos
+# pieces of 2-32 KiB over up to 4 channels on 2 threads, and under chaos; the timeline
+# (DFCCL_TRACE names each stretch's algorithm) shows that they ran
 run_case "t_matrix[ll_wide_max=32K,channels=4,threads=2]" 3 120 -x DFCCL_LL_WIDE_MAX=32768 -x DFCCL_CHANNELS=4 \
-    -x DFCCL_CPU_THREADS=2 -- t_matrix --quick
+    -x DFCCL_CPU_THREADS=2 -x DFCCL_TRACE="$LOGDIR/llw" -- t_matrix --quick
+if selected "t_matrix[ll_wide_max=32K,channels=4,threads=2] np=3"; then
+    if cat "$LOGDIR"/llw.*.json 2>/dev/null | grep -q '"algo": "llw", "daemon": "cpu"'; then
+        pass "t_matrix[ll_wide_max=32K] ran split LL rounds (DFCCL_TRACE)"
+    else
+        fail "t_matrix[ll_wide_max=32K] ran no split LL round (DFCCL_TRACE $LOGDIR/llw.*.json)"
+    fi
+    rm -f "$LOGDIR"/llw.*.json
+fi
 run_case "t_chaos[ll_wide_max=32K,channels=3]" 4 120 -x DFCCL_LL_WIDE_MAX=32768 -x DFCCL_CHANNELS=3 \
     -- t_chaos 10 --ll-sizes --deadline 60
 
