@@ -20,13 +20,11 @@ dfcclResult_t gather_status(gpu_boot_t *mine, gpu_boot_t *all, int nranks, dfccl
     return dfcclSuccess;
 }
 
-/* gather_status into a table nobody reads: whether every rank's step went well. */
-static dfcclResult_t gather_agree(gpu_boot_t *mine, int nranks, dfcclAllgatherFn_t ag, void *ctx)
+/* gather_status into a table nobody reads (boot_x): whether every rank's step went well. */
+static dfcclResult_t gather_agree(void *boot_x, gpu_boot_t *mine, int nranks, dfcclAllgatherFn_t ag, void *ctx)
 {
-    gpu_boot_t *all = (gpu_boot_t *)calloc((size_t)nranks, sizeof(gpu_boot_t));
-    dfcclResult_t res = all ? gather_status(mine, all, nranks, ag, ctx) : dfcclNoMemory;
-    free(all);
-    return res;
+    static_assert(sizeof(gpu_boot_t) <= GPU_BOOT_REC, "an all-gather of the set-up");
+    return gather_status(mine, (gpu_boot_t *)boot_x, nranks, ag, ctx);
 }
 
 /* What each rank tells the others before its FIFOs are sized. */
@@ -55,13 +53,13 @@ static int auto_channels(int r, int sms)
  * have (a daemon with more blocks leaves the extra ones out of it). A daemon still
  * without a block count takes it from this communicator: how many of its ranks share
  * each GPU. Not dfcclSuccess (and nothing allocated) where some rank has no GPU backend. */
-static dfcclResult_t comm_channels(int rank, int nranks, dfcclAllgatherFn_t ag, void *ctx, int *C_p)
+static dfcclResult_t comm_channels(int rank, int nranks, dfcclAllgatherFn_t ag, void *ctx, void *boot_x,
+                                   int able, int *C_p)
 {
-    gpu_where_t mine, *all = (gpu_where_t *)calloc((size_t)nranks, sizeof(gpu_where_t));
-    if (!all)
-        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory");
+    static_assert(sizeof(gpu_where_t) <= GPU_BOOT_REC, "an all-gather of the set-up");
+    gpu_where_t mine, *all = (gpu_where_t *)boot_x;
     memset(&mine, 0, sizeof(mine));
-    if (gpu_available()) {
+    if (able && gpu_available()) {
         mine.ok = 1;
         mine.sms = G.sms;
         mine.uuid = G.uuid;
@@ -69,16 +67,12 @@ static dfcclResult_t comm_channels(int rank, int nranks, dfcclAllgatherFn_t ag, 
         mine.fixed = (uint32_t)G.channels;
         pthread_mutex_unlock(&G_lock);
     }
-    if (ag(&mine, all, sizeof(mine), ctx) != 0) {
-        free(all);
+    if (!gpu_boot_ag(boot_x, &mine, sizeof(mine), ag, ctx))
         return eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
-    }
     int C = GPU_MAX_CHANNELS, share_me = 0, want_me = 0;
     for (int i = 0; i < nranks; i++) {
-        if (!all[i].ok) {
-            free(all);
+        if (!all[i].ok)
             return dfcclInternalError;
-        }
         int share = 0; /* ranks of the communicator on rank i's GPU */
         for (int j = 0; j < nranks; j++)
             share += memcmp(&all[j].uuid, &all[i].uuid, sizeof(cudaUUID_t)) == 0;
@@ -89,7 +83,6 @@ static dfcclResult_t comm_channels(int rank, int nranks, dfcclAllgatherFn_t ag, 
             want_me = want;
         }
     }
-    free(all);
     pthread_mutex_lock(&G_lock);
     if (!G.channels) {
         G.channels = want_me;
@@ -241,32 +234,32 @@ static void comm_id_release(eng_gpu_comm_t *gc)
 }
 
 dfcclResult_t gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid, const uint8_t *tp,
-                              uint32_t used, uint64_t *const *arrived, dfcclAllgatherFn_t ag, void *ctx)
+                              uint32_t used, uint64_t *const *arrived, dfcclAllgatherFn_t ag, void *ctx,
+                              void *boot)
 {
     *gc_p = NULL;
-    gpu_boot_t mine, *all = (gpu_boot_t *)calloc((size_t)nranks, sizeof(gpu_boot_t));
+    /* every rank's FIFO handles stay in the set-up's table while the later steps read
+     * them; those steps' all-gathers receive after them */
+    gpu_boot_t mine, *all = (gpu_boot_t *)boot;
+    void *boot_x = (char *)boot + (size_t)nranks * sizeof(gpu_boot_t);
     eng_gpu_comm_t *gc = (eng_gpu_comm_t *)calloc(1, sizeof(*gc));
     gpu_geom_t geo = comm_geom((used >> ENG_TP_UCX & 1) != 0);
     dfcclResult_t res;
     memset(&mine, 0, sizeof(mine));
     mine.status = -1;
-    if (gc)
+    if (gc) {
         gc->id = GPU_MAX_COMMS; /* no communicator id yet */
-    if (!all || !gc) {
-        free(all);
-        free(gc);
-        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory");
+        gc->boot_x = boot_x;
     }
+    int able = gc != NULL; /* without it, this rank says it has no GPU: the communicator gets no GPU part */
     for (int t = 0; t < ENG_TP_NUM; t++)
         if ((used >> t & 1) && !gpu_transports[t]) {
-            free(all);
-            free(gc);
-            return eng_set_error(dfcclUnsupported, "dfcclCommInit",
-                                 "the GPU daemon has no instance of transport %s",
-                                 eng_transports[t] ? eng_transports[t]->name : "?");
+            eng_set_error(dfcclUnsupported, "dfcclCommInit", "the GPU daemon has no instance of transport %s",
+                          eng_transports[t] ? eng_transports[t]->name : "?");
+            able = 0;
         }
     /* 1. the channels, the same on every rank */
-    res = comm_channels(rank, nranks, ag, ctx, &geo.channels);
+    res = comm_channels(rank, nranks, ag, ctx, boot_x, able, &geo.channels);
     if (res != dfcclSuccess) {
         res = host_only(res);
         goto fail;
@@ -294,7 +287,7 @@ dfcclResult_t gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint6
     for (int t = 0; t < ENG_TP_NUM && mine.status == 0; t++)
         if (used >> t & 1)
             mine.status = gpu_transports[t]->prepare(gc, all, tp);
-    if ((res = gather_agree(&mine, nranks, ag, ctx)) != dfcclSuccess)
+    if ((res = gather_agree(boot_x, &mine, nranks, ag, ctx)) != dfcclSuccess)
         goto fail;
     /* 4. the transports' collective steps, 5. the connections in device memory, 6. an id */
     for (int t = 0; t < ENG_TP_NUM; t++)
@@ -302,20 +295,21 @@ dfcclResult_t gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint6
             (res = gpu_transports[t]->connect(gc, tp, uid, &geo, ag, ctx)) != dfcclSuccess)
             goto fail;
     gpu_read_setup(gc, arrived, tp);
-    if ((res = comm_dev_create(gc, &geo, uid, tp, all)) != dfcclSuccess)
+    /* 7. every rank agrees that its steps since 3 went well */
+    if ((res = comm_dev_create(gc, &geo, uid, tp, all)) == dfcclSuccess)
+        res = comm_id_take(gc);
+    mine.status = res;
+    if ((res = gather_agree(boot_x, &mine, nranks, ag, ctx)) != dfcclSuccess)
         goto fail;
-    if ((res = comm_id_take(gc)) != dfcclSuccess)
-        goto fail;
+    gc->boot_x = NULL;
     gc->arrived_me = arrived[rank];
     pthread_mutex_lock(&G_lock);
     gpu_timeline_setup_locked(); /* the first communicator: no daemon launched yet */
     pthread_mutex_unlock(&G_lock);
     gpu_timeline_comm(gc, uid, arrived);
-    free(all);
     *gc_p = gc;
     return dfcclSuccess;
 fail:
-    free(all);
     gpu_comm_destroy(gc);
     return res;
 }

@@ -118,11 +118,11 @@ static int net_dev_place(eng_gpu_comm_t *gc, dfcclAllgatherFn_t ag, void *ctx, i
             "rank %d: this GPU neither orders GPUDirect RDMA writes nor flushes them: the net FIFOs stay "
             "host-staged",
             gc->rank);
-    int32_t mine = *opened_p && cuda && order;
-    gc->net_flush = order == 2;
-    int32_t *all = (int32_t *)calloc((size_t)N, sizeof(int32_t));
     gc->dshadow = (char **)calloc((size_t)N, sizeof(char *));
-    int dev = all && gc->dshadow && ag(&mine, all, sizeof(mine), ctx) == 0;
+    int32_t mine = *opened_p && cuda && order && gc->dshadow;
+    gc->net_flush = order == 2;
+    const int32_t *all = (const int32_t *)gpu_boot_ag(gc->boot_x, &mine, sizeof(mine), ag, ctx);
+    int dev = all != NULL;
     for (int p = 0; p < N && dev; p++)
         dev = all[p] == 1;
     if (dev) { /* the regions, then whether every rank has them */
@@ -133,7 +133,7 @@ static int net_dev_place(eng_gpu_comm_t *gc, dfcclAllgatherFn_t ag, void *ctx, i
                 mine = 0;
         if (!mine)
             cudaGetLastError();
-        dev = ag(&mine, all, sizeof(mine), ctx) == 0;
+        dev = (all = (const int32_t *)gpu_boot_ag(gc->boot_x, &mine, sizeof(mine), ag, ctx)) != NULL;
         for (int p = 0; p < N && dev; p++)
             dev = all[p] == 1;
         if (!dev) {
@@ -147,7 +147,6 @@ static int net_dev_place(eng_gpu_comm_t *gc, dfcclAllgatherFn_t ag, void *ctx, i
             }
         }
     }
-    free(all);
     gc->net_dev = dev;
     return dev;
 }
@@ -169,11 +168,11 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
     for (int p = 0; p < N; p++)
         nconn += p != me && tp[p] == ENG_TP_UCX ? groups : 0;
     eng_net_conn_desc_t *d = (eng_net_conn_desc_t *)calloc(nconn ? nconn : 1, sizeof(*d)), *k = d;
-    if (!d || !gc->shadow_size || !gc->shadow_dev) {
-        free(d);
-        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
-    }
-    for (int p = 0; p < N; p++) {
+    /* (the shadows' tables: step 3 agreed that every rank has them) without d the
+     * set-up still runs its all-gathers, saying so */
+    const dfcclResult_t status =
+        d ? dfcclSuccess : eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
+    for (int p = 0; p < N && d; p++) {
         if (p == me || tp[p] != ENG_TP_UCX)
             continue;
         const uint64_t schunk = eng_gpu_step(me, p, N, chunk, small);
@@ -211,6 +210,8 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
     L.conns = d;
     L.nconns = nconn;
     L.abort_words[0] = gc->abort_code;
+    L.boot = gc->boot_x;
+    L.status = status;
     dfcclResult_t res = eng_net_setup(&L, ag, ctx, &gc->net);
     if (opened)
         eng_net_close();
@@ -233,18 +234,16 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
                           "(DFCCL_NET_PUT=on on every rank puts them from device memory)"
                         : "no device memory");
     /* the shadows, mapped into the device; every rank agrees before the first step */
-    gpu_boot_t mine, *all = (gpu_boot_t *)calloc((size_t)N, sizeof(gpu_boot_t));
+    gpu_boot_t mine, *all = (gpu_boot_t *)gc->boot_x;
     memset(&mine, 0, sizeof(mine));
-    for (int p = 0; p < N && all; p++)
+    for (int p = 0; p < N; p++)
         if (gc->shadow_size[p] &&
             !(gc->shadow_dev[p] = host_map(eng_net_shadow(gc->net, p), gc->shadow_size[p]))) {
             mine.status = eng_set_error(dfcclSystemError, "dfcclCommInit",
                                         "cudaHostRegister of the net FIFOs' shadow of rank %d failed", p);
             break;
         }
-    res = all ? gather_status(&mine, all, N, ag, ctx) : dfcclNoMemory;
-    free(all);
-    return res;
+    return gather_status(&mine, all, N, ag, ctx);
 }
 
 /* Connection group g with net peer p: host-staged, system scope. */

@@ -166,11 +166,8 @@ static int live_remove(struct dfccl_comm *c)
 
 /* Connect every transport some pair of ranks uses, in the table's order (every rank
  * alike: each connect is collective); on a failure, close those connected. */
-static dfcclResult_t tp_connect(struct dfccl_comm *c, dfcclAllgatherFn_t ag, void *ctx)
+static dfcclResult_t tp_connect(struct dfccl_comm *c, uint8_t *peers /* [nranks], scratch */, dfcclAllgatherFn_t ag, void *ctx)
 {
-    uint8_t *peers = calloc((size_t)c->nranks, 1);
-    if (!peers)
-        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for a communicator");
     dfcclResult_t res = dfcclSuccess;
     int t;
     for (t = 0; t < ENG_TP_NUM && res == dfcclSuccess; t++) {
@@ -180,7 +177,6 @@ static dfcclResult_t tp_connect(struct dfccl_comm *c, dfcclAllgatherFn_t ag, voi
             peers[p] = p != c->rank && c->tp[p] == t;
         res = eng_transports[t]->connect(c, peers, ag, ctx);
     }
-    free(peers);
     /* the failed one cleaned up after itself */
     for (t -= 2; res != dfcclSuccess && t >= 0; t--)
         if (c->tp_used >> t & 1)
@@ -358,14 +354,18 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
     /* From here on, whatever fails on this rank goes into the first all-gather, which
      * every rank reaches: a rank that returned before it would leave the others waiting
      * in it (a bad DFCCL_* value on one rank hung the rest). */
+    /* The one allocation whose failure the peers cannot be told of: the table that
+     * would tell them. It comes first; every later all-gather of the set-up receives into
+     * it (eng_boot_ag). */
+    all = calloc((size_t)nranks, sizeof(*all));
+    if (!all)
+        return eng_set_error(dfcclNoMemory, __func__, "no memory for the set-up of %d ranks", nranks);
     const int cfg_ok = (res = eng_config_init(config)) == dfcclSuccess;
     int daemon_held = 0;
     struct dfccl_comm *c = calloc(1, sizeof(*c));
-    all = calloc((size_t)nranks, sizeof(*all));
-    if (!all) {
-        res = eng_set_error(dfcclNoMemory, __func__, "no memory for the set-up of %d ranks", nranks);
-        goto err_free;
-    }
+    /* what the later steps need, allocated before the first all-gather reports it */
+    uint8_t *peers = calloc((size_t)nranks, 1);
+    uint64_t **arrived = calloc((size_t)nranks, sizeof(uint64_t *));
     memset(&me, 0, sizeof(me));
     me.magic = ENG_BOOT_MAGIC;
     me.rank = rank;
@@ -381,7 +381,7 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
         c->chunk = eng_config.chunk_size;
         c->tp = calloc((size_t)nranks, 1);
         c->slot_next = calloc(c->slots, sizeof(uint64_t));
-        if (!c->tp || !c->slot_next)
+        if (!c->tp || !c->slot_next || !peers || !arrived)
             res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
     }
     if (res == dfcclSuccess) {
@@ -429,24 +429,28 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
     for (uint32_t s = 0; s < c->slots; s++)
         c->slot_next[s] = s;
 
-    DFCCL_CHECK_GOTO(tp_connect(c, allgather, ctx), res, err_daemon);
+    _Static_assert(sizeof(eng_boot_info_t) >= ENG_BOOT_REC, "the later all-gathers receive into the boot table");
+    c->boot = all;
+    DFCCL_CHECK_GOTO(tp_connect(c, peers, allgather, ctx), res, err_daemon);
     /* the GPU daemon's connections: its instance of each peer's transport (every rank
      * has a GPU part, or none: check_boot_agree) */
     if (me.no_gpu == BOOT_GPU) {
-        uint64_t **arrived = calloc((size_t)nranks, sizeof(uint64_t *));
-        for (int p = 0; p < nranks && arrived && c->segs; p++)
+        for (int p = 0; p < nranks && c->segs; p++)
             arrived[p] = c->segs[p] ? &eng_seg_hdr(c, p)->gpu_arrived : NULL;
-        res = arrived ? eng_gpu->comm_create(&c->gpu, rank, nranks, c->uid, c->tp, c->tp_used, arrived,
-                                             allgather, ctx)
-                      : eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
-        free(arrived);
+        res = eng_gpu->comm_create(&c->gpu, rank, nranks, c->uid, c->tp, c->tp_used, arrived, allgather, ctx,
+                                   all);
         if (res < 0) {
             tp_close(c);
             goto err_daemon;
         }
     }
+    c->boot = NULL;
     free(all);
     all = NULL;
+    free(peers);
+    peers = NULL;
+    free(arrived);
+    arrived = NULL;
     c->magic = ENG_COMM_MAGIC;
     if (!live_add(c)) {
         res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator's handle");
@@ -467,13 +471,14 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
 err_daemon:
     if (daemon_held)
         eng_cpu->release();
-err_free:
     if (c) {
         free(c->slot_next);
         free(c->tp);
     }
     free(c);
     free(all);
+    free(peers);
+    free(arrived);
     if (cfg_ok)
         eng_config_done(0);
     return res;

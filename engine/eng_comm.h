@@ -114,6 +114,7 @@ struct dfccl_comm {
     struct eng_net_comm *net;
     int cma; /* every rank may read every other's memory (process_vm_readv): the CPU
                 daemon's DFCCL_READ_MIN=auto reads only then */
+    void *boot; /* during dfcclCommInit only: the first all-gather's table (eng_boot_ag) */
 };
 
 /* DFCCL_TRACE: how the timeline names collective seq of c (gpu: the GPU daemon's). */

@@ -30,9 +30,11 @@ typedef struct eng_gpu_backend {
      * daemon's connection with p uses; used: the bit set of transports any pair uses;
      * arrived[p]: rank p's count of collectives submitted to its GPU daemon (in its
      * shared segment; NULL for a net peer), which submit bumps for this rank and
-     * DFCCL_TRACE's stalled stretches read for the others. */
+     * DFCCL_TRACE's stalled stretches read for the others. boot: the set-up's table,
+     * where its all-gathers receive (eng_boot_ag, transport.h). */
     dfcclResult_t (*comm_create)(eng_gpu_comm_t **gc_p, int rank, int nranks, uint64_t uid, const uint8_t *tp,
-                                 uint32_t used, uint64_t *const *arrived, dfcclAllgatherFn_t ag, void *ctx);
+                                 uint32_t used, uint64_t *const *arrived, dfcclAllgatherFn_t ag, void *ctx,
+                                 void *boot);
     /* Local: fails what is pending on the communicator, frees its device memory. */
     void (*comm_destroy)(eng_gpu_comm_t *gc);
     /* Fail what is pending on the communicator, and every later collective, with code (a

@@ -162,19 +162,16 @@ typedef struct {
 } seg_card_t;
 
 /* All-gather one status word; the result is the worst (lowest) of all ranks. */
-static dfcclResult_t bootstrap_status(dfcclAllgatherFn_t ag, void *ctx, int nranks, dfcclResult_t mine)
+static dfcclResult_t bootstrap_status(const struct dfccl_comm *c, dfcclAllgatherFn_t ag, void *ctx,
+                                      dfcclResult_t mine)
 {
-    int32_t *all = malloc(sizeof(int32_t) * (size_t)nranks), st = mine, worst = mine;
+    int32_t st = mine, worst = mine;
+    const int32_t *all = (const int32_t *)eng_boot_ag(c->boot, &st, sizeof(st), ag, ctx);
     if (!all)
-        return dfcclNoMemory;
-    if (ag(&st, all, sizeof(st), ctx) != 0) {
-        free(all);
         return eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
-    }
-    for (int i = 0; i < nranks; i++)
+    for (int i = 0; i < c->nranks; i++)
         if (all[i] < worst)
             worst = all[i];
-    free(all);
     if (worst < 0 && mine >= 0)
         eng_set_error((dfcclResult_t)worst, "dfcclCommInit", "a peer failed to set up shared memory");
     return (dfcclResult_t)worst;
@@ -282,10 +279,9 @@ static dfcclResult_t shm_connect(struct dfccl_comm *c, const uint8_t *peers, dfc
     memset(&mine, 0, sizeof(mine));
     mine.status = res;
     snprintf(mine.name, sizeof(mine.name), "%s", name);
-    cards = calloc((size_t)N, sizeof(*cards));
-    if (!cards || ag(&mine, cards, sizeof(mine), ctx) != 0) {
-        all = cards ? eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed")
-                    : eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for %d peers", N);
+    _Static_assert(sizeof(mine) <= ENG_BOOT_REC, "an all-gather of the set-up");
+    if (!(cards = (seg_card_t *)eng_boot_ag(c->boot, &mine, sizeof(mine), ag, ctx))) {
+        all = eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
         goto err_unlink;
     }
     all = res;
@@ -337,9 +333,8 @@ static dfcclResult_t shm_connect(struct dfccl_comm *c, const uint8_t *peers, dfc
     if (res == dfcclSuccess && other_ns && (res = eng_beat_start(c)) == dfcclSuccess)
         c->shm->beating = 1;
     /* everyone mapped every segment: the names can go */
-    free(cards);
-    cards = NULL;
-    all = bootstrap_status(ag, ctx, N, res);
+    cards = NULL; /* the boot table: the next all-gather reuses it */
+    all = bootstrap_status(c, ag, ctx, res);
     shm_unlink(name);
     if (all < 0)
         goto err_unmap;
@@ -362,7 +357,6 @@ static dfcclResult_t shm_connect(struct dfccl_comm *c, const uint8_t *peers, dfc
     return dfcclSuccess;
 
 err_unlink:
-    free(cards);
     if (c->segs && c->segs[c->rank])
         shm_unlink(name);
 err_unmap:

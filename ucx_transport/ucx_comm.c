@@ -13,29 +13,39 @@
 #include "eng_clock.h"
 #include "eng_log.h"
 #include "net_boot.h"
+#include "transport.h"
 #include "ucx_state.h"
 
 /* Exchanged at set-up (net_boot_hdr_t; the worker addresses follow the header): every
- * rank's blob, padded to the longest, stride bytes apart in *all_p. */
-static dfcclResult_t exchange(const void *mine, size_t len, char **all_p, size_t *stride_p, int nranks,
-                              dfcclAllgatherFn_t ag, void *ctx)
+ * rank's blob, padded to the longest, stride bytes apart in *all_p (NULL on every rank
+ * when some rank has no memory for it: all agree first). boot: the set-up's table
+ * (eng_boot_ag), for the lengths and that agreement. */
+static dfcclResult_t exchange(void *boot, const void *mine, size_t len, char **all_p, size_t *stride_p,
+                              int nranks, dfcclAllgatherFn_t ag, void *ctx)
 {
-    uint64_t l = len, *lens = calloc((size_t)nranks, sizeof(uint64_t));
+    *all_p = NULL;
+    uint64_t l = len;
+    const uint64_t *lens = (const uint64_t *)eng_boot_ag(boot, &l, sizeof(l), ag, ctx);
     if (!lens)
-        return dfcclNoMemory;
-    if (ag(&l, lens, sizeof(l), ctx)) {
-        free(lens);
         return eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
-    }
     uint64_t mx = 0;
     for (int i = 0; i < nranks; i++)
         mx = lens[i] > mx ? lens[i] : mx;
-    free(lens);
-    char *pad = calloc(1, mx), *all = calloc((size_t)nranks, mx);
-    if (!pad || !all) {
+    char *pad = calloc(1, mx), *all = calloc((size_t)(unsigned)nranks, mx);
+    const int32_t room = pad && all;
+    const int32_t *rooms = (const int32_t *)eng_boot_ag(boot, &room, sizeof(room), ag, ctx);
+    for (int i = 0; rooms && i < nranks; i++)
+        if (!rooms[i]) {
+            free(pad);
+            free(all);
+            return eng_set_error(dfcclNoMemory, "dfcclCommInit",
+                                 "rank %d has no memory for the net transport's set-up (%d x %llu B)", i,
+                                 nranks, (unsigned long long)mx);
+        }
+    if (!rooms) {
         free(pad);
         free(all);
-        return dfcclNoMemory;
+        return eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
     }
     memcpy(pad, mine, len);
     int r = ag(pad, all, mx, ctx);
@@ -463,8 +473,8 @@ static dfcclResult_t put_setup(struct eng_net_comm *nc, const eng_net_layout_t *
     res = put_blob_locked(nc, L, res, &blob, &len);
     pthread_mutex_unlock(&net_ucx.lock);
     int32_t none = dfcclNoMemory;
-    const dfcclResult_t xres = blob ? exchange(blob, len, &all, &stride, L->nranks, ag, ctx)
-                                    : exchange(&none, sizeof(none), &all, &stride, L->nranks, ag, ctx);
+    const dfcclResult_t xres = blob ? exchange(L->boot, blob, len, &all, &stride, L->nranks, ag, ctx)
+                                    : exchange(L->boot, &none, sizeof(none), &all, &stride, L->nranks, ag, ctx);
     free(blob);
     if (xres != dfcclSuccess && res == dfcclSuccess)
         res = xres;
@@ -477,10 +487,11 @@ static dfcclResult_t put_setup(struct eng_net_comm *nc, const eng_net_layout_t *
 }
 
 /* Every rank's endpoints exist before anyone sends: the ranks agree on success. */
-static dfcclResult_t agree(dfcclResult_t res, int N, dfcclAllgatherFn_t ag, void *ctx)
+static dfcclResult_t agree(void *boot, dfcclResult_t res, int N, dfcclAllgatherFn_t ag, void *ctx)
 {
-    int32_t st = res, *sts = calloc((size_t)N, sizeof(int32_t));
-    if (!sts || ag(&st, sts, sizeof(st), ctx)) {
+    const int32_t st = res;
+    const int32_t *sts = (const int32_t *)eng_boot_ag(boot, &st, sizeof(st), ag, ctx);
+    if (!sts) {
         if (res == dfcclSuccess)
             res = eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
     } else {
@@ -488,7 +499,20 @@ static dfcclResult_t agree(dfcclResult_t res, int N, dfcclAllgatherFn_t ag, void
             if (sts[p] < 0 && res == dfcclSuccess)
                 res = eng_set_error(dfcclSystemError, "dfcclCommInit", "rank %d failed to set up UCX", p);
     }
-    free(sts);
+    return res;
+}
+
+/* A rank that cannot set up (res) still takes part in the set-up's all-gathers, its
+ * blob a status alone (a zero header: no rank then takes steps by put, so nobody
+ * exchanges for them), and returns res: every rank fails alike. */
+static dfcclResult_t setup_refused(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, void *ctx, dfcclResult_t res)
+{
+    const int32_t st = res;
+    char *all = NULL;
+    size_t stride = 0;
+    exchange(L->boot, &st, sizeof(st), &all, &stride, L->nranks, ag, ctx);
+    free(all);
+    agree(L->boot, res, L->nranks, ag, ctx);
     return res;
 }
 
@@ -555,11 +579,14 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     int acquired = 0;
     *net_p = NULL;
 
+    if (L->status != dfcclSuccess)
+        return setup_refused(L, ag, ctx, L->status);
     pthread_mutex_lock(&net_ucx.lock);
     struct eng_net_comm *nc = calloc(1, sizeof(*nc));
     if (!nc) {
         pthread_mutex_unlock(&net_ucx.lock);
-        return eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
+        return setup_refused(L, ag, ctx,
+                             eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport"));
     }
     nc->uid = L->uid;
     nc->rank = L->rank;
@@ -578,8 +605,13 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     release_addresses(addr);
     pthread_mutex_unlock(&net_ucx.lock);
 
-    /* collective: every rank exchanges, so that a local failure fails everyone */
-    dfcclResult_t xres = exchange(blob, len, &all, &stride, L->nranks, ag, ctx);
+    /* collective: every rank exchanges, so that a local failure fails everyone (without
+     * memory for the blob, a status that says so) */
+    const int32_t none = dfcclNoMemory;
+    if (!blob && res == dfcclSuccess)
+        res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
+    dfcclResult_t xres = blob ? exchange(L->boot, blob, len, &all, &stride, L->nranks, ag, ctx)
+                              : exchange(L->boot, &none, sizeof(none), &all, &stride, L->nranks, ag, ctx);
     pthread_mutex_lock(&net_ucx.lock);
     if (xres != dfcclSuccess && res == dfcclSuccess)
         res = xres;
@@ -591,7 +623,7 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     if (nc->put)
         res = put_setup(nc, L, res, ag, ctx);
 
-    res = agree(res, L->nranks, ag, ctx);
+    res = agree(L->boot, res, L->nranks, ag, ctx);
 
     pthread_mutex_lock(&net_ucx.lock);
     if (res != dfcclSuccess) {

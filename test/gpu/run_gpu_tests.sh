@@ -115,6 +115,9 @@ fi
 for np in ${COMMS_NPS-2 8}; do
     run "100 communicators" 180 ok $np $T comms --comms 100
 done
+# one rank out of memory during dfcclCommInit, each of its set-up's allocations in turn
+# (the GPU part's among them): every rank comes back with the same verdict
+[ -z "$NET_ONLY" ] && [ -x "$B/test/mpi/t_setupoom" ] && run "setupoom" 180 ok 3 $B/test/mpi/t_setupoom 1
 # gather(v), scatter(v), allgatherv, alltoallv/w, scan, exscan on device buffers
 V=$B/test/gpu/t_vcolls_dev
 for np in ${VCOLLS_NPS-1 2 4 8}; do
@@ -188,6 +191,7 @@ if [ -n "$NET" ]; then
         run "matrix net=ucx" 300 ok $np -x DFCCL_NET=ucx $T matrix
     done
     run "chaos net=ucx" 180 ok 4 -x DFCCL_NET=ucx $T chaos --iters 10
+    [ -x "$B/test/mpi/t_setupoom" ] && run "setupoom net=ucx" 180 ok 3 -x DFCCL_NET=ucx $B/test/mpi/t_setupoom 1
     # host-staged steps on 2 proxy threads (connection group g on proxy g mod 2)
     run "matrix net=ucx net_threads=2" 300 ok 2 -x DFCCL_NET=ucx -x DFCCL_NET_THREADS=2 $T matrix
     run "chaos net=ucx net_threads=2" 180 ok 4 -x DFCCL_NET=ucx -x DFCCL_NET_THREADS=2 $T chaos --iters 10

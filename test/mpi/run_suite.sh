@@ -203,6 +203,11 @@ run_case "t_chaos[ll_wide_max=32K,channels=3]" 4 120 -x DFCCL_LL_WIDE_MAX=32768 
 # a knob that shapes the communicator, different on the last rank: every rank's
 # dfcclCommInit fails with a message naming it (run_case also checks /dev/shm)
 run_case "t_mismatch[DFCCL_CHANNELS]" 3 60 -- t_mismatch DFCCL_CHANNELS 2 1
+# one rank out of memory during dfcclCommInit, each of its set-up's allocations in turn:
+# every rank comes back with the same verdict (before: the others waited for ever in the
+# all-gather that the rank skipped), nothing is left behind
+run_case "t_setupoom[rank 1 out of memory]" 3 90 -- t_setupoom 1
+run_case "t_setupoom[rank 0 out of memory]" 2 90 -- t_setupoom 0
 run_case "t_mismatch[DFCCL_CHUNK_SIZE]" 2 60 -- t_mismatch DFCCL_CHUNK_SIZE 65536 32768
 run_case "t_mismatch[DFCCL_ONESHOT_MAX]" 4 60 -- t_mismatch DFCCL_ONESHOT_MAX 32768 0
 # a value refused on the last rank only (before: the others hung in the first

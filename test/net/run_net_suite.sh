@@ -399,6 +399,10 @@ for np in $NPS; do
 done
 run_case "t_chaos[net=ucx]" 4 120 ucx -- t_chaos "$CHAOS_ITERS" --deadline 60
 run_case "t_random[net=ucx]" 4 120 ucx -- t_random --rounds 8 --deadline 60
+# one rank out of memory during dfcclCommInit, each of its set-up's allocations in turn
+# (the net transport's exchanges among them): every rank comes back with the same verdict
+run_case "t_setupoom[net=ucx,rank 1 out of memory]" 3 90 ucx -- t_setupoom 1
+run_case "t_setupoom[net=ucx,steps by put,rank 3 out of memory]" 4 90 ucx -x DFCCL_NET_PUT=on -- t_setupoom 3
 # eager steps as one message each (DFCCL_NET_PIECE=0), and in the most pieces a step may
 # have (1000 bytes asked: a 64 KiB step is capped at 64 pieces of 1024 bytes)
 run_case "t_matrix[net=ucx,whole-step messages]" 3 60 ucx -x DFCCL_NET_PIECE=0 -- t_matrix --quick

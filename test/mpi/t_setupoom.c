@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * t_setupoom: a rank that runs out of memory while it sets up a communicator. The nth
+ * allocation that libdfccl makes inside dfcclCommInit on one rank fails (this program
+ * replaces malloc, calloc, realloc and posix_memalign for the whole process and fails
+ * only that call, recognised by its caller's address inside libdfccl); n = 2, 3, ...
+ * until a set-up makes fewer than n allocations (the first, the table of the set-up's
+ * first all-gather, is the one whose failure cannot reach the peers: it would tell them). Each time every rank must come back from
+ * dfcclCommInit with the same verdict: all fail (then nothing is left behind and a fresh
+ * communicator works), or all succeed (an allocation the set-up could do without) and a
+ * checked allreduce runs on it. A rank that gives up alone leaves its peers waiting in
+ * one of the set-up's all-gathers: the suite's timeout turns that into a failure.
+ *
+ * usage: t_setupoom FAILING_RANK [MAX_N]
+ */
+#include <errno.h>
+#include <execinfo.h>
+#include <link.h>
+
+#include "test_common.h"
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+
+static uintptr_t lib_lo, lib_hi;       /* libdfccl's mapped segments */
+static int armed;                      /* counting libdfccl's allocations */
+static long nth, seen;                 /* the one to fail, those made so far */
+static int fired;                      /* it failed */
+
+/* Whether this allocation, made from the code at ret, is the one that fails. */
+static int fail_here(const void *ret)
+{
+    const uintptr_t a = (uintptr_t)ret;
+    if (!__atomic_load_n(&armed, __ATOMIC_RELAXED) || a < lib_lo || a >= lib_hi)
+        return 0;
+    if (__atomic_add_fetch(&seen, 1, __ATOMIC_RELAXED) != nth)
+        return 0;
+    __atomic_store_n(&fired, 1, __ATOMIC_RELAXED);
+    if (getenv("T_SETUPOOM_VERBOSE")) { /* where it failed */
+        void *bt[16];
+        backtrace_symbols_fd(bt, backtrace(bt, 16), 2);
+    }
+    return 1;
+}
+
+void *malloc(size_t n)
+{
+    return fail_here(__builtin_return_address(0)) ? NULL : __libc_malloc(n);
+}
+void *calloc(size_t n, size_t s)
+{
+    return fail_here(__builtin_return_address(0)) ? NULL : __libc_calloc(n, s);
+}
+void *realloc(void *p, size_t n)
+{
+    return fail_here(__builtin_return_address(0)) ? NULL : __libc_realloc(p, n);
+}
+int posix_memalign(void **p, size_t align, size_t n)
+{
+    if (fail_here(__builtin_return_address(0)))
+        return ENOMEM;
+    return (*p = __libc_memalign(align, n)) ? 0 : ENOMEM;
+}
+
+static int find_lib(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    if (!info->dlpi_name || !strstr(info->dlpi_name, "libdfccl"))
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        const uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        lib_lo = !lib_lo || lo < lib_lo ? lo : lib_lo;
+        lib_hi = hi > lib_hi ? hi : lib_hi;
+    }
+    return 1;
+}
+
+/* Every rank's value, the same on all or a failure naming the ranks. */
+static int agreed(int mine, const char *what, long n)
+{
+    int lo = mine, hi = mine;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    if (lo != hi)
+        TC_FAIL("allocation %ld failed: ranks disagree on %s (this rank: %d)", n, what, mine);
+    return mine;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    tc_init_world();
+    if (argc < 2) {
+        fprintf(stderr, "usage: t_setupoom FAILING_RANK [MAX_N]\n");
+        tc_abort();
+    }
+    const int victim = atoi(argv[1]) % tc_size;
+    const long max_n = argc > 2 ? atol(argv[2]) : 2000;
+    dl_iterate_phdr(find_lib, NULL);
+    if (!lib_lo)
+        TC_FAIL("libdfccl is not among the loaded objects");
+    long n, failed = 0;
+    /* from the second: the first is the table of the set-up's first all-gather, whose
+     * failure no peer can be told of (the one exception, engine/comm.c) */
+    for (n = 2; n <= max_n; n++) {
+        nth = n;
+        seen = 0;
+        fired = 0;
+        dfcclComm_t c = NULL;
+        if (getenv("T_SETUPOOM_VERBOSE"))
+            fprintf(stderr, "[rank %d] allocation %ld\n", tc_rank, n);
+        __atomic_store_n(&armed, tc_rank == victim, __ATOMIC_RELAXED);
+        const dfcclResult_t r = dfcclCommInitMPI(&c, MPI_COMM_WORLD);
+        __atomic_store_n(&armed, 0, __ATOMIC_RELAXED);
+        int hit = fired;
+        MPI_CHECK(MPI_Bcast(&hit, 1, MPI_INT, victim, MPI_COMM_WORLD));
+        if (agreed(r == dfcclSuccess, "dfcclCommInit's outcome", n)) {
+            if (!c)
+                TC_FAIL("allocation %ld: dfcclCommInit succeeded without a communicator", n);
+            char what[96];
+            snprintf(what, sizeof what, "the allreduce after allocation %ld failed on rank %d", n, victim);
+            tc_checked_allreduce_n(c, tc_size, tc_rank, 4099, (uint64_t)n, what);
+            CHECK(dfcclCommDestroy(c));
+        } else {
+            failed++;
+            if (c)
+                TC_FAIL("allocation %ld: dfcclCommInit failed but returned a communicator", n);
+            if (tc_rank == victim && r != dfcclNoMemory && n <= 3)
+                printf("allocation %ld: %s: %s\n", n, dfcclGetErrorString(r), dfcclGetLastError());
+        }
+        if (!hit)
+            break; /* the set-up makes fewer than n allocations: all were tried */
+    }
+    if (n > max_n)
+        TC_FAIL("more than %ld allocations in one set-up", max_n);
+    /* nothing of the failed set-ups is in the way of a fresh one */
+    dfcclComm_t c = NULL;
+    CHECK(dfcclCommInitMPI(&c, MPI_COMM_WORLD));
+    tc_checked_allreduce_n(c, tc_size, tc_rank, 100003, 7, "the allreduce on a fresh communicator");
+    CHECK(dfcclCommDestroy(c));
+    if (tc_rank == 0)
+        printf("t_setupoom: allocations 2..%ld of rank %d's set-up failed one at a time (%ld set-ups failed on "
+               "every rank, the others did without), np=%d\nOK\n",
+               n - 1, victim, failed, tc_size);
+    MPI_Finalize();
+    return 0;
+}
