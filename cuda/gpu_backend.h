@@ -174,7 +174,8 @@ dfcclResult_t gather_status(gpu_boot_t *mine, gpu_boot_t *all, int nranks, dfccl
  * (boot_x): records of GPU_BOOT_REC bytes at most, so that a rank out of memory still
  * takes part in each. */
 #define GPU_BOOT_REC (ENG_BOOT_REC - sizeof(gpu_boot_t))
-static inline void *gpu_boot_ag(void *boot_x, const void *mine, size_t bytes, dfcclAllgatherFn_t ag, void *ctx)
+static inline void *gpu_boot_ag(void *boot_x, const void *mine, size_t bytes, dfcclAllgatherFn_t ag,
+                                void *ctx)
 {
     return bytes <= GPU_BOOT_REC && ag(mine, boot_x, bytes, ctx) == 0 ? boot_x : NULL;
 }

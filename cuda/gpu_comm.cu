@@ -21,7 +21,8 @@ dfcclResult_t gather_status(gpu_boot_t *mine, gpu_boot_t *all, int nranks, dfccl
 }
 
 /* gather_status into a table nobody reads (boot_x): whether every rank's step went well. */
-static dfcclResult_t gather_agree(void *boot_x, gpu_boot_t *mine, int nranks, dfcclAllgatherFn_t ag, void *ctx)
+static dfcclResult_t gather_agree(void *boot_x, gpu_boot_t *mine, int nranks, dfcclAllgatherFn_t ag,
+                                  void *ctx)
 {
     static_assert(sizeof(gpu_boot_t) <= GPU_BOOT_REC, "an all-gather of the set-up");
     return gather_status(mine, (gpu_boot_t *)boot_x, nranks, ag, ctx);
@@ -69,6 +70,9 @@ static dfcclResult_t comm_channels(int rank, int nranks, dfcclAllgatherFn_t ag, 
     }
     if (!gpu_boot_ag(boot_x, &mine, sizeof(mine), ag, ctx))
         return eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
+    if (!able)
+        dfccl_warn("rank %d: no GPU part for the communicator (%s): device buffers will be refused on it",
+                   rank, dfcclGetLastError());
     int C = GPU_MAX_CHANNELS, share_me = 0, want_me = 0;
     for (int i = 0; i < nranks; i++) {
         if (!all[i].ok)
@@ -251,7 +255,8 @@ dfcclResult_t gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint6
         gc->id = GPU_MAX_COMMS; /* no communicator id yet */
         gc->boot_x = boot_x;
     }
-    int able = gc != NULL; /* without it, this rank says it has no GPU: the communicator gets no GPU part */
+    /* without it, this rank says it has no GPU: the communicator gets no GPU part */
+    int able = gc != NULL || (eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the GPU part"), 0);
     for (int t = 0; t < ENG_TP_NUM; t++)
         if ((used >> t & 1) && !gpu_transports[t]) {
             eng_set_error(dfcclUnsupported, "dfcclCommInit", "the GPU daemon has no instance of transport %s",
@@ -299,8 +304,15 @@ dfcclResult_t gpu_comm_create(eng_gpu_comm_t **gc_p, int rank, int nranks, uint6
     if ((res = comm_dev_create(gc, &geo, uid, tp, all)) == dfcclSuccess)
         res = comm_id_take(gc);
     mine.status = res;
-    if ((res = gather_agree(boot_x, &mine, nranks, ag, ctx)) != dfcclSuccess)
+    if ((res = gather_agree(boot_x, &mine, nranks, ag, ctx)) != dfcclSuccess) {
+        if (gc->id < GPU_MAX_COMMS) { /* the daemon never saw it: the id back without a destroy */
+            pthread_mutex_lock(&G_lock);
+            G.comm_used[gc->id] = 0;
+            pthread_mutex_unlock(&G_lock);
+            gc->id = GPU_MAX_COMMS;
+        }
         goto fail;
+    }
     gc->boot_x = NULL;
     gc->arrived_me = arrived[rank];
     pthread_mutex_lock(&G_lock);

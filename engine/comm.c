@@ -129,20 +129,40 @@ static void register_exit_mark(void)
     atexit(mark_closed_at_exit);
 }
 
-/* Register c and give it its handle; 0 when the table is out of memory. */
-static int live_add(struct dfccl_comm *c)
+/* c's handle, taken before the set-up's first all-gather (whose status says when the
+ * table is out of memory: taken after the last, a failure would be this rank's alone);
+ * 0 when the table is out of memory. Nobody finds c by it before live_add. */
+static int live_reserve(struct dfccl_comm *c)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, register_exit_mark);
     pthread_mutex_lock(&live_lock);
     comm_slot_t *s = eng_handle_alloc(&comm_handles, &c->handle);
-    if (s) {
-        dfccl_store_release(&s->comm, c);
-        c->live_next = live_head;
-        live_head = c;
-    }
+    if (s)
+        dfccl_store_release(&s->comm, (struct dfccl_comm *)NULL);
     pthread_mutex_unlock(&live_lock);
     return s != NULL;
+}
+
+/* A failed set-up's handle back. */
+static void live_unreserve(struct dfccl_comm *c)
+{
+    pthread_mutex_lock(&live_lock);
+    comm_slot_t *s = eng_handle_get(&comm_handles, c->handle);
+    if (s)
+        eng_handle_free(&comm_handles, s);
+    pthread_mutex_unlock(&live_lock);
+}
+
+/* Register c under its handle. */
+static void live_add(struct dfccl_comm *c)
+{
+    pthread_mutex_lock(&live_lock);
+    comm_slot_t *s = eng_handle_get(&comm_handles, c->handle);
+    dfccl_store_release(&s->comm, c);
+    c->live_next = live_head;
+    live_head = c;
+    pthread_mutex_unlock(&live_lock);
 }
 
 /* Under the registry's lock, so that a look under it (eng_comm_watch_peers) finds a
@@ -166,7 +186,8 @@ static int live_remove(struct dfccl_comm *c)
 
 /* Connect every transport some pair of ranks uses, in the table's order (every rank
  * alike: each connect is collective); on a failure, close those connected. */
-static dfcclResult_t tp_connect(struct dfccl_comm *c, uint8_t *peers /* [nranks], scratch */, dfcclAllgatherFn_t ag, void *ctx)
+static dfcclResult_t tp_connect(struct dfccl_comm *c, uint8_t *peers /* [nranks], scratch */,
+                                dfcclAllgatherFn_t ag, void *ctx)
 {
     dfcclResult_t res = dfcclSuccess;
     int t;
@@ -361,7 +382,7 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
     if (!all)
         return eng_set_error(dfcclNoMemory, __func__, "no memory for the set-up of %d ranks", nranks);
     const int cfg_ok = (res = eng_config_init(config)) == dfcclSuccess;
-    int daemon_held = 0;
+    int daemon_held = 0, reserved = 0;
     struct dfccl_comm *c = calloc(1, sizeof(*c));
     /* what the later steps need, allocated before the first all-gather reports it */
     uint8_t *peers = calloc((size_t)nranks, 1);
@@ -383,6 +404,8 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
         c->slot_next = calloc(c->slots, sizeof(uint64_t));
         if (!c->tp || !c->slot_next || !peers || !arrived)
             res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator");
+        else if (!(reserved = live_reserve(c)))
+            res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator's handle");
     }
     if (res == dfcclSuccess) {
         eng_shm_clean_stale();
@@ -429,7 +452,8 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
     for (uint32_t s = 0; s < c->slots; s++)
         c->slot_next[s] = s;
 
-    _Static_assert(sizeof(eng_boot_info_t) >= ENG_BOOT_REC, "the later all-gathers receive into the boot table");
+    _Static_assert(sizeof(eng_boot_info_t) >= ENG_BOOT_REC,
+                   "the later all-gathers receive into the boot table");
     c->boot = all;
     DFCCL_CHECK_GOTO(tp_connect(c, peers, allgather, ctx), res, err_daemon);
     /* the GPU daemon's connections: its instance of each peer's transport (every rank
@@ -452,14 +476,7 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
     free(arrived);
     arrived = NULL;
     c->magic = ENG_COMM_MAGIC;
-    if (!live_add(c)) {
-        res = eng_set_error(dfcclNoMemory, __func__, "no memory for a communicator's handle");
-        c->magic = 0;
-        if (c->gpu)
-            eng_gpu->comm_destroy(c->gpu);
-        tp_close(c);
-        goto err_daemon;
-    }
+    live_add(c);
     dfccl_info("communicator %016llx: rank %d of %d, %u slots x %u channels, %llu B chunks x %u, %zu B "
                "shared memory",
                (unsigned long long)c->uid, rank, nranks, c->slots, c->channels, (unsigned long long)c->chunk,
@@ -471,6 +488,8 @@ dfcclResult_t dfcclCommInitConfig(dfcclComm_t *comm_p, int nranks, int rank, dfc
 err_daemon:
     if (daemon_held)
         eng_cpu->release();
+    if (reserved)
+        live_unreserve(c);
     if (c) {
         free(c->slot_next);
         free(c->tp);

@@ -56,8 +56,8 @@ typedef struct {
     char *const *put_shadow; /* [nranks] */
     int put_cuda;
     void (*put_landed)(void); /* run by the proxy before it publishes a step a put wrote (NULL: none) */
-    void *boot;               /* the communicator set-up's table: its all-gathers receive there (eng_boot_ag) */
-    dfcclResult_t status;     /* a failure of the caller's before the set-up: reported through it */
+    void *boot;           /* the communicator set-up's table: its all-gathers receive there (eng_boot_ag) */
+    dfcclResult_t status; /* a failure of the caller's before the set-up: reported through it */
 } eng_net_layout_t;
 
 /* A reference on the process's UCX state (the context, the workers and their proxy

@@ -310,21 +310,23 @@ static dfcclResult_t peers_agree_locked(struct eng_net_comm *nc, const eng_net_l
                                         size_t stride, dfcclResult_t res)
 {
     nc->npx = net_ucx.nproxies;
-    nc->put = all != NULL;
-    for (int p = 0; p < nc->nranks && all; p++)
+    /* a rank that could not set up may have sent its status alone (setup_refused): no
+     * headers then, and every rank decides alike from the stride */
+    const int hdrs = all && stride >= sizeof(int32_t) + sizeof(net_boot_hdr_t);
+    for (int p = 0; p < nc->nranks && res == dfcclSuccess && all; p++) {
+        int32_t st;
+        memcpy(&st, all + (size_t)p * stride, sizeof(st));
+        if (st < 0 || !hdrs)
+            res = eng_set_error(dfcclSystemError, "dfcclCommInit", "rank %d could not set up UCX", p);
+        else if (boot_hdr(all, stride, p).npx < nc->npx)
+            nc->npx = boot_hdr(all, stride, p).npx;
+    }
+    nc->put = hdrs;
+    for (int p = 0; p < nc->nranks && hdrs; p++)
         nc->put &= boot_hdr(all, stride, p).put != 0;
     if (!nc->put && L->put_cuda && res == dfcclSuccess) /* the caller agreed with every rank first */
         res = eng_set_error(dfcclInternalError, "dfcclCommInit",
                             "device FIFOs for the net peers, but some rank does not take steps by put");
-    for (int p = 0; p < nc->nranks && res == dfcclSuccess && all; p++) {
-        int32_t st;
-        memcpy(&st, all + (size_t)p * stride, sizeof(st));
-        const net_boot_hdr_t h = boot_hdr(all, stride, p);
-        if (st < 0)
-            res = eng_set_error(dfcclSystemError, "dfcclCommInit", "rank %d could not set up UCX", p);
-        else if (h.npx < nc->npx)
-            nc->npx = h.npx;
-    }
     for (size_t i = 0; i < nc->nconns && res == dfcclSuccess; i++)
         nc->conns[i].px = L->conns[i].lane % nc->npx;
     return res;
@@ -473,8 +475,9 @@ static dfcclResult_t put_setup(struct eng_net_comm *nc, const eng_net_layout_t *
     res = put_blob_locked(nc, L, res, &blob, &len);
     pthread_mutex_unlock(&net_ucx.lock);
     int32_t none = dfcclNoMemory;
-    const dfcclResult_t xres = blob ? exchange(L->boot, blob, len, &all, &stride, L->nranks, ag, ctx)
-                                    : exchange(L->boot, &none, sizeof(none), &all, &stride, L->nranks, ag, ctx);
+    const dfcclResult_t xres =
+        blob ? exchange(L->boot, blob, len, &all, &stride, L->nranks, ag, ctx)
+             : exchange(L->boot, &none, sizeof(none), &all, &stride, L->nranks, ag, ctx);
     free(blob);
     if (xres != dfcclSuccess && res == dfcclSuccess)
         res = xres;
@@ -505,7 +508,8 @@ static dfcclResult_t agree(void *boot, dfcclResult_t res, int N, dfcclAllgatherF
 /* A rank that cannot set up (res) still takes part in the set-up's all-gathers, its
  * blob a status alone (a zero header: no rank then takes steps by put, so nobody
  * exchanges for them), and returns res: every rank fails alike. */
-static dfcclResult_t setup_refused(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, void *ctx, dfcclResult_t res)
+static dfcclResult_t setup_refused(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, void *ctx,
+                                   dfcclResult_t res)
 {
     const int32_t st = res;
     char *all = NULL;
@@ -585,8 +589,8 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     struct eng_net_comm *nc = calloc(1, sizeof(*nc));
     if (!nc) {
         pthread_mutex_unlock(&net_ucx.lock);
-        return setup_refused(L, ag, ctx,
-                             eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport"));
+        return setup_refused(
+            L, ag, ctx, eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport"));
     }
     nc->uid = L->uid;
     nc->rank = L->rank;

@@ -29,9 +29,9 @@ static dfcclResult_t ucx_connect(struct dfccl_comm *c, const uint8_t *peers, dfc
     size_t *shadow_size = calloc((size_t)N, sizeof(size_t));
     eng_net_conn_desc_t *d = calloc(nconn ? nconn : 1, sizeof(*d)), *k = d;
     /* without them, the set-up still runs (its all-gathers), saying so */
-    const dfcclResult_t status = shadow_size && d ? dfcclSuccess
-                                                  : eng_set_error(dfcclNoMemory, "dfcclCommInit",
-                                                                  "no memory for the net transport");
+    const dfcclResult_t status =
+        shadow_size && d ? dfcclSuccess
+                         : eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
     for (int p = 0; p < N && status == dfcclSuccess; p++) {
         if (!peers[p])
             continue;

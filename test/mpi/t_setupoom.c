@@ -5,11 +5,11 @@
  * replaces malloc, calloc, realloc and posix_memalign for the whole process and fails
  * only that call, recognised by its caller's address inside libdfccl); n = 2, 3, ...
  * until a set-up makes fewer than n allocations (the first, the table of the set-up's
- * first all-gather, is the one whose failure cannot reach the peers: it would tell them). Each time every rank must come back from
- * dfcclCommInit with the same verdict: all fail (then nothing is left behind and a fresh
- * communicator works), or all succeed (an allocation the set-up could do without) and a
- * checked allreduce runs on it. A rank that gives up alone leaves its peers waiting in
- * one of the set-up's all-gathers: the suite's timeout turns that into a failure.
+ * first all-gather, is the one whose failure cannot reach the peers: it would tell them). Each time every
+ * rank must come back from dfcclCommInit with the same verdict: all fail (then nothing is left behind and a
+ * fresh communicator works), or all succeed (an allocation the set-up could do without) and a checked
+ * allreduce runs on it. A rank that gives up alone leaves its peers waiting in one of the set-up's
+ * all-gathers: the suite's timeout turns that into a failure.
  *
  * usage: t_setupoom FAILING_RANK [MAX_N]
  */
@@ -24,16 +24,16 @@ extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void *__libc_memalign(size_t, size_t);
 
-static uintptr_t lib_lo, lib_hi;       /* libdfccl's mapped segments */
-static int armed;                      /* counting libdfccl's allocations */
-static long nth, seen;                 /* the one to fail, those made so far */
-static int fired;                      /* it failed */
+static uintptr_t lib_lo, lib_hi; /* libdfccl's mapped segments */
+static __thread int armed;       /* counting libdfccl's allocations (the set-up's thread only) */
+static long nth, seen;           /* the one to fail, those made so far */
+static int fired;                /* it failed */
 
 /* Whether this allocation, made from the code at ret, is the one that fails. */
 static int fail_here(const void *ret)
 {
     const uintptr_t a = (uintptr_t)ret;
-    if (!__atomic_load_n(&armed, __ATOMIC_RELAXED) || a < lib_lo || a >= lib_hi)
+    if (!armed || a < lib_lo || a >= lib_hi)
         return 0;
     if (__atomic_add_fetch(&seen, 1, __ATOMIC_RELAXED) != nth)
         return 0;
@@ -115,9 +115,9 @@ int main(int argc, char **argv)
         dfcclComm_t c = NULL;
         if (getenv("T_SETUPOOM_VERBOSE"))
             fprintf(stderr, "[rank %d] allocation %ld\n", tc_rank, n);
-        __atomic_store_n(&armed, tc_rank == victim, __ATOMIC_RELAXED);
+        armed = tc_rank == victim;
         const dfcclResult_t r = dfcclCommInitMPI(&c, MPI_COMM_WORLD);
-        __atomic_store_n(&armed, 0, __ATOMIC_RELAXED);
+        armed = 0;
         int hit = fired;
         MPI_CHECK(MPI_Bcast(&hit, 1, MPI_INT, victim, MPI_COMM_WORLD));
         if (agreed(r == dfcclSuccess, "dfcclCommInit's outcome", n)) {
@@ -145,9 +145,10 @@ int main(int argc, char **argv)
     tc_checked_allreduce_n(c, tc_size, tc_rank, 100003, 7, "the allreduce on a fresh communicator");
     CHECK(dfcclCommDestroy(c));
     if (tc_rank == 0)
-        printf("t_setupoom: allocations 2..%ld of rank %d's set-up failed one at a time (%ld set-ups failed on "
-               "every rank, the others did without), np=%d\nOK\n",
-               n - 1, victim, failed, tc_size);
+        printf(
+            "t_setupoom: allocations 2..%ld of rank %d's set-up failed one at a time (%ld set-ups failed on "
+            "every rank, the others did without), np=%d\nOK\n",
+            n - 1, victim, failed, tc_size);
     MPI_Finalize();
     return 0;
 }
