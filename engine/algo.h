@@ -15,16 +15,16 @@
 /* The choice depends only on arguments every rank passes identically (and on the
  * communicator), so all ranks pick the same algorithm. Every uniform collective whose
  * piece (eng_ll_piece: what one rank sends one peer) is at most ll_max bytes runs in one
- * round of LL lines (0: never), and one whose piece is above ENG_LL_CHAN_BYTES and at
- * most ll_wide (the caller's DFCCL_LL_WIDE_MAX, capped at the channels x ll_max; 0:
- * never) in one round split over the channels (ENG_ALGO_LLW; checked before every other
- * choice but the read, so pieces of 2-8 KiB are split too); allreduces up to oneshot_max one-shot; allreduce,
- * reduce_scatter, allgather, alltoall, bcast and reduce up to direct_max bytes (eng_dx_bytes: the larger
- * of a rank's input and output; alltoall: one block; bcast, reduce: the buffer) in a direct exchange with
- * every peer at once (0: never), the allreduce one-shot over every channel on up to oneshot_ranks ranks, else
- * two-shot (the caller passes direct_max 0 below DFCCL_DIRECT_RANKS ranks, and with net peers); the rest in a
- * ring, chain or pairwise exchange. The switch points and what they rest on (one H200, 2-8 ranks under MPS;
- * bench/RESULTS.md):
+ * round of LL lines (0: never), and one whose piece is above 2 x ENG_LL_CHAN_BYTES and
+ * at most ll_wide (DFCCL_LL_WIDE_MAX, eng_ll_wide_max, capped at the channels x ll_max;
+ * 0: never) in one round split over the channels (ENG_ALGO_LLW; checked before every
+ * other choice but the read, so pieces of 4-8 KiB are split too); allreduces up to oneshot_max one-shot;
+ * allreduce, reduce_scatter, allgather, alltoall, bcast and reduce up to direct_max bytes (eng_dx_bytes: the
+ * larger of a rank's input and output; alltoall: one block; bcast, reduce: the buffer) in a direct exchange
+ * with every peer at once (0: never), the allreduce one-shot over every channel on up to oneshot_ranks ranks,
+ * else two-shot (the caller passes direct_max 0 below DFCCL_DIRECT_RANKS ranks, and with net peers); the rest
+ * in a ring, chain or pairwise exchange. The switch points and what they rest on (one H200, 2-8 ranks under
+ * MPS; bench/RESULTS.md):
  *
  *   collective             piece <= DFCCL_LL_MAX (8 KiB)   above
  *   allreduce              LL round                        one-shot to DFCCL_ONESHOT_MAX
@@ -73,8 +73,10 @@ DFCCL_INLINE eng_algo_t eng_algo_select(const eng_coll_args_t *a, int nranks, ui
         return ENG_ALGO_READ;
     const int ll = ll_max > 0 && nranks <= ENG_LL_MAX_RANKS;
     const uint64_t piece = eng_ll_piece(a);
-    /* split over the channels: a uniform piece above one channel's share, up to ll_wide */
-    const int wide = ll && piece > ENG_LL_CHAN_BYTES && piece <= ll_wide && !a->blocks;
+    /* split over the channels: a uniform piece of more than two channels' shares (4 KiB
+     * in one round on channel 0 was 0.7-1.3 us faster at 2 and 4 ranks on one H100), up
+     * to ll_wide */
+    const int wide = ll && piece > 2 * ENG_LL_CHAN_BYTES && piece <= ll_wide && !a->blocks;
     const eng_algo_t lla = wide ? ENG_ALGO_LLW : ENG_ALGO_LL;
     /* a uniform collective with data, whose piece fits ll_max (or the split round) */
     const int ll_round = wide || (ll && piece > 0 && piece <= ll_max && !a->blocks);

@@ -49,7 +49,7 @@ static dfcclResult_t launch(const char *fn, dfcclComm_t comm, eng_coll_args_t *a
                                      : eng_config.chunk_size;
     const uint64_t ll_max = any_net ? 0 : DFCCL_MIN(eng_config.ll_max, min_step / 2);
     /* the LL round split over the channels (eng_ll_wide) */
-    const uint64_t ll_wide = eng_ll_wide(eng_config.ll_wide_max, ll_max,
+    const uint64_t ll_wide = eng_ll_wide(eng_ll_wide_max(eng_config.ll_wide_max, on_gpu, N), ll_max,
                                          on_gpu ? eng_gpu->comm_channels(comm->gpu) : comm->channels);
     /* below direct_ranks the ring's few hops beat the direct exchange's traffic */
     const uint64_t direct_max = any_net || (uint32_t)N < eng_config.direct_ranks ? 0 : eng_config.direct_max;

@@ -89,6 +89,20 @@ static inline uint64_t eng_read_min_of(uint64_t read_min, uint64_t direct_max, i
     return per > ENG_READ_MIN_GPU_BLOCK ? per : ENG_READ_MIN_GPU_BLOCK;
 }
 
+/* DFCCL_LL_WIDE_MAX for one daemon on a communicator of nranks, auto resolved: on the
+ * GPU daemon the pieces whose round moves at most ENG_LL_WIDE_TRAFFIC between all the
+ * pairs of ranks (nranks x (nranks-1) x the piece; the lines double it). On one H100
+ * (bench/RESULTS.md, 2026-12-05) the split round beat the one-shot, direct exchange and
+ * ring up to 64 KiB at 8 ranks (3.5 MiB) and lost at 128 KiB (7 MiB), and won up to
+ * 256 KiB at 4 ranks (3 MiB) and 2. On host buffers never: 3-4x slower there. */
+#define ENG_LL_WIDE_TRAFFIC (4ull << 20)
+static inline uint64_t eng_ll_wide_max(uint64_t wide_max, int on_gpu, int nranks)
+{
+    if (wide_max != ENG_AUTO)
+        return wide_max;
+    return on_gpu && nranks > 1 ? ENG_LL_WIDE_TRAFFIC / ((uint64_t)nranks * (uint64_t)(nranks - 1)) : 0;
+}
+
 /* The same from this process's settings. */
 static inline uint64_t eng_read_min(int on_gpu, int nranks)
 {

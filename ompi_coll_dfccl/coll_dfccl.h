@@ -41,7 +41,7 @@ BEGIN_C_DECLS
  *         field when set explicitly. */
 typedef struct {
     const dfccl_setting_t *row;
-    unsigned long long value; /**< parsed from str; its default is the row's */
+    unsigned long long value; /**< parsed from str; its default is the row's (ULLONG_MAX: "auto") */
     int var_index;            /**< to tell an explicit setting from the default */
     char *str;                /**< MCA storage: the value as given, parsed strictly */
 } mca_coll_dfccl_knob_t;

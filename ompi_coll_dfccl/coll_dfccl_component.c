@@ -12,6 +12,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,7 +155,9 @@ static void register_knobs(mca_coll_dfccl_component_t *cm)
         mca_coll_dfccl_knob_t *k = &cm->knobs[cm->nknobs];
         char *help = helps[cm->nknobs++];
         char range[64] = "";
-        if (!row->words)
+        if (!row->words && row->max == UINT64_MAX) /* a count, or auto */
+            snprintf(range, sizeof range, ", %llu-%llu", (unsigned long long)row->min, 1ull << 40);
+        else if (!row->words)
             snprintf(range, sizeof range, ", %llu-%llu", (unsigned long long)row->min,
                      (unsigned long long)row->max);
         snprintf(help, sizeof helps[0], "%s.%s%s Default %s (%s%s; as %s)", row->help, row->more ? " " : "",
@@ -177,6 +180,10 @@ static void parse_knob(mca_coll_dfccl_knob_t *k)
             k->value = w;
         else
             refuse(k->row->mca, v, dfccl_setting_expect(k->row, expected, sizeof expected));
+        return;
+    }
+    if (k->row->max == UINT64_MAX && !strcasecmp(v, "auto")) {
+        k->value = ULLONG_MAX; /* the engine's own choice: the field stays unset */
         return;
     }
     const unsigned long long max = k->row->wide ? INT64_MAX : INT32_MAX;
@@ -359,7 +366,7 @@ void mca_coll_dfccl_engine_config(dfcclConfig_t *cfg)
     *cfg = (dfcclConfig_t)DFCCL_CONFIG_INITIALIZER;
     for (int i = 0; i < cm->nknobs; i++) {
         const mca_coll_dfccl_knob_t *k = &cm->knobs[i];
-        if (!explicitly_set(k->var_index))
+        if (!explicitly_set(k->var_index) || k->value == ULLONG_MAX)
             continue;
         /* fits its field (checked at registration); out of the engine's range: refused there */
         char *field = (char *)cfg + k->row->off;

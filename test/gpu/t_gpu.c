@@ -248,8 +248,8 @@ static int ll_sizes; /* --ll-sizes: chaos of LL rounds split over the channels o
 static int mode_chaos(int P, int me, int iters)
 {
     static const size_t chaos_counts[8] = {256, 147456, 2048, 1024, 65536, 147456, 524288, 1048576};
-    /* 2.8-64 KB: with DFCCL_LL_WIDE_MAX=65536 every one an LL round split over the channels */
-    static const size_t ll_counts[8] = {700, 1024, 2048, 3000, 4000, 6000, 9000, 16000};
+    /* 4.1-64 KB: with DFCCL_LL_WIDE_MAX=65536 every one an LL round split over the channels */
+    static const size_t ll_counts[8] = {1025, 1100, 2048, 3000, 4000, 6000, 9000, 16000};
     const size_t *counts = ll_sizes ? ll_counts : chaos_counts;
     MPI_Comm mc[8];
     dfcclComm_t dc[8];

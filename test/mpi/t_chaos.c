@@ -9,7 +9,7 @@
  *   hang proof runs it with --deadline).
  *
  * usage: t_chaos [ITERATIONS] [--iters N] [--deadline SEC] [--expect-timeout] [--ll-sizes]
- *   --ll-sizes        allreduces of 700-6000 elements instead (2.8-24 KB: with
+ *   --ll-sizes        allreduces of 1025-6000 elements instead (4.1-24 KB: with
  *                     DFCCL_LL_WIDE_MAX=32768 on 3 channels, every one an LL round split
  *                     over the channels, so the hang proof's waits are that round's)
  *   --deadline SEC    poll with dfcclTest; if an iteration is not complete after SEC
@@ -23,7 +23,7 @@
 
 #define NCOMM 8
 static const size_t chaos_sizes[NCOMM] = {256, 147456, 2048, 1024, 65536, 147456, 524288, 1048576};
-static const size_t ll_sizes[NCOMM] = {700, 1024, 1536, 2048, 3000, 4000, 5000, 6000};
+static const size_t ll_sizes[NCOMM] = {1025, 1100, 1536, 2048, 3000, 4000, 5000, 6000};
 
 int main(int argc, char **argv)
 {

@@ -81,9 +81,9 @@ START_TEST(algo_select_rules)
         eng_coll_args_t u = {.coll = no_dx[i], .dtype = dfcclFloat32, .count = 256};
         ck_assert_int_ne(eng_algo_select(&u, 4, 64, 64, 1 << 20, 0, 0, 0), ENG_ALGO_DIRECT);
     }
-    /* the LL round split over the channels: a uniform piece above ENG_LL_CHAN_BYTES up to
-     * ll_wide, before the one-shot, the direct exchange and the ring; never a table's,
-     * without LL, or above ll_wide; at most ENG_LL_CHAN_BYTES on one channel */
+    /* the LL round split over the channels: a uniform piece above 2 x ENG_LL_CHAN_BYTES up
+     * to ll_wide, before the one-shot, the direct exchange and the ring; never a table's,
+     * without LL, or above ll_wide; at most 2 x ENG_LL_CHAN_BYTES on channel 0 alone */
     static const uint8_t llw_colls[] = {ENG_COLL_ALLREDUCE, ENG_COLL_REDUCE,         ENG_COLL_BCAST,
                                         ENG_COLL_ALLGATHER, ENG_COLL_REDUCE_SCATTER, ENG_COLL_ALLTOALL,
                                         ENG_COLL_GATHER,    ENG_COLL_SCATTER};
@@ -94,9 +94,9 @@ START_TEST(algo_select_rules)
         ck_assert_int_ne(eng_algo_select(&u, 4, 1 << 20, 0, 1 << 20, 4, 0, 16384), ENG_ALGO_LLW);
         ck_assert_int_ne(eng_algo_select(&u, ENG_LL_MAX_RANKS + 1, 1 << 20, 8192, 0, 4, 0, 16384),
                          ENG_ALGO_LLW);
-        u.count = ENG_LL_CHAN_BYTES / 4 + 1; /* 2 KiB + 4 */
+        u.count = ENG_LL_CHAN_BYTES / 2 + 1; /* 4 KiB + 4 */
         ck_assert_int_eq(eng_algo_select(&u, 4, 0, 8192, 0, 0, 0, 16384), ENG_ALGO_LLW);
-        u.count = ENG_LL_CHAN_BYTES / 4; /* one channel's share: the plain round */
+        u.count = ENG_LL_CHAN_BYTES / 2; /* two channels' shares: the plain round */
         ck_assert_int_eq(eng_algo_select(&u, 4, 0, 8192, 0, 0, 0, 16384), ENG_ALGO_LL);
         ck_assert_int_eq(eng_algo_select(&u, 4, 0, 8192, 0, 0, 0, 0), ENG_ALGO_LL);
         u.count = 4096;
@@ -111,6 +111,16 @@ START_TEST(algo_select_rules)
     ck_assert_uint_eq(eng_ll_wide(65536, 2 * ENG_LL_CHAN_BYTES, 64), 65536);
     ck_assert_uint_eq(eng_ll_wide(65536, 2 * ENG_LL_CHAN_BYTES - 1, 64), 0);
     ck_assert_uint_eq(eng_ll_wide(0, 8192, 64), 0);
+    /* auto: on the GPU daemon N x (N-1) x the piece up to 4 MiB (64 KiB and more at 8
+     * ranks, 256 KiB and more at 4), never on host buffers; a value passes as it is */
+    ck_assert_uint_eq(eng_ll_wide_max(ENG_AUTO, 1, 8), (4u << 20) / 56);
+    ck_assert_uint_ge(eng_ll_wide_max(ENG_AUTO, 1, 8), 65536);
+    ck_assert_uint_lt(eng_ll_wide_max(ENG_AUTO, 1, 8), 131072);
+    ck_assert_uint_ge(eng_ll_wide_max(ENG_AUTO, 1, 4), 262144);
+    ck_assert_uint_eq(eng_ll_wide_max(ENG_AUTO, 1, 1), 0);
+    ck_assert_uint_eq(eng_ll_wide_max(ENG_AUTO, 0, 8), 0);
+    ck_assert_uint_eq(eng_ll_wide_max(32768, 0, 8), 32768);
+    ck_assert_uint_eq(eng_ll_wide_max(0, 1, 8), 0);
     a.coll = ENG_COLL_BARRIER;
     ck_assert_int_eq(eng_algo_select(&a, 4, 64, 64, 0, 0, 0, 1 << 20), ENG_ALGO_LL);
     ck_assert_int_eq(eng_algo_select(&a, 4, 64, 0, 0, 0, 0, 0), ENG_ALGO_ONESHOT);

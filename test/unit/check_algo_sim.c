@@ -423,7 +423,7 @@ static const algo_case_t cases[] = {
     {ENG_COLL_ALLTOALL, 8, 333, 0, 0, 256, 2, 2, 0, 64, 0, 0, 0, 1, 2, 0},
     {ENG_COLL_ALLGATHER, 8, 1001, 0, 1, 512, 3, 1, 0, 0, 0, 0, 0, 1, 0, 0},
     {ENG_COLL_ALLGATHER, 7, 99, 0, 0, 256, 2, 2, 0, 0, 0, 0, 0, 1, 1, 0},
-    /* one round of LL lines split over the channels (ll_wide): pieces of 2-5 channels'
+    /* one round of LL lines split over the channels (ll_wide): pieces of 2-6 channels'
      * share over 2-4 channels (their lines not a multiple of the channels), odd counts, in
      * place, roots, role-sized connections, every uniform collective */
     {ENG_COLL_ALLREDUCE, 4, 3001, 0, 0, 8192, 2, 4, 0, 0, 4096, 0, 0, 0, 0, 1 << 20},
