@@ -3,19 +3,26 @@
  * t_setupoom: a rank that runs out of memory while it sets up a communicator. The nth
  * allocation that libdfccl makes inside dfcclCommInit on one rank fails (this program
  * replaces malloc, calloc, realloc and posix_memalign for the whole process and fails
- * only that call, recognised by its caller's address inside libdfccl); n = 2, 3, ...
- * until a set-up makes fewer than n allocations (the first, the table of the set-up's
- * first all-gather, is the one whose failure cannot reach the peers: it would tell them). Each time every
- * rank must come back from dfcclCommInit with the same verdict: all fail (then nothing is left behind and a
- * fresh communicator works), or all succeed (an allocation the set-up could do without) and a checked
- * allreduce runs on it. A rank that gives up alone leaves its peers waiting in one of the set-up's
- * all-gathers: the suite's timeout turns that into a failure.
+ * only that call, recognised by its caller's address inside libdfccl's own code: not the
+ * CUDA runtime linked statically into it, named by its symbol table, which is not
+ * dfccl's and crashes on some of its own failed allocations); n = 2, 3, ... until a
+ * set-up makes fewer than n allocations (the first, the table of the set-up's first
+ * all-gather, is the one whose failure cannot reach the peers: it would tell them). Each
+ * time every rank must come back from dfcclCommInit with the same verdict: all fail
+ * (then nothing is left behind and a fresh communicator works), or all succeed (an
+ * allocation the set-up could do without) and a checked allreduce runs on it. A rank
+ * that gives up alone leaves its peers waiting in one of the set-up's all-gathers: the
+ * suite's timeout turns that into a failure.
  *
  * usage: t_setupoom FAILING_RANK [MAX_N]
  */
+#include <elf.h>
 #include <errno.h>
 #include <execinfo.h>
+#include <fcntl.h>
 #include <link.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "test_common.h"
 
@@ -25,15 +32,34 @@ extern void *__libc_realloc(void *, size_t);
 extern void *__libc_memalign(size_t, size_t);
 
 static uintptr_t lib_lo, lib_hi; /* libdfccl's mapped segments */
-static __thread int armed;       /* counting libdfccl's allocations (the set-up's thread only) */
-static long nth, seen;           /* the one to fail, those made so far */
-static int fired;                /* it failed */
+static char lib_path[4096];
+static uintptr_t (*foreign)[2]; /* [nforeign]: the CUDA runtime's functions in it, sorted */
+static size_t nforeign;
+static __thread int armed; /* counting libdfccl's allocations (the set-up's thread only) */
+static long nth, seen;     /* the one to fail, those made so far */
+static int fired;          /* it failed */
+
+/* Is a inside one of the CUDA runtime's functions? */
+static int in_foreign(uintptr_t a)
+{
+    size_t lo = 0, hi = nforeign;
+    while (lo < hi) {
+        const size_t m = (lo + hi) / 2;
+        if (a < foreign[m][0])
+            hi = m;
+        else if (a >= foreign[m][1])
+            lo = m + 1;
+        else
+            return 1;
+    }
+    return 0;
+}
 
 /* Whether this allocation, made from the code at ret, is the one that fails. */
 static int fail_here(const void *ret)
 {
     const uintptr_t a = (uintptr_t)ret;
-    if (!armed || a < lib_lo || a >= lib_hi)
+    if (!armed || a < lib_lo || a >= lib_hi || in_foreign(a))
         return 0;
     if (__atomic_add_fetch(&seen, 1, __ATOMIC_RELAXED) != nth)
         return 0;
@@ -70,6 +96,8 @@ static int find_lib(struct dl_phdr_info *info, size_t size, void *data)
     (void)data;
     if (!info->dlpi_name || !strstr(info->dlpi_name, "libdfccl"))
         return 0;
+    snprintf(lib_path, sizeof lib_path, "%s", info->dlpi_name);
+    *(uintptr_t *)data = info->dlpi_addr;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD)
@@ -79,6 +107,54 @@ static int find_lib(struct dl_phdr_info *info, size_t size, void *data)
         lib_hi = hi > lib_hi ? hi : lib_hi;
     }
     return 1;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+    const uintptr_t x = ((const uintptr_t *)a)[0], y = ((const uintptr_t *)b)[0];
+    return x < y ? -1 : x > y;
+}
+
+/* The CUDA runtime's functions in libdfccl (cudart_static: "libcudart_static_*", the
+ * cuda* API, __cuda*), from its symbol table; none where it has none (then counted). */
+static void find_foreign(uintptr_t base)
+{
+    const int fd = open(lib_path, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    const char *f = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (f == MAP_FAILED)
+        return;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(f + eh->e_shoff);
+    for (int i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_SYMTAB)
+            continue;
+        const Elf64_Sym *sym = (const Elf64_Sym *)(f + sh[i].sh_offset);
+        const char *names = f + sh[sh[i].sh_link].sh_offset;
+        const size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
+        foreign = (uintptr_t(*)[2])__libc_malloc(n * sizeof(*foreign));
+        for (size_t k = 0; foreign && k < n; k++) {
+            const char *nm = names + sym[k].st_name;
+            if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC || !sym[k].st_size || sym[k].st_shndx == SHN_UNDEF)
+                continue;
+            if (strncmp(nm, "libcudart_static", 16) && strncmp(nm, "cuda", 4) && strncmp(nm, "__cuda", 6) &&
+                !strstr(nm, "__cudaUnregister") && !strstr(nm, "__sti__"))
+                continue;
+            foreign[nforeign][0] = base + sym[k].st_value;
+            foreign[nforeign][1] = base + sym[k].st_value + sym[k].st_size;
+            nforeign++;
+        }
+        break;
+    }
+    munmap((void *)f, (size_t)st.st_size);
+    if (nforeign)
+        qsort(foreign, nforeign, sizeof(*foreign), cmp_range);
 }
 
 /* Every rank's value, the same on all or a failure naming the ranks. */
@@ -102,9 +178,13 @@ int main(int argc, char **argv)
     }
     const int victim = atoi(argv[1]) % tc_size;
     const long max_n = argc > 2 ? atol(argv[2]) : 2000;
-    dl_iterate_phdr(find_lib, NULL);
+    uintptr_t base = 0;
+    dl_iterate_phdr(find_lib, &base);
     if (!lib_lo)
         TC_FAIL("libdfccl is not among the loaded objects");
+    find_foreign(base);
+    if (tc_rank == victim && getenv("T_SETUPOOM_VERBOSE"))
+        printf("%s: %zu functions of the CUDA runtime not counted\n", lib_path, nforeign);
     long n, failed = 0;
     /* from the second: the first is the table of the set-up's first all-gather, whose
      * failure no peer can be told of (the one exception, engine/comm.c) */
