@@ -43,7 +43,7 @@ typedef struct {
     uint64_t oneshot_max;       /* DFCCL_ONESHOT_MAX: allreduce bytes run one-shot */
     uint64_t ll_max;            /* DFCCL_LL_MAX: piece bytes run in one LL round (0: never) */
     uint64_t ll_wide_max;       /* DFCCL_LL_WIDE_MAX: piece bytes run in one LL round split over the
-                                   channels (0: never) */
+                                   channels (0: never; ENG_AUTO: eng_ll_wide_max's per-daemon default) */
     uint64_t direct_max;        /* DFCCL_DIRECT_MAX: bytes run in a direct exchange (0: never) */
     uint32_t oneshot_ranks;     /* DFCCL_ONESHOT_RANKS: direct allreduce one-shot up to these ranks */
     uint32_t direct_ranks;      /* DFCCL_DIRECT_RANKS: the direct exchange from this many ranks up */
