@@ -131,7 +131,9 @@ static int field_value(const dfccl_setting_t *k, const dfcclConfig_t *cfg, uint6
     }
     if (v == DFCCL_CONFIG_UNSET)
         return 0;
-    if (v < 0 || (uint64_t)v < k->min || (uint64_t)v > k->max) {
+    /* a knob that takes auto takes it unset (a count at most 2^40 otherwise, as its variable) */
+    const uint64_t max = k->max == ENG_AUTO ? 1ull << 40 : k->max;
+    if (v < 0 || (uint64_t)v < k->min || (uint64_t)v > max) {
         char name[48], value[24];
         snprintf(name, sizeof(name), "config.%s", k->field);
         snprintf(value, sizeof(value), "%lld", (long long)v);
@@ -170,6 +172,8 @@ static const char *knob_text(const dfccl_setting_t *k, uint64_t v, char *buf)
 {
     if (k->words)
         return k->words[v];
+    if (v == ENG_AUTO && k->max == ENG_AUTO)
+        return "auto";
     snprintf(buf, 24, "%llu", (unsigned long long)v);
     return buf;
 }

@@ -186,9 +186,11 @@ static void parse_knob(mca_coll_dfccl_knob_t *k)
         k->value = ULLONG_MAX; /* the engine's own choice: the field stays unset */
         return;
     }
-    const unsigned long long max = k->row->wide ? INT64_MAX : INT32_MAX;
+    const int takes_auto = k->row->max == UINT64_MAX;
+    const unsigned long long max = takes_auto ? 1ull << 40 : k->row->wide ? INT64_MAX : INT32_MAX;
     if (!parse_count(v, max, &k->value)) {
-        snprintf(expected, sizeof expected, "a non-negative integer up to %llu (k, m, g: x1024)", max);
+        snprintf(expected, sizeof expected, "a non-negative integer up to %llu (k, m, g: x1024)%s", max,
+                 takes_auto ? ", or auto" : "");
         refuse(k->row->mca, v, expected);
     }
 }

@@ -72,7 +72,7 @@ done
 for np in ${CHAOS_NPS-2 4 8}; do
     run "chaos" 180 ok $np $T chaos --iters 10
 done
-# LL rounds split over the channels (DFCCL_LL_WIDE_MAX, off by default): pieces of 2-64 KiB;
+# LL rounds split over the channels (DFCCL_LL_WIDE_MAX, auto by default): every piece of 4-64 KiB;
 # the timeline (DFCCL_TRACE names each stretch's algorithm) shows that the GPU daemon ran them
 llw_ran() {
     selected "$1" || return 0

@@ -184,8 +184,8 @@ run_case "t_matrix[threads=3,channels=4]" 3 120 -x DFCCL_CPU_THREADS=3 -x DFCCL_
 run_case "t_chaos[threads=2,channels=4,slots=4]" 4 120 -x DFCCL_CPU_THREADS=2 -x DFCCL_CHANNELS=4 \
     -x DFCCL_SLOTS=4 -- t_chaos 10 --deadline 60
 run_case "t_comms[threads=2,channels=3]" 3 120 -x DFCCL_CPU_THREADS=2 -x DFCCL_CHANNELS=3 -- t_comms
-# LL rounds split over the channels (off by default): every collective through the API,
-# pieces of 2-32 KiB over up to 4 channels on 2 threads, and under chaos; the timeline
+# LL rounds split over the channels (never on host buffers by default): every collective
+# through the API, pieces of 4-32 KiB over up to 4 channels on 2 threads, and under chaos; the timeline
 # (DFCCL_TRACE names each stretch's algorithm) shows that they ran
 run_case "t_matrix[ll_wide_max=32K,channels=4,threads=2]" 3 120 -x DFCCL_LL_WIDE_MAX=32768 -x DFCCL_CHANNELS=4 \
     -x DFCCL_CPU_THREADS=2 -x DFCCL_TRACE="$LOGDIR/llw" -- t_matrix --quick
@@ -210,6 +210,7 @@ run_case "t_setupoom[rank 1 out of memory]" 3 90 -- t_setupoom 1
 run_case "t_setupoom[rank 0 out of memory]" 2 90 -- t_setupoom 0
 run_case "t_mismatch[DFCCL_CHUNK_SIZE]" 2 60 -- t_mismatch DFCCL_CHUNK_SIZE 65536 32768
 run_case "t_mismatch[DFCCL_ONESHOT_MAX]" 4 60 -- t_mismatch DFCCL_ONESHOT_MAX 32768 0
+run_case "t_mismatch[DFCCL_LL_WIDE_MAX auto]" 2 60 -- t_mismatch DFCCL_LL_WIDE_MAX auto 32768
 # a value refused on the last rank only (before: the others hung in the first
 # all-gather): every rank fails alike, naming that rank and its value
 run_case "t_mismatch[DFCCL_SLOTS=abc on the last rank]" 3 60 -- t_mismatch DFCCL_SLOTS 2 abc --refused

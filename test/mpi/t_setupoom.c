@@ -35,6 +35,7 @@ static uintptr_t lib_lo, lib_hi; /* libdfccl's mapped segments */
 static char lib_path[4096];
 static uintptr_t (*foreign)[2]; /* [nforeign]: the CUDA runtime's functions in it, sorted */
 static size_t nforeign;
+static int had_symtab;
 static __thread int armed; /* counting libdfccl's allocations (the set-up's thread only) */
 static long nth, seen;     /* the one to fail, those made so far */
 static int fired;          /* it failed */
@@ -93,7 +94,6 @@ int posix_memalign(void **p, size_t align, size_t n)
 static int find_lib(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
-    (void)data;
     if (!info->dlpi_name || !strstr(info->dlpi_name, "libdfccl"))
         return 0;
     snprintf(lib_path, sizeof lib_path, "%s", info->dlpi_name);
@@ -130,19 +130,30 @@ static void find_foreign(uintptr_t base)
     close(fd);
     if (f == MAP_FAILED)
         return;
+    const size_t size = (size_t)st.st_size;
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f;
+    /* a 64-bit ELF whose section table and symbol table lie inside the file */
+    const int ok = size >= sizeof(*eh) && !memcmp(eh->e_ident, ELFMAG, SELFMAG) &&
+                   eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_shentsize == sizeof(Elf64_Shdr) &&
+                   eh->e_shoff <= size && eh->e_shnum <= (size - eh->e_shoff) / sizeof(Elf64_Shdr);
     const Elf64_Shdr *sh = (const Elf64_Shdr *)(f + eh->e_shoff);
-    for (int i = 0; i < eh->e_shnum; i++) {
-        if (sh[i].sh_type != SHT_SYMTAB)
+    for (int i = 0; ok && i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum || sh[i].sh_offset > size ||
+            sh[i].sh_size > size - sh[i].sh_offset || sh[sh[i].sh_link].sh_offset > size ||
+            sh[sh[i].sh_link].sh_size > size - sh[sh[i].sh_link].sh_offset)
             continue;
         const Elf64_Sym *sym = (const Elf64_Sym *)(f + sh[i].sh_offset);
         const char *names = f + sh[sh[i].sh_link].sh_offset;
+        const size_t nnames = sh[sh[i].sh_link].sh_size;
         const size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
+        had_symtab = 1;
         foreign = (uintptr_t(*)[2])__libc_malloc(n * sizeof(*foreign));
         for (size_t k = 0; foreign && k < n; k++) {
-            const char *nm = names + sym[k].st_name;
-            if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC || !sym[k].st_size || sym[k].st_shndx == SHN_UNDEF)
+            if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC || !sym[k].st_size ||
+                sym[k].st_shndx == SHN_UNDEF || sym[k].st_name >= nnames ||
+                !memchr(names + sym[k].st_name, 0, nnames - sym[k].st_name))
                 continue;
+            const char *nm = names + sym[k].st_name;
             if (strncmp(nm, "libcudart_static", 16) && strncmp(nm, "cuda", 4) && strncmp(nm, "__cuda", 6) &&
                 !strstr(nm, "__cudaUnregister") && !strstr(nm, "__sti__"))
                 continue;
@@ -183,6 +194,10 @@ int main(int argc, char **argv)
     if (!lib_lo)
         TC_FAIL("libdfccl is not among the loaded objects");
     find_foreign(base);
+    /* without a symbol table the CUDA runtime's allocations inside it count too (it may
+     * crash on one of its own: the test would then fail for a reason outside dfccl) */
+    if (!had_symtab && tc_rank == victim)
+        printf("%s: no symbol table: a CUDA runtime linked into it is counted too\n", lib_path);
     if (tc_rank == victim && getenv("T_SETUPOOM_VERBOSE"))
         printf("%s: %zu functions of the CUDA runtime not counted\n", lib_path, nforeign);
     long n, failed = 0;

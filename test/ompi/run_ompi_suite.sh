@@ -244,6 +244,12 @@ else
 fi
 run 60 2 "${HB[@]}" --mca coll_dfccl_verbose 1 --mca coll_dfccl_chunk_size 32k -- t_nb --rounds 1
 check_lines "coll_dfccl_chunk_size 32k taken as 32768 np=2" $? 'OK t_nb' 'coll_dfccl_chunk_size=32768: the engine'
+# a knob that takes auto: auto (the engine's choice) and a count are taken, a word is not
+bad_mca ll_wide_max banana "a non-negative integer up to 1099511627776 (k, m, g: x1024), or auto"
+run 60 2 "${HB[@]}" --mca coll_dfccl_verbose 2 --mca coll_dfccl_ll_wide_max auto -- t_nb --rounds 1
+check_lines "coll_dfccl_ll_wide_max auto taken np=2" $? 'OK t_nb' 'enabled on'
+run 60 2 "${HB[@]}" --mca coll_dfccl_verbose 1 --mca coll_dfccl_ll_wide_max 16k -- t_nb --rounds 1
+check_lines "coll_dfccl_ll_wide_max 16k taken as 16384 np=2" $? 'OK t_nb' 'coll_dfccl_ll_wide_max=16384: the engine'
 # a DFCCL_* value refused on the last rank only: before, the other ranks waited in the
 # engine set-up's first all-gather for it and the job hung at its first collective; now
 # every rank's set-up fails alike naming that rank and value, and the calls go to the
