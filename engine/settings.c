@@ -343,26 +343,26 @@ const dfccl_setting_t eng_settings[K_ALL] = {
     /* the LL round split over the channels (ENG_ALGO_LLW): one dependent step for the
      * mid range where the one-shot, direct exchange and ring take two or more; auto is
      * where it was faster on one GPU, never on host buffers (bench/RESULTS.md) */
-    [K_LL_WIDE] = {.env = "DFCCL_LL_WIDE_MAX",
-                   .mca = "ll_wide_max",
-                   FIELD64(llWideMax),
-                   .def = "auto",
-                   .min = 0,
-                   .max = ENG_AUTO,
-                   .parse = parse_auto_count,
-                   .unit = "bytes, or auto",
-                   .help = "a piece per peer above 4 KiB and up to this size runs in one LL round split over "
-                           "the channels (0: never; auto: on device buffers while nranks x (nranks-1) x the "
-                           "piece is at most 4 MiB, 73 KiB at 8 ranks; never on host buffers)",
-                   .more =
-                       "Each channel takes at least 2 KiB of the piece and at most DFCCL_LL_MAX, so the "
-                       "limit is at most the communicator's channels x DFCCL_LL_MAX, and a DFCCL_LL_MAX "
-                       "below 4096 turns it off; one dependent step for twice the data's traffic, instead "
-                       "of the one-shot's, direct exchange's or ring's two or more. On one H100, 2-8 ranks: "
-                       "0.53-0.93x the time of the algorithms it replaces at most sizes; on the CPU daemon 3-4x "
-                       "slower. "
-                       "dfcclConfig_t.llWideMax unset (and coll_dfccl_ll_wide_max=auto): auto unless "
-                       "DFCCL_LL_WIDE_MAX says otherwise."},
+    [K_LL_WIDE] =
+        {.env = "DFCCL_LL_WIDE_MAX",
+         .mca = "ll_wide_max",
+         FIELD64(llWideMax),
+         .def = "auto",
+         .min = 0,
+         .max = ENG_AUTO,
+         .parse = parse_auto_count,
+         .unit = "bytes, or auto",
+         .help = "a piece per peer above 4 KiB and up to this size runs in one LL round split over "
+                 "the channels (0: never; auto: on device buffers while nranks x (nranks-1) x the "
+                 "piece is at most 4 MiB, 73 KiB at 8 ranks; never on host buffers)",
+         .more = "Each channel takes at least 2 KiB of the piece and at most DFCCL_LL_MAX, so the "
+                 "limit is at most the communicator's channels x DFCCL_LL_MAX, and a DFCCL_LL_MAX "
+                 "below 4096 turns it off; one dependent step for twice the data's traffic, instead "
+                 "of the one-shot's, direct exchange's or ring's two or more. On one H100, 2-8 ranks: "
+                 "0.53-0.93x the time of the algorithms it replaces at most sizes; on the CPU daemon 3-4x "
+                 "slower. "
+                 "dfcclConfig_t.llWideMax unset (and coll_dfccl_ll_wide_max=auto): auto unless "
+                 "DFCCL_LL_WIDE_MAX says otherwise."},
     /* one-shot: fewer hops and, at 2 ranks, less traffic */
     [K_ONESHOT_RANKS] = {.env = "DFCCL_ONESHOT_RANKS",
                          .mca = "oneshot_ranks",
