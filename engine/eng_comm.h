@@ -112,8 +112,8 @@ struct dfccl_comm {
     uint8_t *tp;
     uint32_t tp_used;
     struct eng_net_comm *net;
-    int cma; /* every rank may read every other's memory (process_vm_readv): the CPU
-                daemon's DFCCL_READ_MIN=auto reads only then */
+    int cma;    /* every rank may read every other's memory (process_vm_readv): the CPU
+                   daemon's DFCCL_READ_MIN=auto reads only then */
     void *boot; /* during dfcclCommInit only: the first all-gather's table (eng_boot_ag) */
 };
 
