@@ -57,7 +57,7 @@ struct eng_gpu_comm {
     uint64_t *arrived_me; /* my count of GPU submissions, in my shared segment (or NULL) */
     void **tl_pages;      /* DFCCL_TRACE: [nranks] peers' pages registered for the daemon */
     gpu_read_t *read;     /* the zero-copy read's exports and maps (gpu_read.cu) */
-    void *boot_x;         /* during gpu_comm_create only: where its other all-gathers receive (gpu_boot_ag) */
+    void *boot_x; /* during gpu_comm_create only: where its other all-gathers receive (GPU_BOOT_REC) */
 };
 
 /* The process's GPU backend: one daemon, one device (gpu_launch.cu). */
@@ -171,14 +171,8 @@ dfcclResult_t gather_status(gpu_boot_t *mine, gpu_boot_t *all, int nranks, dfccl
 
 /* gpu_comm_create keeps every rank's gpu_boot_t in the first records of the set-up's
  * table (engine/transport.h, eng_boot_ag) and its other all-gathers receive after them
- * (boot_x): records of GPU_BOOT_REC bytes at most, so that a rank out of memory still
- * takes part in each. */
+ * (boot_x): room for records of GPU_BOOT_REC bytes. */
 #define GPU_BOOT_REC (ENG_BOOT_REC - sizeof(gpu_boot_t))
-static inline void *gpu_boot_ag(void *boot_x, const void *mine, size_t bytes, dfcclAllgatherFn_t ag,
-                                void *ctx)
-{
-    return bytes <= GPU_BOOT_REC && ag(mine, boot_x, bytes, ctx) == 0 ? boot_x : NULL;
-}
 
 /* The GPU daemon's instance of a transport (engine/transport.h), for the peers the
  * locality decision gave to it (tp[p] == its id). gpu_comm.cu's table lists them by id. */

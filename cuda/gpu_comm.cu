@@ -68,7 +68,7 @@ static dfcclResult_t comm_channels(int rank, int nranks, dfcclAllgatherFn_t ag, 
         mine.fixed = (uint32_t)G.channels;
         pthread_mutex_unlock(&G_lock);
     }
-    if (!gpu_boot_ag(boot_x, &mine, sizeof(mine), ag, ctx))
+    if (!eng_boot_ag(boot_x, GPU_BOOT_REC, &mine, sizeof(mine), ag, ctx))
         return eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
     if (!able)
         dfccl_warn("rank %d: no GPU part for the communicator (%s): device buffers will be refused on it",

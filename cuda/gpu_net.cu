@@ -121,7 +121,7 @@ static int net_dev_place(eng_gpu_comm_t *gc, dfcclAllgatherFn_t ag, void *ctx, i
     gc->dshadow = (char **)calloc((size_t)N, sizeof(char *));
     int32_t mine = *opened_p && cuda && order && gc->dshadow;
     gc->net_flush = order == 2;
-    const int32_t *all = (const int32_t *)gpu_boot_ag(gc->boot_x, &mine, sizeof(mine), ag, ctx);
+    const int32_t *all = (const int32_t *)eng_boot_ag(gc->boot_x, GPU_BOOT_REC, &mine, sizeof(mine), ag, ctx);
     int dev = all != NULL;
     for (int p = 0; p < N && dev; p++)
         dev = all[p] == 1;
@@ -133,7 +133,8 @@ static int net_dev_place(eng_gpu_comm_t *gc, dfcclAllgatherFn_t ag, void *ctx, i
                 mine = 0;
         if (!mine)
             cudaGetLastError();
-        dev = (all = (const int32_t *)gpu_boot_ag(gc->boot_x, &mine, sizeof(mine), ag, ctx)) != NULL;
+        dev = (all = (const int32_t *)eng_boot_ag(gc->boot_x, GPU_BOOT_REC, &mine, sizeof(mine), ag, ctx)) !=
+              NULL;
         for (int p = 0; p < N && dev; p++)
             dev = all[p] == 1;
         if (!dev) {
@@ -211,6 +212,7 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
     L.nconns = nconn;
     L.abort_words[0] = gc->abort_code;
     L.boot = gc->boot_x;
+    L.boot_rec = GPU_BOOT_REC;
     L.status = status;
     dfcclResult_t res = eng_net_setup(&L, ag, ctx, &gc->net);
     if (opened)

@@ -294,14 +294,12 @@ static dfcclResult_t check_boot_agree(eng_boot_info_t *all, int nranks)
     for (int p = 1; p < nranks; p++)
         for (int k = 0; k < ENG_SHAPE_KNOBS; k++)
             if (all[p].shape[k] != all[0].shape[k]) {
-                char v0[24], vp[24]; /* auto where the knob takes it */
-                snprintf(v0, sizeof v0, "%llu", (unsigned long long)all[0].shape[k]);
-                snprintf(vp, sizeof vp, "%llu", (unsigned long long)all[p].shape[k]);
+                char v0[24], vp[24];
                 return eng_set_error(dfcclInvalidArgument, "dfcclCommInit",
                                      "%s differs between ranks: %s on rank 0, %s on rank %d; every rank "
                                      "of a communicator must use the same value",
-                                     shape_names[k], all[0].shape[k] == ENG_AUTO ? "auto" : v0,
-                                     all[p].shape[k] == ENG_AUTO ? "auto" : vp, p);
+                                     shape_names[k], eng_count_text(all[0].shape[k], v0),
+                                     eng_count_text(all[p].shape[k], vp), p);
             }
     static const char *const gpu_says[] = {"has the GPU backend (DFCCL_GPU=1)",
                                            "runs a dfccl built without the GPU backend (no CUDA)",

@@ -170,12 +170,7 @@ static uint32_t cores_per_rank(void)
 /* A knob's value as the user writes it (buf: 24 bytes). */
 static const char *knob_text(const dfccl_setting_t *k, uint64_t v, char *buf)
 {
-    if (k->words)
-        return k->words[v];
-    if (v == ENG_AUTO && k->max == ENG_AUTO)
-        return "auto";
-    snprintf(buf, 24, "%llu", (unsigned long long)v);
-    return buf;
+    return k->words ? k->words[v] : eng_count_text(v, buf);
 }
 
 /* The process-wide values from the knobs' values v[]. */

@@ -7,6 +7,7 @@
 #define DFCCL_ENG_CONFIG_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "dfccl.h"
 
@@ -101,6 +102,15 @@ static inline uint64_t eng_ll_wide_max(uint64_t wide_max, int on_gpu, int nranks
     if (wide_max != ENG_AUTO)
         return wide_max;
     return on_gpu && nranks > 1 ? ENG_LL_WIDE_TRAFFIC / ((uint64_t)nranks * (uint64_t)(nranks - 1)) : 0;
+}
+
+/* A count setting's value as the user writes it: "auto" for ENG_AUTO (buf: 24 bytes). */
+static inline const char *eng_count_text(uint64_t v, char *buf)
+{
+    if (v == ENG_AUTO)
+        return "auto";
+    snprintf(buf, 24, "%llu", (unsigned long long)v);
+    return buf;
 }
 
 /* The same from this process's settings. */

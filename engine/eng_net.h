@@ -57,6 +57,7 @@ typedef struct {
     int put_cuda;
     void (*put_landed)(void); /* run by the proxy before it publishes a step a put wrote (NULL: none) */
     void *boot;           /* the communicator set-up's table: its all-gathers receive there (eng_boot_ag) */
+    size_t boot_rec;      /* with room for records of this many bytes */
     dfcclResult_t status; /* a failure of the caller's before the set-up: reported through it */
 } eng_net_layout_t;
 

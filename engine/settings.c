@@ -60,8 +60,10 @@ static const char *const level_words[] = {"error", "warn", "info", "debug", "tra
 #define FIELD32(_f)     .field = #_f, .off = offsetof(dfcclConfig_t, _f), .wide = 0
 #define FIELD64(_f)     .field = #_f, .off = offsetof(dfcclConfig_t, _f), .wide = 1
 #define COUNT(_lo, _hi) .min = (_lo), .max = (_hi), .parse = parse_count
-#define WORDS(_w)       .words = (_w), .max = sizeof(_w) / sizeof((_w)[0]) - 2, .parse = parse_word
-#define MB64            (64ull << 20)
+#define AUTO_COUNT(_lo)                                                                                      \
+    .def = "auto", .min = (_lo), .max = ENG_AUTO, .parse = parse_auto_count, .unit = "bytes, or auto"
+#define WORDS(_w) .words = (_w), .max = sizeof(_w) / sizeof((_w)[0]) - 2, .parse = parse_word
+#define MB64      (64ull << 20)
 
 const dfccl_setting_t eng_settings[K_ALL] = {
     [K_PREEMPT] = {.env = "DFCCL_PREEMPT",
@@ -317,11 +319,7 @@ const dfccl_setting_t eng_settings[K_ALL] = {
     /* the zero-copy read (engine/algo_read.h): auto is where it was faster
      * (bench/RESULTS.md): 512 KiB blocks on the CPU, 2 MiB of blocks a rank on the GPU */
     [K_READ_MIN] = {.env = "DFCCL_READ_MIN",
-                    .def = "auto",
-                    .min = 0,
-                    .max = ENG_AUTO,
-                    .parse = parse_auto_count,
-                    .unit = "bytes, or auto",
+                    AUTO_COUNT(0),
                     .help = "alltoall and allgather blocks of at least this size are read straight from "
                             "the peers' send buffers (0: never; auto: 524288 on host buffers; on device "
                             "buffers from 4 ranks, 2 MiB over the ranks, at least 262144; off with "
@@ -347,11 +345,7 @@ const dfccl_setting_t eng_settings[K_ALL] = {
         {.env = "DFCCL_LL_WIDE_MAX",
          .mca = "ll_wide_max",
          FIELD64(llWideMax),
-         .def = "auto",
-         .min = 0,
-         .max = ENG_AUTO,
-         .parse = parse_auto_count,
-         .unit = "bytes, or auto",
+         AUTO_COUNT(0),
          .help = "a piece per peer above 4 KiB and up to this size runs in one LL round split over "
                  "the channels (0: never; auto: on device buffers while nranks x (nranks-1) x the "
                  "piece is at most 4 MiB, 73 KiB at 8 ranks; never on host buffers)",

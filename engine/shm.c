@@ -166,7 +166,7 @@ static dfcclResult_t bootstrap_status(const struct dfccl_comm *c, dfcclAllgather
                                       dfcclResult_t mine)
 {
     int32_t st = mine, worst = mine;
-    const int32_t *all = (const int32_t *)eng_boot_ag(c->boot, &st, sizeof(st), ag, ctx);
+    const int32_t *all = (const int32_t *)eng_boot_ag(c->boot, ENG_BOOT_REC, &st, sizeof(st), ag, ctx);
     if (!all)
         return eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
     for (int i = 0; i < c->nranks; i++)
@@ -280,7 +280,7 @@ static dfcclResult_t shm_connect(struct dfccl_comm *c, const uint8_t *peers, dfc
     mine.status = res;
     snprintf(mine.name, sizeof(mine.name), "%s", name);
     _Static_assert(sizeof(mine) <= ENG_BOOT_REC, "an all-gather of the set-up");
-    if (!(cards = (seg_card_t *)eng_boot_ag(c->boot, &mine, sizeof(mine), ag, ctx))) {
+    if (!(cards = (seg_card_t *)eng_boot_ag(c->boot, ENG_BOOT_REC, &mine, sizeof(mine), ag, ctx))) {
         all = eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
         goto err_unlink;
     }

@@ -60,16 +60,18 @@ typedef struct {
     uint32_t net_only; /* DFCCL_NET=ucx: reach every other rank over the net */
 } eng_tp_card_t;
 
-/* Every all-gather of a communicator's set-up after the first receives its records
- * (ENG_BOOT_REC bytes at most) into the first one's table, allocated before any: a rank
- * out of memory then still takes part in each, with a status that says so, where a
+/* Every all-gather of a communicator's set-up after the first receives its records into
+ * the first one's table (nranks records of ENG_BOOT_REC bytes), allocated before any: a
+ * rank out of memory then still takes part in each, with a status that says so, where a
  * table of its own that it failed to allocate would have left its peers waiting in that
- * all-gather for ever. boot: nranks records of ENG_BOOT_REC bytes. Returns the table, or
- * NULL when the callback failed. */
+ * all-gather for ever. boot: where in that table, with room for nranks records of rec
+ * bytes (ENG_BOOT_REC, or less past a part kept for later). Returns boot, or NULL when
+ * the record does not fit or the callback failed. */
 #define ENG_BOOT_REC 448
-static inline void *eng_boot_ag(void *boot, const void *mine, size_t bytes, dfcclAllgatherFn_t ag, void *ctx)
+static inline void *eng_boot_ag(void *boot, size_t rec, const void *mine, size_t bytes, dfcclAllgatherFn_t ag,
+                                void *ctx)
 {
-    return bytes <= ENG_BOOT_REC && ag(mine, boot, bytes, ctx) == 0 ? boot : NULL;
+    return bytes <= rec && ag(mine, boot, bytes, ctx) == 0 ? boot : NULL;
 }
 
 typedef struct eng_transport {

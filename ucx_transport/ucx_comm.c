@@ -18,14 +18,14 @@
 
 /* Exchanged at set-up (net_boot_hdr_t; the worker addresses follow the header): every
  * rank's blob, padded to the longest, stride bytes apart in *all_p (NULL on every rank
- * when some rank has no memory for it: all agree first). boot: the set-up's table
- * (eng_boot_ag), for the lengths and that agreement. */
-static dfcclResult_t exchange(void *boot, const void *mine, size_t len, char **all_p, size_t *stride_p,
-                              int nranks, dfcclAllgatherFn_t ag, void *ctx)
+ * when some rank has no memory for it: all agree first, through L's set-up table). */
+static dfcclResult_t exchange(const eng_net_layout_t *L, const void *mine, size_t len, char **all_p,
+                              size_t *stride_p, dfcclAllgatherFn_t ag, void *ctx)
 {
+    const int nranks = L->nranks;
     *all_p = NULL;
     uint64_t l = len;
-    const uint64_t *lens = (const uint64_t *)eng_boot_ag(boot, &l, sizeof(l), ag, ctx);
+    const uint64_t *lens = (const uint64_t *)eng_boot_ag(L->boot, L->boot_rec, &l, sizeof(l), ag, ctx);
     if (!lens)
         return eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
     uint64_t mx = 0;
@@ -33,7 +33,7 @@ static dfcclResult_t exchange(void *boot, const void *mine, size_t len, char **a
         mx = lens[i] > mx ? lens[i] : mx;
     char *pad = calloc(1, mx), *all = calloc((size_t)(unsigned)nranks, mx);
     const int32_t room = pad && all;
-    const int32_t *rooms = (const int32_t *)eng_boot_ag(boot, &room, sizeof(room), ag, ctx);
+    const int32_t *rooms = (const int32_t *)eng_boot_ag(L->boot, L->boot_rec, &room, sizeof(room), ag, ctx);
     for (int i = 0; rooms && i < nranks; i++)
         if (!rooms[i]) {
             free(pad);
@@ -475,9 +475,8 @@ static dfcclResult_t put_setup(struct eng_net_comm *nc, const eng_net_layout_t *
     res = put_blob_locked(nc, L, res, &blob, &len);
     pthread_mutex_unlock(&net_ucx.lock);
     int32_t none = dfcclNoMemory;
-    const dfcclResult_t xres =
-        blob ? exchange(L->boot, blob, len, &all, &stride, L->nranks, ag, ctx)
-             : exchange(L->boot, &none, sizeof(none), &all, &stride, L->nranks, ag, ctx);
+    const dfcclResult_t xres = blob ? exchange(L, blob, len, &all, &stride, ag, ctx)
+                                    : exchange(L, &none, sizeof(none), &all, &stride, ag, ctx);
     free(blob);
     if (xres != dfcclSuccess && res == dfcclSuccess)
         res = xres;
@@ -490,10 +489,11 @@ static dfcclResult_t put_setup(struct eng_net_comm *nc, const eng_net_layout_t *
 }
 
 /* Every rank's endpoints exist before anyone sends: the ranks agree on success. */
-static dfcclResult_t agree(void *boot, dfcclResult_t res, int N, dfcclAllgatherFn_t ag, void *ctx)
+static dfcclResult_t agree(const eng_net_layout_t *L, dfcclResult_t res, dfcclAllgatherFn_t ag, void *ctx)
 {
+    const int N = L->nranks;
     const int32_t st = res;
-    const int32_t *sts = (const int32_t *)eng_boot_ag(boot, &st, sizeof(st), ag, ctx);
+    const int32_t *sts = (const int32_t *)eng_boot_ag(L->boot, L->boot_rec, &st, sizeof(st), ag, ctx);
     if (!sts) {
         if (res == dfcclSuccess)
             res = eng_set_error(dfcclBootstrapError, "dfcclCommInit", "allgather callback failed");
@@ -514,9 +514,9 @@ static dfcclResult_t setup_refused(const eng_net_layout_t *L, dfcclAllgatherFn_t
     const int32_t st = res;
     char *all = NULL;
     size_t stride = 0;
-    exchange(L->boot, &st, sizeof(st), &all, &stride, L->nranks, ag, ctx);
+    exchange(L, &st, sizeof(st), &all, &stride, ag, ctx);
     free(all);
-    agree(L->boot, res, L->nranks, ag, ctx);
+    agree(L, res, ag, ctx);
     return res;
 }
 
@@ -614,8 +614,8 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     const int32_t none = dfcclNoMemory;
     if (!blob && res == dfcclSuccess)
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
-    dfcclResult_t xres = blob ? exchange(L->boot, blob, len, &all, &stride, L->nranks, ag, ctx)
-                              : exchange(L->boot, &none, sizeof(none), &all, &stride, L->nranks, ag, ctx);
+    dfcclResult_t xres = blob ? exchange(L, blob, len, &all, &stride, ag, ctx)
+                              : exchange(L, &none, sizeof(none), &all, &stride, ag, ctx);
     pthread_mutex_lock(&net_ucx.lock);
     if (xres != dfcclSuccess && res == dfcclSuccess)
         res = xres;
@@ -627,7 +627,7 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     if (nc->put)
         res = put_setup(nc, L, res, ag, ctx);
 
-    res = agree(L->boot, res, L->nranks, ag, ctx);
+    res = agree(L, res, ag, ctx);
 
     pthread_mutex_lock(&net_ucx.lock);
     if (res != dfcclSuccess) {

@@ -59,6 +59,7 @@ static dfcclResult_t ucx_connect(struct dfccl_comm *c, const uint8_t *peers, dfc
                                 .abort_words = {(int32_t *)&c->aborted, NULL},
                                 .put = eng_config.net_put == ENG_NET_PUT_ON,
                                 .boot = c->boot,
+                                .boot_rec = ENG_BOOT_REC,
                                 .status = status};
     dfcclResult_t res = eng_net_setup(&L, ag, ctx, &c->net);
     free(shadow_size);
