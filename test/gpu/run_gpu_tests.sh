@@ -231,7 +231,11 @@ if [ -n "$NET" ]; then
     run "matrix net=ucx put" 300 ok 2 -x DFCCL_NET=ucx -x DFCCL_NET_PUT=on -x DFCCL_LOG_LEVEL=info $T matrix
     grep -qE "memory types:.* cuda" "$LOGDIR/matrix_net_ucx_put-np2.log" 2> /dev/null && placed "matrix net=ucx put" 2
 else
-    echo "SKIP: net transport with the GPU daemon (libdfccl built without UCX)"
+    if [ -n "${NO_NET:-}" ]; then
+        echo "SKIP: net transport with the GPU daemon (NO_NET=1)"
+    else
+        echo "SKIP: net transport with the GPU daemon (libdfccl built without UCX)"
+    fi
 fi
 # A rank dies by SIGKILL with device-buffer allreduces pending on the others (the GPU
 # daemon's side of the dead-peer watch, no DFCCL_TIMEOUT): every survivor's allreduce
