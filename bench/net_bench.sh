@@ -1,27 +1,57 @@
 #!/bin/bash
 # Net transport measured side by side on one machine (loopback): UCX's own put bandwidth
-# (ucx_perftest ucp_put_bw, from Debian's ucx-utils) and dfccl's allreduce with every
-# peer forced onto UCX (DFCCL_NET=ucx) against the shared-memory peer transport, for
-# UCX's default transports and for UCX_TLS=tcp.   net_bench.sh BUILD_DIR [NP]
-# (NET_BIND: mpirun's --bind-to, default none)
+# (ucx_perftest ucp_put_bw, from Debian's ucx-utils or the UCX wheel) and dfccl's allreduce
+# with every peer forced onto UCX (DFCCL_NET=ucx) against the shared-memory peer transport.
+#   net_bench.sh BUILD_DIR [NP]
+# Environment:
+#   NET_MEM   host (default): host buffers on the CPU daemon, for UCX's default transports
+#             and for UCX_TLS=tcp; cuda: device buffers on the GPU daemon (N ranks on one
+#             GPU under MPS, started here), ucx_perftest -m cuda as the anchor, and dfccl
+#             with its net steps host-staged (DFCCL_NET_PUT=off) and by put from device
+#             memory (on), where UCX carries device memory (a UCX built with CUDA)
+#   NET_BIND  mpirun's --bind-to (none)
+#   BENCH_ARGS dfccl-bench's size and collective flags (-k allreduce -d float -b 8 -e 256M -f 8)
 set -u
 B=${1:?usage: net_bench.sh BUILD_DIR [NP]}
 NP=${2:-2}
+MEM=${NET_MEM:-host}
 # each rank runs three busy threads over UCX (application, daemon, proxy): Open MPI's
 # default binding (one core per rank at np <= 2) would put them on one core
 RUN="mpirun --allow-run-as-root --oversubscribe -np $NP --mca btl self,vader --bind-to ${NET_BIND:-none}"
 ARGS=${BENCH_ARGS:--k allreduce -d float -b 8 -e 256M -f 8}
-perftest() { # $1: UCX_TLS value or empty
+perftest() { # $1: UCX_TLS value or empty, $2: the memory type
     local tls=$1 port=$((13337 + RANDOM % 1000))
-    env ${tls:+UCX_TLS=$tls} ucx_perftest -p $port -t ucp_put_bw -s 16777216 -n 40 -w 5 >/dev/null 2>&1 &
+    env ${tls:+UCX_TLS=$tls} ucx_perftest -p $port -t ucp_put_bw -m "$2" -s 16777216 -n 40 -w 5 >/dev/null 2>&1 &
     sleep 1
-    env ${tls:+UCX_TLS=$tls} ucx_perftest localhost -p $port -t ucp_put_bw -s 16777216 -n 40 -w 5 2>&1 |
-        awk '/Final/ {printf "ucx_perftest ucp_put_bw 16 MiB: %.0f MB/s\n", $7}'
+    env ${tls:+UCX_TLS=$tls} ucx_perftest localhost -p $port -t ucp_put_bw -m "$2" -s 16777216 -n 40 -w 5 2>&1 |
+        awk -v m="$2" '/Final/ {printf "ucx_perftest ucp_put_bw -m %s 16 MiB: %.0f MB/s\n", m, $7}'
     wait
 }
+if [ "$MEM" = cuda ]; then
+    # the anchor first, a plain CUDA process each side (not an MPS client)
+    command -v ucx_perftest >/dev/null && perftest "" cuda
+    export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/dfccl-mps/pipe}
+    export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/dfccl-mps/log}
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    nvidia-cuda-mps-control -d
+    trap 'echo quit | nvidia-cuda-mps-control' EXIT
+    RUN+=" -x CUDA_MPS_PIPE_DIRECTORY -x LD_LIBRARY_PATH"
+    for put in off on; do
+        echo "# dfccl, device buffers, every peer over UCX, DFCCL_NET_PUT=$put"
+        # (the info lines say where the FIFOs are and how steps go)
+        out=$($RUN -x DFCCL_NET=ucx -x DFCCL_NET_PUT=$put -x DFCCL_LOG_LEVEL=info $B/bench/dfccl-bench -B device \
+            $ARGS 2>&1)
+        echo "$out" | grep -E "net peers|memory types" |
+            sed -E 's/^\[dfccl [0-9]+\] //; s/communicator [0-9a-f]+ rank [0-9]+/communicator, rank/' | sort -u
+        echo "$out" | grep -v -E '^#|^\[dfccl'
+    done
+    echo "## peer transport (CUDA IPC), for comparison"
+    $RUN $B/bench/dfccl-bench -B device $ARGS | grep -v '^#'
+    exit 0
+fi
 for tls in "" tcp; do
     echo "## UCX_TLS=${tls:-default}"
-    command -v ucx_perftest >/dev/null && perftest "$tls"
+    command -v ucx_perftest >/dev/null && perftest "$tls" host
     echo "# dfccl, every peer over UCX"
     $RUN -x DFCCL_NET=ucx ${tls:+-x UCX_TLS=$tls} $B/bench/dfccl-bench $ARGS | grep -v '^#'
 done

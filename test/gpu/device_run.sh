@@ -1,7 +1,9 @@
 #!/bin/bash
 # What one device-tool call runs on the GPU machine: build the release tarball carried
 # in .dist/, run the GPU suite, then the GPU benchmark (MODES, several allowed: test,
-# ompi, bench, all, multigpu, net, osu, osusuite, build). Logs go to $OUT.
+# ompi, bench, all, multigpu, net, osu, osusuite, build). Logs go to $OUT. UCX: Debian's
+# headers carried in .dist/ over the machine's runtime, or with UCX_WHEEL=1 the libucx-cu13
+# wheel carried there (pip download libucx-cu13==1.22.0).
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 REPO=$PWD
@@ -9,13 +11,26 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 W=/tmp/dfccl-build
 # REUSE=1: a warm machine's previous build of the same tarball is used as it is
 if [ "${REUSE:-}" = 1 ] && [ -f $W/built ]; then
-    cd $W/dfccl-* && export LD_LIBRARY_PATH=$PWD/.libs PATH=$W/ucx/bin:$PATH && echo "build reused"
+    cd $W/dfccl-* && export LD_LIBRARY_PATH=$PWD/.libs PATH=$W/ucx/bin:$W/ucxwheel/bin:$PATH && echo "build reused"
 else
 rm -rf $W; mkdir -p $W
 # UCX: the machine has the runtime only; Debian's headers (and ucx_perftest) carried in
 # .dist/ are unpacked into a prefix whose libraries are links to the system's
 UCX_CONF=
-if ls .dist/libucx-dev_*.deb >/dev/null 2>&1; then
+if [ "${UCX_WHEEL:-}" = 1 ] && ls .dist/libucx_cu*.whl >/dev/null 2>&1; then
+    # UCX_WHEEL=1: PyPI's libucx-cu13 wheel carried in .dist/ instead, a UCX built with
+    # CUDA (cuda_copy, cuda_ipc, gdr_copy) whose ucx_perftest takes -m cuda
+    U=$W/ucxwheel; mkdir -p $U
+    python3 -m zipfile -e "$(ls .dist/libucx_cu*.whl | head -n 1)" $U && chmod +x $U/libucx/bin/*
+    # its programs find their libraries through a path the wheel does not hold: wrapped
+    mkdir -p $U/bin
+    for t in ucx_perftest ucx_info; do
+        printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$U/libucx/lib" "$U/libucx/bin/$t" > $U/bin/$t
+        chmod +x $U/bin/$t
+    done
+    export PATH=$U/bin:$PATH
+    UCX_CONF=--with-ucx=$U/libucx
+elif ls .dist/libucx-dev_*.deb >/dev/null 2>&1; then
     U=$W/ucx; mkdir -p $U/lib $U/bin
     for d in .dist/libucx-dev_*.deb .dist/ucx-utils_*.deb; do [ -f "$d" ] && dpkg -x "$d" $U/root; done
     ln -s $U/root/usr/include $U/include
@@ -68,7 +83,8 @@ if want multigpu explicit; then
     bash test/gpu/run_multigpu.sh "$PWD" 2>&1 | tee "$OUT/multigpu.log"
 fi
 if want net explicit; then
-    # the net transport over loopback UCX with the CPU daemon (this machine's cores)
+    # the net transport over loopback UCX: the CPU daemon (this machine's cores), or with
+    # NET_MEM=cuda the GPU daemon on device buffers (with UCX_WHEEL=1: UCX's cuda transports)
     bash bench/net_bench.sh "$PWD" ${NET_NP:-2} 2>&1 | tee "$OUT/net_bench.log"
 fi
 if want bench; then
