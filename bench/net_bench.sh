@@ -11,7 +11,7 @@
 #             memory (on), where UCX carries device memory (a UCX built with CUDA)
 #   NET_BIND  mpirun's --bind-to (none)
 #   BENCH_ARGS dfccl-bench's size and collective flags (-k allreduce -d float -b 8 -e 256M -f 8)
-set -u
+set -u -o pipefail
 B=${1:?usage: net_bench.sh BUILD_DIR [NP]}
 NP=${2:-2}
 MEM=${NET_MEM:-host}
@@ -24,7 +24,8 @@ perftest() { # $1: UCX_TLS value or empty, $2: the memory type
     env ${tls:+UCX_TLS=$tls} ucx_perftest -p $port -t ucp_put_bw -m "$2" -s 16777216 -n 40 -w 5 >/dev/null 2>&1 &
     sleep 1
     env ${tls:+UCX_TLS=$tls} ucx_perftest localhost -p $port -t ucp_put_bw -m "$2" -s 16777216 -n 40 -w 5 2>&1 |
-        awk -v m="$2" '/Final/ {printf "ucx_perftest ucp_put_bw -m %s 16 MiB: %.0f MB/s\n", m, $7}'
+        awk -v m="$2" '/Final/ {printf "ucx_perftest ucp_put_bw -m %s 16 MiB: %.0f MB/s\n", m, $7; got = 1}
+            END {if (!got) printf "ucx_perftest ucp_put_bw -m %s: no result (with -m cuda: a UCX without CUDA?)\n", m}'
     wait
 }
 if [ "$MEM" = cuda ]; then
@@ -33,21 +34,23 @@ if [ "$MEM" = cuda ]; then
     export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/dfccl-mps/pipe}
     export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/dfccl-mps/log}
     mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-    nvidia-cuda-mps-control -d
-    trap 'echo quit | nvidia-cuda-mps-control' EXIT
+    # (an MPS daemon already running is left as it is)
+    nvidia-cuda-mps-control -d && trap 'echo quit | nvidia-cuda-mps-control' EXIT
+    export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-$B/.libs}
     RUN+=" -x CUDA_MPS_PIPE_DIRECTORY -x LD_LIBRARY_PATH"
+    rc=0
     for put in off on; do
         echo "# dfccl, device buffers, every peer over UCX, DFCCL_NET_PUT=$put"
         # (the info lines say where the FIFOs are and how steps go)
         out=$($RUN -x DFCCL_NET=ucx -x DFCCL_NET_PUT=$put -x DFCCL_LOG_LEVEL=info $B/bench/dfccl-bench -B device \
-            $ARGS 2>&1)
+            $ARGS 2>&1) || rc=1
         echo "$out" | grep -E "net peers|memory types" |
             sed -E 's/^\[dfccl [0-9]+\] //; s/communicator [0-9a-f]+ rank [0-9]+/communicator, rank/' | sort -u
-        echo "$out" | grep -v -E '^#|^\[dfccl'
+        echo "$out" | grep -v -E '^#|^\[dfccl [0-9]+\] INFO'
     done
     echo "## peer transport (CUDA IPC), for comparison"
-    $RUN $B/bench/dfccl-bench -B device $ARGS | grep -v '^#'
-    exit 0
+    $RUN $B/bench/dfccl-bench -B device $ARGS | grep -v '^#' || rc=1
+    exit $rc
 fi
 for tls in "" tcp; do
     echo "## UCX_TLS=${tls:-default}"

@@ -10,13 +10,15 @@ REPO=$PWD
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 W=/tmp/dfccl-build
 # REUSE=1: a warm machine's previous build of the same tarball is used as it is
-if [ "${REUSE:-}" = 1 ] && [ -f $W/built ]; then
+if [ "${REUSE:-}" = 1 ] && [ "$(cat $W/built 2>/dev/null)" = "ucx_wheel=${UCX_WHEEL:-0}" ]; then
     cd $W/dfccl-* && export LD_LIBRARY_PATH=$PWD/.libs PATH=$W/ucx/bin:$W/ucxwheel/bin:$PATH && echo "build reused"
 else
 rm -rf $W; mkdir -p $W
 # UCX: the machine has the runtime only; Debian's headers (and ucx_perftest) carried in
 # .dist/ are unpacked into a prefix whose libraries are links to the system's
 UCX_CONF=
+[ "${UCX_WHEEL:-}" = 1 ] && ! ls .dist/libucx_cu*.whl >/dev/null 2>&1 &&
+    echo "UCX_WHEEL=1 but no .dist/libucx_cu*.whl: Debian's UCX instead"
 if [ "${UCX_WHEEL:-}" = 1 ] && ls .dist/libucx_cu*.whl >/dev/null 2>&1; then
     # UCX_WHEEL=1: PyPI's libucx-cu13 wheel carried in .dist/ instead, a UCX built with
     # CUDA (cuda_copy, cuda_ipc, gdr_copy) whose ucx_perftest takes -m cuda
@@ -62,7 +64,7 @@ if ! ( ./configure --enable-werror $UCX_CONF && build ) > "$OUT/build.log" 2>&1;
 else
     echo "build ok"
 fi
-touch $W/built
+echo "ucx_wheel=${UCX_WHEEL:-0}" > $W/built # what REUSE=1 may reuse
 export LD_LIBRARY_PATH=$PWD/.libs
 fi
 MODES=" ${*:-all} "

@@ -295,7 +295,7 @@ if [ -n "$NET" ]; then
     mps_restart
 fi
 # the deadlock fuzzer on device buffers (docs/fuzzing.md): random programs, with device
-# synchronizations between submissions while collectives are pending (bench/RESULTS.md, section 14)
+# synchronizations between submissions while collectives are pending (bench/RESULTS.md, section 15)
 if [ -z "$NET_ONLY" ] && [ -x "$B/test/fuzz/fz_native_dev" ] &&
     selected "fuzz --device"; then
     out=$(python3 "$(dirname "$0")/../fuzz/fuzz_run.py" --build "$B" --device --seeds 1:41 --np 2,4,8 --quiet \
