@@ -28,6 +28,7 @@ perftest() { # $1: UCX_TLS value or empty, $2: the memory type
             END {if (!got) printf "ucx_perftest ucp_put_bw -m %s: no result (with -m cuda: a UCX without CUDA?)\n", m}'
     wait
 }
+rc=0
 if [ "$MEM" = cuda ]; then
     # the anchor first, a plain CUDA process each side (not an MPS client)
     command -v ucx_perftest >/dev/null && perftest "" cuda
@@ -38,25 +39,26 @@ if [ "$MEM" = cuda ]; then
     nvidia-cuda-mps-control -d && trap 'echo quit | nvidia-cuda-mps-control' EXIT
     export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-$B/.libs}
     RUN+=" -x CUDA_MPS_PIPE_DIRECTORY -x LD_LIBRARY_PATH"
-    rc=0
+    BUF="-B device"
     for put in off on; do
         echo "# dfccl, device buffers, every peer over UCX, DFCCL_NET_PUT=$put"
         # (the info lines say where the FIFOs are and how steps go)
-        out=$($RUN -x DFCCL_NET=ucx -x DFCCL_NET_PUT=$put -x DFCCL_LOG_LEVEL=info $B/bench/dfccl-bench -B device \
+        out=$($RUN -x DFCCL_NET=ucx -x DFCCL_NET_PUT=$put -x DFCCL_LOG_LEVEL=info $B/bench/dfccl-bench $BUF \
             $ARGS 2>&1) || rc=1
         echo "$out" | grep -E "net peers|memory types" |
             sed -E 's/^\[dfccl [0-9]+\] //; s/communicator [0-9a-f]+ rank [0-9]+/communicator, rank/' | sort -u
         echo "$out" | grep -v -E '^#|^\[dfccl [0-9]+\] INFO'
     done
     echo "## peer transport (CUDA IPC), for comparison"
-    $RUN $B/bench/dfccl-bench -B device $ARGS | grep -v '^#' || rc=1
-    exit $rc
+else
+    BUF=
+    for tls in "" tcp; do
+        echo "## UCX_TLS=${tls:-default}"
+        command -v ucx_perftest >/dev/null && perftest "$tls" host
+        echo "# dfccl, every peer over UCX"
+        $RUN -x DFCCL_NET=ucx ${tls:+-x UCX_TLS=$tls} $B/bench/dfccl-bench $ARGS | grep -v '^#'
+    done
+    echo "## peer transport (shared memory), for comparison"
 fi
-for tls in "" tcp; do
-    echo "## UCX_TLS=${tls:-default}"
-    command -v ucx_perftest >/dev/null && perftest "$tls" host
-    echo "# dfccl, every peer over UCX"
-    $RUN -x DFCCL_NET=ucx ${tls:+-x UCX_TLS=$tls} $B/bench/dfccl-bench $ARGS | grep -v '^#'
-done
-echo "## peer transport (shared memory), for comparison"
-$RUN $B/bench/dfccl-bench $ARGS | grep -v '^#'
+$RUN $B/bench/dfccl-bench $BUF $ARGS | grep -v '^#' || rc=1
+exit $rc

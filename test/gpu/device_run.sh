@@ -17,13 +17,13 @@ rm -rf $W; mkdir -p $W
 # UCX: the machine has the runtime only; Debian's headers (and ucx_perftest) carried in
 # .dist/ are unpacked into a prefix whose libraries are links to the system's
 UCX_CONF=
-[ "${UCX_WHEEL:-}" = 1 ] && ! ls .dist/libucx_cu*.whl >/dev/null 2>&1 &&
-    echo "UCX_WHEEL=1 but no .dist/libucx_cu*.whl: Debian's UCX instead"
-if [ "${UCX_WHEEL:-}" = 1 ] && ls .dist/libucx_cu*.whl >/dev/null 2>&1; then
+WHEEL=$(ls .dist/libucx_cu*.whl 2>/dev/null | head -n 1)
+[ "${UCX_WHEEL:-}" = 1 ] && [ -z "$WHEEL" ] && echo "UCX_WHEEL=1 but no .dist/libucx_cu*.whl: Debian's UCX instead"
+if [ "${UCX_WHEEL:-}" = 1 ] && [ -n "$WHEEL" ]; then
     # UCX_WHEEL=1: PyPI's libucx-cu13 wheel carried in .dist/ instead, a UCX built with
     # CUDA (cuda_copy, cuda_ipc, gdr_copy) whose ucx_perftest takes -m cuda
     U=$W/ucxwheel; mkdir -p $U
-    python3 -m zipfile -e "$(ls .dist/libucx_cu*.whl | head -n 1)" $U && chmod +x $U/libucx/bin/*
+    python3 -m zipfile -e "$WHEEL" $U && chmod +x $U/libucx/bin/*
     # its programs find their libraries through a path the wheel does not hold: wrapped
     mkdir -p $U/bin
     for t in ucx_perftest ucx_info; do
@@ -64,7 +64,7 @@ if ! ( ./configure --enable-werror $UCX_CONF && build ) > "$OUT/build.log" 2>&1;
 else
     echo "build ok"
 fi
-echo "ucx_wheel=${UCX_WHEEL:-0}" > $W/built # what REUSE=1 may reuse
+echo "ucx_wheel=$([ -d $W/ucxwheel ] && echo 1 || echo 0)" > $W/built # the UCX built against, for REUSE=1
 export LD_LIBRARY_PATH=$PWD/.libs
 fi
 MODES=" ${*:-all} "
