@@ -40,11 +40,16 @@ if [ "$MEM" = cuda ]; then
     export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-$B/.libs}
     RUN+=" -x CUDA_MPS_PIPE_DIRECTORY -x LD_LIBRARY_PATH"
     BUF="-B device"
-    for put in off on; do
-        echo "# dfccl, device buffers, every peer over UCX, DFCCL_NET_PUT=$put"
+    # host-staged; by put, small steps host-staged (the default DFCCL_NET_PUT_MIN); every
+    # step by put
+    for v in "DFCCL_NET_PUT=off" "DFCCL_NET_PUT=on" "DFCCL_NET_PUT=on DFCCL_NET_PUT_MIN=0"; do
+        echo "# dfccl, device buffers, every peer over UCX, $v"
         # (the info lines say where the FIFOs are and how steps go)
-        out=$($RUN -x DFCCL_NET=ucx -x DFCCL_NET_PUT=$put -x DFCCL_LOG_LEVEL=info $B/bench/dfccl-bench $BUF \
-            $ARGS 2>&1) || rc=1
+        # shellcheck disable=SC2086 # v and xs: several words
+        xs=$(printf '%s\n' $v | sed 's/=.*//; s/^/-x /' | tr '\n' ' ') # mpirun's -x of each
+        # shellcheck disable=SC2086
+        out=$(env $v $RUN -x DFCCL_NET=ucx $xs -x DFCCL_LOG_LEVEL=info $B/bench/dfccl-bench $BUF $ARGS 2>&1) ||
+            rc=1
         echo "$out" | grep -E "net peers|memory types" |
             sed -E 's/^\[dfccl [0-9]+\] //; s/communicator [0-9a-f]+ rank [0-9]+/communicator, rank/' | sort -u
         echo "$out" | grep -v -E '^#|^\[dfccl [0-9]+\] INFO'

@@ -10,6 +10,7 @@
 #define DFCCL_PRIMS_BACKEND /* engine/prims.h: the algorithms use these */
 
 #include "../engine/eng_types.h"
+#include "../engine/eng_gpu_layout.h"
 #include "../engine/ll_packet.h"
 #include "../engine/eng_sig.h"
 #include "../engine/ll_plan.h"
@@ -88,17 +89,26 @@ DFCCL_DEV_INLINE int prim_send_ready(const eng_conn_t *c, uint32_t depth)
 
 /* --- slot access -------------------------------------------------------------------- */
 
-DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_view_t *v, uint64_t *bytes_p)
+/* Where a step of `bytes` bytes is: in the connection's FIFO, or (ENG_CONN_STAGED, a step
+ * of fewer than put_min bytes) in the host-staged FIFO whose data follows the control
+ * words. The sender posts the size it wrote and the receiver passes the size the
+ * algorithm expects, the same at both ends, so both pick the same FIFO without a load. */
+DFCCL_DEV_INLINE const char *prim_step_data(const eng_conn_t *c, const eng_chan_view_t *v,
+                                            const eng_conn_ctrl_t *ctrl, const char *data, uint64_t bytes)
 {
-    uint32_t s = (uint32_t)eng_mod(ld_volatile_u64(&c->recvd), v->depth);
-    if (bytes_p)
-        *bytes_p = eng_step_bytes(ld_volatile_u64(&c->recv_ctrl->bytes[s]));
-    return c->recv_data + (uint64_t)s * c->rchunk;
+    return (c->sys & ENG_CONN_STAGED) && bytes < v->put_min ? (const char *)ctrl + ENG_GPU_CTRL_BYTES : data;
 }
 
-DFCCL_DEV_INLINE char *prim_send_buf(const eng_conn_t *c, const eng_chan_view_t *v)
+DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_view_t *v, uint64_t bytes)
 {
-    return c->send_data + eng_mod(ld_volatile_u64(&c->sent), v->depth) * c->schunk;
+    uint32_t s = (uint32_t)eng_mod(ld_volatile_u64(&c->recvd), v->depth);
+    return prim_step_data(c, v, c->recv_ctrl, c->recv_data, bytes) + (uint64_t)s * c->rchunk;
+}
+
+DFCCL_DEV_INLINE char *prim_send_buf(const eng_conn_t *c, const eng_chan_view_t *v, uint64_t bytes)
+{
+    return (char *)prim_step_data(c, v, c->send_ctrl, c->send_data, bytes) +
+           eng_mod(ld_volatile_u64(&c->sent), v->depth) * c->schunk;
 }
 
 /* All threads' data writes, then thread 0 posts the step. */

@@ -569,6 +569,7 @@ __global__ void __launch_bounds__(GPU_MAX_THREADS, 1) dfccl_gpu_daemon(gpu_daemo
                     w->depth = s.task.depth;
                     w->chunk = s.task.chunk;
                     w->conns = s.task.conns;
+                    w->put_min = p.put_min;
                     w->sig = eng_coll_sig(&s.task.args); /* in band with every step (engine/eng_sig.h) */
                 }
                 prim_block_cache_reset();

@@ -143,6 +143,7 @@ typedef struct {
     int channels;           /* blocks of the launch */
     sched_params_t sp;
     uint64_t idle_quit_ns, stall_quit_ns;
+    uint64_t put_min; /* DFCCL_NET_PUT_MIN: the views' put_min (eng_chan_view_t) */
 } gpu_daemon_params_t;
 
 #ifdef __CUDACC__

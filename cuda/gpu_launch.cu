@@ -72,6 +72,7 @@ static int gpu_init_locked(void)
     p.sp.head_factor = eng_config.head_factor;
     p.idle_quit_ns = eng_config.gpu_idle_quit_us * 1000ull;
     p.stall_quit_ns = eng_config.gpu_stall_quit_us * 1000ull;
+    p.put_min = eng_config.net_put_min;
     for (int i = 0; i < GPU_MAX_REQS; i++)
         G.free_ids[i] = GPU_MAX_REQS - 1 - i;
     G.nfree = GPU_MAX_REQS;

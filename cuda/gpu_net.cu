@@ -202,6 +202,7 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
         L.put_seg = gc->dseg;
         L.put_shadow = gc->dshadow;
         L.put_cuda = 1;
+        L.put_min = eng_config.net_put_min;
         if (gc->net_flush) /* the device does not order GPUDirect RDMA writes by itself */
             L.put_landed = net_put_landed;
     }
@@ -225,8 +226,8 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
     if (dev)
         dfccl_info(
             "communicator %016llx rank %d: the GPU daemon's net peers: device FIFOs, steps by put from "
-            "device memory to device memory (%s)",
-            (unsigned long long)uid, me, what);
+            "device memory to device memory, those under %llu bytes host-staged (%s)",
+            (unsigned long long)uid, me, (unsigned long long)eng_config.net_put_min, what);
     else
         dfccl_info("communicator %016llx rank %d: the GPU daemon's net peers go through host-staged FIFOs, "
                    "steps %s (%s: %s)",
@@ -264,8 +265,10 @@ static void net_conn_set(const eng_gpu_comm_t *gc, const gpu_geom_t *geo, size_t
         cn->recv_data =
             gc->dseg + net_recv_off(g, p, gc->rank, gc->nranks, geo->big_conn, geo->small_conn) + ctrl;
         cn->send_data = gc->dshadow[p] + net_shadow_off(g, geo->depth, cn->schunk) + ctrl;
+        cn->sys = ENG_CONN_SYS | ENG_CONN_STAGED; /* small steps stay where they were */
+        return;
     }
-    cn->sys = 1;
+    cn->sys = ENG_CONN_SYS;
 }
 
 /* Stop the net transport and free the host-staged FIFOs. */

@@ -28,7 +28,7 @@ DFCCL_DEV_INLINE eng_prog_t algo_oneshot_progress(const eng_coll_args_t *a, eng_
             return prog;
         const uint64_t off = (uint64_t)x->sub * S, e = n ? DFCCL_MIN(S, n - off) : 0;
         for (int p = 0; p < N; p++)
-            prim_copy(prim_send_buf(&v->conns[p], v), (const char *)a->sendbuf + off * ts, e * ts);
+            prim_copy(prim_send_buf(&v->conns[p], v, e * ts), (const char *)a->sendbuf + off * ts, e * ts);
         prim_send_post_all(v->conns, N, v, e * ts);
         if (++x->sub == k) {
             x->step = 1;
@@ -43,10 +43,10 @@ DFCCL_DEV_INLINE eng_prog_t algo_oneshot_progress(const eng_coll_args_t *a, eng_
         const uint64_t off = (uint64_t)x->sub * S, e = n ? DFCCL_MIN(S, n - off) : 0;
         if (e) {
             char *out = (char *)a->recvbuf + off * ts;
-            prim_copy(out, prim_recv_buf(&v->conns[0], v, NULL), e * ts);
+            prim_copy(out, prim_recv_buf(&v->conns[0], v, e * ts), e * ts);
             for (int p = 1; p < N; p++) {
                 prim_barrier(); /* each pass reads what the previous one wrote */
-                prim_reduce(out, out, prim_recv_buf(&v->conns[p], v, NULL), e, a->dtype, a->op);
+                prim_reduce(out, out, prim_recv_buf(&v->conns[p], v, e * ts), e, a->dtype, a->op);
             }
         }
         prim_recv_done_all(v->conns, N);

@@ -217,12 +217,12 @@ static void tp_close(struct dfccl_comm *c)
 /* The knobs that shape a communicator's FIFOs and pick its algorithms: a rank whose value
  * differs would lay out or read its peers' memory differently, or run another algorithm
  * for the same call (corrupt results or a hang), so every rank must have the same. */
-#define ENG_SHAPE_KNOBS 13
+#define ENG_SHAPE_KNOBS 14
 static const char *const shape_names[ENG_SHAPE_KNOBS] = {
     "DFCCL_SLOTS",       "DFCCL_CHANNELS",      "DFCCL_FIFO_DEPTH",     "DFCCL_CHUNK_SIZE",
     "DFCCL_ONESHOT_MAX", "DFCCL_LL_MAX",        "DFCCL_GPU_CHUNK_SIZE", "DFCCL_GPU_NET_CHUNK_SIZE",
     "DFCCL_DIRECT_MAX",  "DFCCL_ONESHOT_RANKS", "DFCCL_DIRECT_RANKS",   "DFCCL_READ_MIN",
-    "DFCCL_LL_WIDE_MAX"};
+    "DFCCL_LL_WIDE_MAX", "DFCCL_NET_PUT_MIN"};
 
 static void shape_of(uint64_t v[ENG_SHAPE_KNOBS])
 {
@@ -239,6 +239,7 @@ static void shape_of(uint64_t v[ENG_SHAPE_KNOBS])
     v[10] = eng_config.direct_ranks;
     v[11] = eng_config.read_min;
     v[12] = eng_config.ll_wide_max;
+    v[13] = eng_config.net_put_min;
 }
 
 #define ENG_BOOT_MAGIC 0x6466636c426f6f74ull /* "dfclBoot" */

@@ -205,6 +205,7 @@ static void config_apply(const uint64_t v[K_COUNT])
     }
     eng_config.net_piece = v[K_NET_PIECE];
     eng_config.net_put = (int)v[K_NET_PUT];
+    eng_config.net_put_min = v[K_NET_PUT_MIN];
     const char *host = getenv("DFCCL_HOST");
     if (host && *host)
         snprintf(eng_config.host, sizeof(eng_config.host), "%s", host);

@@ -59,6 +59,8 @@ typedef struct {
     int net_threads_auto;       /* net_threads was chosen from the cores (DFCCL_NET_THREADS=0) */
     uint64_t net_piece;         /* DFCCL_NET_PIECE: bytes per eager message of a step (0: whole) */
     int net_put;                /* DFCCL_NET_PUT: ENG_NET_PUT_AUTO, _OFF or _ON */
+    uint64_t net_put_min;       /* DFCCL_NET_PUT_MIN: steps by put from this size, smaller ones as
+                                   active messages (host-staged on the GPU) */
     char host[64];              /* DFCCL_HOST: host name used for locality (default: gethostname) */
     uint32_t gpu_channels;      /* DFCCL_GPU_CHANNELS: daemon blocks (channels) on the GPU, 0: auto */
     uint32_t gpu_threads;       /* DFCCL_GPU_THREADS: threads per daemon block */

@@ -56,6 +56,8 @@ typedef struct {
     char *const *put_shadow; /* [nranks] */
     int put_cuda;
     void (*put_landed)(void); /* run by the proxy before it publishes a step a put wrote (NULL: none) */
+    uint64_t put_min;         /* with put: steps of fewer bytes go as active messages, not by put
+                                 (with put_cuda between seg's and the shadows' FIFOs: host-staged) */
     void *boot;           /* the communicator set-up's table: its all-gathers receive there (eng_boot_ag) */
     size_t boot_rec;      /* with room for records of this many bytes */
     dfcclResult_t status; /* a failure of the caller's before the set-up: reported through it */

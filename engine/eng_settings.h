@@ -44,6 +44,7 @@ enum {
     K_READ_MIN,
     K_NET_PUT,
     K_LL_WIDE,
+    K_NET_PUT_MIN,
     K_COUNT, /* the configuration's rows end here */
     K_HOST = K_COUNT,
     K_TIMELINE,

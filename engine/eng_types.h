@@ -189,6 +189,15 @@ typedef struct {
     eng_read_export_t reads[ENG_READ_SLOTS]; /* the GPU's exported send buffers */
 } eng_seg_hdr_t;
 
+/* eng_conn_t.sys's bits (GPU). ENG_CONN_STAGED: a net peer whose FIFOs' data is device
+ * memory, where UCX puts steps straight from device to device; a step of fewer than the
+ * view's put_min bytes goes through the host-staged FIFO instead, whose data follows the
+ * control words (cuda/gpu_net.cu), as an active message: for a small step a put, its
+ * flush and a header cost more than crossing PCIe. Both ends choose by the step's size,
+ * the same at both. */
+#define ENG_CONN_SYS    1u
+#define ENG_CONN_STAGED 2u
+
 /* This rank's view of the two directions of a connection with one peer. */
 typedef struct {
     eng_conn_ctrl_t *recv_ctrl; /* in my segment: peer -> me */
@@ -200,8 +209,9 @@ typedef struct {
     uint64_t rchunk;  /* bytes per step, peer -> me and me -> peer (each the same at both */
     uint64_t schunk;  /* ends); the GPU sizes FIFOs by role: the ring's direction
                          (r-1 -> r -> r+1) gets large steps, every other one one-shot's */
-    uint32_t sys;     /* GPU: the peer is another device, so flags need system scope (else
-                         device scope: processes sharing one GPU under MPS) */
+    uint32_t sys;     /* GPU, ENG_CONN_* bits: ENG_CONN_SYS, the peer is another device, so
+                         flags need system scope (else device scope: processes sharing one
+                         GPU under MPS); ENG_CONN_STAGED, small steps host-staged */
     uint32_t ll_salt; /* the communicator's LL flag salt (eng_ll_flag), the same at both ends */
     uint64_t credit;  /* GPU LL: the peer's `consumed` as last read here (a lower bound),
                         so the credit is reread only when the FIFO looks full */
@@ -222,6 +232,8 @@ typedef struct {
                           0: none (the unit tests' bare views) */
     uint64_t chunk;    /* bytes per step */
     eng_conn_t *conns; /* [nranks] for this slot and channel */
+    uint64_t put_min;  /* GPU: steps of fewer bytes on ENG_CONN_STAGED connections go
+                          host-staged (DFCCL_NET_PUT_MIN) */
 } eng_chan_view_t;
 
 /* What one rank sends to and receives from one peer in a collective moved block by

@@ -9,14 +9,14 @@
 /* send: local data -> peer FIFO */
 DFCCL_DEV_INLINE void prim_send(eng_conn_t *out, const eng_chan_view_t *v, const void *src, size_t bytes)
 {
-    prim_copy(prim_send_buf(out, v), src, bytes);
+    prim_copy(prim_send_buf(out, v, bytes), src, bytes);
     prim_send_post(out, v, bytes);
 }
 
 /* recv_copy: peer FIFO -> local buffer */
 DFCCL_DEV_INLINE void prim_recv_copy(eng_conn_t *in, const eng_chan_view_t *v, void *dst, size_t bytes)
 {
-    prim_copy(dst, prim_recv_buf(in, v, NULL), bytes);
+    prim_copy(dst, prim_recv_buf(in, v, bytes), bytes);
     prim_recv_done(in);
 }
 
@@ -24,10 +24,10 @@ DFCCL_DEV_INLINE void prim_recv_copy(eng_conn_t *in, const eng_chan_view_t *v, v
 DFCCL_DEV_INLINE void prim_recv_copy_send(eng_conn_t *in, eng_conn_t *out, const eng_chan_view_t *v,
                                           void *dst, size_t bytes)
 {
-    const char *src = prim_recv_buf(in, v, NULL);
+    const char *src = prim_recv_buf(in, v, bytes);
     if (dst)
         prim_copy(dst, src, bytes);
-    prim_copy(prim_send_buf(out, v), src, bytes);
+    prim_copy(prim_send_buf(out, v, bytes), src, bytes);
     prim_send_post(out, v, bytes);
     prim_recv_done(in);
 }
@@ -37,7 +37,7 @@ DFCCL_DEV_INLINE void prim_recv_reduce_send(eng_conn_t *in, eng_conn_t *out, con
                                             const void *src, size_t n, int dtype, int op)
 {
     size_t bytes = n * eng_type_size(dtype);
-    prim_reduce(prim_send_buf(out, v), prim_recv_buf(in, v, NULL), src, n, dtype, op);
+    prim_reduce(prim_send_buf(out, v, bytes), prim_recv_buf(in, v, bytes), src, n, dtype, op);
     prim_send_post(out, v, bytes);
     prim_recv_done(in);
 }
@@ -47,9 +47,9 @@ DFCCL_DEV_INLINE void prim_recv_reduce_copy_send(eng_conn_t *in, eng_conn_t *out
                                                  const void *src, void *dst, size_t n, int dtype, int op)
 {
     size_t bytes = n * eng_type_size(dtype);
-    prim_reduce(dst, prim_recv_buf(in, v, NULL), src, n, dtype, op);
+    prim_reduce(dst, prim_recv_buf(in, v, bytes), src, n, dtype, op);
     prim_barrier(); /* the copy reads what other threads of the block reduced */
-    prim_copy(prim_send_buf(out, v), dst, bytes);
+    prim_copy(prim_send_buf(out, v, bytes), dst, bytes);
     prim_send_post(out, v, bytes);
     prim_recv_done(in);
 }
@@ -61,8 +61,8 @@ DFCCL_DEV_INLINE void prim_recv_reduce_send_copy(eng_conn_t *in, eng_conn_t *out
                                                  const void *src, void *dst, size_t n, int dtype, int op)
 {
     size_t bytes = n * eng_type_size(dtype);
-    const char *rb = prim_recv_buf(in, v, NULL);
-    prim_reduce(prim_send_buf(out, v), rb, src, n, dtype, op);
+    const char *rb = prim_recv_buf(in, v, bytes);
+    prim_reduce(prim_send_buf(out, v, bytes), rb, src, n, dtype, op);
     prim_barrier();
     prim_copy(dst, rb, bytes);
     prim_send_post(out, v, bytes);
@@ -73,7 +73,7 @@ DFCCL_DEV_INLINE void prim_recv_reduce_send_copy(eng_conn_t *in, eng_conn_t *out
 DFCCL_DEV_INLINE void prim_recv_reduce_copy(eng_conn_t *in, const eng_chan_view_t *v, const void *src,
                                             void *dst, size_t n, int dtype, int op)
 {
-    prim_reduce(dst, prim_recv_buf(in, v, NULL), src, n, dtype, op);
+    prim_reduce(dst, prim_recv_buf(in, v, n * eng_type_size(dtype)), src, n, dtype, op);
     prim_recv_done(in);
 }
 

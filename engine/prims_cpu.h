@@ -43,16 +43,23 @@ DFCCL_DEV_INLINE int prim_send_ready(const eng_conn_t *c, uint32_t depth)
 
 /* --- slot access --------------------------------------------------------------------- */
 
-DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_view_t *v, uint64_t *bytes_p)
+/* The current step's data; `bytes`, its size as the algorithm knows it, places it on the
+ * GPU (cuda_prims.cuh: small steps of some net peers are host-staged), not here. */
+DFCCL_DEV_INLINE const char *prim_recv_buf(const eng_conn_t *c, const eng_chan_view_t *v, uint64_t bytes)
 {
-    uint32_t s = (uint32_t)eng_mod(c->recvd, v->depth);
-    if (bytes_p)
-        *bytes_p = eng_step_bytes(DFCCL_READ_ONCE(c->recv_ctrl->bytes[s]));
-    return c->recv_data + (uint64_t)s * c->rchunk;
+    (void)bytes;
+    return c->recv_data + eng_mod(c->recvd, v->depth) * c->rchunk;
 }
 
-DFCCL_DEV_INLINE char *prim_send_buf(const eng_conn_t *c, const eng_chan_view_t *v)
+/* The size the peer posted with the current step (a reply whose size is its message). */
+DFCCL_DEV_INLINE uint64_t prim_recv_bytes(const eng_conn_t *c, const eng_chan_view_t *v)
 {
+    return eng_step_bytes(DFCCL_READ_ONCE(c->recv_ctrl->bytes[eng_mod(c->recvd, v->depth)]));
+}
+
+DFCCL_DEV_INLINE char *prim_send_buf(const eng_conn_t *c, const eng_chan_view_t *v, uint64_t bytes)
+{
+    (void)bytes;
     return c->send_data + eng_mod(c->sent, v->depth) * c->schunk;
 }
 
@@ -123,11 +130,11 @@ DFCCL_DEV_INLINE int prim_ll_send_all(eng_conn_t *conns, int n, const eng_chan_v
         if (!(pl->smask >> p & 1))
             continue;
         eng_conn_t *c = &conns[p];
-        uint64_t *dst = (uint64_t *)prim_send_buf(c, v);
         /* the piece for p: a table's block (reduce_scatterv), else p strides in; this
          * channel's lines of it [l0, hi), at line 0 of the step */
         const uint64_t bytes = pl->tab ? pl->tab[p].sbytes : pl->bytes, l0 = pl->l0;
         const uint64_t lines = eng_ll_chan_lines(l0, pl->l1, bytes);
+        uint64_t *dst = (uint64_t *)prim_send_buf(c, v, 16 * lines);
         const char *s = (const char *)src + (pl->tab ? pl->tab[p].soff : (uint64_t)p * pl->sstride);
         /* the signature salts the flag: a peer of another signature never sees the line */
         const uint64_t flag = (uint64_t)eng_ll_flag(c->ll_salt ^ v->sig, c->sent + 1) << 32;
@@ -161,7 +168,7 @@ DFCCL_DEV_INLINE int prim_ll_recv_all(eng_conn_t *conns, int n, const eng_chan_v
     for (int p = 0; p < n; p++) {
         if (!(pl->rmask >> p & 1))
             continue;
-        src[p] = (const uint64_t *)prim_recv_buf(&conns[p], v, NULL);
+        src[p] = (const uint64_t *)prim_recv_buf(&conns[p], v, 16 * lines);
         const uint32_t flag = eng_ll_flag(conns[p].ll_salt ^ v->sig, conns[p].recvd + 1);
         for (uint64_t i = 0; i < 2 * lines; i++)
             if ((uint32_t)(dfccl_load_relaxed64(&src[p][i]) >> 32) != flag)

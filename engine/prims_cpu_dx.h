@@ -65,7 +65,8 @@ DFCCL_DEV_INLINE void prim_dx_reduce(eng_conn_t *conns, int n, uint32_t mask, co
         for (int p = 0; p < n; p++) {
             if (p != v->rank && !(mask >> p & 1))
                 continue;
-            const char *src = (p == v->rank ? (const char *)own : prim_recv_buf(&conns[p], v, NULL)) + o * ts;
+            const char *src =
+                (p == v->rank ? (const char *)own : prim_recv_buf(&conns[p], v, m * ts)) + o * ts;
             if (first)
                 memcpy(tmp, src, k * ts);
             else

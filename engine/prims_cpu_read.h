@@ -98,7 +98,7 @@ DFCCL_DEV_INLINE uint32_t prim_read_pull(eng_conn_t *conns, int n, uint32_t mask
             continue;
         eng_conn_t *c = &conns[p];
         eng_block_t desc;
-        memcpy(&desc, prim_recv_buf(c, v, NULL), sizeof(desc));
+        memcpy(&desc, prim_recv_buf(c, v, sizeof(desc)), sizeof(desc));
         const int ok =
             !(eng_read_test_refuse && eng_read_test_refuse(v->rank, p)) &&
             eng_read_copy_cpu(&desc, src_off, dst + ((uint64_t)p * d->S + d->off) * d->ts, d->e * d->ts);
@@ -117,9 +117,7 @@ DFCCL_DEV_INLINE uint32_t prim_read_replies(eng_conn_t *conns, int n, uint32_t m
     for (int p = 0; p < n; p++) {
         if (!(mask >> p & 1))
             continue;
-        uint64_t bytes = 0;
-        (void)prim_recv_buf(&conns[p], v, &bytes);
-        push |= (uint32_t)(bytes == ENG_READ_PUSH) << p;
+        push |= (uint32_t)(prim_recv_bytes(&conns[p], v) == ENG_READ_PUSH) << p;
         prim_recv_done(&conns[p]);
     }
     return push;

@@ -357,6 +357,17 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                  "slower. "
                  "dfcclConfig_t.llWideMax unset (and coll_dfccl_ll_wide_max=auto): auto unless "
                  "DFCCL_LL_WIDE_MAX says otherwise."},
+    /* small steps: a put, its flush and the header after it cost more than one message
+     * (and on the GPU, the host-staged way's crossings of PCIe) */
+    [K_NET_PUT_MIN] = {.env = "DFCCL_NET_PUT_MIN",
+                       .def = "16384",
+                       COUNT(0, MB64),
+                       .unit = "bytes",
+                       .help = "where steps to net peers go by put, those of fewer bytes go as active "
+                               "messages (0: every step by put)",
+                       .more = "On the GPU daemon's device FIFOs such steps go host-staged, through the "
+                               "host-pinned FIFOs beside them. Both ends pick by the step's size, so every "
+                               "rank must have the same value."},
     /* one-shot: fewer hops and, at 2 ranks, less traffic */
     [K_ONESHOT_RANKS] = {.env = "DFCCL_ONESHOT_RANKS",
                          .mca = "oneshot_ranks",

@@ -96,7 +96,9 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     /* the window before the copy: a step beyond the sender's credits would overwrite a
      * slot the daemon has not read */
     const int put = k && (h.flags & NET_STEP_PUT) != 0;
-    if (k && (!net_step_fits(h.total, h.off, length, k->rchunk, rndv, put, k->put) ||
+    /* on a connection by put a small step comes as messages (net_step_am), the rest by put */
+    const int by_put = k && k->put && !net_step_am(nc, h.total);
+    if (k && (!net_step_fits(h.total, h.off, length, k->rchunk, rndv, put, by_put) ||
               !net_in_window(&k->in, k->local_ctrl, nc->depth, h.step))) {
         dfccl_error("communicator %016llx (rank %d): a %zu-byte piece at %u of %llu-byte step %llu from "
                     "rank %d does not fit its %llu-byte FIFO step, the step is outside its window (%llu "
@@ -119,7 +121,8 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
         return UCS_OK;
     }
     const uint32_t slot = (uint32_t)(h.step % nc->depth);
-    char *dst = k->local_data + (uint64_t)slot * k->rchunk;
+    /* (host memory: on a connection by put, only host-staged steps come as messages) */
+    char *dst = (k->put ? k->stage_local : k->local_data) + (uint64_t)slot * k->rchunk;
     if (!rndv) { /* a whole step or one piece of it, read in place from UCX's buffer */
         memcpy(dst + h.off, data, length);
         step_landed(nc, k, h.step, length, h.total, h.tag);

@@ -81,6 +81,7 @@ static void net_free_locked(struct eng_net_comm *nc)
         free(nc->conns[i].got);
         free(nc->conns[i].pend);
         free(nc->conns[i].fl);
+        free(nc->conns[i].put_of);
     }
     free(nc->rkey);
     free(nc->peer_base);
@@ -200,6 +201,8 @@ static dfcclResult_t conn_init(struct eng_net_comm *nc, const eng_net_layout_t *
     k->shadow_data = (char *)k->shadow_ctrl + L->ctrl_bytes; /* steps by put: put_connect_locked */
     k->local_ctrl = (eng_conn_ctrl_t *)(L->seg + d->recv_off);
     k->local_data = (char *)k->local_ctrl + L->ctrl_bytes;
+    k->stage_shadow = k->shadow_data;
+    k->stage_local = k->local_data;
     if (eng_config.net_piece && eng_config.net_piece < k->schunk) {
         uint64_t n = (k->schunk + eng_config.net_piece - 1) / eng_config.net_piece;
         n = n > NET_MAX_PIECES ? NET_MAX_PIECES : n;
@@ -213,7 +216,8 @@ static dfcclResult_t conn_init(struct eng_net_comm *nc, const eng_net_layout_t *
     k->got = calloc(L->depth, sizeof(uint64_t));
     k->pend = calloc(L->depth, sizeof(net_pend_t));
     k->fl = calloc(L->depth, sizeof(net_flush_t));
-    if (!k->hdr || !k->got || !k->pend || !k->fl)
+    k->put_of = calloc(L->depth, sizeof(uint64_t));
+    if (!k->hdr || !k->got || !k->pend || !k->fl || !k->put_of)
         res = eng_set_error(dfcclNoMemory, "dfcclCommInit", "no memory for the net transport");
     return res;
 }
@@ -602,6 +606,7 @@ dfcclResult_t eng_net_setup(const eng_net_layout_t *L, dfcclAllgatherFn_t ag, vo
     nc->abort_words[1] = L->abort_words[1];
     nc->put_cuda = L->put_cuda;
     nc->put_landed = L->put_landed;
+    nc->put_min = L->put_min;
     /* a local failure is reported through the exchange below: every rank takes part
      * in every allgather, so nobody waits for a rank that gave up */
     dfcclResult_t res = setup_local_locked(nc, L, &acquired, addr, addr_len, &addr_sum);

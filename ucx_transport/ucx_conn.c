@@ -58,6 +58,7 @@ static dfcclResult_t ucx_connect(struct dfccl_comm *c, const uint8_t *peers, dfc
                                 .nconns = nconn,
                                 .abort_words = {(int32_t *)&c->aborted, NULL},
                                 .put = eng_config.net_put == ENG_NET_PUT_ON,
+                                .put_min = eng_config.net_put_min,
                                 .boot = c->boot,
                                 .boot_rec = ENG_BOOT_REC,
                                 .status = status};

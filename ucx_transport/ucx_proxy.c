@@ -117,6 +117,41 @@ int net_proxy_descs(struct eng_net_comm *nc)
     return sent;
 }
 
+/* Step s of connection k as active messages, its data at `data`'s slot (the shadow, or
+ * with device FIFOs its host-staged twin): eager steps go in pieces that UCX need not
+ * reassemble, rendezvous ones whole. Returns -1 when a send failed. */
+static int am_step_send(struct eng_net_comm *nc, net_conn_t *k, ucp_ep_h ep, uint64_t s, int eager,
+                        const char *data)
+{
+    const int p = k->peer;
+    const uint32_t slot = (uint32_t)(s % nc->depth);
+    /* the size's word also carries the signature's tag (eng_sig.h): it travels in the
+     * header, and lands with the step in the peer's word, checked there as a shared-
+     * memory peer's is */
+    const uint64_t word = k->shadow_ctrl->bytes[slot], len = eng_step_bytes(word);
+    const uint64_t piece = eager && k->piece ? k->piece : len;
+    net_am_hdr_t *h = &k->hdr[(size_t)slot * k->npiece];
+    if (len > k->schunk)
+        return -1; /* the daemon never writes more than a step */
+    data += (uint64_t)slot * k->schunk;
+    uint64_t off = 0;
+    do {
+        const uint64_t n = len - off < piece ? len - off : piece;
+        *h = (net_am_hdr_t){.dst = nc->peer_id[p],
+                            .src = nc->rank,
+                            .key = nc->peer_key[p],
+                            .idx = k->idx,
+                            .off = (uint32_t)off,
+                            .step = s,
+                            .total = len,
+                            .tag = (uint32_t)(word >> 32)};
+        if (net_am_send(ep, eager, AM_STEP, h++, data + off, n))
+            return -1;
+        off += n;
+    } while (off < len);
+    return 0;
+}
+
 /* A step's header alone, once its put has completed at the peer (NET_STEP_PUT). */
 static int put_notify(struct eng_net_comm *nc, net_conn_t *k, uint64_t s)
 {
@@ -133,6 +168,16 @@ static int put_notify(struct eng_net_comm *nc, net_conn_t *k, uint64_t s)
                         .tag = (uint32_t)(word >> 32),
                         .flags = NET_STEP_PUT};
     return net_am_send((*ep_of(nc, k->px, p))->ep, 1, AM_STEP, h, NULL, 0);
+}
+
+/* Past the host-staged steps that follow the last notified one: they went as active
+ * messages, nothing to notify (a put step stops it: its flush's completion notifies it).
+ * put_of[slot] names the step by put that last used the slot, so a slot since reused
+ * by a later step does not pass for this one. */
+static void notify_past_staged(const struct eng_net_comm *nc, net_conn_t *k)
+{
+    while (k->notified < k->sent_posted && k->put_of[k->notified % nc->depth] != k->notified + 1)
+        k->notified++;
 }
 
 /* The flush after a connection's puts (the steps below f->upto are in the peer's slots)
@@ -158,10 +203,11 @@ static void flushed(void *request, ucs_status_t status, void *user_data)
     }
     net_conn_t *k = f->k;
     for (; k->notified < f->upto && !DFCCL_READ_ONCE(nc->dead[k->peer]); k->notified++)
-        if (put_notify(nc, k, k->notified)) {
+        if (k->put_of[k->notified % nc->depth] == k->notified + 1 && put_notify(nc, k, k->notified)) {
             net_peer_lost(nc, k->peer, "sending a step's header failed");
             return;
         }
+    notify_past_staged(nc, k);
 }
 
 /* Flush proxy px's endpoint to peer p; f says what follows. Returns -1 when it failed at
@@ -187,9 +233,11 @@ static int flush_ep(struct eng_net_comm *nc, uint32_t px, int p, net_flush_t *f)
 }
 
 /* Steps by put: the new steps of connection k straight into the peer's slots, then one
- * flush, whose completion sends their headers (flushed). Returns 1 if any went, -1 on a
- * failed put. */
-static int put_steps(struct eng_net_comm *nc, net_conn_t *k, uint64_t posted)
+ * flush, whose completion sends their headers (flushed). A step of fewer than put_min
+ * bytes goes as active messages instead (net_step_am: from the host-staged twin of a
+ * device FIFO), which need no flush. Returns 1 if any went, -1 on a failed put or
+ * send. */
+static int put_steps(struct eng_net_comm *nc, net_conn_t *k, uint64_t posted, int eager)
 {
     const int p = k->peer;
     /* flushes on one endpoint complete in order, so the ring's next record is free when
@@ -199,11 +247,20 @@ static int put_steps(struct eng_net_comm *nc, net_conn_t *k, uint64_t posted)
         return 0;
     ucp_ep_h ep = (*ep_of(nc, k->px, p))->ep;
     ucp_rkey_h rkey = nc->rkey[(size_t)k->px * (size_t)nc->nranks + (size_t)p];
+    int puts = 0;
     for (uint64_t s = k->sent_posted; s < posted; s++) {
         const uint32_t slot = (uint32_t)(s % nc->depth);
         const uint64_t len = eng_step_bytes(k->shadow_ctrl->bytes[slot]);
         if (len > k->schunk)
             return -1; /* the daemon never writes more than a step */
+        if (net_step_am(nc, len)) {
+            k->put_of[slot] = 0;
+            if (am_step_send(nc, k, ep, s, eager, k->stage_shadow))
+                return -1;
+            continue;
+        }
+        k->put_of[slot] = s + 1;
+        puts = 1;
         if (len) {
             ucp_request_param_t prm;
             memset(&prm, 0, sizeof(prm));
@@ -224,6 +281,10 @@ static int put_steps(struct eng_net_comm *nc, net_conn_t *k, uint64_t posted)
         }
     }
     k->sent_posted = posted;
+    if (!puts) { /* host-staged steps only: nothing to flush */
+        notify_past_staged(nc, k);
+        return 1;
+    }
     k->nfl++;
     *f = (net_flush_t){.nc = nc, .k = k, .upto = posted, .peer = p, .px = k->px, .busy = 1};
     return flush_ep(nc, k->px, p, f) ? -1 : 1;
@@ -271,35 +332,11 @@ int net_proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
     /* acquire: the daemon wrote the step's data and size before releasing `posted` */
     const uint64_t posted = dfccl_load_acquire64(&k->shadow_ctrl->posted);
     const int eager = nc->watch_pid[p] != 0;
-    if (k->put && (moved = put_steps(nc, k, posted)) < 0)
+    if (k->put && (moved = put_steps(nc, k, posted, eager)) < 0)
         return -1;
     for (uint64_t s = k->sent_posted; s < posted && !k->put; s++) { /* put_steps sent those by put */
-        const uint32_t slot = (uint32_t)(s % nc->depth);
-        /* the size's word also carries the signature's tag (eng_sig.h): it travels in the
-         * header, and lands with the step in the peer's word, checked there as a shared-
-         * memory peer's is */
-        const uint64_t word = k->shadow_ctrl->bytes[slot], len = eng_step_bytes(word);
-        const char *data = k->shadow_data + (uint64_t)slot * k->schunk;
-        /* eager steps go in pieces that UCX need not reassemble; rendezvous ones whole */
-        const uint64_t piece = eager && k->piece ? k->piece : len;
-        net_am_hdr_t *h = &k->hdr[(size_t)slot * k->npiece];
-        if (len > k->schunk)
-            return -1; /* the daemon never writes more than a step */
-        uint64_t off = 0;
-        do {
-            const uint64_t n = len - off < piece ? len - off : piece;
-            *h = (net_am_hdr_t){.dst = nc->peer_id[p],
-                                .src = nc->rank,
-                                .key = nc->peer_key[p],
-                                .idx = k->idx,
-                                .off = (uint32_t)off,
-                                .step = s,
-                                .total = len,
-                                .tag = (uint32_t)(word >> 32)};
-            if (net_am_send(ep, eager, AM_STEP, h++, data + off, n))
-                return -1;
-            off += n;
-        } while (off < len);
+        if (am_step_send(nc, k, ep, s, eager, k->shadow_data))
+            return -1;
         k->sent_posted = s + 1;
         moved = 1;
     }

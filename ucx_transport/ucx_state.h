@@ -120,6 +120,10 @@ struct net_conn {
     char *shadow_data;
     eng_conn_ctrl_t *local_ctrl; /* peer -> me: in my receive segment */
     char *local_data;
+    char *stage_shadow, *stage_local; /* the data beside the control words (the shadow's and
+                                         the segment's), host memory: where steps as active
+                                         messages leave and land (with device FIFOs: the
+                                         host-staged twins, net_step_am) */
     uint64_t sent_posted, sent_consumed;
     net_landing_t in;  /* receiver: steps published, slots landed beyond them */
     uint64_t *got;     /* [depth]: receiver: bytes of each slot's step landed so far */
@@ -131,6 +135,8 @@ struct net_conn {
     uint64_t remote;   /* steps by put: the peer's address of this connection's data */
     uint64_t notified; /* steps by put: headers sent (the puts below sent_posted are issued) */
     net_flush_t *fl;   /* [depth]: steps by put: the flushes after its puts, a ring */
+    uint64_t *put_of;  /* [depth]: steps by put: 1 + the step that last went from the slot by
+                          put (0: as active messages, host-staged) */
     uint64_t nfl;      /* flushes started: the next goes into fl[nfl % depth] once free */
     net_am_hdr_t cred[NET_VALS];
     unsigned ncred;
@@ -177,6 +183,7 @@ struct eng_net_comm {
     int put_cuda;             /* their FIFOs are device memory (the layout's put_seg, put_shadow) */
     uint8_t *put_peer;        /* [nranks]: steps to and from this peer go by put (put_to) */
     void (*put_landed)(void); /* the layout's: before a step a put wrote is published */
+    uint64_t put_min;         /* steps of fewer bytes go as active messages (net_step_am) */
     ucp_mem_h memh;           /* my receive segment, registered */
     ucp_rkey_h *rkey;         /* [npx][nranks]: each net peer's segment, unpacked on proxy i's endpoint */
     uint64_t *peer_base;      /* [nranks]: the peer's address of its segment */
@@ -228,6 +235,16 @@ typedef struct {
 } net_ucx_t;
 
 extern net_ucx_t net_ucx;
+
+/* On a connection by put, a step of len bytes goes as active messages instead: below the
+ * layout's put_min, where a put, its flush and the header after it cost more. With
+ * device FIFOs it leaves and lands in their host-staged twins (stage_shadow,
+ * stage_local), which the GPU daemon picks by the same rule (cuda/cuda_prims.cuh,
+ * prim_step_data); both ends know the step's size. */
+static inline int net_step_am(const struct eng_net_comm *nc, uint64_t len)
+{
+    return len < nc->put_min;
+}
 
 /* Proxy i's endpoint to peer p's worker i. */
 static inline net_ep_t **ep_of(const struct eng_net_comm *nc, uint32_t i, int p)
