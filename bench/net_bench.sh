@@ -9,6 +9,8 @@
 #             GPU under MPS, started here), ucx_perftest -m cuda as the anchor, and dfccl
 #             with its net steps host-staged (DFCCL_NET_PUT=off) and by put from device
 #             memory (on), where UCX carries device memory (a UCX built with CUDA)
+#   NET_VARIANTS with NET_MEM=cuda: the DFCCL_* settings of each dfccl run, ';' between
+#             runs (DFCCL_NET_PUT=off;DFCCL_NET_PUT=on;DFCCL_NET_PUT=on DFCCL_NET_PUT_MIN=0)
 #   NET_BIND  mpirun's --bind-to (none)
 #   BENCH_ARGS dfccl-bench's size and collective flags (-k allreduce -d float -b 8 -e 256M -f 8)
 set -u -o pipefail
@@ -41,8 +43,9 @@ if [ "$MEM" = cuda ]; then
     RUN+=" -x CUDA_MPS_PIPE_DIRECTORY -x LD_LIBRARY_PATH"
     BUF="-B device"
     # host-staged; by put, small steps host-staged (the default DFCCL_NET_PUT_MIN); every
-    # step by put
-    for v in "DFCCL_NET_PUT=off" "DFCCL_NET_PUT=on" "DFCCL_NET_PUT=on DFCCL_NET_PUT_MIN=0"; do
+    # step by put (NET_VARIANTS: other settings, ';' between runs)
+    IFS=';' read -r -a variants <<< "${NET_VARIANTS:-DFCCL_NET_PUT=off;DFCCL_NET_PUT=on;DFCCL_NET_PUT=on DFCCL_NET_PUT_MIN=0}"
+    for v in "${variants[@]}"; do
         echo "# dfccl, device buffers, every peer over UCX, $v"
         # (the info lines say where the FIFOs are and how steps go)
         # shellcheck disable=SC2086 # v and xs: several words
