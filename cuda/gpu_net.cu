@@ -226,8 +226,9 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
     if (dev)
         dfccl_info(
             "communicator %016llx rank %d: the GPU daemon's net peers: device FIFOs, steps by put from "
-            "device memory to device memory, those under %llu bytes host-staged (%s)",
-            (unsigned long long)uid, me, (unsigned long long)eng_config.net_put_min, what);
+            "device memory to device memory, those under %llu bytes host-staged; a put's bytes %s (%s)",
+            (unsigned long long)uid, me, (unsigned long long)eng_config.net_put_min,
+            gc->net_flush ? "flushed to the GPU before each step is published" : "ordered by the GPU", what);
     else
         dfccl_info("communicator %016llx rank %d: the GPU daemon's net peers go through host-staged FIFOs, "
                    "steps %s (%s: %s)",
