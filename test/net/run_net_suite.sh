@@ -497,6 +497,13 @@ chmod +x "$PUTWRAP"
 for np in 2 4; do
     STEPS=put run_case "t_matrix[hosts,put]" "$np" 120 hosts "${PUT[@]}" -- t_matrix --quick
 done
+# DFCCL_NET_PUT_MIN: steps below it go as active messages, the rest by put, one
+# connection mixing both (the default 16 KiB and 4 KiB split the matrix's steps of up to
+# 64 KiB differently); 0: every step by put
+STEPS=put run_case "t_matrix[hosts,put,every step by put]" 3 120 hosts "${PUT[@]}" -x DFCCL_NET_PUT_MIN=0 \
+    -- t_matrix --quick
+STEPS=put run_case "t_matrix[hosts,put,put_min 4096]" 3 120 hosts "${PUT[@]}" -x DFCCL_NET_PUT_MIN=4096 \
+    -- t_matrix --quick
 STEPS=put run_case "t_matrix[hosts,put,3 proxies,2 daemon threads,4 channels]" 4 120 hosts "${PUT[@]}" "${PX[@]}" \
     -x DFCCL_NET_THREADS=3 -- t_matrix --quick
 STEPS=put run_case "t_chaos[hosts,put]" 4 120 hosts "${PUT[@]}" -- t_chaos "$CHAOS_ITERS" --deadline 60
