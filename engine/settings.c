@@ -327,17 +327,19 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                     .more = "A block is what one rank sends one peer. One copy per byte instead of two "
                             "through the FIFOs; on the GPU the first call on a new send buffer is staged "
                             "while the peers map it (CUDA IPC), later calls on it are not."},
-    /* puts need UCP_FEATURE_RMA in the process's UCX context, which only "on" asks for */
+    /* puts need UCP_FEATURE_RMA, which every process's UCX context asks for whatever this
+     * says: two contexts that differ in it cannot connect (ucx_transport/ucx_proxy.c) */
     [K_NET_PUT] = {.env = "DFCCL_NET_PUT",
                    .def = "auto",
                    WORDS(put_words),
                    .unit = "auto/off/on",
                    .help = "on: steps to net peers go by RDMA put into the peer's registered FIFO, then a "
                            "header-only message; off and auto: each step is one active message",
-                   .more = "Every rank of a communicator must ask for puts, else its steps go as active "
-                           "messages. Where every rank's UCX carries CUDA memory the GPU daemon's net FIFOs "
-                           "move to device memory (not yet run on a GPU); elsewhere they take puts as host "
-                           "memory."},
+                   .more =
+                       "Every rank of a communicator must ask for puts, else its steps go as active "
+                       "messages. Where every rank's UCX carries CUDA memory the GPU daemon's net FIFOs "
+                       "move to device memory (steps under DFCCL_NET_PUT_MIN host-staged); elsewhere they "
+                       "take puts as host memory."},
     /* the LL round split over the channels (ENG_ALGO_LLW): one dependent step for the
      * mid range where the one-shot, direct exchange and ring take two or more; auto is
      * where it was faster on one GPU, never on host buffers (bench/RESULTS.md) */
