@@ -67,6 +67,7 @@ fi
 echo "ucx_wheel=$([ -d $W/ucxwheel ] && echo 1 || echo 0)" > $W/built # the UCX built against, for REUSE=1
 export LD_LIBRARY_PATH=$PWD/.libs
 fi
+unset UCX_WHEEL # read: every rank's UCX would warn of a UCX_* variable it does not know
 MODES=" ${*:-all} "
 # want MODE: MODE is among the arguments (or all is)
 want() { [[ "$MODES" == *" $1 "* ]] || { [[ "$MODES" == *" all "* ]] && [ "${2:-}" != explicit ]; }; }
