@@ -115,11 +115,8 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
         return UCS_OK; /* dropped: UCX declines a rendezvous one to its sender (releasing it
                           here as well released it twice, and UCX's pool lost a buffer) */
     if (put) {         /* its bytes are in the slot: the sender flushed its put before this header */
-        /* and visible to the daemon: an adapter's writes into device memory (GPUDirect
-         * RDMA) may need a flush; a same-host peer's put is a copy by a GPU (cuda_ipc),
-         * complete when its flush was, which the daemon's loads see without one */
-        if (nc->put_landed && !nc->watch_pid[k->peer])
-            nc->put_landed();
+        if (nc->put_landed)
+            nc->put_landed(); /* and visible to the daemon (GPUDirect RDMA into device memory) */
         step_landed(nc, k, h.step, h.total, h.total, h.tag);
         return UCS_OK;
     }
