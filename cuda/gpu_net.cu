@@ -198,11 +198,11 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
     L.seg = gc->hseg;
     L.seg_bytes = gc->hseg_bytes;
     L.put = eng_config.net_put == ENG_NET_PUT_ON; /* host-pinned FIFOs take puts as any host memory */
+    L.put_min = eng_config.net_put_min;
     if (dev) {
         L.put_seg = gc->dseg;
         L.put_shadow = gc->dshadow;
         L.put_cuda = 1;
-        L.put_min = eng_config.net_put_min;
         if (gc->net_flush) /* the device does not order GPUDirect RDMA writes by itself */
             L.put_landed = net_put_landed;
     }

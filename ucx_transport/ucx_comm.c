@@ -566,8 +566,10 @@ static void log_setup(const struct eng_net_comm *nc, const eng_net_layout_t *L)
                  (unsigned long long)eng_config.net_piece);
     if (nput)
         snprintf(steps, sizeof(steps),
-                 "by RDMA put into the peer's registered FIFO, then a header-only message (%d peer(s)%s)",
-                 nput, nput < nnet ? "; to the others as active messages" : "");
+                 "by RDMA put into the peer's registered FIFO, then a header-only message, those under %llu "
+                 "bytes as active messages (%d peer(s)%s)",
+                 (unsigned long long)nc->put_min, nput,
+                 nput < nnet ? "; to the others as active messages" : "");
     else if (nc->put)
         snprintf(steps, sizeof(steps),
                  "as active messages (puts asked for, but the peers are on this host: "

@@ -235,8 +235,9 @@ static int flush_ep(struct eng_net_comm *nc, uint32_t px, int p, net_flush_t *f)
 /* Steps by put: the new steps of connection k straight into the peer's slots, then one
  * flush, whose completion sends their headers (flushed). A step of fewer than put_min
  * bytes goes as active messages instead (net_step_am: from the host-staged twin of a
- * device FIFO), which need no flush. Returns 1 if any went, -1 on a failed put or
- * send. */
+ * device FIFO), which need no flush. Each step counts as sent once it went, so a failure
+ * halfway sends none twice; after one nothing more goes to the peer (net_peer_lost).
+ * Returns 1 if any went, -1 on a failed put or send. */
 static int put_steps(struct eng_net_comm *nc, net_conn_t *k, uint64_t posted, int eager)
 {
     const int p = k->peer;
@@ -255,8 +256,11 @@ static int put_steps(struct eng_net_comm *nc, net_conn_t *k, uint64_t posted, in
             return -1; /* the daemon never writes more than a step */
         if (net_step_am(nc, len)) {
             k->put_of[slot] = 0;
-            if (am_step_send(nc, k, ep, s, eager, k->stage_shadow))
+            if (am_step_send(nc, k, ep, s, eager, k->stage_shadow)) {
+                net_peer_lost(nc, p, "sending a step failed"); /* the puts before it may still land */
                 return -1;
+            }
+            k->sent_posted = s + 1;
             continue;
         }
         k->put_of[slot] = s + 1;
@@ -279,9 +283,9 @@ static int put_steps(struct eng_net_comm *nc, net_conn_t *k, uint64_t posted, in
             if (r)
                 ucp_request_free(r); /* the flush below waits for it */
         }
+        k->sent_posted = s + 1;
     }
-    k->sent_posted = posted;
-    if (!puts) { /* host-staged steps only: nothing to flush */
+    if (!puts) { /* active messages only: nothing to flush */
         notify_past_staged(nc, k);
         return 1;
     }

@@ -40,7 +40,10 @@
  * peer's proxy. What the handler guarded for active messages, a put into a segment
  * already freed, the goodbye now guards: a leaving rank waits for each live peer's
  * AM_BYEACK, sent after a flush of every put to it, before its segment goes (else it
- * stays mapped: leaked, as with receives still in flight).
+ * stays mapped: leaked, as with receives still in flight). A step of fewer than the
+ * layout's put_min bytes goes as active messages even then (net_step_am: a put, its
+ * flush and the header cost more), one connection mixing both kinds; with device FIFOs
+ * it leaves and lands in the host-staged twins beside them.
  *
  * Endpoints belong to the process, not to a communicator: one per (worker, peer worker
  * address), found in the worker's cache and counted by the communicators that use it
@@ -133,7 +136,8 @@ struct net_conn {
     net_pend_t *pend;  /* [depth] */
     int put;           /* steps by put on this connection (its peer's put_peer) */
     uint64_t remote;   /* steps by put: the peer's address of this connection's data */
-    uint64_t notified; /* steps by put: headers sent (the puts below sent_posted are issued) */
+    uint64_t notified; /* steps by put: done, their headers sent or (active messages) passed
+                          over (the steps below sent_posted have gone) */
     net_flush_t *fl;   /* [depth]: steps by put: the flushes after its puts, a ring */
     uint64_t *put_of;  /* [depth]: steps by put: 1 + the step that last went from the slot by
                           put (0: as active messages, host-staged) */
