@@ -49,10 +49,10 @@ DFCCL_INLINE int net_addressed(uint32_t id, uint64_t key, uint32_t msg_id, uint6
 /* Does a step's message fit its connection (the window aside: net_in_window)? A piece of
  * `length` bytes at `off` of a `total`-byte step within the FIFO's `rchunk`; a rendezvous
  * one carries the whole step. A step that goes by put (comm_put: the connection takes
- * puts and the step is not under the put_min that sends small ones as messages) must come as a
- * put's header (put: no payload, whole), and any other step as active messages: a put's
- * bytes land without the receiver, an active message's through its copy, and device
- * FIFOs take no copy from the proxy. */
+ * puts and the step is not under put_min, below which steps go as messages) must come
+ * as a put's header (put: no payload, whole), and any other step as active messages: a
+ * put's bytes land without the receiver, an active message's through its copy, and
+ * device FIFOs take no copy from the proxy. */
 DFCCL_INLINE int net_step_fits(uint64_t total, uint64_t off, uint64_t length, uint64_t rchunk, int rndv,
                                int put, int comm_put)
 {

@@ -121,8 +121,8 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
         return UCS_OK;
     }
     const uint32_t slot = (uint32_t)(h.step % nc->depth);
-    /* (host memory: on a connection by put, only host-staged steps come as messages) */
-    char *dst = (k->put ? k->stage_local : k->local_data) + (uint64_t)slot * k->rchunk;
+    /* host memory: the FIFO itself, or beside device FIFOs its host-staged twin */
+    char *dst = k->stage_local + (uint64_t)slot * k->rchunk;
     if (!rndv) { /* a whole step or one piece of it, read in place from UCX's buffer */
         memcpy(dst + h.off, data, length);
         step_landed(nc, k, h.step, length, h.total, h.tag);

@@ -339,7 +339,7 @@ int net_proxy_conn(struct eng_net_comm *nc, net_conn_t *k)
     if (k->put && (moved = put_steps(nc, k, posted, eager)) < 0)
         return -1;
     for (uint64_t s = k->sent_posted; s < posted && !k->put; s++) { /* put_steps sent those by put */
-        if (am_step_send(nc, k, ep, s, eager, k->shadow_data))
+        if (am_step_send(nc, k, ep, s, eager, k->stage_shadow))
             return -1;
         k->sent_posted = s + 1;
         moved = 1;

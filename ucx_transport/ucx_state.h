@@ -124,9 +124,9 @@ struct net_conn {
     eng_conn_ctrl_t *local_ctrl; /* peer -> me: in my receive segment */
     char *local_data;
     char *stage_shadow, *stage_local; /* the data beside the control words (the shadow's and
-                                         the segment's), host memory: where steps as active
-                                         messages leave and land (with device FIFOs: the
-                                         host-staged twins, net_step_am) */
+                                         the segment's), host memory: where every step as
+                                         active messages leaves and lands (with device
+                                         FIFOs: the host-staged twins, net_step_am) */
     uint64_t sent_posted, sent_consumed;
     net_landing_t in;  /* receiver: steps published, slots landed beyond them */
     uint64_t *got;     /* [depth]: receiver: bytes of each slot's step landed so far */
