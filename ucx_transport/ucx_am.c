@@ -132,7 +132,9 @@ static ucs_status_t am_step(void *arg, const void *header, size_t header_length,
     *pd = (net_pend_t){.nc = nc, .k = k, .step = h.step, .tag = h.tag};
     ucp_request_param_t prm;
     memset(&prm, 0, sizeof(prm));
-    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    prm.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    prm.memory_type = UCS_MEMORY_TYPE_HOST; /* a host-staged FIFO: no lookup (net_am_send) */
     prm.cb.recv_am = rndv_done;
     prm.user_data = pd;
     ucs_status_ptr_t r = ucp_am_recv_data_nbx(worker, data, dst, length, &prm);

@@ -28,12 +28,16 @@ static void send_done(void *request, ucs_status_t status, void *user_data)
 }
 
 /* The header and the payload stay untouched until the peer has the message: a step's
- * slot (and header) is reused only after the peer's credit for it. */
+ * slot (and header) is reused only after the peer's credit for it. Every message's
+ * payload is host memory (steps leave from host-staged FIFOs): said, so that UCX does
+ * not look up each buffer's memory type, which with a CUDA context current on the
+ * proxy (device FIFOs) may ask the driver. */
 int net_am_send(ucp_ep_h ep, int eager, unsigned id, const net_am_hdr_t *h, const void *buf, size_t len)
 {
     ucp_request_param_t prm;
     memset(&prm, 0, sizeof(prm));
-    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    prm.memory_type = UCS_MEMORY_TYPE_HOST;
     prm.cb.send = send_done;
     if (eager) { /* see ep_create */
         prm.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
@@ -66,7 +70,9 @@ static int am_send_copy(ucp_ep_h ep, unsigned id, const net_am_hdr_t *h, const v
         memcpy(m + sizeof(*h), buf, len);
     ucp_request_param_t prm;
     memset(&prm, 0, sizeof(prm));
-    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS |
+                       UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    prm.memory_type = UCS_MEMORY_TYPE_HOST;
     prm.cb.send = copy_sent;
     prm.user_data = m;
     prm.flags = UCP_AM_SEND_FLAG_EAGER; /* the handler takes whole messages only */
@@ -268,10 +274,9 @@ static int put_steps(struct eng_net_comm *nc, net_conn_t *k, uint64_t posted, in
         if (len) {
             ucp_request_param_t prm;
             memset(&prm, 0, sizeof(prm));
-            if (nc->put_cuda) { /* spares UCX the lookup of every step's memory */
-                prm.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-                prm.memory_type = UCS_MEMORY_TYPE_CUDA;
-            }
+            /* spares UCX the lookup of every step's memory */
+            prm.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+            prm.memory_type = nc->put_cuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
             ucs_status_ptr_t r =
                 ucp_put_nbx(ep, k->shadow_data + (uint64_t)slot * k->schunk, len,
                             k->remote + (uint64_t)slot * k->schunk, rkey, &prm); /* the peer's
