@@ -100,24 +100,30 @@ static int net_dev_ordering(void)
     return 0;
 }
 
-/* Steps by put into device FIFOs (collective): every rank asks (DFCCL_NET_PUT=on) and
- * its UCX carries device memory. The FIFOs' data then lives in device memory, in hseg's
+/* Steps by put into device FIFOs (collective): every rank asks (DFCCL_NET_PUT on, or
+ * auto) and its UCX carries device memory. The FIFOs' data then lives in device memory, in hseg's
  * and the shadows' layouts, and the proxy puts each step from my device shadow straight
  * into the peer's device FIFO (GPUDirect RDMA, or cuda_ipc on one host): no step crosses
  * PCIe to host memory. A rank that cannot allocate them makes every rank fall back to
  * host staging. Returns 1 when the FIFOs are on the device. */
-static int net_dev_place(eng_gpu_comm_t *gc, dfcclAllgatherFn_t ag, void *ctx, int *opened_p)
+static int net_dev_place(eng_gpu_comm_t *gc, uint64_t chunk, dfcclAllgatherFn_t ag, void *ctx, int *opened_p)
 {
     const int N = gc->nranks;
     int cuda = 0;
+    /* auto: not where no step could reach put_min (the device FIFOs would carry none) */
+    const int want = eng_config.net_put == ENG_NET_PUT_ON ||
+                     (eng_config.net_put == ENG_NET_PUT_AUTO && chunk >= eng_config.net_put_min);
     /* a reference (*opened_p: the caller lets it go once eng_net_setup holds its own) */
-    *opened_p = eng_config.net_put == ENG_NET_PUT_ON && eng_net_open(&cuda) == dfcclSuccess;
+    *opened_p = want && eng_net_open(&cuda) == dfcclSuccess;
     const int order = *opened_p && cuda ? net_dev_ordering() : 0;
-    if (*opened_p && cuda && !order)
-        dfccl_warn(
-            "rank %d: this GPU neither orders GPUDirect RDMA writes nor flushes them: the net FIFOs stay "
-            "host-staged",
-            gc->rank);
+#define NO_ORDER                                                                                             \
+    "rank %d: this GPU neither orders GPUDirect RDMA writes nor flushes them: the net FIFOs stay "           \
+    "host-staged"
+    if (*opened_p && cuda && !order && eng_config.net_put == ENG_NET_PUT_ON)
+        dfccl_warn(NO_ORDER, gc->rank);
+    else if (*opened_p && cuda && !order) /* auto */
+        dfccl_info(NO_ORDER, gc->rank);
+#undef NO_ORDER
     gc->dshadow = (char **)calloc((size_t)N, sizeof(char *));
     int32_t mine = *opened_p && cuda && order && gc->dshadow;
     gc->net_flush = order == 2;
@@ -189,7 +195,7 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
         }
     }
     int opened = 0;
-    const int dev = net_dev_place(gc, ag, ctx, &opened);
+    const int dev = net_dev_place(gc, chunk, ag, ctx, &opened);
     eng_net_layout_t L;
     memset(&L, 0, sizeof(L));
     L.uid = uid;
@@ -197,7 +203,8 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
     L.nranks = N;
     L.seg = gc->hseg;
     L.seg_bytes = gc->hseg_bytes;
-    L.put = eng_config.net_put == ENG_NET_PUT_ON; /* host-pinned FIFOs take puts as any host memory */
+    /* host-pinned FIFOs take puts as any host memory, where asked for (auto: device FIFOs only) */
+    L.put = eng_config.net_put == ENG_NET_PUT_ON || (dev && eng_config.net_put == ENG_NET_PUT_AUTO);
     L.put_min = eng_config.net_put_min;
     if (dev) {
         L.put_seg = gc->dseg;
@@ -226,16 +233,19 @@ static dfcclResult_t net_create(eng_gpu_comm_t *gc, const uint8_t *tp, uint64_t 
     if (dev)
         dfccl_info(
             "communicator %016llx rank %d: the GPU daemon's net peers: device FIFOs, steps by put from "
-            "device memory to device memory, those under %llu bytes host-staged; a put's bytes %s (%s)",
-            (unsigned long long)uid, me, (unsigned long long)eng_config.net_put_min,
+            "device memory to device memory (DFCCL_NET_PUT %s), those under %llu bytes host-staged; a put's "
+            "bytes %s (%s)",
+            (unsigned long long)uid, me, eng_config.net_put == ENG_NET_PUT_ON ? "on" : "auto",
+            (unsigned long long)eng_config.net_put_min,
             gc->net_flush ? "flushed to the GPU before each step is published" : "ordered by the GPU", what);
     else
         dfccl_info("communicator %016llx rank %d: the GPU daemon's net peers go through host-staged FIFOs, "
                    "steps %s (%s: %s)",
                    (unsigned long long)uid, me, eng_net_puts(gc->net, -1) ? "by put" : "as active messages",
                    what,
-                   cuda ? "it carries device memory, but every step is staged through host memory here "
-                          "(DFCCL_NET_PUT=on on every rank puts them from device memory)"
+                   cuda ? "it carries device memory, but every step is staged through host memory here: "
+                          "DFCCL_NET_PUT=off on some rank, or some rank's UCX, GPU or memory cannot take "
+                          "device FIFOs (its info and warning lines say which)"
                         : "no device memory");
     /* the shadows, mapped into the device; every rank agrees before the first step */
     gpu_boot_t mine, *all = (gpu_boot_t *)gc->boot_x;

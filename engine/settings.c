@@ -282,8 +282,9 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                          COUNT(1024, MB64),
                          .unit = "bytes",
                          .help = "GPU FIFO step on communicators with peers over UCX",
-                         .more = "Host-staged steps; at most gpu_chunk_size, rounded down to a multiple of "
-                                 "64."},
+                         .more =
+                             "Host-staged steps and those of device FIFOs by put; at most gpu_chunk_size, "
+                             "rounded down to a multiple of 64."},
     [K_NET] = {.env = "DFCCL_NET",
                .mca = "net",
                FIELD32(net),
@@ -329,17 +330,21 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                             "while the peers map it (CUDA IPC), later calls on it are not."},
     /* puts need UCP_FEATURE_RMA, which every process's UCX context asks for whatever this
      * says: two contexts that differ in it cannot connect (ucx_transport/ucx_proxy.c) */
+    /* auto: by put where it spares a crossing of PCIe each way (device FIFOs); host
+     * memory by put was slower over tcp (bench/RESULTS.md) */
     [K_NET_PUT] = {.env = "DFCCL_NET_PUT",
                    .def = "auto",
                    WORDS(put_words),
                    .unit = "auto/off/on",
-                   .help = "on: steps to net peers go by RDMA put into the peer's registered FIFO, then a "
-                           "header-only message; off and auto: each step is one active message",
-                   .more =
-                       "Every rank of a communicator must ask for puts, else its steps go as active "
-                       "messages. Where every rank's UCX carries CUDA memory the GPU daemon's net FIFOs "
-                       "move to device memory (steps under DFCCL_NET_PUT_MIN host-staged); elsewhere they "
-                       "take puts as host memory."},
+                   .help =
+                       "on: steps to net peers go by RDMA put into the peer's registered FIFO, then a "
+                       "header-only message; off: each step is one active message; auto: by put from device "
+                       "memory to device memory for the GPU daemon where every rank's UCX carries CUDA "
+                       "memory, else as off",
+                   .more = "Every rank of a communicator must ask for puts, else its steps go as active "
+                           "messages. Where every rank's UCX carries CUDA memory the GPU daemon's net FIFOs "
+                           "move to device memory (steps under DFCCL_NET_PUT_MIN host-staged); elsewhere, "
+                           "with on, they take puts as host memory."},
     /* the LL round split over the channels (ENG_ALGO_LLW): one dependent step for the
      * mid range where the one-shot, direct exchange and ring take two or more; auto is
      * where it was faster on one GPU, never on host buffers (bench/RESULTS.md) */
@@ -360,9 +365,12 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                  "dfcclConfig_t.llWideMax unset (and coll_dfccl_ll_wide_max=auto): auto unless "
                  "DFCCL_LL_WIDE_MAX says otherwise."},
     /* small steps: a put, its flush and the header after it cost more than one message
-     * (and on the GPU, the host-staged way's crossings of PCIe) */
+     * (and on the GPU, the host-staged way's crossings of PCIe). Over cuda_ipc a put is a
+     * copy's launch, ~8 us whatever its size (bench/RESULTS.md): a 2 MiB allreduce in
+     * 16 KiB steps by put took 2.7x the host-staged time (H100, 2026-12-05), whole 64 KiB
+     * steps pay */
     [K_NET_PUT_MIN] = {.env = "DFCCL_NET_PUT_MIN",
-                       .def = "16384",
+                       .def = "65536",
                        COUNT(0, MB64),
                        .unit = "bytes",
                        .help = "where steps to net peers go by put, those of fewer bytes go as active "

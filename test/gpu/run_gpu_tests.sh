@@ -2,9 +2,9 @@
 # GPU test suite, for a machine with a CUDA device (test/gpu/device_run.sh): starts MPS so
 # that N ranks share one GPU, runs the device-buffer tests with 2, 4 and 8 ranks, the
 # deadlock scenarios with their preempt-off hang proofs, the same over the net transport
-# (host-staged FIFOs, when libdfccl has UCX; and steps by put: to ranks that are each a
-# host of their own, into device FIFOs where that UCX carries device memory), then stops
-# MPS.
+# (when libdfccl has UCX: by default device FIFOs by put where that UCX carries device
+# memory, else host-staged FIFOs; host-staged ones with DFCCL_NET_PUT=off; steps by put
+# to ranks that are each a host of their own), then stops MPS.
 #   run_gpu_tests.sh BUILD_DIR [quick]
 # Environment: NPS, CHAOS_NPS, COMMS_NPS, NET_NPS, READ_NPS, WIDE_NPS (rank counts of the matrix,
 # chaos, 100-communicator, net-matrix, zero-copy read and split LL cases; empty skips), SANITIZER=0 (no compute-sanitizer),
@@ -177,8 +177,10 @@ trace_dev() {
 }
 [ -z "$NET_ONLY" ] && trace_dev
 # the net transport with the GPU daemon (a build with UCX): every peer forced onto UCX
-# over loopback, so device buffers travel through host-staged FIFOs and the proxy; and
-# mixed locality (ranks of equal parity on "one host": CUDA IPC, the others UCX)
+# over loopback, so device buffers travel through the net FIFOs and the proxy (by
+# default device FIFOs by put where this UCX carries device memory, else host-staged;
+# DFCCL_NET_PUT=off: host-staged); and mixed locality (ranks of equal parity on "one
+# host": CUDA IPC, the others UCX)
 NET=
 ldd "$B/.libs/libdfccl.so" 2>/dev/null | grep -q libucp && [ -z "${NO_NET:-}" ] && NET=1 # NO_NET=1: skip
 if [ -n "$NET" ]; then
@@ -188,13 +190,16 @@ if [ -n "$NET" ]; then
         'exec "$@"' > "$HOSTWRAP"
     chmod +x "$HOSTWRAP"
     for np in ${NET_NPS-2 4}; do
-        run "matrix net=ucx" 300 ok $np -x DFCCL_NET=ucx $T matrix
+        run "matrix net=ucx" 300 ok $np -x DFCCL_NET=ucx -x DFCCL_LOG_LEVEL=info $T matrix
     done
+    run "matrix net=ucx staged" 300 ok 2 -x DFCCL_NET=ucx -x DFCCL_NET_PUT=off $T matrix
+    run "chaos net=ucx staged" 180 ok 4 -x DFCCL_NET=ucx -x DFCCL_NET_PUT=off $T chaos --iters 10
     run "chaos net=ucx" 180 ok 4 -x DFCCL_NET=ucx $T chaos --iters 10
     [ -x "$B/test/mpi/t_setupoom" ] && run "setupoom net=ucx" 180 ok 3 -x DFCCL_NET=ucx $B/test/mpi/t_setupoom 1
     # host-staged steps on 2 proxy threads (connection group g on proxy g mod 2)
-    run "matrix net=ucx net_threads=2" 300 ok 2 -x DFCCL_NET=ucx -x DFCCL_NET_THREADS=2 $T matrix
-    run "chaos net=ucx net_threads=2" 180 ok 4 -x DFCCL_NET=ucx -x DFCCL_NET_THREADS=2 $T chaos --iters 10
+    NT="-x DFCCL_NET=ucx -x DFCCL_NET_PUT=off -x DFCCL_NET_THREADS=2"
+    run "matrix net=ucx net_threads=2" 300 ok 2 $NT $T matrix
+    run "chaos net=ucx net_threads=2" 180 ok 4 $NT $T chaos --iters 10
     run "matrix mixed" 300 ok 4 $HOSTWRAP $T matrix
     run "chaos mixed" 180 ok 4 $HOSTWRAP $T chaos --iters 10
     # steps by put (DFCCL_NET_PUT=on): into device FIFOs where this UCX carries device
@@ -230,6 +235,10 @@ if [ -n "$NET" ]; then
     # them (else active messages, host-staged: this case then shows nothing new)
     run "matrix net=ucx put" 300 ok 2 -x DFCCL_NET=ucx -x DFCCL_NET_PUT=on -x DFCCL_LOG_LEVEL=info $T matrix
     grep -qE "memory types:.* cuda" "$LOGDIR/matrix_net_ucx_put-np2.log" 2> /dev/null && placed "matrix net=ucx put" 2
+    # the default (DFCCL_NET_PUT auto) takes device FIFOs by put wherever UCX carries cuda
+    for np in ${NET_NPS-2 4}; do
+        grep -qE "memory types:.* cuda" "$LOGDIR/matrix_net_ucx-np$np.log" 2> /dev/null && placed "matrix net=ucx" $np
+    done
 else
     if [ -n "${NO_NET:-}" ]; then
         echo "SKIP: net transport with the GPU daemon (NO_NET=1)"
@@ -240,7 +249,8 @@ fi
 # A rank dies by SIGKILL with device-buffer allreduces pending on the others (the GPU
 # daemon's side of the dead-peer watch, no DFCCL_TIMEOUT): every survivor's allreduce
 # must fail within the deadline, an error line must name rank 1, nothing may hang.
-# killed NAME NET NP ARGS... (NET: auto = CUDA IPC peers, ucx = host-staged UCX)
+# killed NAME NET NP ARGS... (NET: auto = CUDA IPC peers, ucx = every peer over UCX; KILL_X:
+# more mpirun arguments, DFCCL_NET_PUT among them)
 KN=$B/test/gpu/t_netkill_dev
 killed() {
     local name=$1 net=$2 np=$3; shift 3
@@ -281,12 +291,13 @@ if [ -z "$NET_ONLY" ]; then
     mps_restart # a killed client's kernels
 fi
 if [ -n "$NET" ]; then
-    killed "device buffers, UCX host-staged, victim waits" ucx 2
-    killed "device buffers, UCX host-staged, mid ring allreduce" ucx 4 --mid --count 4194304 --kill-after-us 0
+    KILL_X="-x DFCCL_NET_PUT=off" killed "device buffers, UCX host-staged, victim waits" ucx 2
+    KILL_X="-x DFCCL_NET_PUT=off" killed "device buffers, UCX host-staged, mid ring allreduce" ucx 4 --mid \
+        --count 4194304 --kill-after-us 0
     # under MPS this one may leave every survivor's context with a sticky error: the
     # host's look at the daemon's stream must fail the pending allreduce, not wait forever
-    killed "device buffers, UCX host-staged, killed 5 ms into a ring allreduce" ucx 4 --mid --count 4194304 \
-        --kill-after-us 5000
+    KILL_X="-x DFCCL_NET_PUT=off" killed "device buffers, UCX host-staged, killed 5 ms into a ring allreduce" ucx \
+        4 --mid --count 4194304 --kill-after-us 5000
     mps_restart
     PK="-x DFCCL_NET_PUT=on -x DFCCL_LOG_LEVEL=info"
     KILL_X=$PK KILL_WRAP=$HOSTSWRAP KILL_STEPS=put killed "device buffers, UCX steps by put, victim waits" ucx 2
@@ -319,8 +330,7 @@ fi
 if [ -n "$NET" ]; then
     run "chaos net=ucx preempt=0" 90 hang 4 -x DFCCL_NET=ucx -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
     mps_restart
-    run "chaos net=ucx net_threads=2 preempt=0" 90 hang 4 -x DFCCL_NET=ucx -x DFCCL_NET_THREADS=2 \
-        -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
+    run "chaos net=ucx net_threads=2 preempt=0" 90 hang 4 $NT -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
     mps_restart
     run "chaos hosts put preempt=0" 90 hang 4 -x DFCCL_NET_PUT=on -x DFCCL_PREEMPT=0 $HOSTSWRAP $T chaos \
         --iters 5 --deadline 20
