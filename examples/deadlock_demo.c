@@ -3,7 +3,7 @@
  * deadlock_demo: collectives on 8 communicators, issued by every rank in its own
  * order ("chaos order").
  *
- *   mpirun -np 4 ./deadlock_demo [--iters N] [--deadline SEC]
+ *   mpirun -np 4 ./deadlock_demo [--iters N] [--deadline SEC] [--stagger MS]
  *
  * Each of 8 communicators (MPI_Comm_dup of MPI_COMM_WORLD, then
  * dfcclCommInitMPI) gets one all-reduce per iteration. Every rank submits the 8
@@ -17,6 +17,10 @@
  * --deadline SEC: if no collective completes during SEC seconds, rank 0 says the
  * collectives are deadlocked and every rank exits with status 3. Use it with
  * DFCCL_PREEMPT=0 to see the deadlock without hanging forever.
+ *
+ * --stagger MS: rank r starts each iteration's submissions r x MS ms late, so that the
+ * earlier ranks' collectives stall on ranks that have not submitted them yet (a
+ * DFCCL_TRACE timeline then names those late ranks).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -28,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -60,6 +65,7 @@ static const int orders4[4][NCOMMS] = {
 };
 
 static int g_rank, g_nranks;
+static int g_stagger_ms; /* --stagger */
 
 static void fail(const char *what, dfcclResult_t r)
 {
@@ -136,9 +142,10 @@ static void deadlocked(double deadline, const int *order, const dfcclRequest_t *
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mpirun -np 4 deadlock_demo [--iters N] [--deadline SEC]\n"
+    fprintf(f, "usage: mpirun -np 4 deadlock_demo [--iters N] [--deadline SEC] [--stagger MS]\n"
                "  --iters N       iterations (default 5)\n"
-               "  --deadline SEC  give up (exit 3) when nothing completes for SEC seconds\n");
+               "  --deadline SEC  give up (exit 3) when nothing completes for SEC seconds\n"
+               "  --stagger MS    rank r submits each iteration r x MS ms late (default 0)\n");
 }
 
 /* The command line into *iters and *deadline: -1 to run, else the exit status (0 after
@@ -156,6 +163,11 @@ static int parse_args(int argc, char **argv, int *iters, double *deadline)
             *deadline = strtod(argv[++a], &end);
             if (*end || !(*deadline > 0))
                 goto bad;
+        } else if (!strcmp(argv[a], "--stagger") && a + 1 < argc) {
+            long v = strtol(argv[++a], &end, 10);
+            if (*end || v < 0 || v > 10000)
+                goto bad;
+            g_stagger_ms = (int)v;
         } else if (!strcmp(argv[a], "-h") || !strcmp(argv[a], "--help")) {
             if (g_rank == 0)
                 usage(stdout);
@@ -379,6 +391,12 @@ int main(int argc, char **argv)
         if (use_gpu) /* the GPU daemon has its own stream: the inputs must have landed */
             DEMO_CU(cudaStreamSynchronize(0));
 #endif
+        if (g_stagger_ms) {
+            const long ns = (long)g_rank * g_stagger_ms * 1000000L;
+            struct timespec ts = {.tv_sec = ns / 1000000000L, .tv_nsec = ns % 1000000000L};
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+        }
         dfcclRequest_t req[NCOMMS] = {0};
         for (int k = 0; k < NCOMMS; k++) {
             int c = order[k];

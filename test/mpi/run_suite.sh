@@ -552,7 +552,10 @@ trace_case() {
     tool="$(dirname "$0")/../../tools/dfccl-trace"
     demo="$BIN/../../examples/deadlock_demo"
     rm -rf "$dir" && mkdir -p "$dir/cut"
-    run_mpi "$log" 120 4 -x DFCCL_TRACE="$dir/demo" -x DFCCL_GPU=0 -- "$demo"
+    # staggered ranks (rank r submits r x 5 ms late): the early ranks' collectives stall
+    # on ranks that have not submitted them, which the trace must name; unstaggered, an
+    # idle machine can have every rank submit all before any stall (none named)
+    run_mpi "$log" 120 4 -x DFCCL_TRACE="$dir/demo" -x DFCCL_GPU=0 -- "$demo" --stagger 5
     local files=("$dir"/demo.*.json) out cut lanes
     if [ "$RC" -ne 0 ] || [ "${#files[@]}" -ne 4 ] || [ ! -f "${files[0]}" ]; then
         fail "$id" "exit $RC, ${#files[@]} trace files; log $log" "$log"
