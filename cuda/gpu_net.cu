@@ -116,14 +116,12 @@ static int net_dev_place(eng_gpu_comm_t *gc, uint64_t chunk, dfcclAllgatherFn_t 
     /* a reference (*opened_p: the caller lets it go once eng_net_setup holds its own) */
     *opened_p = want && eng_net_open(&cuda) == dfcclSuccess;
     const int order = *opened_p && cuda ? net_dev_ordering() : 0;
-#define NO_ORDER                                                                                             \
-    "rank %d: this GPU neither orders GPUDirect RDMA writes nor flushes them: the net FIFOs stay "           \
-    "host-staged"
-    if (*opened_p && cuda && !order && eng_config.net_put == ENG_NET_PUT_ON)
-        dfccl_warn(NO_ORDER, gc->rank);
-    else if (*opened_p && cuda && !order) /* auto */
-        dfccl_info(NO_ORDER, gc->rank);
-#undef NO_ORDER
+    if (*opened_p && cuda && !order) /* a warning where the user asked for puts */
+        DFCCL_LOG(
+            eng_config.net_put == ENG_NET_PUT_ON ? DFCCL_LOG_WARN : DFCCL_LOG_INFO,
+            "rank %d: this GPU neither orders GPUDirect RDMA writes nor flushes them: the net FIFOs stay "
+            "host-staged",
+            gc->rank);
     gc->dshadow = (char **)calloc((size_t)N, sizeof(char *));
     int32_t mine = *opened_p && cuda && order && gc->dshadow;
     gc->net_flush = order == 2;

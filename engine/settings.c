@@ -328,10 +328,10 @@ const dfccl_setting_t eng_settings[K_ALL] = {
                     .more = "A block is what one rank sends one peer. One copy per byte instead of two "
                             "through the FIFOs; on the GPU the first call on a new send buffer is staged "
                             "while the peers map it (CUDA IPC), later calls on it are not."},
-    /* puts need UCP_FEATURE_RMA, which every process's UCX context asks for whatever this
-     * says: two contexts that differ in it cannot connect (ucx_transport/ucx_proxy.c) */
     /* auto: by put where it spares a crossing of PCIe each way (device FIFOs); host
-     * memory by put was slower over tcp (bench/RESULTS.md) */
+     * memory by put was slower over tcp (bench/RESULTS.md). Puts need UCP_FEATURE_RMA,
+     * which every process's UCX context asks for whatever this says: two contexts that
+     * differ in it cannot connect (ucx_transport/ucx_proxy.c) */
     [K_NET_PUT] = {.env = "DFCCL_NET_PUT",
                    .def = "auto",
                    WORDS(put_words),

@@ -189,28 +189,9 @@ if [ -n "$NET" ]; then
         'if [ $((r % 2)) -eq 0 ]; then export DFCCL_HOST=hostA; else export DFCCL_HOST=hostB; fi' \
         'exec "$@"' > "$HOSTWRAP"
     chmod +x "$HOSTWRAP"
-    for np in ${NET_NPS-2 4}; do
-        run "matrix net=ucx" 300 ok $np -x DFCCL_NET=ucx -x DFCCL_LOG_LEVEL=info $T matrix
-    done
-    run "matrix net=ucx staged" 300 ok 2 -x DFCCL_NET=ucx -x DFCCL_NET_PUT=off $T matrix
-    run "chaos net=ucx staged" 180 ok 4 -x DFCCL_NET=ucx -x DFCCL_NET_PUT=off $T chaos --iters 10
-    run "chaos net=ucx" 180 ok 4 -x DFCCL_NET=ucx $T chaos --iters 10
-    [ -x "$B/test/mpi/t_setupoom" ] && run "setupoom net=ucx" 180 ok 3 -x DFCCL_NET=ucx $B/test/mpi/t_setupoom 1
-    # host-staged steps on 2 proxy threads (connection group g on proxy g mod 2)
-    NT="-x DFCCL_NET=ucx -x DFCCL_NET_PUT=off -x DFCCL_NET_THREADS=2"
-    run "matrix net=ucx net_threads=2" 300 ok 2 $NT $T matrix
-    run "chaos net=ucx net_threads=2" 180 ok 4 $NT $T chaos --iters 10
-    run "matrix mixed" 300 ok 4 $HOSTWRAP $T matrix
-    run "chaos mixed" 180 ok 4 $HOSTWRAP $T chaos --iters 10
-    # steps by put (DFCCL_NET_PUT=on): into device FIFOs where this UCX carries device
-    # memory (the wheel's: then to same-host peers too, by cuda_ipc), else into the
-    # host-staged ones, to peers on other hosts only (every rank a host of its own here:
-    # UCX over tcp). placed NAME NP: the case's log must show puts, and device FIFOs on
-    # every rank where UCX says it carries device memory
-    HOSTSWRAP=$LOGDIR/hostswrap.sh
-    printf '%s\n' '#!/bin/sh' 'export DFCCL_HOST=host${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}' 'exec "$@"' \
-        > "$HOSTSWRAP"
-    chmod +x "$HOSTSWRAP"
+    STAGED="-x DFCCL_NET_PUT=off" # host-staged FIFOs whatever UCX carries
+    # placed NAME NP: the case's log must show puts, and device FIFOs on every rank where
+    # UCX says it carries device memory
     placed() {
         local log nput ndev ncuda
         log=$LOGDIR/$(echo "$1-np$2" | tr ' =/' '___').log
@@ -226,6 +207,29 @@ if [ -n "$NET" ]; then
         fi
     }
     for np in ${NET_NPS-2 4}; do
+        run "matrix net=ucx" 300 ok $np -x DFCCL_NET=ucx -x DFCCL_LOG_LEVEL=info $T matrix
+        # the default (DFCCL_NET_PUT auto) takes device FIFOs by put wherever UCX carries cuda
+        grep -qE "memory types:.* cuda" "$LOGDIR/matrix_net_ucx-np$np.log" 2> /dev/null && placed "matrix net=ucx" $np
+    done
+    run "matrix net=ucx staged" 300 ok 2 -x DFCCL_NET=ucx $STAGED $T matrix
+    run "chaos net=ucx staged" 180 ok 4 -x DFCCL_NET=ucx $STAGED $T chaos --iters 10
+    run "chaos net=ucx" 180 ok 4 -x DFCCL_NET=ucx $T chaos --iters 10
+    [ -x "$B/test/mpi/t_setupoom" ] && run "setupoom net=ucx" 180 ok 3 -x DFCCL_NET=ucx $B/test/mpi/t_setupoom 1
+    # host-staged steps on 2 proxy threads (connection group g on proxy g mod 2)
+    NT="-x DFCCL_NET=ucx $STAGED -x DFCCL_NET_THREADS=2"
+    run "matrix net=ucx net_threads=2" 300 ok 2 $NT $T matrix
+    run "chaos net=ucx net_threads=2" 180 ok 4 $NT $T chaos --iters 10
+    run "matrix mixed" 300 ok 4 $HOSTWRAP $T matrix
+    run "chaos mixed" 180 ok 4 $HOSTWRAP $T chaos --iters 10
+    # steps by put (DFCCL_NET_PUT=on): into device FIFOs where this UCX carries device
+    # memory (the wheel's: then to same-host peers too, by cuda_ipc), else into the
+    # host-staged ones, to peers on other hosts only (every rank a host of its own here:
+    # UCX over tcp)
+    HOSTSWRAP=$LOGDIR/hostswrap.sh
+    printf '%s\n' '#!/bin/sh' 'export DFCCL_HOST=host${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}' 'exec "$@"' \
+        > "$HOSTSWRAP"
+    chmod +x "$HOSTSWRAP"
+    for np in ${NET_NPS-2 4}; do
         run "matrix hosts put" 300 ok $np -x DFCCL_NET_PUT=on -x DFCCL_LOG_LEVEL=info $HOSTSWRAP $T matrix
         placed "matrix hosts put" $np
     done
@@ -235,10 +239,6 @@ if [ -n "$NET" ]; then
     # them (else active messages, host-staged: this case then shows nothing new)
     run "matrix net=ucx put" 300 ok 2 -x DFCCL_NET=ucx -x DFCCL_NET_PUT=on -x DFCCL_LOG_LEVEL=info $T matrix
     grep -qE "memory types:.* cuda" "$LOGDIR/matrix_net_ucx_put-np2.log" 2> /dev/null && placed "matrix net=ucx put" 2
-    # the default (DFCCL_NET_PUT auto) takes device FIFOs by put wherever UCX carries cuda
-    for np in ${NET_NPS-2 4}; do
-        grep -qE "memory types:.* cuda" "$LOGDIR/matrix_net_ucx-np$np.log" 2> /dev/null && placed "matrix net=ucx" $np
-    done
 else
     if [ -n "${NO_NET:-}" ]; then
         echo "SKIP: net transport with the GPU daemon (NO_NET=1)"
@@ -291,13 +291,13 @@ if [ -z "$NET_ONLY" ]; then
     mps_restart # a killed client's kernels
 fi
 if [ -n "$NET" ]; then
-    KILL_X="-x DFCCL_NET_PUT=off" killed "device buffers, UCX host-staged, victim waits" ucx 2
-    KILL_X="-x DFCCL_NET_PUT=off" killed "device buffers, UCX host-staged, mid ring allreduce" ucx 4 --mid \
-        --count 4194304 --kill-after-us 0
+    KILL_X=$STAGED killed "device buffers, UCX host-staged, victim waits" ucx 2
+    KILL_X=$STAGED killed "device buffers, UCX host-staged, mid ring allreduce" ucx 4 --mid --count 4194304 \
+        --kill-after-us 0
     # under MPS this one may leave every survivor's context with a sticky error: the
     # host's look at the daemon's stream must fail the pending allreduce, not wait forever
-    KILL_X="-x DFCCL_NET_PUT=off" killed "device buffers, UCX host-staged, killed 5 ms into a ring allreduce" ucx \
-        4 --mid --count 4194304 --kill-after-us 5000
+    KILL_X=$STAGED killed "device buffers, UCX host-staged, killed 5 ms into a ring allreduce" ucx 4 --mid \
+        --count 4194304 --kill-after-us 5000
     mps_restart
     PK="-x DFCCL_NET_PUT=on -x DFCCL_LOG_LEVEL=info"
     KILL_X=$PK KILL_WRAP=$HOSTSWRAP KILL_STEPS=put killed "device buffers, UCX steps by put, victim waits" ucx 2
