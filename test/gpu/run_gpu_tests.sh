@@ -330,6 +330,9 @@ fi
 if [ -n "$NET" ]; then
     run "chaos net=ucx preempt=0" 90 hang 4 -x DFCCL_NET=ucx -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
     mps_restart
+    run "chaos net=ucx staged preempt=0" 90 hang 4 -x DFCCL_NET=ucx $STAGED -x DFCCL_PREEMPT=0 $T chaos --iters 5 \
+        --deadline 20
+    mps_restart
     run "chaos net=ucx net_threads=2 preempt=0" 90 hang 4 $NT -x DFCCL_PREEMPT=0 $T chaos --iters 5 --deadline 20
     mps_restart
     run "chaos hosts put preempt=0" 90 hang 4 -x DFCCL_NET_PUT=on -x DFCCL_PREEMPT=0 $HOSTSWRAP $T chaos \
