@@ -788,11 +788,10 @@ static int put_pending(const struct eng_net_comm *nc)
 
 /* Steps by put: after my goodbye, every live peer's answers (one a worker: it flushed its
  * puts into my segment and puts nothing more), or its own goodbye (sent after its last
- * put), or its failure. Returns nonzero when some peer gave none within 2 s. Called with
- * net_ucx.lock and every proxy lock held. */
-static int wait_answers(struct eng_net_comm *nc)
+ * put), or its failure. Returns nonzero when some peer gave none by the teardown's
+ * deadline. Called with net_ucx.lock and every proxy lock held. */
+static int wait_answers(struct eng_net_comm *nc, uint64_t deadline)
 {
-    const uint64_t t0 = eng_now_ns();
     for (;;) {
         int waiting = 0;
         for (int p = 0; p < nc->nranks && !waiting; p++)
@@ -800,10 +799,45 @@ static int wait_answers(struct eng_net_comm *nc)
                       dfccl_load_relaxed(&nc->acks[p]) < nc->npx;
         if (!waiting)
             return 0;
-        if (eng_now_ns() - t0 > 2000000000ull)
+        if (eng_now_ns() > deadline)
             return 1;
         progress_all_locked();
     }
+}
+
+/* Flush every proxy's worker, all at once, until the deadline, progressing every worker
+ * (progress_all_locked): a peer in its own teardown holds its proxies' locks, so only
+ * that teardown progresses its workers, and it may be waiting on another of my workers
+ * than the one I wait on. Flushing and progressing one worker after the other, two
+ * ranks each waited out the other (2 proxies, ranks on other hosts). Returns nonzero
+ * when some flush did not finish (cancelled). Called with net_ucx.lock and every proxy
+ * lock held. */
+static int flush_all_locked(uint64_t deadline)
+{
+    ucs_status_ptr_t r[ENG_MAX_NET_THREADS];
+    int pending = 0, left = 0;
+    for (uint32_t i = 0; i < net_ucx.nproxies; i++) {
+        ucp_request_param_t prm;
+        memset(&prm, 0, sizeof(prm));
+        r[i] = ucp_worker_flush_nbx(net_ucx.px[i].worker, &prm);
+        pending |= UCS_PTR_IS_PTR(r[i]);
+    }
+    while (pending && eng_now_ns() < deadline) {
+        progress_all_locked();
+        pending = 0;
+        for (uint32_t i = 0; i < net_ucx.nproxies; i++)
+            pending |= UCS_PTR_IS_PTR(r[i]) && ucp_request_check_status(r[i]) == UCS_INPROGRESS;
+    }
+    for (uint32_t i = 0; i < net_ucx.nproxies; i++) {
+        if (!UCS_PTR_IS_PTR(r[i]))
+            continue;
+        if (ucp_request_check_status(r[i]) == UCS_INPROGRESS) {
+            ucp_request_cancel(net_ucx.px[i].worker, r[i]);
+            left = 1;
+        }
+        ucp_request_free(r[i]);
+    }
+    return left;
 }
 
 int eng_net_teardown(eng_net_t *nc)
@@ -818,10 +852,9 @@ int eng_net_teardown(eng_net_t *nc)
      * Steps by put go out whole: their puts completed and their headers sent, so that
      * the goodbye follows every put of mine (a peer's teardown waits for it, or for an
      * answer to its own goodbye: see wait_answers) */
-    const uint64_t t_push = eng_now_ns();
+    const uint64_t deadline = eng_now_ns() + NET_BYE_NS; /* every wait below, together */
     for (int pass = 0, moved = 1;
-         (moved || put_pending(nc)) && (nc->put || pass < 1000000) && eng_now_ns() - t_push < 2000000000ull;
-         pass++) {
+         (moved || put_pending(nc)) && (nc->put || pass < 1000000) && eng_now_ns() < deadline; pass++) {
         moved = net_proxy_descs(nc); /* the news of an abort just found, too */
         for (size_t i = 0; i < nc->nconns; i++)
             if (net_proxy_conn(nc, &nc->conns[i]) > 0)
@@ -831,22 +864,21 @@ int eng_net_teardown(eng_net_t *nc)
     /* steps by put: every put of mine completed (the flushes) and the goodbyes owed an
      * answer answered before my goodbye, which a peer waiting for either takes as both.
      * A peer whose puts did not complete in time gets no goodbye: a late put could still
-     * land in its segment, so it waits out its 2 s and keeps the segment (and so do I) */
+     * land in its segment, so it waits out its deadline and keeps the segment (and so do I) */
     int skipped = 0;
     uint8_t *skip = nc->put ? calloc((size_t)nc->nranks, 1) : NULL;
     if (nc->put) {
-        const uint64_t t1 = eng_now_ns();
         do /* the answers owed, and their flushes */
             progress_all_locked();
-        while (put_pending(nc) && eng_now_ns() - t1 < 2000000000ull);
+        while (put_pending(nc) && eng_now_ns() < deadline);
         for (int p = 0; p < nc->nranks; p++)
             if (peer_unflushed(nc, p) && (!skip || (skip[p] = 1)))
                 skipped++;
         if (skipped)
             dfccl_warn(
-                "communicator %016llx: puts to %d peer(s) not completed 2 s into teardown: no goodbye to "
+                "communicator %016llx: puts to %d peer(s) not completed %llu s into teardown: no goodbye to "
                 "them, and this rank's segment stays mapped (leaked)",
-                (unsigned long long)nc->uid, skipped);
+                (unsigned long long)nc->uid, skipped, NET_BYE_NS / 1000000000ull);
     }
     /* a goodbye to each peer on every worker: the peer's proxy that sees one of our
      * endpoints close must already know we left, not take it for a failure. A put peer
@@ -862,44 +894,34 @@ int eng_net_teardown(eng_net_t *nc)
     free(skip);
     /* from here on, messages for this communicator are dropped by the handlers */
     nc->closing = 1;
-    for (uint32_t i = 0; i < nc->npx; i++) {
-        ucp_request_param_t prm;
-        memset(&prm, 0, sizeof(prm));
-        net_wait_request(net_ucx.px[i].worker, ucp_worker_flush_nbx(net_ucx.px[i].worker, &prm),
-                         2000000000ull); /* everything has landed */
-    }
+    flush_all_locked(deadline); /* everything has landed */
     /* rendezvous receives still writing into the caller's segment finish first: UCX
      * cannot cancel one (ucp_request_cancel acts on tag receives only), and a peer that
      * failed completes it with an error (its endpoint handles errors: rendezvous runs
      * to other hosts only) */
-    const uint64_t t0 = eng_now_ns();
-    while (dfccl_load_relaxed(&nc->inflight) && eng_now_ns() - t0 < 2000000000ull)
+    while (dfccl_load_relaxed(&nc->inflight) && eng_now_ns() < deadline)
         progress_all_locked();
     uint64_t left = dfccl_load_relaxed(&nc->inflight);
     if (!left && skipped) {
         left = 1; /* a put of mine may still run, and a peer without my goodbye may put */
-    } else if (!left && nc->put && wait_answers(nc)) {
+    } else if (!left && nc->put && wait_answers(nc, deadline)) {
         left = 1; /* a peer may still put into my segment: it stays mapped */
-        dfccl_warn("communicator %016llx: a peer did not answer the goodbye within 2 s (its puts into this "
-                   "rank's segment may not have finished); the segment stays mapped (leaked)",
-                   (unsigned long long)nc->uid);
+        dfccl_warn(
+            "communicator %016llx: a peer did not answer the goodbye within %llu s (its puts into this "
+            "rank's segment may not have finished); the segment stays mapped (leaked)",
+            (unsigned long long)nc->uid, NET_BYE_NS / 1000000000ull);
     } else if (!left && nc->put) {
         /* headers and answers sent by flush completions in the waits above: UCX reads
          * their headers (in nc) until they are out */
-        for (uint32_t i = 0; i < nc->npx && !left; i++) {
-            ucp_request_param_t prm;
-            memset(&prm, 0, sizeof(prm));
-            left = net_wait_request(net_ucx.px[i].worker, ucp_worker_flush_nbx(net_ucx.px[i].worker, &prm),
-                                    2000000000ull) != 0;
-        }
+        left = (uint64_t)flush_all_locked(deadline);
         if (left)
-            dfccl_warn("communicator %016llx: messages to the net still going out 2 s into teardown; the "
+            dfccl_warn("communicator %016llx: messages to the net still going out %llu s into teardown; the "
                        "communicator's memory stays (leaked)",
-                       (unsigned long long)nc->uid);
+                       (unsigned long long)nc->uid, NET_BYE_NS / 1000000000ull);
     } else if (left)
-        dfccl_warn("communicator %016llx: %llu receive(s) from the net still in flight 2 s into teardown; "
+        dfccl_warn("communicator %016llx: %llu receive(s) from the net still in flight %llu s into teardown; "
                    "the memory they land in stays mapped (leaked)",
-                   (unsigned long long)nc->uid, (unsigned long long)left);
+                   (unsigned long long)nc->uid, (unsigned long long)left, NET_BYE_NS / 1000000000ull);
     for (struct eng_net_comm **pp = &net_ucx.comms; *pp; pp = &(*pp)->next)
         if (*pp == nc) {
             *pp = nc->next;
