@@ -128,13 +128,16 @@ static int engine_settled(mca_coll_dfccl_module_t *m, mca_coll_dfccl_engine_stat
  * describes itself. Made where the call would have been: the communicator's queue is
  * empty and its engine communicator live. The call's own buffers pick the daemon, as the
  * engine picks it (device buffers reach it as they are on a communicator with a GPU
- * part; none reach it in place of device ones there). Returns rc. */
-static int refuse_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
-                       const mca_coll_dfccl_args_t *a, dfcclComm_t ecomm, bool nonblocking, int rc)
+ * part; none reach it in place of device ones there). no_request: what was missing was
+ * the call's request. Returns rc. */
+static int refuse_call_why(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
+                           const mca_coll_dfccl_args_t *a, dfcclComm_t ecomm, bool nonblocking, int rc,
+                           bool no_request)
 {
     char name[32], why[160];
     mca_coll_dfccl_call_name(name, sizeof name, desc->coll, nonblocking);
-    const char *what = rc == MPI_ERR_NO_MEM || rc == OMPI_ERR_OUT_OF_RESOURCE
+    const char *what = no_request ? "no memory for its request"
+                       : rc == MPI_ERR_NO_MEM || rc == OMPI_ERR_OUT_OF_RESOURCE
                            ? "no memory for a temporary buffer"
                        : rc == MPI_ERR_COUNT ? "a count too large for Open MPI's datatype engine"
                                              : "a device copy or a staging step failed";
@@ -144,6 +147,12 @@ static int refuse_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_des
                   m->comm->c_contextid, what,
                   res == dfcclSuccess ? "refused to the peers" : dfcclGetLastError());
     return rc;
+}
+
+static int refuse_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
+                       const mca_coll_dfccl_args_t *a, dfcclComm_t ecomm, bool nonblocking, int rc)
+{
+    return refuse_call_why(m, desc, a, ecomm, nonblocking, rc, false);
 }
 
 /* Start a call on the engine or staged path (a failure before the engine call refused). */
@@ -277,27 +286,35 @@ static bool queue_busy(mca_coll_dfccl_module_t *m)
     return busy;
 }
 
-/* A blocking engine call that must wait but got no request to wait in (no memory): it
- * waits here instead, driving the queue, until the calls before it have started and the
- * set-up has ended, then runs as an unqueued call does (its place among the
+/* An engine call that must wait but got no request to wait in (no memory): it waits
+ * here instead, driving the queue, until the calls before it have started and the set-up
+ * has ended. A blocking one then runs as an unqueued call does (its place among the
  * communicator's calls is the same: a blocking call's thread issues nothing meanwhile).
- * A non-blocking one can't wait, and one checked by coll_dfccl_check needs its request
- * for the check's exchange: those return OMPI_ERR_OUT_OF_RESOURCE unrefused (a rank that
- * skips a call of Open MPI's own leaves its peers waiting the same way). */
+ * A non-blocking one has no request to return: it is refused to the peers in its place,
+ * whose part would otherwise wait for it for ever, and fails here with MPI_ERR_NO_MEM;
+ * after a failed set-up the previous module takes it, request and all. One checked by
+ * coll_dfccl_check needs its request for the check's exchange, and a non-blocking one
+ * staged for the previous module needs it for its host copies: those return
+ * MPI_ERR_NO_MEM unrefused (a rank that skips a call of Open MPI's own leaves its peers
+ * waiting the same way). */
 static int run_unqueued(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
                         const mca_coll_dfccl_args_t *a, mca_coll_dfccl_plan_t *plan,
-                        const mca_coll_dfccl_check_t *rec)
+                        const mca_coll_dfccl_check_t *rec, ompi_request_t **request)
 {
     mca_coll_dfccl_engine_state_t state = engine_state(m);
     while (queue_busy(m) || (state = engine_state(m)) == MCA_COLL_DFCCL_ENGINE_SETUP) {
         opal_progress();
         sched_yield(); /* the set-up thread may need this core */
     }
-    const int rc = engine_settled(m, state, rec, plan, true);
+    const int rc = engine_settled(m, state, rec, plan, request == NULL);
     if (rc != OMPI_SUCCESS)
         return rc;
     if (plan->path == MCA_COLL_DFCCL_PATH_PREVIOUS)
-        return desc->previous(m, a, NULL);
+        return desc->previous(m, a, request);
+    if (request)
+        return plan->path == MCA_COLL_DFCCL_PATH_ENGINE
+                   ? refuse_call_why(m, desc, a, plan->ecomm, true, MPI_ERR_NO_MEM, true)
+                   : MPI_ERR_NO_MEM;
     MCA_COLL_DFCCL_RUN_BLOCKING(o, start_call(m, desc, a, plan, false, o, NULL));
 }
 
@@ -354,16 +371,16 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
         MCA_COLL_DFCCL_RUN_NONBLOCKING(
             m, plan.path, request, o, inner_p, start_call(m, desc, a, &plan, true, o, inner_p),
             plan.path == MCA_COLL_DFCCL_PATH_ENGINE
-                ? refuse_call(m, desc, a, plan.ecomm, true, OMPI_ERR_OUT_OF_RESOURCE)
-                : OMPI_ERR_OUT_OF_RESOURCE);
+                ? refuse_call_why(m, desc, a, plan.ecomm, true, MPI_ERR_NO_MEM, true)
+                : MPI_ERR_NO_MEM);
     }
 
     /* it waits in the queue */
     mca_coll_dfccl_req_t *req = mca_coll_dfccl_req_get(m);
-    if (!req && blocking && !cm->check && plan.path == MCA_COLL_DFCCL_PATH_ENGINE)
-        return run_unqueued(m, desc, a, &plan, &rec);
-    if (!req) /* a non-blocking call, or one whose check needs it: see run_unqueued */
-        return OMPI_ERR_OUT_OF_RESOURCE;
+    if (!req && !cm->check && plan.path == MCA_COLL_DFCCL_PATH_ENGINE)
+        return run_unqueued(m, desc, a, &plan, &rec, request);
+    if (!req) /* one whose check needs it: see run_unqueued */
+        return MPI_ERR_NO_MEM;
     req->desc = desc;
     req->args = *a;
     req->plan = plan;

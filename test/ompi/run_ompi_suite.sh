@@ -56,7 +56,7 @@ on_fail() {
 }
 
 # ---------------------------------------------------------------- build the programs
-PROGS="t_colls t_fallback t_nb t_chaos t_commfree t_check t_sigmismatch t_allcolls t_teardown t_alone t_inter t_peerloss t_nomem"
+PROGS="t_colls t_fallback t_nb t_chaos t_commfree t_check t_sigmismatch t_allcolls t_teardown t_alone t_inter t_peerloss t_nomem t_reqoom"
 mkdir -p "$BIN"
 for p in $PROGS; do
     if [ ! -x "$BIN/$p" ] || [ "$SRC/$p.c" -nt "$BIN/$p" ] || [ "$SRC/ompi_test.h" -nt "$BIN/$p" ]; then
@@ -620,6 +620,22 @@ nomem "out of memory to pack a strided MPI_Alltoallv send type on one rank" 3 "$
 nomem "out of memory for an in-place MPI_Alltoall's device copy on one rank (fake_device=2)" 3 \
     "${FAKE_DIRECT[@]}" -- t_nomem alltoall-inplace
 nomem "the same for MPI_Ialltoall (fake_device=2)" 4 "${FAKE_DIRECT[@]}" -- t_nomem alltoall-inplace --nb
+# A non-blocking call that waits in the queue (the set-up still running) and gets no
+# request from the component's pool (test/ompi/t_reqoom.c: the pool's growth fails on the
+# last rank): it used to fail there alone while the peers' part waited for ever; now it
+# is refused to them once the calls before it have started (those checked)
+for np in 2 4; do
+    run 60 "$np" "${HB[@]}" -- t_reqoom
+    rc=$?
+    if [ "$rc" = 0 ] && grep -q '^OK t_reqoom' "$WORK/out" && ! grep -q '^HANG' "$WORK/out" &&
+        grep -q "rank $((np - 1)) refused its call (its MPI_Iallreduce failed before the engine call: no memory for its request)" "$WORK/out"; then
+        pass "a queued MPI_Iallreduce without a request (no memory) is refused to the peers np=$np"
+        grep -o 'OK t_reqoom.*' "$WORK/out" | sed 's/^/    /'
+    else
+        fail "a queued MPI_Iallreduce without a request (no memory) is refused to the peers np=$np" \
+            "rc $rc$(grep -m1 '^HANG\|FAIL' "$WORK/out" | sed 's/^/: /')"
+    fi
+done
 
 # ---------------------------------------------------------------- communicator churn
 for np in 2 4 8; do
