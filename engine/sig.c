@@ -105,6 +105,23 @@ static void why_read(const eng_seg_hdr_t *h, uint64_t seq1, char *buf, size_t le
         snprintf(buf, len, "its reason is no longer published");
 }
 
+/* The refusal rh published last, when it is of a call of daemon gpu at or before
+ * collective seq: its text into buf and its collective into *rseq (a rank that refused
+ * a call and has made later ones is found at a later collective than the one it
+ * refused, whose number would name the wrong call); else a placeholder into buf. */
+static void refusal_read(const eng_seg_hdr_t *rh, int gpu, uint64_t seq, uint64_t *rseq, char *buf,
+                         size_t len)
+{
+    char tmp[ENG_SIG_WHY_LEN];
+    const uint64_t s1 = rh ? eng_sig_why_load(rh, tmp) : 0;
+    if (s1 && s1 != WHY_ABORT && (int)(s1 & 1) == gpu && (s1 >> 1) >= 1 && (s1 >> 1) - 1 <= seq) {
+        *rseq = (s1 >> 1) - 1;
+        snprintf(buf, len, "%s", tmp);
+        return;
+    }
+    snprintf(buf, len, "its reason is no longer published");
+}
+
 void eng_sig_refuse(struct dfccl_comm *c, int gpu, const char *msg)
 {
     eng_seg_hdr_t *h = my_hdr(c);
@@ -233,9 +250,16 @@ static int differs(const struct dfccl_comm *c, const eng_seg_hdr_t *h, int p, in
          * epoch kept from taking the other's steps (eng_sig.h) */
         const int p_refused = theirs->refusals > mine->refusals;
         char why[ENG_SIG_WHY_LEN];
-        why_read(p_refused ? h : my_hdr(c), (seq + 1) << 1 | (uint64_t)gpu, why, sizeof why);
-        snprintf(buf, len, "%scollective %" PRIu64 ": rank %d refused its call (%s); rank %d called %s",
-                 daemon, seq, p_refused ? p : c->rank, why, p_refused ? c->rank : p, p_refused ? d0 : d1);
+        uint64_t rseq = seq;
+        refusal_read(p_refused ? h : my_hdr(c), gpu, seq, &rseq, why, sizeof why);
+        if (rseq != seq)
+            snprintf(buf, len,
+                     "%scollective %" PRIu64 ": rank %d refused its call (%s); collective %" PRIu64
+                     " stalled behind it",
+                     daemon, rseq, p_refused ? p : c->rank, why, seq);
+        else
+            snprintf(buf, len, "%scollective %" PRIu64 ": rank %d refused its call (%s); rank %d called %s",
+                     daemon, seq, p_refused ? p : c->rank, why, p_refused ? c->rank : p, p_refused ? d0 : d1);
         return 1;
     }
     if (pc->ring != gpu) {

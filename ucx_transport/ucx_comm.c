@@ -805,18 +805,18 @@ static int wait_answers(struct eng_net_comm *nc, uint64_t deadline)
     }
 }
 
-/* Flush every proxy's worker, all at once, until the deadline, progressing every worker
+/* Flush workers [0, npx), all at once, until the deadline, progressing every worker
  * (progress_all_locked): a peer in its own teardown holds its proxies' locks, so only
  * that teardown progresses its workers, and it may be waiting on another of my workers
  * than the one I wait on. Flushing and progressing one worker after the other, two
  * ranks each waited out the other (2 proxies, ranks on other hosts). Returns nonzero
  * when some flush did not finish (cancelled). Called with net_ucx.lock and every proxy
  * lock held. */
-static int flush_all_locked(uint64_t deadline)
+static int flush_all_locked(uint32_t npx, uint64_t deadline)
 {
     ucs_status_ptr_t r[ENG_MAX_NET_THREADS];
     int pending = 0, left = 0;
-    for (uint32_t i = 0; i < net_ucx.nproxies; i++) {
+    for (uint32_t i = 0; i < npx; i++) {
         ucp_request_param_t prm;
         memset(&prm, 0, sizeof(prm));
         r[i] = ucp_worker_flush_nbx(net_ucx.px[i].worker, &prm);
@@ -825,10 +825,10 @@ static int flush_all_locked(uint64_t deadline)
     while (pending && eng_now_ns() < deadline) {
         progress_all_locked();
         pending = 0;
-        for (uint32_t i = 0; i < net_ucx.nproxies; i++)
+        for (uint32_t i = 0; i < npx; i++)
             pending |= UCS_PTR_IS_PTR(r[i]) && ucp_request_check_status(r[i]) == UCS_INPROGRESS;
     }
-    for (uint32_t i = 0; i < net_ucx.nproxies; i++) {
+    for (uint32_t i = 0; i < npx; i++) {
         if (!UCS_PTR_IS_PTR(r[i]))
             continue;
         if (ucp_request_check_status(r[i]) == UCS_INPROGRESS) {
@@ -894,7 +894,7 @@ int eng_net_teardown(eng_net_t *nc)
     free(skip);
     /* from here on, messages for this communicator are dropped by the handlers */
     nc->closing = 1;
-    flush_all_locked(deadline); /* everything has landed */
+    flush_all_locked(nc->npx, deadline); /* everything has landed */
     /* rendezvous receives still writing into the caller's segment finish first: UCX
      * cannot cancel one (ucp_request_cancel acts on tag receives only), and a peer that
      * failed completes it with an error (its endpoint handles errors: rendezvous runs
@@ -913,7 +913,7 @@ int eng_net_teardown(eng_net_t *nc)
     } else if (!left && nc->put) {
         /* headers and answers sent by flush completions in the waits above: UCX reads
          * their headers (in nc) until they are out */
-        left = (uint64_t)flush_all_locked(deadline);
+        left = (uint64_t)flush_all_locked(nc->npx, deadline);
         if (left)
             dfccl_warn("communicator %016llx: messages to the net still going out %llu s into teardown; the "
                        "communicator's memory stays (leaked)",

@@ -600,18 +600,28 @@ fi
 # for that rank's part for ever (the test's watchdog: HANG, exit 3); the component now
 # refuses the call to them (dfcclCommRefuse) and theirs fails within seconds, naming the
 # rank and why; the communicator is then refused, and new ones work.
-nomem() {
-    local name=$1 np=$2 rc
-    shift 2
+#
+# refused NAME NP WHY [mpirun args] -- PROGRAM [args]: PROGRAM's OK line, no HANG, and the
+# peers told that the last rank refused its call (its MPI_... failed before the engine
+# call: WHY)
+refused() {
+    local name=$1 np=$2 why=$3 prog rc
+    shift 3
+    prog=$(printf '%s\n' "$@" | sed -n '/^--$/{n;p;q}')
     run 60 "$np" "$@"
     rc=$?
-    if [ "$rc" = 0 ] && grep -q 'OK t_nomem' "$WORK/out" && ! grep -q '^HANG' "$WORK/out" &&
-        grep -q "rank $((np - 1)) refused its call (its MPI_.* failed before the engine call: no memory for a temporary buffer)" "$WORK/out"; then
+    if [ "$rc" = 0 ] && grep -q "OK $prog" "$WORK/out" && ! grep -q '^HANG' "$WORK/out" &&
+        grep -q "rank $((np - 1)) refused its call (its MPI_.* failed before the engine call: $why)" "$WORK/out"; then
         pass "$name np=$np"
-        grep -o 'OK t_nomem.*' "$WORK/out" | sed 's/^/    /'
+        grep -o "OK $prog.*" "$WORK/out" | sed 's/^/    /'
     else
-        fail "$name np=$np" "rc $rc$(grep -m1 '^HANG' "$WORK/out" | sed 's/^/: /')"
+        fail "$name np=$np" "rc $rc$(grep -m1 '^HANG\|FAIL' "$WORK/out" | sed 's/^/: /')"
     fi
+}
+nomem() {
+    local name=$1 np=$2
+    shift 2
+    refused "$name" "$np" "no memory for a temporary buffer" "$@"
 }
 nomem "out of memory for an in-place MPI_Alltoallv's send copy on one rank: every rank's call fails, none hangs" 3 \
     "${HB[@]}" -- t_nomem alltoallv-inplace
@@ -622,19 +632,12 @@ nomem "out of memory for an in-place MPI_Alltoall's device copy on one rank (fak
 nomem "the same for MPI_Ialltoall (fake_device=2)" 4 "${FAKE_DIRECT[@]}" -- t_nomem alltoall-inplace --nb
 # A non-blocking call that waits in the queue (the set-up still running) and gets no
 # request from the component's pool (test/ompi/t_reqoom.c: the pool's growth fails on the
-# last rank): it used to fail there alone while the peers' part waited for ever; now it
-# is refused to them once the calls before it have started (those checked)
+# last rank): it used to fail there alone, and that rank's next call paired with the
+# peers' part of it (a wrong result) or they waited for ever; now it is refused to them
+# once the calls before it have started (those checked)
 for np in 2 4; do
-    run 60 "$np" "${HB[@]}" -- t_reqoom
-    rc=$?
-    if [ "$rc" = 0 ] && grep -q '^OK t_reqoom' "$WORK/out" && ! grep -q '^HANG' "$WORK/out" &&
-        grep -q "rank $((np - 1)) refused its call (its MPI_Iallreduce failed before the engine call: no memory for its request)" "$WORK/out"; then
-        pass "a queued MPI_Iallreduce without a request (no memory) is refused to the peers np=$np"
-        grep -o 'OK t_reqoom.*' "$WORK/out" | sed 's/^/    /'
-    else
-        fail "a queued MPI_Iallreduce without a request (no memory) is refused to the peers np=$np" \
-            "rc $rc$(grep -m1 '^HANG\|FAIL' "$WORK/out" | sed 's/^/: /')"
-    fi
+    refused "a queued MPI_Iallreduce without a request (no memory) is refused to the peers" "$np" \
+        "no memory for its request" "${HB[@]}" -- t_reqoom
 done
 
 # ---------------------------------------------------------------- communicator churn

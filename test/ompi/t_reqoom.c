@@ -6,8 +6,9 @@
  * communicator's queue, in a request from the component's pool. When the pool must grow
  * and can't (no memory), the call has nothing to return: the component waits until the
  * calls before it have started and the set-up has ended, then refuses the call to the
- * peers (dfcclCommRefuse) and fails it here. Before, it failed here alone and every
- * peer's part of it waited for this rank for ever.
+ * peers (dfcclCommRefuse) and fails it here. Before, it failed here alone: this rank's
+ * next call paired with the peers' part of it (here: call 9's result was call 8's sum),
+ * and the peers' last call waited for ever.
  *
  * The last rank posts QUEUED MPI_Iallreduce at once on a fresh communicator, while its
  * peers post theirs 1 s later (so the last rank's set-up waits for them and its calls

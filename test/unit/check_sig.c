@@ -65,8 +65,12 @@ static void sim_fini(sim_t *w)
 /* rank r submits a collective to its CPU (gpu 0) or GPU daemon (gpu 1): described */
 static uint64_t sim_call(sim_t *w, int r, int gpu, int coll, uint64_t count, int root)
 {
-    const eng_coll_args_t a = {
-        .coll = (uint8_t)coll, .dtype = dfcclInt32, .op = dfcclSum, .root = root, .count = count};
+    const eng_coll_args_t a = {.coll = (uint8_t)coll,
+                               .dtype = dfcclInt32,
+                               .op = dfcclSum,
+                               .root = root,
+                               .count = count,
+                               .epoch = (uint8_t)(w->c[r].refusals[gpu] & 15u)}; /* as api.c */
     const uint64_t seq = w->seq[r][gpu]++;
     eng_sig_publish(&w->c[r], gpu, seq, &a);
     return seq;
@@ -136,6 +140,38 @@ START_TEST(sig_both_daemons_agree)
 }
 END_TEST
 
+/* A rank refuses a call (its reason published; a refused call takes no number, so its
+ * next call has that number, in a new epoch) and makes two more; the peer stalls on the
+ * later collective first: the refused one and its reason are named. Before, the reason
+ * was looked up under the later collective's number: "collective 2: rank 1 refused its
+ * call (its reason is no longer published)". */
+START_TEST(sig_refusal_found_at_a_later_collective)
+{
+    sim_t w;
+    char m[192];
+    sim_init(&w, 2);
+    for (int r = 0; r < 2; r++)
+        sim_call(&w, r, 0, ENG_COLL_ALLREDUCE, 8, 0); /* collective 0 on both */
+    w.c[1].next_seq = w.seq[1][0];                    /* rank 1 refuses its call at collective 1 */
+    eng_sig_refuse(&w.c[1], 0, "its MPI_Iallreduce failed before the engine call: no memory for its request");
+    for (int k = 0; k < 2; k++) {
+        sim_call(&w, 1, 0, ENG_COLL_ALLREDUCE, 8, 0); /* its next two: collectives 1 and 2, epoch 1 */
+        sim_call(&w, 0, 0, ENG_COLL_ALLREDUCE, 8, 0); /* rank 0's: collectives 1 and 2, epoch 0 */
+    }
+    ck_assert_int_eq(diag(&w, 0, 0, 2, m), 1);
+    ck_assert_msg(strstr(m,
+                         "collective 1: rank 1 refused its call (its MPI_Iallreduce failed before the engine "
+                         "call: no memory for its request); collective 2 stalled behind it"),
+                  "%s", m);
+    ck_assert_int_eq(diag(&w, 0, 0, 1, m), 1); /* at the refused one itself: named with its reason */
+    ck_assert_msg(strstr(m,
+                         "collective 1: rank 1 refused its call (its MPI_Iallreduce failed before the engine "
+                         "call: no memory for its request); rank 0 called allreduce of 8 int32 (sum)"),
+                  "%s", m);
+    sim_fini(&w);
+}
+END_TEST
+
 /* Two ranks take themselves for a bcast's root: at the next call each root compares its
  * peers' descriptions (eng_sig_verify), finds the other root, aborts and marks every
  * peer; a peer not described yet is looked at again at the call after. Before, nothing
@@ -197,7 +233,8 @@ END_TEST
 Suite *check_sig_suite(void)
 {
     const TTest *const tests[] = {sig_memory_kinds_differ, sig_both_daemons_agree,
-                                  sig_two_roots_found_at_next_call, sig_one_root_verified};
+                                  sig_refusal_found_at_a_later_collective, sig_two_roots_found_at_next_call,
+                                  sig_one_root_verified};
     Suite *s = suite_create("sig");
     TCase *t = tcase_create("sig");
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
