@@ -197,9 +197,10 @@ typedef enum {
     X(reduce_scatter_block)                                                                                  \
     X(ireduce_scatter_block)                                                                                 \
     X(reduce_scatter)                                                                                        \
-    X(ireduce_scatter) X(alltoall) X(ialltoall) X(gather) X(igather) X(gatherv) X(igatherv) X(scatter)       \
-        X(iscatter) X(scatterv) X(iscatterv) X(allgatherv) X(iallgatherv) X(alltoallv) X(ialltoallv)         \
-            X(alltoallw) X(ialltoallw) X(scan) X(iscan) X(exscan) X(iexscan)
+    X(ireduce_scatter)                                                                                       \
+    X(alltoall) X(ialltoall) X(gather) X(igather) X(gatherv) X(igatherv) X(scatter) X(iscatter) X(scatterv)  \
+        X(iscatterv) X(allgatherv) X(iallgatherv) X(alltoallv) X(ialltoallv) X(alltoallw) X(ialltoallw)      \
+            X(scan) X(iscan) X(exscan) X(iexscan)
 
 #define MCA_COLL_DFCCL_PREV(_api)                                                                            \
     mca_coll_base_module_##_api##_fn_t previous_##_api;                                                      \
@@ -228,7 +229,11 @@ typedef struct mca_coll_dfccl_module_t {
     /* calls that wait before they can start (the set-up, coll_dfccl_check), in call
      * order; under the component's lock */
     struct mca_coll_dfccl_req_t *queue_head, *queue_tail;
-    bool waiting; /**< on the component's list of modules to advance */
+    /* taken at the first engine call: queued in place of a non-blocking call that must
+     * wait and gets no request (no memory), to refuse it to the peers at its turn */
+    struct mca_coll_dfccl_req_t *spare;
+    bool spare_queued; /**< under the component's lock */
+    bool waiting;      /**< on the component's list of modules to advance */
     struct mca_coll_dfccl_module_t *wait_next;
     int last_kind; /**< memory kind of the latest call with data (a v-call that moves
                         nothing on this rank, with NULL buffers, follows it) */
@@ -372,6 +377,7 @@ typedef struct mca_coll_dfccl_req_t {
     mca_coll_dfccl_req_stage_t stage;
     bool blocking; /**< a blocking call waits on it (staged path blocking when it starts) */
     bool checked;  /**< coll_dfccl_check is done for it */
+    bool stand_in; /**< the module's spare, queued for a call that got no request (call.c) */
     const mca_coll_dfccl_coll_desc_t *desc;
     mca_coll_dfccl_args_t args;
     mca_coll_dfccl_plan_t plan;

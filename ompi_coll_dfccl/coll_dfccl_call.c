@@ -247,14 +247,23 @@ void mca_coll_dfccl_queue_advance(mca_coll_dfccl_module_t *m)
         }
         /* started while still at the head: a call another thread issues meanwhile on
          * this communicator queues behind it instead of reaching the engine first */
-        if (!req->blocking && req->stage == MCA_COLL_DFCCL_REQ_QUEUED && req->op.rc == OMPI_SUCCESS)
+        if (req->stand_in && req->op.rc == OMPI_SUCCESS && req->plan.path == MCA_COLL_DFCCL_PATH_ENGINE)
+            refuse_call_why(m, req->desc, &req->args, req->plan.ecomm, true, MPI_ERR_NO_MEM, true);
+        else if (!req->blocking && req->stage == MCA_COLL_DFCCL_REQ_QUEUED && req->op.rc == OMPI_SUCCESS)
             req->op.rc = start_waited(req);
         OPAL_THREAD_LOCK(&cm->lock);
         m->queue_head = req->queue_next;
         if (!m->queue_head)
             m->queue_tail = NULL;
         req->queue_next = NULL;
+        const bool stand_in = req->stand_in;
+        if (stand_in) { /* the spare again: its call failed when it was made */
+            req->stand_in = false;
+            m->spare_queued = false;
+        }
         OPAL_THREAD_UNLOCK(&cm->lock);
+        if (stand_in)
+            continue;
         /* a blocking call's caller starts it (it may block: not in here); the progress
          * callback completes a non-blocking one (with op.rc set, at once) */
         __atomic_store_n(&req->stage, MCA_COLL_DFCCL_REQ_STARTED, __ATOMIC_RELEASE);
@@ -290,9 +299,12 @@ static bool queue_busy(mca_coll_dfccl_module_t *m)
  * here instead, driving the queue, until the calls before it have started and the set-up
  * has ended. A blocking one then runs as an unqueued call does (its place among the
  * communicator's calls is the same: a blocking call's thread issues nothing meanwhile).
- * A non-blocking one has no request to return: it is refused to the peers in its place,
- * whose part would otherwise wait for it for ever, and fails here with MPI_ERR_NO_MEM;
- * after a failed set-up the previous module takes it, request and all. One checked by
+ * A non-blocking one comes here only when the module's spare is queued already or none
+ * was taken (stand_in); this wait then depends on the peers (the set-up needs each
+ * rank's first call on the communicator), which a non-blocking call should not: a last
+ * resort. It has no request to return: it is refused to the peers in its place, whose
+ * part would otherwise wait for it for ever, and fails here with MPI_ERR_NO_MEM; after a
+ * failed set-up the previous module takes it, request and all. One checked by
  * coll_dfccl_check needs its request for the check's exchange, and a non-blocking one
  * staged for the previous module needs it for its host copies: those return
  * MPI_ERR_NO_MEM unrefused (a rank that skips a call of Open MPI's own leaves its peers
@@ -316,6 +328,41 @@ static int run_unqueued(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
                    ? refuse_call_why(m, desc, a, plan->ecomm, true, MPI_ERR_NO_MEM, true)
                    : MPI_ERR_NO_MEM;
     MCA_COLL_DFCCL_RUN_BLOCKING(o, start_call(m, desc, a, plan, false, o, NULL));
+}
+
+/* A non-blocking engine call that must wait but got no request (no memory): the module's
+ * spare takes its place in the queue and refuses it to the peers at its turn
+ * (queue_advance), whose part would otherwise wait for it for ever, and the call fails
+ * here at once with MPI_ERR_NO_MEM, as MPI asks of a non-blocking call: it must not wait
+ * for the peers (the set-up waits for every rank's first call on the communicator). With
+ * the spare in the queue already, or none taken, it waits in run_unqueued. */
+static int stand_in(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
+                    const mca_coll_dfccl_args_t *a, mca_coll_dfccl_plan_t *plan,
+                    const mca_coll_dfccl_check_t *rec, ompi_request_t **request)
+{
+    mca_coll_dfccl_component_t *cm = &mca_coll_dfccl_component;
+    mca_coll_dfccl_req_t *s = NULL;
+    OPAL_THREAD_LOCK(&cm->lock);
+    if (m->spare && !m->spare_queued) {
+        s = m->spare;
+        m->spare_queued = true;
+    }
+    OPAL_THREAD_UNLOCK(&cm->lock);
+    if (!s)
+        return run_unqueued(m, desc, a, plan, rec, request);
+    s->desc = desc;
+    s->args = *a;
+    s->plan = *plan;
+    s->rec = *rec;
+    s->blocking = false;
+    s->checked = true;
+    s->stand_in = true;
+    mca_coll_dfccl_op_init(&s->op);
+    s->stage = MCA_COLL_DFCCL_REQ_QUEUED;
+    if (cm->verbose >= 3)
+        verbose_call(m, rec, plan->path, false, " (no memory for its request: refused in its turn)");
+    enqueue(m, s);
+    return MPI_ERR_NO_MEM;
 }
 
 int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
@@ -346,6 +393,8 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
         if (state == MCA_COLL_DFCCL_ENGINE_NONE) {
             mca_coll_dfccl_engine_begin(m); /* the first engine call: the set-up starts */
             state = engine_state(m);
+            if (!m->spare) /* while there is memory: see stand_in */
+                m->spare = mca_coll_dfccl_req_get(m);
         }
         /* after a failed set-up the previous module runs it, in call order behind any
          * call still waiting (those fall back when they leave the queue) */
@@ -378,7 +427,8 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
     /* it waits in the queue */
     mca_coll_dfccl_req_t *req = mca_coll_dfccl_req_get(m);
     if (!req && !cm->check && plan.path == MCA_COLL_DFCCL_PATH_ENGINE)
-        return run_unqueued(m, desc, a, &plan, &rec, request);
+        return blocking ? run_unqueued(m, desc, a, &plan, &rec, NULL)
+                        : stand_in(m, desc, a, &plan, &rec, request);
     if (!req) /* one whose check needs it: see run_unqueued */
         return MPI_ERR_NO_MEM;
     req->desc = desc;

@@ -50,6 +50,8 @@ static void mca_coll_dfccl_module_destruct(mca_coll_dfccl_module_t *m)
         mca_coll_dfccl_engine_destroy(m);
     release_previous(m);
     mca_coll_dfccl_watch_free(m->watch);
+    if (m->spare) /* never queued here: a queued one keeps the module on the waiting list */
+        mca_coll_dfccl_req_put(m->spare);
     /* as coll/ucc: the keyval goes with MPI_COMM_WORLD, whose attributes are deleted
      * before it is destructed */
     if (m->comm == &ompi_mpi_comm_world.comm && mca_coll_dfccl_component.keyval != MPI_KEYVAL_INVALID) {

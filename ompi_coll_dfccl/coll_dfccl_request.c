@@ -56,6 +56,7 @@ mca_coll_dfccl_req_t *mca_coll_dfccl_req_get(mca_coll_dfccl_module_t *m)
     req->stage = MCA_COLL_DFCCL_REQ_STARTED;
     req->blocking = false;
     req->checked = true;
+    req->stand_in = false;
     req->desc = NULL;
     req->check = NULL;
     req->sched = NULL;

@@ -128,11 +128,12 @@ finish() {
 }
 
 # A short reason from a log: the first mismatch / failure / hang line, then the first
-# error; the engine's INFO and WARN lines never (an INFO line may say "error-reporting").
+# error; the engine's INFO, WARN, TRACE and DEBUG lines never (an INFO line may say
+# "error-reporting").
 reason_of() {
     local log=$1 line
-    line=$(grep -v -E '\] (INFO|WARN|TRACE) ' "$log" 2>/dev/null | grep -m1 -E 'MISMATCH|FAIL|HANG:|Segmentation|signal' | cut -c1-300)
-    [ -n "$line" ] || line=$(grep -v -E '\] (INFO|WARN|TRACE) ' "$log" 2>/dev/null | grep -m1 -E 'ERROR|error' | cut -c1-300)
+    line=$(grep -v -E '\] (INFO|WARN|TRACE|DEBUG) ' "$log" 2>/dev/null | grep -m1 -E 'MISMATCH|FAIL|HANG:|Segmentation|signal' | cut -c1-300)
+    [ -n "$line" ] || line=$(grep -v -E '\] (INFO|WARN|TRACE|DEBUG) ' "$log" 2>/dev/null | grep -m1 -E 'ERROR|error' | cut -c1-300)
     echo "${line:-see $log}"
 }
 

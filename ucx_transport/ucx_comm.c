@@ -810,8 +810,8 @@ static int wait_answers(struct eng_net_comm *nc, uint64_t deadline)
  * that teardown progresses its workers, and it may be waiting on another of my workers
  * than the one I wait on. Flushing and progressing one worker after the other, two
  * ranks each waited out the other (2 proxies, ranks on other hosts). Returns nonzero
- * when some flush did not finish (cancelled). Called with net_ucx.lock and every proxy
- * lock held. */
+ * when some flush did not finish (UCX frees its request when it does). Called with
+ * net_ucx.lock and every proxy lock held. */
 static int flush_all_locked(uint32_t npx, uint64_t deadline)
 {
     ucs_status_ptr_t r[ENG_MAX_NET_THREADS];
@@ -822,11 +822,13 @@ static int flush_all_locked(uint32_t npx, uint64_t deadline)
         r[i] = ucp_worker_flush_nbx(net_ucx.px[i].worker, &prm);
         pending |= UCS_PTR_IS_PTR(r[i]);
     }
-    while (pending && eng_now_ns() < deadline) {
+    while (pending) { /* one pass at least: a deadline spent by the phases before */
         progress_all_locked();
         pending = 0;
         for (uint32_t i = 0; i < npx; i++)
             pending |= UCS_PTR_IS_PTR(r[i]) && ucp_request_check_status(r[i]) == UCS_INPROGRESS;
+        if (eng_now_ns() >= deadline)
+            break;
     }
     for (uint32_t i = 0; i < npx; i++) {
         if (!UCS_PTR_IS_PTR(r[i]))
@@ -894,7 +896,8 @@ int eng_net_teardown(eng_net_t *nc)
     free(skip);
     /* from here on, messages for this communicator are dropped by the handlers */
     nc->closing = 1;
-    flush_all_locked(nc->npx, deadline); /* everything has landed */
+    /* everything has landed, and my goodbyes are out (UCX reads their headers in nc) */
+    const int unflushed = flush_all_locked(nc->npx, deadline);
     /* rendezvous receives still writing into the caller's segment finish first: UCX
      * cannot cancel one (ucp_request_cancel acts on tag receives only), and a peer that
      * failed completes it with an error (its endpoint handles errors: rendezvous runs
@@ -904,20 +907,19 @@ int eng_net_teardown(eng_net_t *nc)
     uint64_t left = dfccl_load_relaxed(&nc->inflight);
     if (!left && skipped) {
         left = 1; /* a put of mine may still run, and a peer without my goodbye may put */
-    } else if (!left && nc->put && wait_answers(nc, deadline)) {
+    } else if (!left && !unflushed && nc->put && wait_answers(nc, deadline)) {
         left = 1; /* a peer may still put into my segment: it stays mapped */
         dfccl_warn(
             "communicator %016llx: a peer did not answer the goodbye within %llu s (its puts into this "
             "rank's segment may not have finished); the segment stays mapped (leaked)",
             (unsigned long long)nc->uid, NET_BYE_NS / 1000000000ull);
-    } else if (!left && nc->put) {
-        /* headers and answers sent by flush completions in the waits above: UCX reads
-         * their headers (in nc) until they are out */
-        left = (uint64_t)flush_all_locked(nc->npx, deadline);
-        if (left)
-            dfccl_warn("communicator %016llx: messages to the net still going out %llu s into teardown; the "
-                       "communicator's memory stays (leaked)",
-                       (unsigned long long)nc->uid, NET_BYE_NS / 1000000000ull);
+    } else if (!left && (unflushed || (nc->put && flush_all_locked(nc->npx, deadline)))) {
+        /* (with puts, the headers and answers sent by flush completions in the waits
+         * above) UCX reads their headers in nc until they are out */
+        left = 1;
+        dfccl_warn("communicator %016llx: messages to the net still going out %llu s into teardown; the "
+                   "communicator's memory stays (leaked)",
+                   (unsigned long long)nc->uid, NET_BYE_NS / 1000000000ull);
     } else if (left)
         dfccl_warn("communicator %016llx: %llu receive(s) from the net still in flight %llu s into teardown; "
                    "the memory they land in stays mapped (leaked)",

@@ -90,10 +90,11 @@
 #define NET_ASK_NS 5000000ull /* asks for the peers' descriptions at most this often */
 
 /* How long a teardown waits for its peers, its phases together (steps pushed, puts
- * flushed, goodbyes answered, receives landed; each phase had 2 s of its own, up to 12 s
- * in all): room for a slow peer on a busy machine, whose answer would otherwise cost a
- * leak. A peer silent for this long is stuck, and what it could still write into stays
- * mapped (leaked, with a warning) */
+ * flushed, goodbyes answered, receives landed): room for a slow peer on a busy machine,
+ * whose late answer would cost a leak, yet short enough that a stuck peer stalls this
+ * process's other net communicators (their proxies are held meanwhile) for seconds, not
+ * minutes. A peer silent for this long is stuck, and what it could still write into
+ * stays mapped (leaked, with a warning) */
 #define NET_BYE_NS 10000000000ull
 
 #define NET_MAX_PIECES 64 /* eager messages per step at most (DFCCL_NET_PIECE is raised to fit) */

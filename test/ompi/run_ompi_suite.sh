@@ -633,12 +633,16 @@ nomem "the same for MPI_Ialltoall (fake_device=2)" 4 "${FAKE_DIRECT[@]}" -- t_no
 # A non-blocking call that waits in the queue (the set-up still running) and gets no
 # request from the component's pool (test/ompi/t_reqoom.c: the pool's growth fails on the
 # last rank): it used to fail there alone, and that rank's next call paired with the
-# peers' part of it (a wrong result) or they waited for ever; now it is refused to them
-# once the calls before it have started (those checked)
+# peers' part of it (a wrong result) or they waited for ever; now it fails at once and
+# the module's spare request, queued in its place, refuses it to them at its turn (the
+# calls before it checked). --twice: the next call fails too, with the spare still
+# queued: it waits in the call for its turn (the last resort) and is refused as well
 for np in 2 4; do
     refused "a queued MPI_Iallreduce without a request (no memory) is refused to the peers" "$np" \
         "no memory for its request" "${HB[@]}" -- t_reqoom
 done
+refused "two queued MPI_Iallreduce in a row without a request: both refused" 3 "no memory for its request" \
+    "${HB[@]}" -- t_reqoom --twice
 
 # ---------------------------------------------------------------- communicator churn
 for np in 2 4 8; do

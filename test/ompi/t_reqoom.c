@@ -4,29 +4,33 @@
  *
  * A call on a communicator whose engine set-up is still running waits in the
  * communicator's queue, in a request from the component's pool. When the pool must grow
- * and can't (no memory), the call has nothing to return: the component waits until the
- * calls before it have started and the set-up has ended, then refuses the call to the
- * peers (dfcclCommRefuse) and fails it here. Before, it failed here alone: this rank's
- * next call paired with the peers' part of it (here: call 9's result was call 8's sum),
- * and the peers' last call waited for ever.
+ * and can't (no memory), the call has nothing to return: the module's spare request takes
+ * its place in the queue, the call fails at once with MPI_ERR_NO_MEM, and the spare
+ * refuses it to the peers (dfcclCommRefuse) at its turn. Before, it failed here alone:
+ * this rank's next call paired with the peers' part of it (here: call 9's result was
+ * call 8's sum), and the peers' last call waited for ever.
  *
  * The last rank posts QUEUED MPI_Iallreduce at once on a fresh communicator, while its
  * peers post theirs 1 s later (so the last rank's set-up waits for them and its calls
  * queue), and fails the first allocation Open MPI's libopen-pal makes on its thread
- * inside a post from the second call on: that of the pool's growth, past its first 8
- * requests. This program replaces malloc, calloc, realloc, posix_memalign, memalign and
- * aligned_alloc to do it, and fails only a call made from libopen-pal's code. Then:
+ * inside a post from the second call on: that of the pool's growth, once its first 8
+ * requests are taken (the spare among them). This program replaces malloc, calloc,
+ * realloc, posix_memalign, memalign and aligned_alloc to do it, and fails only a call
+ * made from libopen-pal's code. Then:
  *   - the calls before the failed one succeed on every rank, results checked element by
  *     element;
- *   - the failed call returns MPI_ERR_NO_MEM on the last rank (once the calls before it
- *     have started) and fails through MPI_Wait on every other rank (the refusal), within
- *     the deadline;
+ *   - the failed call returns MPI_ERR_NO_MEM on the last rank without waiting for the
+ *     late peers (its posts take under 0.5 s), and fails through MPI_Wait on every other
+ *     rank (the refusal), within the deadline;
  *   - a later call fails, or succeeds with the right result (never a wrong one);
  *   - a new communicator works (checked).
+ * --twice: the post after the failed one fails too, while the spare is still queued: that
+ * call waits in the post for the calls before it (the last resort; its posts take the
+ * peers' second) and is refused as well.
  * If no post failed (the pool did not grow through malloc), the program fails: the case
  * was not made. A watchdog prints "HANG: ..." and exits 3 after the deadline (default 30 s).
  *
- * usage: t_reqoom [--deadline S]
+ * usage: t_reqoom [--twice] [--deadline S]
  */
 #include <errno.h>
 #include <link.h>
@@ -154,6 +158,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &ot_size);
     setvbuf(stdout, NULL, _IOLBF, 0);
     const double deadline = atof(ot_opt(argc, argv, "--deadline", "30"));
+    const bool twice = ot_flag(argc, argv, "--twice");
     if (ot_size < 2)
         OT_FAIL("needs at least 2 ranks");
     const int last = ot_rank == ot_size - 1;
@@ -179,22 +184,29 @@ int main(int argc, char **argv)
     if (!last)
         usleep(1000000);
     MPI_Request req[QUEUED];
-    int post_rc[QUEUED], failed = -1;
+    int post_rc[QUEUED], failed = -1, nfailed = 0;
+    const int fails = twice ? 2 : 1;
     const double t0 = ot_now();
     for (int c = 0; c < QUEUED; c++) {
-        armed = last && c > 0 && failed < 0;
+        armed = last && c > 0 && nfailed < fails;
+        tripped = 0;
         post_rc[c] = MPI_Iallreduce(sbuf[c], rbuf[c], COUNT, MPI_INT, MPI_SUM, comm, &req[c]);
         armed = 0;
         if (post_rc[c] != MPI_SUCCESS) {
             req[c] = MPI_REQUEST_NULL;
-            if (failed < 0 && tripped)
-                failed = c;
-            else
+            if (!tripped)
                 OT_FAIL("call %d: MPI_Iallreduce returned %d (%s) with no allocation failed", c, post_rc[c],
                         ot_errname(post_rc[c]));
+            if (failed < 0)
+                failed = c;
+            nfailed++;
         }
     }
     const double t_post = ot_now() - t0;
+    if (last && nfailed && nfailed != fails)
+        OT_FAIL("%d post(s) failed, want %d", nfailed, fails);
+    if (last && !twice && t_post > 0.5)
+        OT_FAIL("the posts took %.2f s: the call without a request waited for the late peers", t_post);
     int wait_rc[QUEUED];
     for (int c = 0; c < QUEUED; c++) {
         wait_rc[c] = req[c] == MPI_REQUEST_NULL ? post_rc[c] : MPI_Wait(&req[c], MPI_STATUS_IGNORE);
