@@ -63,6 +63,16 @@ static inline void ot_init(int *argc, char ***argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
 }
 
+/* ot_init with MPI_THREAD_MULTIPLE, as mpi4py asks for it */
+static inline void ot_init_multiple(int *argc, char ***argv)
+{
+    int provided = 0;
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &ot_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ot_size);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
 /* Seconds on a monotonic clock. */
 static inline double ot_now(void)
 {

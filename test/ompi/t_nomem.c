@@ -113,11 +113,7 @@ static void data(bool check, size_t n, int32_t *buf, int32_t *sbuf)
 
 int main(int argc, char **argv)
 {
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided); /* as mpi4py asks */
-    MPI_Comm_rank(MPI_COMM_WORLD, &ot_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &ot_size);
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    ot_init_multiple(&argc, &argv);
     mode = argc > 1 ? argv[1] : "";
     const bool nb = ot_flag(argc, argv, "--nb");
     const double deadline = atof(ot_opt(argc, argv, "--deadline", "40"));

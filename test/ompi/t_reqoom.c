@@ -152,11 +152,7 @@ static void check_sum(const char *what, int call, const int32_t *got)
 
 int main(int argc, char **argv)
 {
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided); /* as mpi4py asks */
-    MPI_Comm_rank(MPI_COMM_WORLD, &ot_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &ot_size);
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    ot_init_multiple(&argc, &argv);
     const double deadline = atof(ot_opt(argc, argv, "--deadline", "30"));
     const bool twice = ot_flag(argc, argv, "--twice");
     if (ot_size < 2)
