@@ -130,9 +130,9 @@ static int engine_settled(mca_coll_dfccl_module_t *m, mca_coll_dfccl_engine_stat
  * engine picks it (device buffers reach it as they are on a communicator with a GPU
  * part; none reach it in place of device ones there). no_request: what was missing was
  * the call's request. Returns rc. */
-static int refuse_call_why(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
-                           const mca_coll_dfccl_args_t *a, dfcclComm_t ecomm, bool nonblocking, int rc,
-                           bool no_request)
+static int refuse_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
+                       const mca_coll_dfccl_args_t *a, dfcclComm_t ecomm, bool nonblocking, int rc,
+                       bool no_request)
 {
     char name[32], why[160];
     mca_coll_dfccl_call_name(name, sizeof name, desc->coll, nonblocking);
@@ -149,12 +149,6 @@ static int refuse_call_why(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll
     return rc;
 }
 
-static int refuse_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
-                       const mca_coll_dfccl_args_t *a, dfcclComm_t ecomm, bool nonblocking, int rc)
-{
-    return refuse_call_why(m, desc, a, ecomm, nonblocking, rc, false);
-}
-
 /* Start a call on the engine or staged path (a failure before the engine call refused). */
 static int start_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc_t *desc,
                       const mca_coll_dfccl_args_t *a, const mca_coll_dfccl_plan_t *plan, bool nonblocking,
@@ -163,7 +157,7 @@ static int start_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_desc
     const int rc = desc->start(m, a, plan, o, inner_p);
     if (rc == OMPI_SUCCESS || plan->path != MCA_COLL_DFCCL_PATH_ENGINE || o->reached)
         return rc;
-    return refuse_call(m, desc, a, plan->ecomm, nonblocking, rc);
+    return refuse_call(m, desc, a, plan->ecomm, nonblocking, rc, false);
 }
 
 /* Start a request that waited: engine submission, or the previous module's
@@ -248,7 +242,7 @@ void mca_coll_dfccl_queue_advance(mca_coll_dfccl_module_t *m)
         /* started while still at the head: a call another thread issues meanwhile on
          * this communicator queues behind it instead of reaching the engine first */
         if (req->stand_in && req->op.rc == OMPI_SUCCESS && req->plan.path == MCA_COLL_DFCCL_PATH_ENGINE)
-            refuse_call_why(m, req->desc, &req->args, req->plan.ecomm, true, MPI_ERR_NO_MEM, true);
+            refuse_call(m, req->desc, &req->args, req->plan.ecomm, true, MPI_ERR_NO_MEM, true);
         else if (!req->blocking && req->stage == MCA_COLL_DFCCL_REQ_QUEUED && req->op.rc == OMPI_SUCCESS)
             req->op.rc = start_waited(req);
         OPAL_THREAD_LOCK(&cm->lock);
@@ -325,7 +319,7 @@ static int run_unqueued(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
         return desc->previous(m, a, request);
     if (request)
         return plan->path == MCA_COLL_DFCCL_PATH_ENGINE
-                   ? refuse_call_why(m, desc, a, plan->ecomm, true, MPI_ERR_NO_MEM, true)
+                   ? refuse_call(m, desc, a, plan->ecomm, true, MPI_ERR_NO_MEM, true)
                    : MPI_ERR_NO_MEM;
     MCA_COLL_DFCCL_RUN_BLOCKING(o, start_call(m, desc, a, plan, false, o, NULL));
 }
@@ -417,11 +411,11 @@ int mca_coll_dfccl_call(mca_coll_dfccl_module_t *m, const mca_coll_dfccl_coll_de
         if (blocking)
             MCA_COLL_DFCCL_RUN_BLOCKING(o, start_call(m, desc, a, &plan, false, o, NULL));
         /* no request for it: refused to the peers like any failure before the engine call */
-        MCA_COLL_DFCCL_RUN_NONBLOCKING(
-            m, plan.path, request, o, inner_p, start_call(m, desc, a, &plan, true, o, inner_p),
-            plan.path == MCA_COLL_DFCCL_PATH_ENGINE
-                ? refuse_call_why(m, desc, a, plan.ecomm, true, MPI_ERR_NO_MEM, true)
-                : MPI_ERR_NO_MEM);
+        MCA_COLL_DFCCL_RUN_NONBLOCKING(m, plan.path, request, o, inner_p,
+                                       start_call(m, desc, a, &plan, true, o, inner_p),
+                                       plan.path == MCA_COLL_DFCCL_PATH_ENGINE
+                                           ? refuse_call(m, desc, a, plan.ecomm, true, MPI_ERR_NO_MEM, true)
+                                           : MPI_ERR_NO_MEM);
     }
 
     /* it waits in the queue */
